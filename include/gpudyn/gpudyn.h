@@ -1,0 +1,115 @@
+/*
+ * gpudyn — dynamic memory inside CUDA kernels.  The stable C ABI.
+ *
+ * Rules every declaration in this file (and in the per-structure headers it
+ * includes) follows, so that any language can bind it and cffi can read it
+ * verbatim once preprocessor lines are dropped:
+ *   - C99, fixed-width integer types only, no CUDA or C++ types;
+ *   - every call returns gpudyn_status_t; the reason for a failure is in
+ *     gpudyn_last_error_message() (thread-local, names the argument/value);
+ *   - handles are opaque pointers; destroy functions accept NULL;
+ *   - option structs begin with `struct_size` and have an initializer function;
+ *   - host calls that touch device memory take a gpudyn_stream_t (a
+ *     cudaStream_t; NULL is the legacy default stream) and are stream-ordered.
+ * Preprocessor lines must stay on lines of their own: the Python binding drops
+ * every line that starts with '#' and the GPUDYN_API token.
+ */
+#ifndef GPUDYN_GPUDYN_H
+#define GPUDYN_GPUDYN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPUDYN_VERSION_MAJOR 0
+#define GPUDYN_VERSION_MINOR 1
+#define GPUDYN_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH, as returned by gpudyn_get_version(). */
+#define GPUDYN_VERSION_NUMBER (GPUDYN_VERSION_MAJOR * 10000 + GPUDYN_VERSION_MINOR * 100 + GPUDYN_VERSION_PATCH)
+
+#if defined(GPUDYN_BUILDING_LIBRARY)
+#define GPUDYN_API __attribute__((visibility("default")))
+#else
+#define GPUDYN_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status ---------------------------------------------------------- */
+typedef enum gpudyn_status_t {
+    GPUDYN_SUCCESS = 0,
+    GPUDYN_ERROR_INVALID_ARGUMENT = 1,
+    GPUDYN_ERROR_OUT_OF_MEMORY = 2,
+    GPUDYN_ERROR_NO_DEVICE = 3,
+    GPUDYN_ERROR_CUDA = 4,
+    GPUDYN_ERROR_NOT_SUPPORTED = 5,
+    GPUDYN_ERROR_INTERNAL = 6
+} gpudyn_status_t;
+
+/* A cudaStream_t, passed as an opaque pointer; NULL is the default stream. */
+typedef struct gpudyn_stream_s* gpudyn_stream_t;
+
+/* GPUDYN_VERSION_NUMBER of the loaded library. */
+GPUDYN_API uint32_t gpudyn_get_version(void);
+
+/* Static string naming a status ("GPUDYN_ERROR_OUT_OF_MEMORY"); never NULL. */
+GPUDYN_API const char* gpudyn_status_string(gpudyn_status_t status);
+
+/* Why the last call on this thread failed ("" after a success); never NULL.
+ * Valid until the next gpudyn call on the same thread. */
+GPUDYN_API const char* gpudyn_last_error_message(void);
+
+/* ---- devices --------------------------------------------------------- */
+typedef struct gpudyn_device_info_t {
+    uint32_t struct_size;       /* sizeof(gpudyn_device_info_t), set by caller */
+    int32_t device;             /* CUDA device ordinal */
+    char name[256];
+    int32_t compute_capability_major;
+    int32_t compute_capability_minor;
+    int32_t multiprocessor_count;
+    int32_t warp_size;
+    uint64_t total_memory;      /* bytes */
+    uint64_t free_memory;       /* bytes, at the time of the call */
+    uint64_t l2_cache_bytes;
+    int32_t runtime_version;    /* CUDA runtime linked into libgpudyn, e.g. 13000 */
+    int32_t driver_version;     /* installed driver's CUDA version, 0 if no driver */
+    int32_t vmm_supported;      /* 1 when the driver's virtual memory management works */
+    int32_t reserved;
+} gpudyn_device_info_t;
+
+/* Number of CUDA devices; GPUDYN_ERROR_NO_DEVICE (count = 0) when there is no
+ * usable device or driver. */
+GPUDYN_API gpudyn_status_t gpudyn_get_device_count(int32_t* count);
+
+/* Fills *info for `device` (info->struct_size must be set by the caller). */
+GPUDYN_API gpudyn_status_t gpudyn_get_device_info(int32_t device, gpudyn_device_info_t* info);
+
+/* CUDA runtime version linked into the library and the driver's version
+ * (0 when no driver is installed); works without a GPU. */
+GPUDYN_API gpudyn_status_t gpudyn_get_cuda_versions(int32_t* runtime_version, int32_t* driver_version);
+
+/* ---- raw device memory (used by the Python DeviceBuffer) ------------- */
+typedef enum gpudyn_memcpy_kind_t {
+    GPUDYN_MEMCPY_HOST_TO_DEVICE = 1,
+    GPUDYN_MEMCPY_DEVICE_TO_HOST = 2,
+    GPUDYN_MEMCPY_DEVICE_TO_DEVICE = 3
+} gpudyn_memcpy_kind_t;
+
+/* Stream-ordered allocation of `bytes` (> 0) of device memory. */
+GPUDYN_API gpudyn_status_t gpudyn_device_alloc(void** ptr, uint64_t bytes, gpudyn_stream_t stream);
+/* Stream-ordered free; NULL is accepted. */
+GPUDYN_API gpudyn_status_t gpudyn_device_free(void* ptr, gpudyn_stream_t stream);
+/* Stream-ordered copy; host memory is pageable or pinned. */
+GPUDYN_API gpudyn_status_t gpudyn_memcpy(void* dst, const void* src, uint64_t bytes,
+                                         gpudyn_memcpy_kind_t kind, gpudyn_stream_t stream);
+/* Stream-ordered byte fill of device memory. */
+GPUDYN_API gpudyn_status_t gpudyn_memset(void* dst, int32_t value, uint64_t bytes, gpudyn_stream_t stream);
+/* Waits for all work on `stream`. */
+GPUDYN_API gpudyn_status_t gpudyn_stream_synchronize(gpudyn_stream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUDYN_GPUDYN_H */

@@ -1,0 +1,243 @@
+// Core of the C ABI: version, statuses, the thread-local error message,
+// device information and raw stream-ordered device memory.
+#include "internal.hpp"
+
+#include <cuda.h>  // driver types and enums only; libcuda is never linked
+
+#include <algorithm>
+#include <cstring>
+
+namespace gpudyn::detail {
+
+namespace {
+thread_local std::string last_error_message;
+}
+
+void set_last_error(const std::string& message) { last_error_message = message; }
+
+void raise(gpudyn_status_t status, const char* fmt, ...) {
+    char buffer[1024];
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(buffer, sizeof(buffer), fmt, args);
+    va_end(args);
+    throw error{status, buffer};
+}
+
+gpudyn_status_t status_of(cudaError_t err) {
+    switch (err) {
+        case cudaSuccess: return GPUDYN_SUCCESS;
+        case cudaErrorMemoryAllocation: return GPUDYN_ERROR_OUT_OF_MEMORY;
+        case cudaErrorNoDevice:
+        case cudaErrorInsufficientDriver:
+        case cudaErrorInvalidDevice:
+        case cudaErrorDevicesUnavailable:
+        case cudaErrorSystemDriverMismatch:
+        case cudaErrorCompatNotSupportedOnDevice: return GPUDYN_ERROR_NO_DEVICE;
+        case cudaErrorNotSupported: return GPUDYN_ERROR_NOT_SUPPORTED;
+        default: return GPUDYN_ERROR_CUDA;
+    }
+}
+
+void check_cuda(cudaError_t err, const char* what) {
+    if (err == cudaSuccess) return;
+    gpudyn_status_t status = status_of(err);
+    if (status == GPUDYN_ERROR_NO_DEVICE) {
+        cudaGetLastError();  // a missing device is not sticky; clear it
+        raise(status, "no CUDA device: %s (%s: %s)", what, cudaGetErrorName(err), cudaGetErrorString(err));
+    }
+    if (status != GPUDYN_ERROR_CUDA) cudaGetLastError();
+    raise(status, "%s failed: %s (%s)", what, cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
+int require_device() {
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+        cudaGetLastError();
+        raise(GPUDYN_ERROR_NO_DEVICE, "no CUDA device (%s)",
+              err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports 0 devices");
+    }
+    int device = 0;
+    GPUDYN_CUDA(cudaGetDevice(&device));
+    return device;
+}
+
+unsigned grid_for(uint64_t n, unsigned block, unsigned blocks_per_sm) {
+    static thread_local int sm_count = 0;
+    if (sm_count == 0) {
+        int device = 0;
+        if (cudaGetDevice(&device) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+            sm_count = 1;
+    }
+    uint64_t needed = (n + block - 1) / block;
+    uint64_t full = uint64_t(sm_count) * blocks_per_sm;
+    return unsigned(std::max<uint64_t>(1, std::min(needed, full)));
+}
+
+void* driver_entry_point(const char* symbol, int cuda_version) {
+    require_device();
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    GPUDYN_CUDA(cudaGetDriverEntryPointByVersion(symbol, &fn, cuda_version, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || fn == nullptr)
+        raise(GPUDYN_ERROR_NOT_SUPPORTED, "the installed driver has no %s (CUDA %d API)", symbol, cuda_version);
+    return fn;
+}
+
+}  // namespace gpudyn::detail
+
+using namespace gpudyn::detail;
+
+extern "C" {
+
+GPUDYN_API uint32_t gpudyn_get_version(void) { return GPUDYN_VERSION_NUMBER; }
+
+GPUDYN_API const char* gpudyn_status_string(gpudyn_status_t status) {
+    switch (status) {
+        case GPUDYN_SUCCESS: return "GPUDYN_SUCCESS";
+        case GPUDYN_ERROR_INVALID_ARGUMENT: return "GPUDYN_ERROR_INVALID_ARGUMENT";
+        case GPUDYN_ERROR_OUT_OF_MEMORY: return "GPUDYN_ERROR_OUT_OF_MEMORY";
+        case GPUDYN_ERROR_NO_DEVICE: return "GPUDYN_ERROR_NO_DEVICE";
+        case GPUDYN_ERROR_CUDA: return "GPUDYN_ERROR_CUDA";
+        case GPUDYN_ERROR_NOT_SUPPORTED: return "GPUDYN_ERROR_NOT_SUPPORTED";
+        case GPUDYN_ERROR_INTERNAL: return "GPUDYN_ERROR_INTERNAL";
+    }
+    return "GPUDYN_STATUS_UNKNOWN";
+}
+
+GPUDYN_API const char* gpudyn_last_error_message(void) { return last_error_message.c_str(); }
+
+GPUDYN_API gpudyn_status_t gpudyn_get_device_count(int32_t* count) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(count);
+        *count = 0;
+        int n = 0;
+        cudaError_t err = cudaGetDeviceCount(&n);
+        if (err != cudaSuccess || n == 0) {
+            cudaGetLastError();
+            raise(GPUDYN_ERROR_NO_DEVICE, "no CUDA device (%s)",
+                  err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports 0 devices");
+        }
+        *count = n;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_get_cuda_versions(int32_t* runtime_version, int32_t* driver_version) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(runtime_version);
+        GPUDYN_REQUIRE_NOT_NULL(driver_version);
+        int rt = 0, drv = 0;
+        GPUDYN_CUDA(cudaRuntimeGetVersion(&rt));
+        if (cudaDriverGetVersion(&drv) != cudaSuccess) drv = 0;  // 0 means "no driver"
+        *runtime_version = rt;
+        *driver_version = drv;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_get_device_info(int32_t device, gpudyn_device_info_t* info) {
+    GPUDYN_ABI({
+        require_struct_size(info, "info");
+        int count = 0;
+        cudaError_t err = cudaGetDeviceCount(&count);
+        if (err != cudaSuccess || count == 0) {
+            cudaGetLastError();
+            raise(GPUDYN_ERROR_NO_DEVICE, "no CUDA device (%s)",
+                  err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports 0 devices");
+        }
+        GPUDYN_REQUIRE(device >= 0 && device < count, "argument 'device' is %d, expected 0 <= device < %d",
+                       int(device), count);
+        cudaDeviceProp prop;
+        GPUDYN_CUDA(cudaGetDeviceProperties(&prop, device));
+        uint32_t size = info->struct_size;
+        std::memset(info, 0, sizeof(*info));
+        info->struct_size = size;
+        info->device = device;
+        std::snprintf(info->name, sizeof(info->name), "%s", prop.name);
+        info->compute_capability_major = prop.major;
+        info->compute_capability_minor = prop.minor;
+        info->multiprocessor_count = prop.multiProcessorCount;
+        info->warp_size = prop.warpSize;
+        info->total_memory = prop.totalGlobalMem;
+        info->l2_cache_bytes = uint64_t(prop.l2CacheSize);
+        int current = 0;
+        GPUDYN_CUDA(cudaGetDevice(&current));
+        if (current == device) {
+            size_t free_b = 0, total_b = 0;
+            GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
+            info->free_memory = free_b;
+        }
+        int rt = 0, drv = 0;
+        GPUDYN_CUDA(cudaRuntimeGetVersion(&rt));
+        GPUDYN_CUDA(cudaDriverGetVersion(&drv));
+        info->runtime_version = rt;
+        info->driver_version = drv;
+        int vmm = 0;
+        // The runtime has no enumerator for this driver attribute; its value is shared.
+        if (cudaDeviceGetAttribute(&vmm, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED),
+                                   device) != cudaSuccess) {
+            cudaGetLastError();
+            vmm = 0;
+        }
+        info->vmm_supported = vmm;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_device_alloc(void** ptr, uint64_t bytes, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(ptr);
+        *ptr = nullptr;
+        GPUDYN_REQUIRE(bytes > 0, "argument 'bytes' is 0, expected > 0");
+        require_device();
+        void* p = nullptr;
+        GPUDYN_CUDA(cudaMallocAsync(&p, size_t(bytes), to_cuda(stream)));
+        *ptr = p;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_device_free(void* ptr, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        if (ptr == nullptr) return;
+        GPUDYN_CUDA(cudaFreeAsync(ptr, to_cuda(stream)));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_memcpy(void* dst, const void* src, uint64_t bytes, gpudyn_memcpy_kind_t kind,
+                                         gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        if (bytes == 0) return;
+        GPUDYN_REQUIRE_NOT_NULL(dst);
+        GPUDYN_REQUIRE_NOT_NULL(src);
+        cudaMemcpyKind k;
+        switch (kind) {
+            case GPUDYN_MEMCPY_HOST_TO_DEVICE: k = cudaMemcpyHostToDevice; break;
+            case GPUDYN_MEMCPY_DEVICE_TO_HOST: k = cudaMemcpyDeviceToHost; break;
+            case GPUDYN_MEMCPY_DEVICE_TO_DEVICE: k = cudaMemcpyDeviceToDevice; break;
+            default:
+                raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'kind' is %d, expected a gpudyn_memcpy_kind_t",
+                      int(kind));
+        }
+        require_device();
+        GPUDYN_CUDA(cudaMemcpyAsync(dst, src, size_t(bytes), k, to_cuda(stream)));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_memset(void* dst, int32_t value, uint64_t bytes, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        if (bytes == 0) return;
+        GPUDYN_REQUIRE_NOT_NULL(dst);
+        GPUDYN_REQUIRE(value >= 0 && value <= 255, "argument 'value' is %d, expected a byte 0..255", int(value));
+        require_device();
+        GPUDYN_CUDA(cudaMemsetAsync(dst, value, size_t(bytes), to_cuda(stream)));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_stream_synchronize(gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_device();
+        GPUDYN_CUDA(cudaStreamSynchronize(to_cuda(stream)));
+    });
+}
+
+}  // extern "C"
