@@ -124,6 +124,13 @@ GPUDYN_API gpudyn_status_t gpudyn_get_device_count(int32_t* count) {
     });
 }
 
+GPUDYN_API gpudyn_status_t gpudyn_get_device(int32_t* device) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(device);
+        *device = require_device();
+    });
+}
+
 GPUDYN_API gpudyn_status_t gpudyn_get_cuda_versions(int32_t* runtime_version, int32_t* driver_version) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(runtime_version);

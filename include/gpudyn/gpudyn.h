@@ -82,6 +82,9 @@ typedef struct gpudyn_device_info_t {
  * usable device or driver. */
 GPUDYN_API gpudyn_status_t gpudyn_get_device_count(int32_t* count);
 
+/* The calling thread's current CUDA device ordinal. */
+GPUDYN_API gpudyn_status_t gpudyn_get_device(int32_t* device);
+
 /* Fills *info for `device` (info->struct_size must be set by the caller). */
 GPUDYN_API gpudyn_status_t gpudyn_get_device_info(int32_t device, gpudyn_device_info_t* info);
 
@@ -111,5 +114,7 @@ GPUDYN_API gpudyn_status_t gpudyn_stream_synchronize(gpudyn_stream_t stream);
 #ifdef __cplusplus
 }
 #endif
+
+/* The structures, one C header each (same rules as this file). */
 
 #endif /* GPUDYN_GPUDYN_H */

@@ -9,6 +9,7 @@ int main(void) {
 
     CHECK_INVALID(gpudyn_get_device_count(NULL), "count");
     CHECK_INVALID(gpudyn_get_device_info(0, NULL), "info");
+    CHECK_INVALID(gpudyn_get_device(NULL), "device");
     gpudyn_device_info_t info;
     memset(&info, 0, sizeof info);
     info.struct_size = 4; /* too small: an older caller's struct */

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The main job: installs gpudyn, then runs the papers' benchmarks on the GPU
+# (`gpudyn bench`), writing JSON + PNG under benchmarks/results/<gpu>/.
+# Extra arguments go to `gpudyn bench` (e.g. `ggarray --quick`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+bash tools/install.sh
+"$PYTHON" -m pip install -q --disable-pip-version-check ${GPUDYN_WHEELS:+--no-index --find-links "$GPUDYN_WHEELS"} matplotlib \
+  || echo "matplotlib could not be installed: results without plots" >&2
+"$PYTHON" -m gpudyn bench "$@"

@@ -1,0 +1,167 @@
+"""Loads libgpudyn through cffi in ABI mode.
+
+The declarations handed to cffi are read from the installed C headers
+(``gpudyn.h`` and the per-structure headers it includes), never kept by hand:
+preprocessor lines and the ``GPUDYN_API`` token are dropped, the rest is cdef'd
+verbatim.
+"""
+from __future__ import annotations
+
+import ctypes.util
+import os
+import re
+import sys
+
+import cffi
+
+from . import errors
+from ._version import __version__
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_LIB_NAME = "libgpudyn.so"
+
+
+def include_dirs() -> list[str]:
+    """Folders that may hold ``gpudyn/gpudyn.h``, most specific first."""
+    dirs = [os.path.join(_PKG_DIR, "include")]
+    # A source checkout (python/gpudyn next to include/) and a conda/system prefix.
+    dirs.append(os.path.normpath(os.path.join(_PKG_DIR, "..", "..", "include")))
+    dirs.append(os.path.join(sys.prefix, "include"))
+    return dirs
+
+
+def header_path() -> str:
+    for d in include_dirs():
+        p = os.path.join(d, "gpudyn", "gpudyn.h")
+        if os.path.isfile(p):
+            return p
+    raise errors.LibraryNotFoundError(
+        "gpudyn: the C header gpudyn/gpudyn.h was not found; looked in: " + ", ".join(include_dirs()))
+
+
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"(gpudyn/[A-Za-z0-9_]+\.h)"')
+
+
+def cdef_source(path: str | None = None) -> str:
+    """The declarations of ``gpudyn.h`` and every structure header it includes,
+    in include order, with preprocessor lines, C++ guards and GPUDYN_API removed."""
+    path = path or header_path()
+    root = os.path.dirname(os.path.dirname(path))
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def emit(file: str) -> None:
+        if file in seen:
+            return
+        seen.add(file)
+        skip_depth = 0  # inside '#ifdef __cplusplus' ... '#endif'
+        depth = 0
+        with open(file, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            stripped = line.strip()
+            if stripped.startswith("#"):
+                # join continuation lines of a directive
+                while lines[i].rstrip().endswith("\\") and i + 1 < len(lines):
+                    i += 1
+                m = _INCLUDE_RE.match(line)
+                if m and skip_depth == 0:
+                    emit(os.path.join(root, m.group(1)))
+                directive = stripped[1:].strip()
+                if directive.startswith(("if", "ifdef", "ifndef")):
+                    depth += 1
+                    if skip_depth == 0 and re.match(r"ifdef\s+__cplusplus\b", directive):
+                        skip_depth = depth
+                elif directive.startswith("endif"):
+                    if skip_depth == depth:
+                        skip_depth = 0
+                    depth -= 1
+                i += 1
+                continue
+            if skip_depth == 0:
+                out.append(line.replace("GPUDYN_API", ""))
+            i += 1
+
+    emit(path)
+    return "\n".join(out)
+
+
+def library_candidates() -> list[str]:
+    env = os.environ.get("GPUDYN_LIBRARY")
+    if env:
+        return [env]
+    cands = [os.path.join(_PKG_DIR, _LIB_NAME)]
+    # conda / system installs: the libgpudyn package provides lib/libgpudyn.so
+    cands.append(os.path.join(sys.prefix, "lib", _LIB_NAME))
+    found = ctypes.util.find_library("gpudyn")
+    if found:
+        cands.append(found)
+    return cands
+
+
+def _load():
+    ffi = cffi.FFI()
+    ffi.cdef(cdef_source())
+    tried = []
+    for cand in library_candidates():
+        if os.path.sep in cand and not os.path.exists(cand):
+            tried.append(cand + " (missing)")
+            continue
+        try:
+            lib = ffi.dlopen(cand)
+        except OSError as exc:
+            tried.append(f"{cand} ({exc})")
+            continue
+        break
+    else:
+        raise errors.LibraryNotFoundError(
+            "gpudyn: could not load the gpudyn shared library; tried: " + "; ".join(tried)
+            + ". Reinstall the package or set GPUDYN_LIBRARY to the library's path.")
+    got = int(lib.gpudyn_get_version())
+    want = version_number(__version__)
+    if got != want:
+        raise errors.LibraryVersionError(
+            f"gpudyn: the loaded library {cand} is version {got // 10000}.{got // 100 % 100}.{got % 100}, "
+            f"but the Python package is {__version__}")
+    return ffi, lib, cand
+
+
+def version_number(version: str) -> int:
+    major, minor, patch = (int(x) for x in version.split(".")[:3])
+    return major * 10000 + minor * 100 + patch
+
+
+ffi, lib, library_path = _load()
+
+
+def last_error_message() -> str:
+    return ffi.string(lib.gpudyn_last_error_message()).decode("utf-8", "replace")
+
+
+def check(status: int) -> None:
+    """Raises the exception matching a gpudyn_status_t, with the library's message."""
+    if status == 0:
+        return
+    raise errors.error_for_status(int(status), ffi.string(lib.gpudyn_status_string(status)).decode(),
+                                  last_error_message())
+
+
+def stream_handle(stream) -> object:
+    """A gpudyn_stream_t from None (default stream), an int handle, a CuPy stream
+    (``.ptr``), a PyTorch stream (``.cuda_stream``) or a Numba stream (``.handle``)."""
+    if stream is None:
+        value = 0
+    elif isinstance(stream, int):
+        value = stream
+    elif hasattr(stream, "cuda_stream"):
+        value = int(stream.cuda_stream)
+    elif hasattr(stream, "ptr"):
+        value = int(stream.ptr)
+    elif hasattr(stream, "handle"):
+        h = stream.handle
+        value = int(getattr(h, "value", h) or 0)
+    else:
+        raise TypeError(f"gpudyn: cannot use {type(stream).__name__} as a CUDA stream")
+    return ffi.cast("gpudyn_stream_t", value)

@@ -1,0 +1,272 @@
+"""DeviceBuffer: device memory owned by Python, shared zero-copy with CuPy,
+PyTorch and Numba through ``__cuda_array_interface__`` (v3) and DLPack."""
+from __future__ import annotations
+
+import ctypes
+import itertools
+import math
+import threading
+
+import numpy as np
+
+from ._ffi import check, ffi, lib, stream_handle
+
+# DLPack (unversioned ABI, understood by every current consumer).
+_KDL_CUDA = 2
+_DL_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}  # kDLInt, kDLUInt, kDLFloat, kDLComplex, kDLBool
+_CAI_LEGACY_DEFAULT_STREAM = 1  # the CAI v3 spelling of the legacy default stream (0 is not allowed)
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
+_DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER)]
+
+# Exported tensors alive in a consumer: id -> (owner, managed struct, shape array).
+_exports: dict[int, tuple] = {}
+_exports_lock = threading.Lock()
+_export_ids = itertools.count(1)
+
+
+@_DELETER
+def _dl_deleter(managed_ptr):
+    ctx = managed_ptr.contents.manager_ctx
+    with _exports_lock:
+        _exports.pop(ctx, None)
+
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid.restype = ctypes.c_int
+_capsule_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_get_pointer.restype = ctypes.c_void_p
+_capsule_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_CAPSULE_NAME = b"dltensor"
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _capsule_destructor(capsule):
+    # A capsule never consumed still owns the tensor: release it.  A consumed
+    # one was renamed "used_dltensor" and the consumer calls the deleter.
+    cap = ctypes.cast(capsule, ctypes.py_object)
+    if _capsule_is_valid(cap, _CAPSULE_NAME):
+        ptr = _capsule_get_pointer(cap, _CAPSULE_NAME)
+        managed = ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensor))
+        managed.contents.deleter(managed)
+
+
+def current_device() -> int:
+    dev = ffi.new("int32_t*")
+    check(lib.gpudyn_get_device(dev))
+    return int(dev[0])
+
+
+class DeviceBuffer:
+    """An owned, C-contiguous device array.
+
+    Memory is allocated and freed stream-ordered on ``stream``.  The buffer can
+    be viewed without copying by CuPy (``cupy.asarray(buf)``), PyTorch
+    (``torch.from_dlpack(buf)`` or ``torch.as_tensor(buf, device='cuda')``) and
+    Numba (``numba.cuda.as_cuda_array(buf)``); NumPy data moves by explicit copy
+    (:meth:`from_numpy`, :meth:`to_numpy`).
+    """
+
+    def __init__(self, shape, dtype=np.uint8, stream=None):
+        if isinstance(shape, (int, np.integer)):
+            shape = (int(shape),)
+        self.shape = tuple(int(s) for s in shape)
+        if any(s < 0 for s in self.shape):
+            raise ValueError(f"gpudyn: DeviceBuffer shape {self.shape} has a negative extent")
+        self.dtype = np.dtype(dtype)
+        if self.dtype.hasobject or self.dtype.kind not in _DL_CODES:
+            raise TypeError(f"gpudyn: DeviceBuffer cannot hold dtype {self.dtype}")
+        self.stream = stream
+        self._stream = stream_handle(stream)
+        self.device = current_device()
+        self.nbytes = math.prod(self.shape) * self.dtype.itemsize
+        self._ptr = ffi.NULL
+        if self.nbytes:
+            out = ffi.new("void**")
+            check(lib.gpudyn_device_alloc(out, self.nbytes, self._stream))
+            self._ptr = out[0]
+        self._owner = None
+
+    @classmethod
+    def _wrap(cls, ptr: int, shape, dtype, owner, stream=None) -> "DeviceBuffer":
+        """A non-owning view of memory kept alive by ``owner`` (used by structures)."""
+        self = cls.__new__(cls)
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.stream = stream
+        self._stream = stream_handle(stream)
+        self.device = current_device()
+        self.nbytes = math.prod(self.shape) * self.dtype.itemsize
+        self._ptr = ffi.cast("void*", ptr)
+        self._owner = owner
+        return self
+
+    # ---- life time --------------------------------------------------------
+    def close(self) -> None:
+        """Frees the memory now (stream-ordered); later use raises."""
+        if self._owner is None and self._ptr != ffi.NULL:
+            check(lib.gpudyn_device_free(self._ptr, self._stream))
+        self._ptr = ffi.NULL
+        self._owner = None
+        self.nbytes = 0
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---- properties -------------------------------------------------------
+    @property
+    def ptr(self) -> int:
+        return int(ffi.cast("uintptr_t", self._ptr))
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __len__(self) -> int:
+        return self.shape[0] if self.shape else 1
+
+    def __repr__(self) -> str:
+        return f"DeviceBuffer(shape={self.shape}, dtype={self.dtype}, ptr=0x{self.ptr:x}, device={self.device})"
+
+    def _stream_int(self) -> int:
+        return int(ffi.cast("uintptr_t", self._stream))
+
+    # ---- NumPy by copy ----------------------------------------------------
+    @classmethod
+    def from_numpy(cls, array, stream=None) -> "DeviceBuffer":
+        host = np.ascontiguousarray(array)
+        buf = cls(host.shape, host.dtype, stream=stream)
+        buf.copy_from_host(host)
+        return buf
+
+    def copy_from_host(self, array) -> None:
+        host = np.ascontiguousarray(array, dtype=self.dtype)
+        if host.nbytes != self.nbytes:
+            raise ValueError(f"gpudyn: host array has {host.nbytes} bytes, buffer has {self.nbytes}")
+        if self.nbytes:
+            check(lib.gpudyn_memcpy(self._ptr, ffi.from_buffer(host), self.nbytes,
+                                    lib.GPUDYN_MEMCPY_HOST_TO_DEVICE, self._stream))
+            # pageable source: keep the host array alive until the copy is done
+            check(lib.gpudyn_stream_synchronize(self._stream))
+
+    def to_numpy(self) -> np.ndarray:
+        host = np.empty(self.shape, dtype=self.dtype)
+        if self.nbytes:
+            check(lib.gpudyn_memcpy(ffi.from_buffer(host), self._ptr, self.nbytes,
+                                    lib.GPUDYN_MEMCPY_DEVICE_TO_HOST, self._stream))
+            check(lib.gpudyn_stream_synchronize(self._stream))
+        return host
+
+    def fill_bytes(self, value: int) -> None:
+        check(lib.gpudyn_memset(self._ptr, int(value), self.nbytes, self._stream))
+
+    # ---- zero-copy exports ------------------------------------------------
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        s = self._stream_int()
+        return {
+            "shape": self.shape,
+            "typestr": self.dtype.str,
+            "data": (self.ptr, False),
+            "version": 3,
+            "strides": None,
+            # Work on our stream may still be writing: consumers wait on it.
+            "stream": s if s != 0 else _CAI_LEGACY_DEFAULT_STREAM,
+        }
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (_KDL_CUDA, self.device)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if copy:
+            raise BufferError("gpudyn: DeviceBuffer exports without copying only (copy=True requested)")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"gpudyn: DeviceBuffer lives on {self.__dlpack_device__()}, not {dl_device}")
+        if stream != -1 and (stream is None or int(stream) != self._stream_int()):
+            # The consumer's stream is not ours: make our pending work visible to it.
+            check(lib.gpudyn_stream_synchronize(self._stream))
+        ndim = len(self.shape)
+        shape = (ctypes.c_int64 * max(ndim, 1))(*self.shape)
+        managed = _DLManagedTensor()
+        t = managed.dl_tensor
+        t.data = self.ptr or None
+        t.device = _DLDevice(_KDL_CUDA, self.device)
+        t.ndim = ndim
+        t.dtype = _DLDataType(_DL_CODES[self.dtype.kind], self.dtype.itemsize * 8, 1)
+        t.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
+        t.strides = None  # compact row-major
+        t.byte_offset = 0
+        ctx = next(_export_ids)
+        managed.manager_ctx = ctx
+        managed.deleter = _dl_deleter
+        with _exports_lock:
+            _exports[ctx] = (self, managed, shape)
+        return _capsule_new(ctypes.addressof(managed), _CAPSULE_NAME,
+                            ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+
+
+def as_device_array(obj, dtype=None):
+    """(ptr, n, dtype, keepalive) for a 1-D device array given as a DeviceBuffer,
+    anything with ``__cuda_array_interface__`` (CuPy, Numba, PyTorch CUDA tensors)
+    or DLPack-only objects; NumPy arrays are copied to a new DeviceBuffer."""
+    if isinstance(obj, np.ndarray):
+        buf = DeviceBuffer.from_numpy(np.ascontiguousarray(obj, dtype=dtype or obj.dtype).reshape(-1))
+        return buf.ptr, buf.size, buf.dtype, buf
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is None and hasattr(obj, "__dlpack__"):
+        try:
+            import torch  # PyTorch tensors expose CAI; DLPack-only producers go through torch
+            obj = torch.from_dlpack(obj)
+            cai = obj.__cuda_array_interface__
+        except Exception as exc:  # pragma: no cover - depends on optional packages
+            raise TypeError(f"gpudyn: cannot read {type(obj).__name__} as a device array: {exc}") from exc
+    if cai is None:
+        raise TypeError(f"gpudyn: {type(obj).__name__} is neither a NumPy array nor a CUDA array "
+                        "(no __cuda_array_interface__ / __dlpack__)")
+    dt = np.dtype(cai["typestr"])
+    shape = tuple(cai["shape"])
+    n = math.prod(shape)
+    strides = cai.get("strides")
+    if strides is not None and n > 1:
+        expected = []
+        acc = dt.itemsize
+        for s in reversed(shape):
+            expected.append(acc)
+            acc *= s
+        if tuple(reversed(expected)) != tuple(strides):
+            raise ValueError("gpudyn: device array must be C-contiguous")
+    if dtype is not None and np.dtype(dtype) != dt:
+        raise TypeError(f"gpudyn: device array has dtype {dt}, expected {np.dtype(dtype)}")
+    return int(cai["data"][0]), n, dt, obj

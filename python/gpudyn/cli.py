@@ -1,0 +1,80 @@
+"""The `gpudyn` command: `gpudyn info`, `gpudyn bench [NAME ...]`."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _fmt_version(v: int) -> str:
+    return f"{v // 1000}.{v % 1000 // 10}" if v else "none"
+
+
+def cmd_info(args) -> int:
+    from . import __version__, errors, library_path
+    from .info import cuda_versions, device_count, device_info
+
+    versions = cuda_versions()
+    try:
+        n = device_count()
+    except errors.NoDeviceError as exc:
+        print(f"gpudyn: no CUDA device: {exc}", file=sys.stderr)
+        return 1
+    print(f"gpudyn {__version__} ({library_path})")
+    print(f"CUDA runtime {_fmt_version(versions['runtime'])}, driver {_fmt_version(versions['driver'])}")
+    for d in range(n):
+        i = device_info(d)
+        cc = "%d.%d" % i["compute_capability"]
+        print(f"device {d}: {i['name']}, compute capability {cc}, {i['multiprocessor_count']} SMs, "
+              f"{i['total_memory'] / 2**30:.1f} GiB ({i['free_memory'] / 2**30:.1f} GiB free), "
+              f"L2 {i['l2_cache_bytes'] / 2**20:.0f} MiB, VMM {'yes' if i['vmm_supported'] else 'no'}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from . import errors
+    from .bench import available, run_benchmarks
+    from .info import device_count
+
+    names = args.names or available()
+    unknown = [n for n in names if n not in available()]
+    if unknown:
+        print(f"gpudyn bench: unknown benchmark(s) {', '.join(unknown)}; available: {', '.join(available())}",
+              file=sys.stderr)
+        return 2
+    if not names:
+        print("gpudyn bench: no benchmarks are installed", file=sys.stderr)
+        return 2
+    try:
+        device_count()
+    except errors.NoDeviceError as exc:
+        print(f"gpudyn: no CUDA device: {exc}", file=sys.stderr)
+        return 1
+    return run_benchmarks(names, out_dir=args.out_dir, quick=args.quick, argv=sys.argv)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="gpudyn", description="gpudyn: dynamic memory inside CUDA kernels")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_info = sub.add_parser("info", help="library, CUDA and device information")
+    p_info.set_defaults(func=cmd_info)
+    p_bench = sub.add_parser("bench", help="run the papers' benchmarks on the GPU")
+    p_bench.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
+    p_bench.add_argument("--quick", action="store_true", help="small sweep (smoke test)")
+    p_bench.add_argument("--out-dir", default=None,
+                         help="results folder (default: benchmarks/results/<gpu>)")
+    p_bench.set_defaults(func=cmd_bench)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # one clear line, no traceback, for library errors
+        from .errors import GpudynError
+        if isinstance(exc, GpudynError):
+            print(f"gpudyn: {exc}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

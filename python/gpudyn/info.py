@@ -1,0 +1,39 @@
+"""Device and CUDA version information."""
+from __future__ import annotations
+
+from ._ffi import check, ffi, lib
+
+
+def cuda_versions() -> dict:
+    """{'runtime': 13000, 'driver': 13000 or 0 without a driver}; needs no GPU."""
+    rt = ffi.new("int32_t*")
+    drv = ffi.new("int32_t*")
+    check(lib.gpudyn_get_cuda_versions(rt, drv))
+    return {"runtime": int(rt[0]), "driver": int(drv[0])}
+
+
+def device_count() -> int:
+    """Number of CUDA devices; raises NoDeviceError when there is none."""
+    n = ffi.new("int32_t*")
+    check(lib.gpudyn_get_device_count(n))
+    return int(n[0])
+
+
+def device_info(device: int = 0) -> dict:
+    """Name, compute capability, SMs, memory, versions of `device`."""
+    info = ffi.new("gpudyn_device_info_t*")
+    info.struct_size = ffi.sizeof("gpudyn_device_info_t")
+    check(lib.gpudyn_get_device_info(int(device), info))
+    return {
+        "device": int(info.device),
+        "name": ffi.string(info.name).decode(),
+        "compute_capability": (int(info.compute_capability_major), int(info.compute_capability_minor)),
+        "multiprocessor_count": int(info.multiprocessor_count),
+        "warp_size": int(info.warp_size),
+        "total_memory": int(info.total_memory),
+        "free_memory": int(info.free_memory),
+        "l2_cache_bytes": int(info.l2_cache_bytes),
+        "runtime_version": int(info.runtime_version),
+        "driver_version": int(info.driver_version),
+        "vmm_supported": bool(info.vmm_supported),
+    }

@@ -1,0 +1,131 @@
+"""Host tests of the Python binding: run with or without a GPU."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gpudyn
+from gpudyn import _ffi
+
+
+def test_version_matches_library():
+    assert gpudyn.lib.gpudyn_get_version() == _ffi.version_number(gpudyn.__version__)
+    header = open(os.path.join(gpudyn.get_include(), "gpudyn", "gpudyn.h")).read()
+    parts = [re.search(rf"#define GPUDYN_VERSION_{k} (\d+)", header).group(1) for k in ("MAJOR", "MINOR", "PATCH")]
+    assert ".".join(parts) == gpudyn.__version__
+
+
+def test_cdef_is_derived_from_every_header():
+    """Each function declared in the installed headers is callable through cffi."""
+    inc = gpudyn.get_include()
+    declared = set()
+    for name in os.listdir(os.path.join(inc, "gpudyn")):
+        if name.endswith(".h"):
+            text = open(os.path.join(inc, "gpudyn", name)).read()
+            declared |= set(re.findall(r"GPUDYN_API\s+[\w\s\*]+?\b(gpudyn_\w+)\s*\(", text))
+    assert "gpudyn_get_version" in declared
+    for fn in sorted(declared):
+        assert hasattr(gpudyn.lib, fn), fn
+    cdef = _ffi.cdef_source()
+    assert "GPUDYN_API" not in cdef and "extern" not in cdef and "#" not in cdef
+
+
+def test_status_names_and_exception_mapping():
+    expected = {
+        1: gpudyn.InvalidArgumentError, 2: gpudyn.OutOfMemoryError, 3: gpudyn.NoDeviceError,
+        4: gpudyn.CudaError, 5: gpudyn.NotSupportedError, 6: gpudyn.InternalError,
+    }
+    for status, cls in expected.items():
+        name = gpudyn.ffi.string(gpudyn.lib.gpudyn_status_string(status)).decode()
+        assert name == cls.status_name
+        with pytest.raises(cls) as info:
+            gpudyn.check(status)
+        assert info.value.status == status
+        assert isinstance(info.value, gpudyn.GpudynError)
+    gpudyn.check(0)
+
+
+def test_invalid_argument_message_names_argument():
+    with pytest.raises(gpudyn.InvalidArgumentError, match="'count'"):
+        gpudyn.check(gpudyn.lib.gpudyn_get_device_count(gpudyn.ffi.NULL))
+    with pytest.raises(gpudyn.InvalidArgumentError, match="'bytes' is 0"):
+        gpudyn.check(gpudyn.lib.gpudyn_device_alloc(gpudyn.ffi.new("void**"), 0, gpudyn.ffi.NULL))
+    with pytest.raises(gpudyn.InvalidArgumentError, match="'value' is 300"):
+        gpudyn.check(gpudyn.lib.gpudyn_memset(gpudyn.ffi.cast("void*", 16), 300, 4, gpudyn.ffi.NULL))
+
+
+def test_cuda_versions_without_gpu():
+    v = gpudyn.cuda_versions()
+    assert v["runtime"] >= 12000
+
+
+def test_get_include_has_device_headers():
+    inc = gpudyn.get_include()
+    assert os.path.isfile(os.path.join(inc, "gpudyn", "gpudyn.h"))
+
+
+def test_cdef_source_follows_includes(tmp_path):
+    (tmp_path / "gpudyn").mkdir()
+    (tmp_path / "gpudyn" / "gpudyn.h").write_text(
+        '#ifndef X\n#define X\n#ifdef __cplusplus\nextern "C" {\n#endif\n'
+        "GPUDYN_API int a(void);\n#ifdef __cplusplus\n}\n#endif\n#include \"gpudyn/b.h\"\n#endif\n")
+    (tmp_path / "gpudyn" / "b.h").write_text("#pragma once\nGPUDYN_API int b(int x);\n")
+    src = _ffi.cdef_source(str(tmp_path / "gpudyn" / "gpudyn.h"))
+    assert [l.strip() for l in src.splitlines() if l.strip()] == ["int a(void);", "int b(int x);"]
+
+
+def test_stream_handle_accepts_common_stream_objects():
+    class CupyLike:
+        ptr = 1234
+
+    class TorchLike:
+        cuda_stream = 5678
+
+    f = gpudyn.ffi
+    assert int(f.cast("uintptr_t", _ffi.stream_handle(None))) == 0
+    assert int(f.cast("uintptr_t", _ffi.stream_handle(42))) == 42
+    assert int(f.cast("uintptr_t", _ffi.stream_handle(CupyLike()))) == 1234
+    assert int(f.cast("uintptr_t", _ffi.stream_handle(TorchLike()))) == 5678
+    with pytest.raises(TypeError):
+        _ffi.stream_handle("stream")
+
+
+def _has_device():
+    try:
+        gpudyn.device_count()
+        return True
+    except gpudyn.NoDeviceError:
+        return False
+
+
+@pytest.mark.skipif(_has_device(), reason="checks the no-GPU behaviour; a device is present")
+def test_info_without_gpu_is_one_clear_line():
+    r = subprocess.run([sys.executable, "-m", "gpudyn", "info"], capture_output=True, text=True)
+    assert r.returncode != 0
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpudyn: no CUDA device"), r.stderr
+    with pytest.raises(gpudyn.NoDeviceError):
+        gpudyn.device_info()
+    with pytest.raises(gpudyn.NoDeviceError):
+        gpudyn.DeviceBuffer(16)
+
+
+def test_bench_cli_rejects_unknown_benchmark():
+    r = subprocess.run([sys.executable, "-m", "gpudyn", "bench", "no-such-bench"], capture_output=True, text=True)
+    assert r.returncode == 2 and "unknown benchmark" in r.stderr
+
+
+def test_markdown_table_and_targets(tmp_path):
+    from gpudyn.bench._common import Context, gpu_slug, markdown_table
+    ctx = Context("x", str(tmp_path), True, {"name": "NVIDIA H200"})
+    t = ctx.target("ratio", 1.1, 1.2, "x", higher_is_better=False)
+    assert t["met"] is True
+    assert ctx.target("speedup", 50, 100, "x", higher_is_better=True)["met"] is False
+    table = markdown_table(ctx.targets, ["name", "value", "goal"])
+    assert "| ratio | 1.1 | 1.2 |" in table
+    assert gpu_slug("NVIDIA H200") == "h200"
+    assert gpu_slug("NVIDIA H100 80GB HBM3") == "h100"

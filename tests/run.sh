@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs gpudyn and runs every test: the C ABI tests (meson test) and the
+# Python tests (pytest).  GPU tests run when a CUDA device is present and are
+# skipped with a reason otherwise.
+#   GPUDYN_SANITIZER=memcheck|racecheck|synccheck|initcheck  run the GPU tests
+#                   under compute-sanitizer (GPU machines)
+#   see tools/install.sh for PYTHON, GPUDYN_ARCHS, GPUDYN_WHEELS
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+bash tools/install.sh
+archs=$(bash tools/archs.sh)
+
+echo "== C ABI tests (meson test)"
+meson=("$PYTHON" -m mesonbuild.mesonmain)
+if [ ! -f build/c/build.ninja ]; then
+  "${meson[@]}" setup build/c -Dgpu_archs="$archs" -Dgpu_ptx= -Dbenchmarks=false
+else
+  "${meson[@]}" configure build/c -Dgpu_archs="$archs" -Dgpu_ptx= -Dbenchmarks=false
+fi
+wrapper=()
+if [ -n "${GPUDYN_SANITIZER:-}" ]; then
+  wrapper=(--wrapper "compute-sanitizer --tool ${GPUDYN_SANITIZER} --error-exitcode 1 --print-limit 20")
+fi
+"${meson[@]}" test -C build/c --print-errorlogs --num-processes 1 "${wrapper[@]}"
+
+echo "== Python tests (pytest)"
+cd tests  # import the installed package, not the source tree
+if [ -n "${GPUDYN_SANITIZER:-}" ]; then
+  compute-sanitizer --tool "$GPUDYN_SANITIZER" --error-exitcode 1 --print-limit 20 \
+    "$PYTHON" -m pytest -q -m gpu -p no:cacheprovider python
+else
+  "$PYTHON" -m pytest -q -rs -p no:cacheprovider python
+fi

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the build/test tools and the gpudyn Python package (built with nvcc)
+# into the current Python.  Used by tests/run.sh and benchmarks/run.sh.
+#   PYTHON          interpreter to install into (default: python3)
+#   GPUDYN_ARCHS    CUDA architectures, e.g. "90" or "75 80 90" (default: the
+#                   GPU's own, or 90 on machines without one)
+#   GPUDYN_WHEELS   folder of wheels for offline machines (pip --no-index)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+pipopts=(-q --disable-pip-version-check)
+if [ -n "${GPUDYN_WHEELS:-}" ]; then pipopts+=(--no-index --find-links "$GPUDYN_WHEELS"); fi
+
+archs=$(bash tools/archs.sh)
+
+command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+command -v nvcc >/dev/null || { echo "gpudyn: nvcc not found (install the CUDA toolkit)" >&2; exit 1; }
+
+# meson-python runs `meson` from PATH: put this Python's scripts folder first.
+export PATH="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
+"$PYTHON" -m pip install "${pipopts[@]}" 'meson>=1.10' ninja 'meson-python>=0.16' pyproject-metadata cffi pycparser numpy pytest
+echo "== building and installing gpudyn (sm_${archs//,/ sm_}) with $("$PYTHON" -m mesonbuild.mesonmain --version 2>/dev/null || echo meson)"
+"$PYTHON" -m pip install "${pipopts[@]}" --no-build-isolation \
+  -Csetup-args=-Dgpu_archs="$archs" -Csetup-args=-Dgpu_ptx= -Cbuild-dir=build/python .
