@@ -29,8 +29,8 @@ def test_cdef_is_derived_from_every_header():
     assert "gpudyn_get_version" in declared
     for fn in sorted(declared):
         assert hasattr(gpudyn.lib, fn), fn
-    cdef = _ffi.cdef_source()
-    assert "GPUDYN_API" not in cdef and "extern" not in cdef and "#" not in cdef
+    code = re.sub(r"/\*.*?\*/", "", _ffi.cdef_source(), flags=re.S)  # comments may mention anything
+    assert "GPUDYN_API" not in code and "extern" not in code and "#" not in code
 
 
 def test_status_names_and_exception_mapping():
