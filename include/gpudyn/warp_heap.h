@@ -1,0 +1,127 @@
+/*
+ * gpudyn warp heap (FDGMalloc, Widmer et al. 2013): C ABI.
+ *
+ * A warp heap serves allocations of the lanes of one warp together: a voted
+ * worker lane does the backing-allocator work for all, requests are packed by a
+ * prefix sum into header-less superblocks with a bump pointer, and memory is
+ * freed in bulk (tidy-up, end, or keep for a later kernel).  Kernels use it
+ * through <gpudyn/warp_heap.cuh> with the view below; callers that write no
+ * kernel use gpudyn_warp_heap_alloc_batch / _release (arena semantics).
+ * Included by gpudyn.h; declarations only (the Python binding reads them).
+ */
+#ifndef GPUDYN_WARP_HEAP_H
+#define GPUDYN_WARP_HEAP_H
+
+#include "gpudyn/gpudyn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Layout version of gpudyn_warp_heap_view_t; the device header refuses others. */
+typedef enum gpudyn_warp_heap_view_version_t {
+    GPUDYN_WARP_HEAP_VIEW_VERSION = 1
+} gpudyn_warp_heap_view_version_t;
+
+/* Fixed limits.  ALIGNMENT: every block is 16-byte aligned (CUDA device malloc
+ * returns 16-byte aligned memory and superblock offsets are multiples of the
+ * minimum block).  MAX_SUPERBLOCK_BYTES (64 MiB): 32 lanes x 64 MiB stays below
+ * 2^32, so the warp's packing scan runs on 32-bit sums. */
+typedef enum gpudyn_warp_heap_limits_t {
+    GPUDYN_WARP_HEAP_ALIGNMENT = 16,
+    GPUDYN_WARP_HEAP_MAX_SUPERBLOCK_BYTES = 67108864
+} gpudyn_warp_heap_limits_t;
+
+/* Where superblocks, lists, warp headers and large blocks come from. */
+typedef enum gpudyn_warp_heap_backing_t {
+    /* CUDA device malloc/free (as in the paper); its heap is the process-wide
+     * cudaLimitMallocHeapSize, see options.device_heap_bytes. */
+    GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC = 0
+} gpudyn_warp_heap_backing_t;
+
+typedef struct gpudyn_warp_heap_options_t {
+    uint32_t struct_size;        /* sizeof(gpudyn_warp_heap_options_t) */
+    uint32_t backing;            /* gpudyn_warp_heap_backing_t, default CUDA_MALLOC */
+    uint64_t superblock_bytes;   /* default 32768 (paper, sec. 5.1); 0 = no superblocks:
+                                    every warp request goes to the backing allocator */
+    uint32_t min_block_bytes;    /* power of two >= 16; default 16 (paper, sec. 3.3) */
+    uint32_t list_capacity;      /* superblock-list entries per list; default 126 (paper) */
+    uint64_t device_heap_bytes;  /* CUDA_MALLOC backing: raise cudaLimitMallocHeapSize to
+                                    at least this many bytes at create (0 = leave it) */
+} gpudyn_warp_heap_options_t;
+
+/* Kernel-side view: trivially copyable, pass by value to kernels and wrap in
+ * gpudyn::warp_heap_ref.  `stats` points to a gpudyn_warp_heap_stats_t in
+ * device memory that the device code updates. */
+typedef struct gpudyn_warp_heap_view_t {
+    uint32_t version;            /* GPUDYN_WARP_HEAP_VIEW_VERSION */
+    uint32_t backing;            /* gpudyn_warp_heap_backing_t */
+    uint32_t superblock_bytes;   /* 0 = no superblocks */
+    uint32_t min_block_bytes;
+    uint32_t list_capacity;
+    uint32_t reserved0;
+    void* stats;
+} gpudyn_warp_heap_view_t;
+
+/* Counters kept in device memory by every warp heap using one view.  "Live"
+ * counts go up and down; the others only grow.  bytes_requested is folded in
+ * when a warp calls tidy_up, end or keep. */
+typedef struct gpudyn_warp_heap_stats_t {
+    uint64_t headers;               /* live warp headers */
+    uint64_t superblocks;           /* live superblocks (the first of each warp included) */
+    uint64_t large_blocks;          /* live blocks serving requests larger than a superblock */
+    uint64_t bytes_reserved;        /* live bytes taken from the backing allocator */
+    uint64_t bytes_requested;       /* live bytes handed to callers (rounded to min blocks) */
+    uint64_t backing_allocations;   /* calls into the backing allocator */
+    uint64_t failed_allocations;    /* lanes that got NULL for want of memory */
+    uint64_t misuse;                /* contract violations detected (see warp_heap.cuh) */
+} gpudyn_warp_heap_stats_t;
+
+typedef struct gpudyn_warp_heap_s* gpudyn_warp_heap_t;
+
+/* Fills *options with the defaults (struct_size included). */
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_options_init(gpudyn_warp_heap_options_t* options);
+
+/* Creates a warp heap: allocates its statistics (zeroed, stream-ordered) and,
+ * for the CUDA malloc backing, raises the device heap limit when asked. */
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap,
+                                                   const gpudyn_warp_heap_options_t* options,
+                                                   gpudyn_stream_t stream);
+
+/* Releases every outstanding batch and frees the heap (synchronizes the
+ * creation stream).  NULL is accepted.  Warp headers that user kernels kept
+ * and never ended are not known to the heap and stay allocated. */
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_destroy(gpudyn_warp_heap_t heap);
+
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_view(gpudyn_warp_heap_t heap, gpudyn_warp_heap_view_t* view);
+
+/* Arena allocation for callers without kernels: element i of `pointers`
+ * (device array of `count` pointers) receives a block of sizes[i] bytes
+ * (device array of uint64_t; 0 gives NULL), 16-byte aligned, valid until
+ * gpudyn_warp_heap_release.  Synchronizes `stream`.  On OUT_OF_MEMORY this
+ * batch is rolled back (its pointers are all NULL) and earlier batches stay. */
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_alloc_batch(gpudyn_warp_heap_t heap, const uint64_t* sizes,
+                                                        uint64_t count, void** pointers,
+                                                        gpudyn_stream_t stream);
+
+/* Frees every block handed out by alloc_batch (stream-ordered). */
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_release(gpudyn_warp_heap_t heap, gpudyn_stream_t stream);
+
+/* Number of batches held (not yet released); host-side, no synchronization. */
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_batch_count(gpudyn_warp_heap_t heap, uint64_t* count);
+
+/* Copies the device counters to *stats after synchronizing `stream`. */
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_stats(gpudyn_warp_heap_t heap, gpudyn_warp_heap_stats_t* stats,
+                                                      gpudyn_stream_t stream);
+
+/* Frees warp headers that a user kernel kept (warp_heap::keep) and will not
+ * resume: `headers` is a device array of `count` header pointers (NULL entries
+ * are skipped), freed stream-ordered by a kernel as if each warp had ended. */
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_free_kept(gpudyn_warp_heap_t heap, void* const* headers,
+                                                      uint64_t count, gpudyn_stream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUDYN_WARP_HEAP_H */
