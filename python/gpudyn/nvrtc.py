@@ -1,0 +1,120 @@
+"""Options for compiling gpudyn's device headers at run time with NVRTC (CuPy, cuda-python).
+
+The device headers (``#include <gpudyn/warp_heap.cuh>`` ...) are header-only and compile
+under NVRTC, which has no host standard headers: they use ``<cuda/std/...>`` from CCCL
+instead. So an NVRTC compile needs three include folders: gpudyn's own
+(:func:`gpudyn.get_include`), CCCL's (CUDA 13 keeps it in ``<cuda>/include/cccl``; CUDA 12
+in ``<cuda>/include``; pip's ``nvidia-cuda-cccl`` in ``nvidia/cu13/include/cccl``) and the
+toolkit's ``include`` folder when there is one. The device headers also see the C ABI's
+declarations (the view structs live in the C headers), which are host functions: NVRTC
+rejects unannotated functions unless ``-default-device`` makes them device declarations
+(never defined, never called). :func:`nvrtc_options` returns all of this, plus the C++
+standard the headers need::
+
+    import cupy, gpudyn
+    module = cupy.RawModule(code=source, options=tuple(gpudyn.nvrtc_options()))
+
+    # cuda-python / ctypes NVRTC: the same list, each entry encoded
+    opts = [o.encode() for o in gpudyn.nvrtc_options(arch="90")]
+
+CI compiles every device header with NVRTC using exactly this list.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+#: The C++ standard the device headers are written against (same as the meson build).
+CXX_STANDARD = "c++17"
+
+# Platform folder of a conda or toolkit "targets" tree (conda-forge puts CUDA headers
+# in <prefix>/targets/<this>/include).
+_TARGETS = {"x86_64": "x86_64-linux", "aarch64": "sbsa-linux", "ppc64le": "ppc64le-linux"}
+
+
+def _is_cccl_dir(d: str) -> bool:
+    return os.path.isfile(os.path.join(d, "cuda", "std", "cstdint"))
+
+
+def cuda_roots() -> list[str]:
+    """CUDA toolkit folders that may hold ``include/``, most specific first:
+    ``$CUDA_PATH``, ``$CUDA_HOME``, the conda environment's ``targets/<platform>``,
+    the folder above the ``nvcc`` on ``PATH``, ``/usr/local/cuda``. Only existing folders."""
+    cands = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME")]
+    machine = os.uname().machine if hasattr(os, "uname") else ""
+    if machine in _TARGETS:
+        cands.append(os.path.join(sys.prefix, "targets", _TARGETS[machine]))
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        cands.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
+    cands.append("/usr/local/cuda")
+    out: list[str] = []
+    for c in cands:
+        if c and os.path.isdir(os.path.join(c, "include")) and os.path.realpath(c) not in map(os.path.realpath, out):
+            out.append(c)
+    return out
+
+
+def _pip_cccl_dirs() -> list[str]:
+    """CCCL from pip: ``nvidia-cuda-cccl`` (CUDA 13: nvidia/cu13/include/cccl) or
+    ``nvidia-cuda-cccl-cu12`` (nvidia/cuda_cccl/include)."""
+    try:
+        import nvidia  # namespace package of NVIDIA's pip wheels
+    except ImportError:
+        return []
+    out = []
+    for base in getattr(nvidia, "__path__", []):
+        for sub in (("cu13", "include", "cccl"), ("cuda_cccl", "include"), ("cu12", "include")):
+            d = os.path.join(base, *sub)
+            if _is_cccl_dir(d):
+                out.append(d)
+    return out
+
+
+def cccl_include_dirs() -> list[str]:
+    """The first CCCL include folder found (a list of 0 or 1 entries): the toolkit's
+    (:func:`cuda_roots`; ``include/cccl`` for CUDA 13, ``include`` for CUDA 12), else pip's
+    ``nvidia-cuda-cccl``. Empty when there is none (CuPy then supplies its bundled CCCL)."""
+    env = os.environ.get("GPUDYN_CCCL_INCLUDE")
+    if env:
+        return [env]
+    for root in cuda_roots():
+        for d in (os.path.join(root, "include", "cccl"), os.path.join(root, "include")):
+            if _is_cccl_dir(d):
+                return [d]
+    return _pip_cccl_dirs()[:1]
+
+
+def cuda_include_dirs() -> list[str]:
+    """The toolkit's ``include`` folder (for ``<mma.h>`` and friends when NVRTC's built-in
+    headers lack them), or an empty list without a toolkit."""
+    roots = cuda_roots()
+    return [os.path.join(roots[0], "include")] if roots else []
+
+
+def nvrtc_options(arch: str | int | None = None, *, std: str = CXX_STANDARD) -> list[str]:
+    """The NVRTC options that compile gpudyn's device headers, as a list of strings.
+
+    ``["--std=c++17", "-default-device", "-I<gpudyn include>", "-I<CCCL include>",
+    "-I<CUDA include>"]``, plus
+    ``"--gpu-architecture=compute_<arch>"`` when ``arch`` (e.g. ``"90"``) is given; CuPy
+    chooses the architecture itself, so leave it out there. Folders are found by
+    :func:`gpudyn.get_include`, :func:`cccl_include_dirs` (``GPUDYN_CCCL_INCLUDE`` overrides)
+    and :func:`cuda_include_dirs`; the ones not found are left out. Pass the list unchanged:
+    ``cupy.RawModule(code=src, options=tuple(gpudyn.nvrtc_options()))``.
+    """
+    from . import get_include
+
+    opts = [f"--std={std}", "-default-device", "-I" + get_include()]
+    seen = set()
+    for d in cccl_include_dirs() + cuda_include_dirs():
+        if d not in seen:
+            seen.add(d)
+            opts.append("-I" + d)
+    if arch is not None:
+        opts.append(f"--gpu-architecture=compute_{arch}")
+    return opts
+
+
+__all__ = ["nvrtc_options", "cccl_include_dirs", "cuda_include_dirs", "cuda_roots", "CXX_STANDARD"]
