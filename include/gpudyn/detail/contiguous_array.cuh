@@ -1,0 +1,74 @@
+// Device side shared by the two contiguous arrays (static and VMM): element i
+// lives at data[i]; a block reserves its range with one compare-and-swap loop
+// on the size so that a reservation beyond capacity fails whole (nothing partial).
+// Compiles under nvcc and NVRTC.
+#pragma once
+
+#include "../insert.cuh"
+
+namespace gpudyn {
+inline namespace v0 {
+namespace dev {
+
+// Status bits; values equal gpudyn_array_status_bits_t in ggarray.h.
+constexpr unsigned kArrayAllocationFailed = 1u;
+constexpr unsigned kArrayCapacityExceeded = 2u;
+
+template <class T>
+struct contiguous_array_ref {
+    T* data = nullptr;
+    unsigned long long capacity = 0;
+    unsigned long long* size_ptr = nullptr;
+    unsigned* status_ptr = nullptr;
+
+    bool version_ok = false;
+
+    // Binds a view; one of another layout version or element size is refused:
+    // valid() is false and every push_back fails.
+    template <class View>
+    __host__ __device__ void bind(const View& v, unsigned expected_version) {
+        version_ok = v.version == expected_version && v.element_size == sizeof(T);
+        data = version_ok ? reinterpret_cast<T*>(v.data) : nullptr;
+        capacity = version_ok ? v.capacity : 0;
+        size_ptr = reinterpret_cast<unsigned long long*>(v.size);
+        status_ptr = reinterpret_cast<unsigned*>(v.status);
+    }
+    __host__ __device__ bool valid() const { return version_ok; }
+    __device__ unsigned long long size() const { return *static_cast<volatile unsigned long long*>(size_ptr); }
+    __device__ T& operator[](unsigned long long i) const { return data[i]; }
+
+    // One thread: [*base, *base + n) becomes the caller's, or false (status set).
+    __device__ bool reserve(unsigned long long n, unsigned long long* base) const {
+        unsigned long long old = size();
+        for (;;) {
+            if (n > capacity || old > capacity - n) {
+                atomicOr(status_ptr, kArrayCapacityExceeded);
+                return false;
+            }
+            unsigned long long seen = atomicCAS(size_ptr, old, old + n);
+            if (seen == old) break;
+            old = seen;
+        }
+        *base = old;
+        return true;
+    }
+    __device__ void store(unsigned long long i, const T& v) const { data[i] = v; }
+
+    // Block-cooperative insertion (block_inserter::push): every thread of the
+    // block calls; the result is the same in every thread.
+    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items>
+    __device__ bool push_back(push_storage<Algo, MaxThreads>& s, const bool (&flag)[Items], const T (&value)[Items]) const {
+        contiguous_array_ref sink = *this;
+        return block_inserter<Algo, MaxThreads>::push(s, sink, flag, value);
+    }
+    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads>
+    __device__ bool push_back(push_storage<Algo, MaxThreads>& s, bool flag, const T& value) const {
+        const bool f[1] = {flag};
+        const T v[1] = {value};
+        return push_back<Algo, MaxThreads>(s, f, v);
+    }
+};
+
+}  // namespace dev
+}  // namespace v0
+}  // namespace gpudyn

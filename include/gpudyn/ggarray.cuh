@@ -1,0 +1,261 @@
+// GGArray (Meneses, Navarro & Ferrada): a growable GPU array made of one
+// LFVector per thread block.  LFVector l holds its elements in buckets; bucket
+// b has first·2^b elements and is allocated inside a kernel, on demand, by the
+// one thread that wins a compare-and-swap on its state (the precursor report's
+// fix: no thread allocates before knowing it is the one).  `ranges` is the
+// exclusive prefix sum of the LFVector sizes (computed by get_view) so a global
+// index finds its LFVector by binary search.
+//
+// Faster than published: element access goes by *spans* — contiguous pieces of
+// one bucket — so read/write loops are plain coalesced loops over memory, with
+// the bucket arithmetic done once per span, not once per element.
+//
+//   __global__ void k(gpudyn_ggarray_view_t view, const int* in, unsigned n) {
+//       __shared__ gpudyn::push_storage<gpudyn::insert_algo::warp_scan> temp;
+//       gpudyn::ggarray_ref<int> a{view};
+//       unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+//       int x = i < n ? in[i] : 0;
+//       a.push_back(temp, i < n && x < 90, x);   // every thread of the block calls
+//   }
+// Compiles under nvcc and NVRTC.
+#pragma once
+
+#if defined(__CUDACC_RTC__)
+#include <cuda/std/cstdint>
+#include <cuda/std/cstddef>
+#endif
+#include "gpudyn/ggarray.h"
+#include "gpudyn/detail/contiguous_array.cuh"
+
+namespace gpudyn {
+inline namespace v0 {
+
+namespace ggarray_detail {
+// Bucket states (view .bucket_state).
+constexpr unsigned kEmpty = 0, kBusy = 1, kReady = 2;
+// Back-off while another thread allocates a bucket (ns; short next to a malloc).
+constexpr unsigned kWaitNs = 128;
+}  // namespace ggarray_detail
+
+template <class T>
+struct ggarray_ref {
+    gpudyn_ggarray_view_t view;
+
+    __host__ __device__ explicit ggarray_ref(const gpudyn_ggarray_view_t& v) : view(v) {}
+    // A view of another layout version or element size is refused: push_back fails.
+    __host__ __device__ bool valid() const {
+        return view.version == GPUDYN_GGARRAY_VIEW_VERSION && view.element_size == sizeof(T);
+    }
+
+    // ---- layout arithmetic ----
+    __host__ __device__ unsigned num_lfvectors() const { return view.num_lfvectors; }
+    // Bucket holding local index i: b with first·(2^b − 1) <= i < first·(2^(b+1) − 1).
+    __device__ unsigned bucket_of(unsigned long long i) const {
+        return 63u - unsigned(__clzll((long long)((i >> view.log2_first_bucket) + 1ull)));
+    }
+    __host__ __device__ unsigned long long bucket_first(unsigned b) const {
+        return ((1ull << b) - 1ull) << view.log2_first_bucket;
+    }
+    __host__ __device__ unsigned long long bucket_elements(unsigned b) const {
+        return 1ull << (view.log2_first_bucket + b);
+    }
+    __device__ unsigned long long* sizes() const { return reinterpret_cast<unsigned long long*>(view.sizes); }
+    __device__ const unsigned long long* ranges() const {
+        return reinterpret_cast<const unsigned long long*>(view.ranges);
+    }
+    __device__ unsigned* state(unsigned l, unsigned b) const {
+        return reinterpret_cast<unsigned*>(view.bucket_state) + (unsigned long long)l * GPUDYN_GGARRAY_MAX_BUCKETS + b;
+    }
+    __device__ unsigned long long* bucket_slot(unsigned l, unsigned b) const {
+        return reinterpret_cast<unsigned long long*>(view.buckets) + (unsigned long long)l * GPUDYN_GGARRAY_MAX_BUCKETS + b;
+    }
+    // Read through L2 (volatile): another SM may have just published it.
+    __device__ T* bucket(unsigned l, unsigned b) const {
+        return reinterpret_cast<T*>(*static_cast<volatile unsigned long long*>(bucket_slot(l, b)));
+    }
+
+    // ---- sizes ----
+    __device__ unsigned long long size() const {
+        return *static_cast<volatile unsigned long long*>(sizes() + view.num_lfvectors);
+    }
+    __device__ unsigned long long lfvector_size(unsigned l) const {
+        return *static_cast<volatile unsigned long long*>(sizes() + l);
+    }
+
+    // ---- bucket allocation (paper Alg. 2), one thread ----
+    // True once bucket b of LFVector l exists.  Exactly one thread mallocs it;
+    // others wait for it (the allocating thread depends on nobody, so waiting
+    // cannot deadlock).  On malloc failure the bucket returns to empty and the
+    // status word says so; nothing stored is touched.
+    __device__ bool ensure_bucket(unsigned l, unsigned b) const {
+        using namespace ggarray_detail;
+        if (b >= GPUDYN_GGARRAY_MAX_BUCKETS) {
+            atomicOr(reinterpret_cast<unsigned*>(view.status), dev::kArrayCapacityExceeded);
+            return false;
+        }
+        volatile unsigned* st = state(l, b);
+        bool tried = false;
+        for (;;) {
+            unsigned s = *st;
+            if (s == kReady) {
+                __threadfence();  // the pointer, published before kReady, is visible after this
+                return true;
+            }
+            if (s == kEmpty) {
+                if (tried) return false;  // our own attempt failed: report, do not loop
+                if (atomicCAS(state(l, b), kEmpty, kBusy) == kEmpty) {
+                    tried = true;
+                    const unsigned long long bytes = bucket_elements(b) * sizeof(T);
+                    void* p = malloc(bytes);
+                    if (p == nullptr) {
+                        atomicOr(reinterpret_cast<unsigned*>(view.status), dev::kArrayAllocationFailed);
+                        atomicExch(state(l, b), kEmpty);
+                        return false;
+                    }
+                    *static_cast<volatile unsigned long long*>(bucket_slot(l, b)) = reinterpret_cast<unsigned long long>(p);
+                    atomicAdd(reinterpret_cast<unsigned long long*>(view.allocated_bytes), bytes);
+                    __threadfence();
+                    atomicExch(state(l, b), kReady);
+                    return true;
+                }
+                continue;
+            }
+            __nanosleep(kWaitNs);
+        }
+    }
+    // Buckets covering local indices [lo, hi) of LFVector l.
+    __device__ bool ensure_range(unsigned l, unsigned long long lo, unsigned long long hi) const {
+        if (hi <= lo) return true;
+        const unsigned last = bucket_of(hi - 1);
+        for (unsigned b = bucket_of(lo); b <= last; ++b)
+            if (!ensure_bucket(l, b)) return false;
+        return true;
+    }
+    // Elements LFVector l can hold without allocating (its ready buckets are a prefix).
+    __device__ unsigned long long lfvector_capacity(unsigned l) const {
+        unsigned b = 0;
+        while (b < GPUDYN_GGARRAY_MAX_BUCKETS && *static_cast<volatile unsigned*>(state(l, b)) == ggarray_detail::kReady) ++b;
+        return bucket_first(b);
+    }
+
+    // ---- insertion (paper Alg. 1), block-cooperative ----
+    struct sink {
+        const ggarray_ref* a;
+        unsigned l;
+        // One thread.  All-or-nothing: the buckets are made to exist first, then
+        // the size moves with compare-and-swap (blocks may share an LFVector).
+        __device__ bool reserve(unsigned long long n, unsigned long long* base) const {
+            unsigned long long* sz = a->sizes() + l;
+            unsigned long long old = a->lfvector_size(l);
+            for (;;) {
+                if (!a->ensure_range(l, old, old + n)) return false;
+                const unsigned long long seen = atomicCAS(sz, old, old + n);
+                if (seen == old) break;
+                old = seen;
+            }
+            atomicAdd(a->sizes() + a->view.num_lfvectors, n);
+            *base = old;
+            return true;
+        }
+        __device__ void store(unsigned long long i, const T& v) const {
+            const unsigned b = a->bucket_of(i);
+            a->bucket(l, b)[i - a->bucket_first(b)] = v;
+        }
+    };
+
+    // Every thread of the block calls; the block appends to LFVector `l`.
+    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items>
+    __device__ bool push_back_to(unsigned l, push_storage<Algo, MaxThreads>& s, const bool (&flag)[Items],
+                                 const T (&value)[Items]) const {
+        if (!valid()) return false;
+        sink k{this, l};
+        return block_inserter<Algo, MaxThreads>::push(s, k, flag, value);
+    }
+    // The block's own LFVector: linear block index modulo num_lfvectors.
+    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items>
+    __device__ bool push_back(push_storage<Algo, MaxThreads>& s, const bool (&flag)[Items], const T (&value)[Items]) const {
+        const unsigned l = unsigned(dev::block_linear_index() % view.num_lfvectors);
+        return push_back_to<Algo, MaxThreads>(l, s, flag, value);
+    }
+    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads>
+    __device__ bool push_back(push_storage<Algo, MaxThreads>& s, bool flag, const T& value) const {
+        const bool f[1] = {flag};
+        const T v[1] = {value};
+        return push_back<Algo, MaxThreads>(s, f, v);
+    }
+
+    // ---- access by global index (valid as of get_view) ----
+    // LFVector holding global index i: last l with ranges[l] <= i (binary search).
+    __device__ unsigned lfvector_of(unsigned long long i) const {
+        const unsigned long long* r = ranges();
+        unsigned lo = 0, hi = view.num_lfvectors;  // answer in [lo, hi)
+        while (hi - lo > 1) {
+            const unsigned mid = (lo + hi) / 2;
+            if (r[mid] <= i) lo = mid; else hi = mid;
+        }
+        return lo;
+    }
+    __device__ T& at(unsigned long long i) const {
+        const unsigned l = lfvector_of(i);
+        const unsigned long long local = i - ranges()[l];
+        const unsigned b = bucket_of(local);
+        return bucket(l, b)[local - bucket_first(b)];
+    }
+    __device__ unsigned long long ranged_size() const { return ranges()[view.num_lfvectors]; }
+
+    // Calls f(T* p, n, first) for each contiguous piece p[0..n) holding global
+    // elements [first, first + n) of [lo, hi), in order.  Per span: one bucket
+    // lookup; callers loop over p with coalesced (vectorizable) accesses.
+    template <class F>
+    __device__ void for_each_span(unsigned long long lo, unsigned long long hi, F&& f) const {
+        const unsigned long long* r = ranges();
+        const unsigned long long end = r[view.num_lfvectors];
+        if (hi > end) hi = end;
+        if (lo >= hi) return;
+        unsigned l = lfvector_of(lo);
+        while (lo < hi) {
+            const unsigned long long lfv_end = r[l + 1];
+            if (lo >= lfv_end) { ++l; continue; }
+            const unsigned long long local = lo - r[l];
+            const unsigned b = bucket_of(local);
+            const unsigned long long in_bucket = bucket_first(b) + bucket_elements(b) - local;
+            unsigned long long n = hi - lo;
+            if (n > lfv_end - lo) n = lfv_end - lo;
+            if (n > in_bucket) n = in_bucket;
+            f(bucket(l, b) + (local - bucket_first(b)), n, lo);
+            lo += n;
+        }
+    }
+
+    // Block-cooperative (one block): ranges = exclusive prefix sum of the sizes,
+    // ranges[num_lfvectors] = total.  Each thread sums a contiguous chunk, then
+    // the block scans the chunk sums.  `scratch` holds 33 values in shared memory.
+    __device__ void compute_ranges(unsigned long long* scratch) const {
+        const unsigned L = view.num_lfvectors;
+        const unsigned n = dev::block_thread_count(), r = dev::block_thread_rank();
+        const unsigned chunk = (L + n - 1) / n;
+        const unsigned begin = r * chunk < L ? r * chunk : L;
+        const unsigned stop = begin + chunk < L ? begin + chunk : L;
+        unsigned long long mine = 0;
+        for (unsigned i = begin; i < stop; ++i) mine += lfvector_size(i);
+        const unsigned mask = dev::block_warp_mask();
+        const unsigned long long incl = dev::contiguous_lanes_inclusive_sum(mask, mine);
+        const unsigned warp = r / dev::kWarpLanes, nwarps = (n + dev::kWarpLanes - 1) / dev::kWarpLanes;
+        if (dev::lane_index() == dev::highest_lane(mask)) scratch[warp] = incl;
+        __syncthreads();
+        if (r == 0) {
+            unsigned long long run = 0;
+            for (unsigned w = 0; w < nwarps; ++w) { const unsigned long long t = scratch[w]; scratch[w] = run; run += t; }
+            scratch[32] = run;
+        }
+        __syncthreads();
+        unsigned long long* out = reinterpret_cast<unsigned long long*>(view.ranges);
+        unsigned long long run = scratch[warp] + incl - mine;
+        for (unsigned i = begin; i < stop; ++i) { out[i] = run; run += lfvector_size(i); }
+        if (r == 0) out[L] = scratch[32];
+        __syncthreads();
+    }
+};
+
+}  // namespace v0
+}  // namespace gpudyn

@@ -1,0 +1,203 @@
+/*
+ * gpudyn — growable GPU arrays (GGArray paper, Meneses, Navarro & Ferrada) and
+ * the two baselines it is measured against: a static array (capacity fixed at
+ * creation) and a VMM array (one virtual range, grown from the host by mapping
+ * physical memory with the driver's virtual memory management calls).
+ *
+ * All three share the insertion algorithms of insert.cuh and the same calls:
+ * create / destroy / reserve / push_back / size / capacity / allocated_bytes /
+ * flatten / copy_to_host / clear / get_view.  Calls that return a number to the
+ * host (size, capacity, allocated_bytes) and calls whose status depends on
+ * device work (reserve and push_back report out-of-memory) synchronize their
+ * stream before returning; the others are only stream-ordered.
+ *
+ * Included by gpudyn.h; cffi reads these declarations verbatim (see gpudyn.h).
+ */
+#ifndef GPUDYN_GGARRAY_H
+#define GPUDYN_GGARRAY_H
+
+#include "gpudyn/gpudyn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Insertion algorithm (paper §III-B); see include/gpudyn/insert.cuh. */
+typedef enum gpudyn_insert_algo_t {
+    GPUDYN_INSERT_ATOMIC = 0,
+    GPUDYN_INSERT_WARP_SCAN = 1,
+    GPUDYN_INSERT_TENSOR_SCAN = 2
+} gpudyn_insert_algo_t;
+
+/* Versions of the view structs; a device header refuses any other. */
+typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 1 } gpudyn_ggarray_view_version_t;
+typedef enum gpudyn_static_array_view_version_t { GPUDYN_STATIC_ARRAY_VIEW_VERSION = 1 } gpudyn_static_array_view_version_t;
+typedef enum gpudyn_vmm_array_view_version_t { GPUDYN_VMM_ARRAY_VIEW_VERSION = 1 } gpudyn_vmm_array_view_version_t;
+
+/* Fixed sizes of the GGArray layout.  Bucket b of an LFVector holds
+ * first_bucket_elements * 2^b elements, so 40 buckets hold first * (2^40 - 1). */
+typedef enum gpudyn_ggarray_limits_t {
+    GPUDYN_GGARRAY_MAX_BUCKETS = 40
+} gpudyn_ggarray_limits_t;
+
+/* Bits of the device status word of every array (view .status). */
+typedef enum gpudyn_array_status_bits_t {
+    GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED = 1, /* in-kernel bucket malloc returned NULL */
+    GPUDYN_ARRAY_STATUS_CAPACITY_EXCEEDED = 2  /* static/VMM capacity or GGArray bucket limit reached */
+} gpudyn_array_status_bits_t;
+
+/* ---- GGArray ---------------------------------------------------------- */
+typedef struct gpudyn_ggarray_s* gpudyn_ggarray_t;
+
+typedef struct gpudyn_ggarray_options_t {
+    uint32_t struct_size;            /* sizeof(gpudyn_ggarray_options_t) */
+    uint32_t element_size;           /* bytes: 1, 2, 4, 8 or 16 (default 4) */
+    uint32_t num_lfvectors;          /* LFVectors (one per thread block), 1..65536 (default 512) */
+    uint32_t reserved;               /* 0 */
+    uint64_t first_bucket_elements;  /* elements in bucket 0, a power of two >= 32 (default 1024) */
+    uint64_t malloc_heap_bytes;      /* if > 0: raise cudaLimitMallocHeapSize to at least this
+                                        (only possible before the first kernel that calls malloc) */
+} gpudyn_ggarray_options_t;
+
+/* Trivially copyable; pass by value to kernels (gpudyn::ggarray_ref<T>).
+ * Pointers are device addresses. */
+typedef struct gpudyn_ggarray_view_t {
+    uint32_t version;                /* GPUDYN_GGARRAY_VIEW_VERSION */
+    uint32_t element_size;
+    uint32_t num_lfvectors;
+    uint32_t log2_first_bucket;
+    uint64_t sizes;                  /* uint64[num_lfvectors + 1]: LFVector sizes, then the global size */
+    uint64_t ranges;                 /* uint64[num_lfvectors + 1]: exclusive prefix sum of the sizes,
+                                        as of gpudyn_ggarray_get_view (for at() and spans) */
+    uint64_t buckets;                /* uint64[num_lfvectors * GPUDYN_GGARRAY_MAX_BUCKETS]: bucket pointers */
+    uint64_t bucket_state;           /* uint32[same]: 0 empty, 1 being allocated, 2 ready */
+    uint64_t status;                 /* uint32: gpudyn_array_status_bits_t */
+    uint64_t allocated_bytes;        /* uint64: bytes of all buckets */
+} gpudyn_ggarray_view_t;
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_options_init(gpudyn_ggarray_options_t* options);
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const gpudyn_ggarray_options_t* options,
+                                                 gpudyn_stream_t stream);
+/* Frees every bucket (a kernel calling free) and the bookkeeping; NULL is accepted. */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array);
+/* Allocates buckets (in a kernel, from the device malloc heap, one thread per new
+ * bucket) until every LFVector holds at least ceil(capacity / num_lfvectors)
+ * elements.  Synchronizes; OUT_OF_MEMORY when the heap is exhausted (elements kept). */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64_t capacity, gpudyn_stream_t stream);
+/* Appends the `count` elements at device address `values` (element_size bytes each);
+ * with `mask` (device uint8[count], may be NULL) only those whose mask byte is nonzero.
+ * Buckets are allocated in the kernel on demand.  Synchronizes; on OUT_OF_MEMORY
+ * the array is as before the call (its sizes are restored). */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, const void* values, uint64_t count,
+                                                    const uint8_t* mask, gpudyn_insert_algo_t algorithm,
+                                                    gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_size(gpudyn_ggarray_t array, uint64_t* size, gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_capacity(gpudyn_ggarray_t array, uint64_t* capacity, gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array, uint64_t* bytes,
+                                                          gpudyn_stream_t stream);
+/* Copies the elements, LFVector after LFVector, to contiguous device memory
+ * `dst` of `dst_bytes` (>= size * element_size).  Synchronizes to read the size. */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_flatten(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
+                                                  gpudyn_stream_t stream);
+/* As flatten, into host memory; returns after the copy is complete. */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_copy_to_host(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
+                                                       gpudyn_stream_t stream);
+/* Size 0, buckets kept (capacity unchanged). */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_stream_t stream);
+/* Fills *view and recomputes `ranges` on `stream`; at() and spans of kernels
+ * launched after it on that stream see the elements present at that point. */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudyn_ggarray_view_t* view,
+                                                   gpudyn_stream_t stream);
+
+/* ---- static array ----------------------------------------------------- */
+typedef struct gpudyn_static_array_s* gpudyn_static_array_t;
+
+typedef struct gpudyn_static_array_options_t {
+    uint32_t struct_size;
+    uint32_t element_size;           /* 1, 2, 4, 8 or 16 (default 4) */
+    uint64_t capacity;               /* elements, > 0, fixed for the array's life */
+} gpudyn_static_array_options_t;
+
+typedef struct gpudyn_static_array_view_t {
+    uint32_t version;                /* GPUDYN_STATIC_ARRAY_VIEW_VERSION */
+    uint32_t element_size;
+    uint64_t data;                   /* device address of element 0 */
+    uint64_t capacity;               /* elements */
+    uint64_t size;                   /* device uint64: number of elements */
+    uint64_t status;                 /* device uint32: gpudyn_array_status_bits_t */
+} gpudyn_static_array_view_t;
+
+GPUDYN_API gpudyn_status_t gpudyn_static_array_options_init(gpudyn_static_array_options_t* options);
+GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* array,
+                                                      const gpudyn_static_array_options_t* options,
+                                                      gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_static_array_destroy(gpudyn_static_array_t array);
+/* Synchronizes; OUT_OF_MEMORY when the elements do not fit (nothing stored). */
+GPUDYN_API gpudyn_status_t gpudyn_static_array_push_back(gpudyn_static_array_t array, const void* values,
+                                                         uint64_t count, const uint8_t* mask,
+                                                         gpudyn_insert_algo_t algorithm, gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_static_array_size(gpudyn_static_array_t array, uint64_t* size,
+                                                    gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_static_array_capacity(gpudyn_static_array_t array, uint64_t* capacity);
+GPUDYN_API gpudyn_status_t gpudyn_static_array_allocated_bytes(gpudyn_static_array_t array, uint64_t* bytes);
+/* Device address of element 0 (contiguous storage, for zero-copy export). */
+GPUDYN_API gpudyn_status_t gpudyn_static_array_data(gpudyn_static_array_t array, void** data);
+GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten(gpudyn_static_array_t array, void* dst, uint64_t dst_bytes,
+                                                       gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_static_array_copy_to_host(gpudyn_static_array_t array, void* dst,
+                                                            uint64_t dst_bytes, gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_static_array_clear(gpudyn_static_array_t array, gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_static_array_get_view(gpudyn_static_array_t array,
+                                                        gpudyn_static_array_view_t* view);
+
+/* ---- VMM array -------------------------------------------------------- */
+typedef struct gpudyn_vmm_array_s* gpudyn_vmm_array_t;
+
+typedef struct gpudyn_vmm_array_options_t {
+    uint32_t struct_size;
+    uint32_t element_size;           /* 1, 2, 4, 8 or 16 (default 4) */
+    uint64_t initial_capacity;       /* elements mapped at creation (default 0) */
+    uint64_t max_capacity;           /* elements of the virtual reservation; 0: the device's
+                                        total memory (default 0) */
+} gpudyn_vmm_array_options_t;
+
+typedef struct gpudyn_vmm_array_view_t {
+    uint32_t version;                /* GPUDYN_VMM_ARRAY_VIEW_VERSION */
+    uint32_t element_size;
+    uint64_t data;                   /* device address of element 0; never changes */
+    uint64_t capacity;               /* elements mapped when the view was taken */
+    uint64_t size;                   /* device uint64 */
+    uint64_t status;                 /* device uint32 */
+} gpudyn_vmm_array_view_t;
+
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_options_init(gpudyn_vmm_array_options_t* options);
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
+                                                   const gpudyn_vmm_array_options_t* options,
+                                                   gpudyn_stream_t stream);
+/* Synchronizes the device, unmaps and releases everything; NULL is accepted. */
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_destroy(gpudyn_vmm_array_t array);
+/* Maps physical memory (host calls cuMemCreate/cuMemMap/cuMemSetAccess, no copy,
+ * the address stays) until capacity >= `capacity`.  OUT_OF_MEMORY when the
+ * device or the reservation is exhausted (elements kept). */
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_reserve(gpudyn_vmm_array_t array, uint64_t capacity,
+                                                    gpudyn_stream_t stream);
+/* Insertion never grows the mapping: beyond capacity it fails like the static array. */
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_push_back(gpudyn_vmm_array_t array, const void* values, uint64_t count,
+                                                      const uint8_t* mask, gpudyn_insert_algo_t algorithm,
+                                                      gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_size(gpudyn_vmm_array_t array, uint64_t* size, gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_capacity(gpudyn_vmm_array_t array, uint64_t* capacity);
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_allocated_bytes(gpudyn_vmm_array_t array, uint64_t* bytes);
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_data(gpudyn_vmm_array_t array, void** data);
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_flatten(gpudyn_vmm_array_t array, void* dst, uint64_t dst_bytes,
+                                                    gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_copy_to_host(gpudyn_vmm_array_t array, void* dst, uint64_t dst_bytes,
+                                                         gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear(gpudyn_vmm_array_t array, gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_view(gpudyn_vmm_array_t array, gpudyn_vmm_array_view_t* view);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUDYN_GGARRAY_H */

@@ -1,0 +1,242 @@
+// Parallel insertion algorithms (GGArray paper §III-B), separate from the
+// structures that use them: each gives every thread of a block a unique slot
+// among the block's inserting threads, plus the block's total, so a structure
+// reserves the whole block's range with one operation.
+//
+//   atomic       each inserting thread takes its slot with atomicAdd on a
+//                block-shared counter (slot order is arbitrary);
+//   warp_scan    exclusive prefix sum with __shfl_up_sync per warp, then over
+//                the warp totals (slots in thread-rank order);
+//   tensor_scan  the prefix sum as 16x16 half-precision matrix products on
+//                tensor cores (WMMA), after Dakkak et al. (ICS 2019): a tile of
+//                256 flags is A; A·U (U upper-triangular ones) scans each row,
+//                (L·A)·1 (L strictly lower ones) adds the sums of earlier rows.
+//
+// Deviation from the paper, on purpose: its "atomic" variant does one global
+// atomicAdd per element, which cannot give all-or-nothing insertion at a
+// capacity limit; here every algorithm ranks inside the block and the structure
+// reserves once per block, so the three differ only in how ranks are found.
+//
+// Compiles under nvcc and NVRTC.  Block-cooperative: every thread of the block
+// must call, with the same arguments where stated; the caller provides the
+// TempStorage (shared memory), as in CUB.
+#pragma once
+
+#include "detail/block_thread.cuh"
+
+#include <mma.h>
+
+namespace gpudyn {
+inline namespace v0 {
+
+// Values equal gpudyn_insert_algo_t in ggarray.h.
+enum class insert_algo : int { atomic = 0, warp_scan = 1, tensor_scan = 2 };
+
+// Largest block the default TempStorage serves (CUDA's limit on threads per block).
+constexpr unsigned kMaxBlockThreads = 1024;
+
+template <insert_algo Algo, unsigned MaxThreads = kMaxBlockThreads>
+struct block_rank;
+
+// ---- atomic --------------------------------------------------------------
+template <unsigned MaxThreads>
+struct block_rank<insert_algo::atomic, MaxThreads> {
+    struct TempStorage {
+        unsigned counter;
+    };
+    // Slot of the calling thread among the block's flagged threads (meaningful
+    // when flag is true); *total gets the number of flagged threads.
+    __device__ static unsigned rank(TempStorage& s, bool flag, unsigned* total) {
+        if (dev::block_thread_rank() == 0) s.counter = 0;
+        __syncthreads();
+        unsigned slot = flag ? atomicAdd(&s.counter, 1u) : 0u;
+        __syncthreads();
+        *total = s.counter;
+        __syncthreads();  // the storage may be reused right after the call
+        return slot;
+    }
+};
+
+// ---- warp-shuffle scan ---------------------------------------------------
+template <unsigned MaxThreads>
+struct block_rank<insert_algo::warp_scan, MaxThreads> {
+    static_assert(MaxThreads >= 1 && MaxThreads <= kMaxBlockThreads, "MaxThreads must be 1..1024");
+    static constexpr unsigned kWarps = (MaxThreads + dev::kWarpLanes - 1) / dev::kWarpLanes;
+    struct TempStorage {
+        unsigned warp_offset[kWarps];
+        unsigned total;
+    };
+    __device__ static unsigned rank(TempStorage& s, bool flag, unsigned* total) {
+        const unsigned n = dev::block_thread_count();
+        const unsigned r = dev::block_thread_rank();
+        const unsigned warp = r / dev::kWarpLanes;
+        const unsigned nwarps = (n + dev::kWarpLanes - 1) / dev::kWarpLanes;
+        const unsigned mask = dev::block_warp_mask();  // lanes 0..k-1: contiguous
+        const unsigned mine = flag ? 1u : 0u;
+        const unsigned incl = dev::contiguous_lanes_inclusive_sum(mask, mine);
+        const unsigned last_lane = dev::highest_lane(mask);
+        if (dev::lane_index() == last_lane) s.warp_offset[warp] = incl;
+        __syncthreads();
+        if (warp == 0) {
+            // Warp 0 has min(n, 32) lanes and nwarps <= that many (nwarps > 1 implies n > 32).
+            const unsigned lane = dev::lane_index();
+            const unsigned v = lane < nwarps ? s.warp_offset[lane] : 0u;
+            const unsigned inc = dev::contiguous_lanes_inclusive_sum(mask, v);
+            if (lane < nwarps) s.warp_offset[lane] = inc - v;
+            if (lane == nwarps - 1) s.total = inc;
+        }
+        __syncthreads();
+        const unsigned slot = s.warp_offset[warp] + incl - mine;
+        *total = s.total;
+        __syncthreads();
+        return slot;
+    }
+};
+
+// ---- tensor-core scan ----------------------------------------------------
+template <unsigned MaxThreads>
+struct block_rank<insert_algo::tensor_scan, MaxThreads> {
+    // WMMA half-precision tile (CUDA programming guide, "warp matrix functions": m16n16k16).
+    static constexpr unsigned kTile = 16;
+    static constexpr unsigned kTileElems = kTile * kTile;
+    static constexpr unsigned kTiles = (MaxThreads + kTileElems - 1) / kTileElems;
+    using fallback = block_rank<insert_algo::warp_scan, MaxThreads>;
+    struct TempStorage {
+        union {
+            struct {
+                __align__(32) unsigned short a[kTiles * kTileElems];       // flags, row-major tiles
+                __align__(32) unsigned short lower_a[kTiles * kTileElems]; // L·A per tile, as half
+                __align__(32) unsigned short upper[kTileElems];            // U[k][c] = k <= c
+                __align__(32) unsigned short strict_lower[kTileElems];     // L[r][k] = k < r
+                __align__(32) float c[kTiles * kTileElems];        // inclusive scan per tile
+                unsigned tile_offset[kTiles];
+                unsigned total;
+            } mma;
+            typename fallback::TempStorage warp;
+        };
+    };
+    // Exact: every intermediate is an integer <= 256 (half holds integers up to 2048,
+    // float accumulators up to 2^24).  Blocks whose size is not a multiple of 32
+    // use the warp-shuffle scan (WMMA needs every lane of a warp).
+    __device__ static unsigned rank(TempStorage& s, bool flag, unsigned* total) {
+        using namespace nvcuda;
+        // Half tiles live as raw 16-bit storage (a union member needs trivial types).
+        __half* a_all = reinterpret_cast<__half*>(s.mma.a);
+        __half* la_all = reinterpret_cast<__half*>(s.mma.lower_a);
+        const __half* upper = reinterpret_cast<const __half*>(s.mma.upper);
+        const __half* strict_lower = reinterpret_cast<const __half*>(s.mma.strict_lower);
+        __half* upper_w = reinterpret_cast<__half*>(s.mma.upper);
+        __half* strict_lower_w = reinterpret_cast<__half*>(s.mma.strict_lower);
+        const unsigned n = dev::block_thread_count();
+        if (n % dev::kWarpLanes != 0) return fallback::rank(s.warp, flag, total);
+        const unsigned r = dev::block_thread_rank();
+        const unsigned tiles = (n + kTileElems - 1) / kTileElems;
+        a_all[r] = __float2half(flag ? 1.0f : 0.0f);
+        for (unsigned i = n + r; i < tiles * kTileElems; i += n) a_all[i] = __float2half(0.0f);
+        for (unsigned i = r; i < kTileElems; i += n) {
+            const unsigned row = i / kTile, col = i % kTile;
+            upper_w[i] = __float2half(row <= col ? 1.0f : 0.0f);
+            strict_lower_w[i] = __float2half(col < row ? 1.0f : 0.0f);
+        }
+        __syncthreads();
+        const unsigned warp = r / dev::kWarpLanes;
+        if (warp < tiles) {  // whole warps: n is a multiple of 32
+            __half* a = a_all + warp * kTileElems;
+            __half* la = la_all + warp * kTileElems;
+            float* c = s.mma.c + warp * kTileElems;
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa, fl;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb, fu, fones;
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            // L·A: column sums of the rows above each row.
+            wmma::load_matrix_sync(fl, strict_lower, kTile);
+            wmma::load_matrix_sync(fb, a, kTile);
+            wmma::fill_fragment(acc, 0.0f);
+            wmma::mma_sync(acc, fl, fb, acc);
+            wmma::store_matrix_sync(c, acc, kTile, wmma::mem_row_major);
+            __syncwarp();
+            for (unsigned i = dev::lane_index(); i < kTileElems; i += dev::kWarpLanes) la[i] = __float2half(c[i]);
+            __syncwarp();
+            // (L·A)·1 broadcasts each row's "earlier rows" total across the row;
+            // A·U added on top gives the inclusive scan in row-major order.
+            wmma::load_matrix_sync(fa, la, kTile);
+            wmma::fill_fragment(fones, __float2half(1.0f));
+            wmma::fill_fragment(acc, 0.0f);
+            wmma::mma_sync(acc, fa, fones, acc);
+            wmma::load_matrix_sync(fa, a, kTile);
+            wmma::load_matrix_sync(fu, upper, kTile);
+            wmma::mma_sync(acc, fa, fu, acc);
+            __syncwarp();
+            wmma::store_matrix_sync(c, acc, kTile, wmma::mem_row_major);
+        }
+        __syncthreads();
+        if (r == 0) {
+            unsigned run = 0;
+            for (unsigned t = 0; t < tiles; ++t) {
+                s.mma.tile_offset[t] = run;
+                run += unsigned(s.mma.c[t * kTileElems + kTileElems - 1]);
+            }
+            s.mma.total = run;
+        }
+        __syncthreads();
+        const unsigned slot = s.mma.tile_offset[r / kTileElems] + unsigned(s.mma.c[r]) - (flag ? 1u : 0u);
+        *total = s.mma.total;
+        __syncthreads();
+        return slot;
+    }
+};
+
+// ---- block-level insertion into any structure ----------------------------
+// Sink (provided by the structure):
+//   bool reserve(unsigned long long n, unsigned long long* base)  called by one thread;
+//        true when [base, base+n) is now the block's (all-or-nothing), false on failure;
+//   void store(unsigned long long index, const T& value)          any thread.
+template <insert_algo Algo, unsigned MaxThreads = kMaxBlockThreads>
+struct block_inserter {
+    using rank_type = block_rank<Algo, MaxThreads>;
+    struct TempStorage {
+        typename rank_type::TempStorage rank;
+        unsigned long long base;
+        int ok;
+    };
+
+    // Every thread of the block calls with Items (flag, value) pairs.  Round k's
+    // inserted values are stored contiguously (coalesced), rounds one after the
+    // other; one reservation covers all rounds.  Returns the same bool in every
+    // thread: true when all flagged values were stored, false when the structure
+    // refused the reservation (then nothing of this call is stored).
+    template <int Items, class T, class Sink>
+    __device__ static bool push(TempStorage& s, Sink& sink, const bool (&flag)[Items], const T (&value)[Items]) {
+        unsigned slot[Items];
+        unsigned long long start[Items];
+        unsigned long long run = 0;
+#pragma unroll
+        for (int k = 0; k < Items; ++k) {
+            unsigned total;
+            slot[k] = rank_type::rank(s.rank, flag[k], &total);
+            start[k] = run;
+            run += total;
+        }
+        if (dev::block_thread_rank() == 0) {
+            unsigned long long base = 0;
+            s.ok = (run == 0 || sink.reserve(run, &base)) ? 1 : 0;
+            s.base = base;
+        }
+        __syncthreads();
+        const bool ok = s.ok != 0;
+        const unsigned long long base = s.base;
+        __syncthreads();
+        if (ok) {
+#pragma unroll
+            for (int k = 0; k < Items; ++k)
+                if (flag[k]) sink.store(base + start[k] + slot[k], value[k]);
+        }
+        return ok;
+    }
+};
+
+// Shared memory a block needs for a structure's push_back with algorithm Algo.
+template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads>
+using push_storage = typename block_inserter<Algo, MaxThreads>::TempStorage;
+
+}  // namespace v0
+}  // namespace gpudyn

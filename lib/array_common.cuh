@@ -1,0 +1,136 @@
+// Shared by lib/ggarray.cu, lib/static_array.cu and lib/vmm_array.cu: element
+// types, argument checks and the bulk push_back kernel (one kernel body for the
+// three arrays; the algorithms themselves are in include/gpudyn/insert.cuh).
+#pragma once
+
+#include "internal.hpp"
+
+#include <gpudyn/ggarray.cuh>
+#include <gpudyn/vmm_array.cuh>
+
+namespace gpudyn::detail {
+
+// 16-byte element (the largest element size the ABI allows).
+struct alignas(16) element16 {
+    unsigned long long lo, hi;
+};
+
+template <class T>
+struct type_tag {
+    using type = T;
+};
+
+// Calls f(type_tag<T>{}) with the unsigned type of `element_size` bytes.
+template <class F>
+void dispatch_element(uint32_t element_size, F&& f) {
+    switch (element_size) {
+        case 1: f(type_tag<uint8_t>{}); return;
+        case 2: f(type_tag<uint16_t>{}); return;
+        case 4: f(type_tag<uint32_t>{}); return;
+        case 8: f(type_tag<uint64_t>{}); return;
+        case 16: f(type_tag<element16>{}); return;
+    }
+    raise(GPUDYN_ERROR_INTERNAL, "element size %u reached dispatch", unsigned(element_size));
+}
+
+inline void require_element_size(uint32_t element_size, const char* name) {
+    if (element_size != 1 && element_size != 2 && element_size != 4 && element_size != 8 && element_size != 16)
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "%s is %u, expected 1, 2, 4, 8 or 16", name, unsigned(element_size));
+}
+
+template <class F>
+void dispatch_algo(gpudyn_insert_algo_t algorithm, F&& f) {
+    switch (algorithm) {
+        case GPUDYN_INSERT_ATOMIC: f(std::integral_constant<insert_algo, insert_algo::atomic>{}); return;
+        case GPUDYN_INSERT_WARP_SCAN: f(std::integral_constant<insert_algo, insert_algo::warp_scan>{}); return;
+        case GPUDYN_INSERT_TENSOR_SCAN: f(std::integral_constant<insert_algo, insert_algo::tensor_scan>{}); return;
+    }
+    raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+          "argument 'algorithm' is %d, expected GPUDYN_INSERT_ATOMIC (0), GPUDYN_INSERT_WARP_SCAN (1) or "
+          "GPUDYN_INSERT_TENSOR_SCAN (2)",
+          int(algorithm));
+}
+
+// Bulk insertion: threads per block and elements per thread per reservation.
+// 512 x 8 = 4096 elements per block-wide reservation keeps the one atomic per
+// reservation far from the write bandwidth (benchmarks/ggarray measures it).
+constexpr unsigned kPushThreads = 512;
+constexpr int kPushItems = 8;
+
+// One kernel body for every array: Ref has push_back(storage, flags, values).
+template <class T, insert_algo Algo, class Ref>
+__global__ void __launch_bounds__(kPushThreads) push_kernel(Ref ref, const T* values, const uint8_t* mask,
+                                                           unsigned long long count) {
+    __shared__ push_storage<Algo, kPushThreads> temp;
+    const unsigned long long per_tile = (unsigned long long)kPushThreads * kPushItems;
+    for (unsigned long long tile = blockIdx.x; tile * per_tile < count; tile += gridDim.x) {
+        bool flag[kPushItems];
+        T value[kPushItems];
+#pragma unroll
+        for (int k = 0; k < kPushItems; ++k) {
+            const unsigned long long i = tile * per_tile + (unsigned long long)k * kPushThreads + threadIdx.x;
+            flag[k] = i < count && (mask == nullptr || mask[i] != 0);
+            value[k] = flag[k] ? values[i] : T{};
+        }
+        if (!ref.template push_back<Algo, kPushThreads>(temp, flag, value)) return;  // uniform in the block
+    }
+}
+
+// Grid for push_kernel: enough blocks to fill the GPU; for a GGArray a multiple
+// of its LFVector count so every LFVector gets the same number of blocks.
+unsigned push_grid(unsigned long long count, unsigned lfvectors);
+
+template <class T, class Ref>
+void launch_push(Ref ref, const void* values, const uint8_t* mask, uint64_t count, gpudyn_insert_algo_t algorithm,
+                 unsigned grid, cudaStream_t stream) {
+    dispatch_algo(algorithm, [&](auto algo) {
+        push_kernel<T, decltype(algo)::value, Ref>
+            <<<grid, kPushThreads, 0, stream>>>(ref, static_cast<const T*>(values), mask, count);
+        GPUDYN_CHECK_LAUNCH("push_kernel");
+    });
+}
+
+// Checks common to every push_back entry point.
+inline void require_push_args(const void* values, uint64_t count, gpudyn_insert_algo_t algorithm) {
+    if (count > 0 && values == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'values' is NULL");
+    dispatch_algo(algorithm, [](auto) {});
+}
+
+// Host copy of the status word (synchronizes the stream).
+uint32_t read_status(const uint32_t* status_dev, cudaStream_t stream);
+uint64_t read_u64(const uint64_t* dev, cudaStream_t stream);
+
+}  // namespace gpudyn::detail
+
+namespace gpudyn::detail {
+
+// Host state shared by the static and the VMM array.  meta (device) holds
+// [0] size, [1] status word (low 32 bits), [2] size snapshot for rollback.
+struct contiguous_state {
+    uint32_t element_size = 0;
+    void* data = nullptr;
+    uint64_t capacity = 0;   // elements usable now
+    uint64_t* meta = nullptr;
+};
+
+void contiguous_init(contiguous_state& a, cudaStream_t stream);
+void contiguous_free_meta(contiguous_state& a);
+// All-or-nothing bulk insertion; raises OUT_OF_MEMORY (capacity) with the size restored.
+void contiguous_push(contiguous_state& a, const void* values, uint64_t count, const uint8_t* mask,
+                     gpudyn_insert_algo_t algorithm, cudaStream_t stream, const char* what);
+uint64_t contiguous_size(const contiguous_state& a, cudaStream_t stream);
+void contiguous_copy_out(const contiguous_state& a, void* dst, uint64_t dst_bytes, cudaMemcpyKind kind,
+                         cudaStream_t stream);
+void contiguous_clear(contiguous_state& a, cudaStream_t stream);
+
+template <class View>
+void contiguous_fill_view(const contiguous_state& a, View* view, uint32_t version) {
+    view->version = version;
+    view->element_size = a.element_size;
+    view->data = reinterpret_cast<uint64_t>(a.data);
+    view->capacity = a.capacity;
+    view->size = reinterpret_cast<uint64_t>(a.meta);
+    view->status = reinterpret_cast<uint64_t>(a.meta + 1);
+}
+
+}  // namespace gpudyn::detail

@@ -1,0 +1,364 @@
+// C ABI of the GGArray.  The structure and its algorithms are in
+// include/gpudyn/ggarray.cuh; this file owns the bookkeeping memory, sizes the
+// device malloc heap the buckets come from, and launches the bulk kernels.
+#include "array_common.cuh"
+
+#include <algorithm>
+
+using namespace gpudyn;
+using namespace gpudyn::detail;
+
+namespace {
+
+constexpr unsigned kMaxBuckets = GPUDYN_GGARRAY_MAX_BUCKETS;
+// Paper §VI-B: 32 and 512 LFVectors were the best; 512 is the default.
+constexpr uint32_t kDefaultLfvectors = 512;
+// Upper bound on LFVectors: compute_ranges scans them with one block.
+constexpr uint32_t kMaxLfvectors = 65536;
+// Default first bucket: 1024 elements, a multiple of every warp's coalesced width.
+constexpr uint64_t kDefaultFirstBucket = 1024;
+// Smallest first bucket: a warp of 32 elements, so span starts stay aligned to 32 elements.
+constexpr uint64_t kMinFirstBucket = 32;
+constexpr unsigned kThreads = 256;        // bookkeeping kernels (one thread per bucket / LFVector)
+constexpr unsigned kRangesThreads = 1024; // one block scans all LFVector sizes
+constexpr unsigned kCopyThreads = 512;
+
+template <class T>
+__global__ void grow_kernel(gpudyn_ggarray_view_t view, unsigned long long per_lfvector) {
+    const ggarray_ref<T> a{view};
+    const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i >= (unsigned long long)view.num_lfvectors * kMaxBuckets) return;
+    const unsigned l = unsigned(i / kMaxBuckets), b = unsigned(i % kMaxBuckets);
+    if (a.bucket_first(b) < per_lfvector) a.ensure_bucket(l, b);  // one thread per bucket: O(new buckets)
+}
+
+template <class T>
+__global__ void capacity_kernel(gpudyn_ggarray_view_t view, unsigned long long* out) {
+    const ggarray_ref<T> a{view};
+    const unsigned l = blockIdx.x * blockDim.x + threadIdx.x;
+    if (l < view.num_lfvectors) atomicAdd(out, a.lfvector_capacity(l));
+}
+
+__global__ void ranges_kernel(gpudyn_ggarray_view_t view) {
+    __shared__ unsigned long long scratch[33];
+    ggarray_ref<unsigned char>{view}.compute_ranges(scratch);
+}
+
+// Flatten: block k copies global elements [k*chunk, (k+1)*chunk) span by span.
+template <class T>
+__global__ void __launch_bounds__(kCopyThreads) flatten_kernel(gpudyn_ggarray_view_t view, T* dst,
+                                                               unsigned long long chunk) {
+    const ggarray_ref<T> a{view};
+    const unsigned long long lo = blockIdx.x * chunk;
+    a.for_each_span(lo, lo + chunk, [&](const T* src, unsigned long long n, unsigned long long first) {
+        T* out = dst + first;
+        for (unsigned long long i = threadIdx.x; i < n; i += blockDim.x) out[i] = src[i];
+    });
+}
+
+__global__ void free_kernel(gpudyn_ggarray_view_t view) {
+    const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i >= (unsigned long long)view.num_lfvectors * kMaxBuckets) return;
+    const unsigned* state = reinterpret_cast<const unsigned*>(view.bucket_state);
+    void** buckets = reinterpret_cast<void**>(view.buckets);
+    if (state[i] == ggarray_detail::kReady) free(buckets[i]);
+}
+
+unsigned blocks_for(unsigned long long n, unsigned threads) { return unsigned((n + threads - 1) / threads); }
+
+}  // namespace
+
+struct gpudyn_ggarray_s {
+    uint32_t element_size = 0;
+    uint32_t lfvectors = 0;
+    uint32_t log2_first = 0;
+    void* block = nullptr;  // one allocation for all bookkeeping below
+    uint64_t* sizes = nullptr;     // [L+1]
+    uint64_t* ranges = nullptr;    // [L+1]
+    uint64_t* snapshot = nullptr;  // [L+1] sizes before a push, for rollback
+    uint64_t* buckets = nullptr;   // [L*kMaxBuckets]
+    uint32_t* state = nullptr;     // [L*kMaxBuckets]
+    uint64_t* status = nullptr;    // [1] (low 32 bits used)
+    uint64_t* allocated = nullptr; // [1]
+    uint64_t* scratch = nullptr;   // [1] capacity sum
+
+    gpudyn_ggarray_view_t view() const {
+        gpudyn_ggarray_view_t v{};
+        v.version = GPUDYN_GGARRAY_VIEW_VERSION;
+        v.element_size = element_size;
+        v.num_lfvectors = lfvectors;
+        v.log2_first_bucket = log2_first;
+        v.sizes = reinterpret_cast<uint64_t>(sizes);
+        v.ranges = reinterpret_cast<uint64_t>(ranges);
+        v.buckets = reinterpret_cast<uint64_t>(buckets);
+        v.bucket_state = reinterpret_cast<uint64_t>(state);
+        v.status = reinterpret_cast<uint64_t>(status);
+        v.allocated_bytes = reinterpret_cast<uint64_t>(allocated);
+        return v;
+    }
+    size_t sizes_bytes() const { return (size_t(lfvectors) + 1) * sizeof(uint64_t); }
+    void update_ranges(cudaStream_t s) const {
+        ranges_kernel<<<1, kRangesThreads, 0, s>>>(view());
+        GPUDYN_CHECK_LAUNCH("ranges_kernel");
+    }
+};
+
+namespace {
+
+// Device malloc heap: buckets come from it.  CUDA fixes its size at the first
+// launch of a kernel that calls malloc/free; after that it cannot change.
+void size_malloc_heap(uint64_t want) {
+    if (want == 0) return;
+    size_t current = 0;
+    GPUDYN_CUDA(cudaDeviceGetLimit(&current, cudaLimitMallocHeapSize));
+    if (current >= want) return;
+    cudaError_t err = cudaDeviceSetLimit(cudaLimitMallocHeapSize, size_t(want));
+    size_t now = 0;
+    if (err == cudaSuccess) GPUDYN_CUDA(cudaDeviceGetLimit(&now, cudaLimitMallocHeapSize));
+    if (err != cudaSuccess || now < want) {
+        if (err != cudaSuccess) cudaGetLastError();
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+              "options->malloc_heap_bytes is %llu but the device malloc heap (cudaLimitMallocHeapSize) is %zu bytes "
+              "and can no longer grow: a kernel using device malloc has already run in this process (%s). Create "
+              "the first GGArray (or set the limit) before any such kernel, or pass malloc_heap_bytes = 0",
+              (unsigned long long)want, current, err != cudaSuccess ? cudaGetErrorName(err) : "limit not applied");
+    }
+}
+
+template <class F>
+void with_type(const gpudyn_ggarray_s* a, F&& f) {
+    dispatch_element(a->element_size, f);
+}
+
+}  // namespace
+
+extern "C" {
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_options_init(gpudyn_ggarray_options_t* options) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(options);
+        *options = gpudyn_ggarray_options_t{};
+        options->struct_size = sizeof(*options);
+        options->element_size = 4;
+        options->num_lfvectors = kDefaultLfvectors;
+        options->first_bucket_elements = kDefaultFirstBucket;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const gpudyn_ggarray_options_t* options,
+                                                 gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        *array = nullptr;
+        require_struct_size(options, "options");
+        require_element_size(options->element_size, "options->element_size");
+        GPUDYN_REQUIRE(options->num_lfvectors >= 1 && options->num_lfvectors <= kMaxLfvectors,
+                       "options->num_lfvectors is %u, expected 1..%u", unsigned(options->num_lfvectors),
+                       unsigned(kMaxLfvectors));
+        const uint64_t first = options->first_bucket_elements;
+        GPUDYN_REQUIRE(first >= kMinFirstBucket && first <= (1ull << 30) && (first & (first - 1)) == 0,
+                       "options->first_bucket_elements is %llu, expected a power of two in [%llu, 2^30]",
+                       (unsigned long long)first, (unsigned long long)kMinFirstBucket);
+        GPUDYN_REQUIRE(options->reserved == 0, "options->reserved is %u, expected 0", unsigned(options->reserved));
+        require_device();
+        size_malloc_heap(options->malloc_heap_bytes);
+        auto* h = new gpudyn_ggarray_s{};
+        h->element_size = options->element_size;
+        h->lfvectors = options->num_lfvectors;
+        while ((1ull << h->log2_first) < first) ++h->log2_first;
+        const size_t L = h->lfvectors;
+        const size_t u64s = 3 * (L + 1) + L * kMaxBuckets + 3;
+        const size_t bytes = u64s * sizeof(uint64_t) + L * kMaxBuckets * sizeof(uint32_t);
+        cudaStream_t s = to_cuda(stream);
+        try {
+            GPUDYN_CUDA(cudaMallocAsync(&h->block, bytes, s));
+            GPUDYN_CUDA(cudaMemsetAsync(h->block, 0, bytes, s));
+        } catch (...) {
+            delete h;
+            throw;
+        }
+        uint64_t* p = static_cast<uint64_t*>(h->block);
+        h->sizes = p; p += L + 1;
+        h->ranges = p; p += L + 1;
+        h->snapshot = p; p += L + 1;
+        h->buckets = p; p += L * kMaxBuckets;
+        h->status = p++;
+        h->allocated = p++;
+        h->scratch = p++;
+        h->state = reinterpret_cast<uint32_t*>(p);
+        *array = h;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
+    GPUDYN_ABI({
+        if (array == nullptr) return;
+        GPUDYN_CUDA(cudaDeviceSynchronize());  // kernels may still use the buckets
+        const unsigned long long n = (unsigned long long)array->lfvectors * kMaxBuckets;
+        free_kernel<<<blocks_for(n, kThreads), kThreads>>>(array->view());
+        GPUDYN_CHECK_LAUNCH("free_kernel");
+        GPUDYN_CUDA(cudaDeviceSynchronize());
+        GPUDYN_CUDA(cudaFree(array->block));
+        delete array;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64_t capacity, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        cudaStream_t s = to_cuda(stream);
+        const unsigned long long per = (capacity + array->lfvectors - 1) / array->lfvectors;
+        GPUDYN_REQUIRE((per >> array->log2_first) < (1ull << (kMaxBuckets - 1)),
+                       "argument 'capacity' is %llu, more than %u buckets per LFVector can hold",
+                       (unsigned long long)capacity, kMaxBuckets);
+        if (capacity == 0) return;
+        GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), s));
+        const unsigned long long n = (unsigned long long)array->lfvectors * kMaxBuckets;
+        with_type(array, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            grow_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, s>>>(array->view(), per);
+            GPUDYN_CHECK_LAUNCH("grow_kernel");
+        });
+        const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->status), s);
+        if (st != 0)
+            raise(GPUDYN_ERROR_OUT_OF_MEMORY,
+                  "argument 'capacity' is %llu: device malloc could not allocate every bucket (status %u); the "
+                  "device malloc heap is cudaLimitMallocHeapSize, set by options->malloc_heap_bytes",
+                  (unsigned long long)capacity, unsigned(st));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, const void* values, uint64_t count,
+                                                    const uint8_t* mask, gpudyn_insert_algo_t algorithm,
+                                                    gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        require_push_args(values, count, algorithm);
+        if (count == 0) return;
+        cudaStream_t s = to_cuda(stream);
+        GPUDYN_CUDA(cudaMemcpyAsync(array->snapshot, array->sizes, array->sizes_bytes(), cudaMemcpyDeviceToDevice, s));
+        GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), s));
+        with_type(array, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            launch_push<T>(ggarray_ref<T>{array->view()}, values, mask, count, algorithm,
+                           push_grid(count, array->lfvectors), s);
+        });
+        const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->status), s);
+        if (st != 0) {
+            // Blocks that reserved before the failure stored their elements: restore the sizes.
+            GPUDYN_CUDA(cudaMemcpyAsync(array->sizes, array->snapshot, array->sizes_bytes(), cudaMemcpyDeviceToDevice, s));
+            GPUDYN_CUDA(cudaStreamSynchronize(s));
+            raise(GPUDYN_ERROR_OUT_OF_MEMORY,
+                  "%s while inserting %llu element(s); nothing was inserted (the device malloc heap is "
+                  "cudaLimitMallocHeapSize, set by options->malloc_heap_bytes)",
+                  (st & GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED) ? "device malloc could not allocate a bucket"
+                                                               : "an LFVector reached GPUDYN_GGARRAY_MAX_BUCKETS",
+                  (unsigned long long)count);
+        }
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_size(gpudyn_ggarray_t array, uint64_t* size, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        GPUDYN_REQUIRE_NOT_NULL(size);
+        *size = read_u64(array->sizes + array->lfvectors, to_cuda(stream));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_capacity(gpudyn_ggarray_t array, uint64_t* capacity,
+                                                   gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        GPUDYN_REQUIRE_NOT_NULL(capacity);
+        cudaStream_t s = to_cuda(stream);
+        GPUDYN_CUDA(cudaMemsetAsync(array->scratch, 0, sizeof(uint64_t), s));
+        with_type(array, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            capacity_kernel<T><<<blocks_for(array->lfvectors, kThreads), kThreads, 0, s>>>(
+                array->view(), reinterpret_cast<unsigned long long*>(array->scratch));
+            GPUDYN_CHECK_LAUNCH("capacity_kernel");
+        });
+        *capacity = read_u64(array->scratch, s);
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array, uint64_t* bytes,
+                                                          gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        GPUDYN_REQUIRE_NOT_NULL(bytes);
+        *bytes = read_u64(array->allocated, to_cuda(stream));
+    });
+}
+
+namespace {
+void ggarray_copy_out(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes, bool to_host, cudaStream_t s) {
+    const uint64_t n = read_u64(array->sizes + array->lfvectors, s);
+    const uint64_t bytes = n * array->element_size;
+    if (bytes == 0) return;
+    if (dst == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'dst' is NULL");
+    if (dst_bytes < bytes)
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'dst_bytes' is %llu, expected >= %llu (size %llu x %u bytes)",
+              (unsigned long long)dst_bytes, (unsigned long long)bytes, (unsigned long long)n,
+              unsigned(array->element_size));
+    void* target = dst;
+    if (to_host) GPUDYN_CUDA(cudaMallocAsync(&target, bytes, s));
+    try {
+        array->update_ranges(s);
+        // One chunk per block, enough blocks to fill the GPU several times over.
+        const unsigned grid = grid_for(n, kCopyThreads, 8);
+        const unsigned long long chunk = (n + grid - 1) / grid;
+        with_type(array, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            flatten_kernel<T><<<grid, kCopyThreads, 0, s>>>(array->view(), static_cast<T*>(target), chunk);
+            GPUDYN_CHECK_LAUNCH("flatten_kernel");
+        });
+        if (to_host) {
+            GPUDYN_CUDA(cudaMemcpyAsync(dst, target, bytes, cudaMemcpyDeviceToHost, s));
+            GPUDYN_CUDA(cudaFreeAsync(target, s));
+            GPUDYN_CUDA(cudaStreamSynchronize(s));
+        }
+    } catch (...) {
+        if (to_host) { cudaFreeAsync(target, s); cudaStreamSynchronize(s); }
+        throw;
+    }
+}
+}  // namespace
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_flatten(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
+                                                  gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        ggarray_copy_out(array, dst, dst_bytes, false, to_cuda(stream));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_copy_to_host(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
+                                                       gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        ggarray_copy_out(array, dst, dst_bytes, true, to_cuda(stream));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        cudaStream_t s = to_cuda(stream);
+        GPUDYN_CUDA(cudaMemsetAsync(array->sizes, 0, array->sizes_bytes(), s));
+        GPUDYN_CUDA(cudaMemsetAsync(array->ranges, 0, array->sizes_bytes(), s));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudyn_ggarray_view_t* view,
+                                                   gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        GPUDYN_REQUIRE_NOT_NULL(view);
+        array->update_ranges(to_cuda(stream));
+        *view = array->view();
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,331 @@
+// GPU correctness of the GGArray, static and VMM arrays through the C ABI and
+// through the device API from a user's kernel:
+//   A  every structure x algorithm x element size: stored multiset == input
+//      (all, then mask-selected), flatten == copy_to_host;
+//   B  the precursor's "insert a copy of x if x < 90";
+//   C  user kernels with odd block shapes (100 threads, 8x4x3) push_back with
+//      every algorithm; at() and span reads agree with flatten;
+//   D  growth over 10 doublings from 1e6 int32 (to 1.024e9): every value present
+//      exactly once (checked on the device), GGArray bytes <= 2x elements + first buckets.
+#include <gpudyn/ggarray.cuh>
+#include <gpudyn/vmm_array.cuh>
+
+extern "C" {
+#include "ggarray_test_util.h"
+}
+
+#include <vector>
+
+// Device malloc heap for the whole process: the 1.024e9-int32 GGArray needs up
+// to 2x its 4.1 GB in buckets; the heap is fixed by the first malloc kernel.
+static const uint64_t kHeapBytes = 16ull << 30;
+
+static uint64_t splitmix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;  // SplitMix64 (Steele, Lea, Flood 2014)
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static void* to_device(const void* host, size_t bytes) {
+    void* d = nullptr;
+    CHECK_OK(gpudyn_device_alloc(&d, bytes ? bytes : 1, NULL));
+    if (bytes) CHECK_OK(gpudyn_memcpy(d, host, bytes, GPUDYN_MEMCPY_HOST_TO_DEVICE, NULL));
+    return d;
+}
+
+static const gpudyn_insert_algo_t kAlgos[] = {GPUDYN_INSERT_ATOMIC, GPUDYN_INSERT_WARP_SCAN, GPUDYN_INSERT_TENSOR_SCAN};
+static const uint32_t kSizes[] = {1, 2, 4, 8, 16};
+
+// ---- A ----
+static void test_multiset(array_kind kind, gpudyn_insert_algo_t algo, uint32_t es, uint32_t lfv, uint64_t first) {
+    const uint64_t n = 100003;  // prime: partial tiles and warps everywhere
+    std::vector<uint8_t> in(n * es), mask(n);
+    for (uint64_t i = 0; i < n; ++i) {
+        for (uint32_t b = 0; b < es; b += 8) {
+            uint64_t r = splitmix(i * 3 + b);
+            memcpy(&in[i * es + b], &r, es - b < 8 ? es - b : 8);
+        }
+        mask[i] = (splitmix(i) % 3) == 0;
+    }
+    any_array a;
+    CHECK_OK(any_create(&a, kind, es, 2 * n, lfv, first));
+    void* din = to_device(in.data(), in.size());
+    void* dmask = to_device(mask.data(), n);
+    CHECK_OK(any_push(&a, din, n, NULL, algo));
+    CHECK(any_size(&a) == n);
+    std::vector<uint8_t> out(n * es), ref;
+    CHECK_OK(any_to_host(&a, out.data(), out.size()));
+    ref = in;
+    if (!same_multiset(out.data(), ref.data(), n, es)) {
+        fprintf(stderr, "A: %s algo %d size %u: stored multiset differs from input\n", kind_name[kind], int(algo), es);
+        ++gpudyn_test_failures;
+    }
+    // mask-selected second push
+    CHECK_OK(any_push(&a, din, n, (const uint8_t*)dmask, algo));
+    uint64_t sel = 0;
+    std::vector<uint8_t> expect(in);
+    for (uint64_t i = 0; i < n; ++i)
+        if (mask[i]) { expect.insert(expect.end(), in.begin() + i * es, in.begin() + (i + 1) * es); ++sel; }
+    const uint64_t total = n + sel;
+    CHECK(any_size(&a) == total);
+    out.assign(total * es, 0);
+    CHECK_OK(any_to_host(&a, out.data(), out.size()));
+    std::vector<uint8_t> flat(total * es, 0xab);
+    void* dflat = nullptr;
+    CHECK_OK(gpudyn_device_alloc(&dflat, total * es, NULL));
+    CHECK_OK(any_flatten(&a, dflat, total * es));
+    CHECK_OK(gpudyn_memcpy(flat.data(), dflat, total * es, GPUDYN_MEMCPY_DEVICE_TO_HOST, NULL));
+    CHECK_OK(gpudyn_stream_synchronize(NULL));
+    if (memcmp(flat.data(), out.data(), out.size()) != 0) {
+        fprintf(stderr, "A: %s algo %d size %u: flatten differs from copy_to_host\n", kind_name[kind], int(algo), es);
+        ++gpudyn_test_failures;
+    }
+    if (!same_multiset(out.data(), expect.data(), total, es)) {
+        fprintf(stderr, "A: %s algo %d size %u: multiset after masked push differs\n", kind_name[kind], int(algo), es);
+        ++gpudyn_test_failures;
+    }
+    // too-small destination is refused, naming the argument
+    CHECK_INVALID(any_flatten(&a, dflat, es), "dst_bytes");
+    gpudyn_device_free(dflat, NULL);
+    gpudyn_device_free(din, NULL);
+    gpudyn_device_free(dmask, NULL);
+    any_destroy(&a);
+}
+
+// ---- C: device API from a user kernel ----
+template <gpudyn::insert_algo A>
+__global__ void user_push(gpudyn_ggarray_view_t gv, gpudyn_static_array_view_t sv, const int* in, unsigned n,
+                          unsigned rounds, int* fails) {
+    __shared__ gpudyn::push_storage<A> tg;
+    __shared__ gpudyn::push_storage<A> ts;
+    gpudyn::ggarray_ref<int> g{gv};
+    gpudyn::static_array_ref<int> s{sv};
+    const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    const unsigned rank = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    for (unsigned r = 0; r < rounds; ++r) {
+        const unsigned i = (blockIdx.x * rounds + r) * threads + rank;
+        const int x = i < n ? in[i] : 0;
+        const bool take = i < n && x < 90;
+        if (!g.push_back<A>(tg, take, x)) atomicAdd(fails, 1);
+        if (!s.push_back<A>(ts, take, x)) atomicAdd(fails, 1);
+    }
+}
+
+__global__ void read_at(gpudyn_ggarray_view_t gv, int* out, unsigned long long n) {
+    gpudyn::ggarray_ref<int> g{gv};
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        out[i] = g.at(i);
+}
+__global__ void read_spans(gpudyn_ggarray_view_t gv, int* out, unsigned long long chunk) {
+    gpudyn::ggarray_ref<int> g{gv};
+    const unsigned long long lo = blockIdx.x * chunk;
+    g.for_each_span(lo, lo + chunk, [&](const int* p, unsigned long long m, unsigned long long first) {
+        for (unsigned long long i = threadIdx.x; i < m; i += blockDim.x) out[first + i] = p[i];
+    });
+}
+
+template <gpudyn::insert_algo A>
+static void test_user_kernel(dim3 block, int algo_id) {
+    const unsigned rounds = 3, blocks = 37;
+    const unsigned threads = block.x * block.y * block.z;
+    const unsigned n = blocks * rounds * threads - 17;  // last block partly idle
+    std::vector<int> in(n);
+    for (unsigned i = 0; i < n; ++i) in[i] = int(splitmix(i) % 100);
+    any_array g, s;
+    CHECK_OK(any_create(&g, KIND_GGARRAY, 4, 0, 5, 32));
+    CHECK_OK(any_create(&s, KIND_STATIC, 4, n, 0, 0));
+    gpudyn_ggarray_view_t gv;
+    gpudyn_static_array_view_t sv;
+    CHECK_OK(gpudyn_ggarray_get_view(g.g, &gv, NULL));
+    CHECK_OK(gpudyn_static_array_get_view(s.s, &sv));
+    int* din = (int*)to_device(in.data(), n * 4);
+    int* dfails = (int*)to_device("\0\0\0\0", 4);
+    user_push<A><<<blocks, block>>>(gv, sv, din, n, rounds, dfails);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    int fails = -1;
+    cudaMemcpy(&fails, dfails, 4, cudaMemcpyDeviceToHost);
+    CHECK(fails == 0);
+    std::vector<int> expect;
+    for (int x : in)
+        if (x < 90) expect.push_back(x);
+    const uint64_t m = expect.size();
+    CHECK(any_size(&g) == m);
+    CHECK(any_size(&s) == m);
+    std::vector<int> og(m), os(m), e2 = expect;
+    CHECK_OK(any_to_host(&g, og.data(), m * 4));
+    CHECK_OK(any_to_host(&s, os.data(), m * 4));
+    if (!same_multiset(og.data(), expect.data(), m, 4) || !same_multiset(os.data(), e2.data(), m, 4)) {
+        fprintf(stderr, "C: algo %d block %ux%ux%u: multiset differs\n", algo_id, block.x, block.y, block.z);
+        ++gpudyn_test_failures;
+    }
+    // at() and spans against flatten (same order: LFVector after LFVector)
+    std::vector<int> flat(m), viaat(m), viaspan(m);
+    CHECK_OK(any_to_host(&g, flat.data(), m * 4));
+    int* dout = nullptr;
+    cudaMalloc(&dout, m * 4);
+    CHECK_OK(gpudyn_ggarray_get_view(g.g, &gv, NULL));
+    read_at<<<64, 128>>>(gv, dout, m);
+    cudaMemcpy(viaat.data(), dout, m * 4, cudaMemcpyDeviceToHost);
+    read_spans<<<16, 96>>>(gv, dout, (m + 15) / 16);
+    cudaMemcpy(viaspan.data(), dout, m * 4, cudaMemcpyDeviceToHost);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    CHECK(memcmp(flat.data(), viaat.data(), m * 4) == 0);
+    CHECK(memcmp(flat.data(), viaspan.data(), m * 4) == 0);
+    cudaFree(dout);
+    cudaFree(din);
+    cudaFree(dfails);
+    any_destroy(&g);
+    any_destroy(&s);
+}
+
+// ---- D: growth ----
+__global__ void iota(unsigned* p, unsigned long long n, unsigned long long start) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        p[i] = unsigned(start + i);
+}
+// Marks each value in a bitmap; counts values out of range and repeats.
+__global__ void mark(const unsigned* v, unsigned long long n, unsigned* bits, unsigned long long* bad) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned x = v[i];
+        if (x >= n) { atomicAdd(bad, 1ull); continue; }
+        const unsigned bit = 1u << (x & 31);
+        if (atomicOr(&bits[x >> 5], bit) & bit) atomicAdd(bad, 1ull);
+    }
+}
+
+static void test_growth(array_kind kind, gpudyn_insert_algo_t algo) {
+    const uint64_t start = 1000000, doublings = 10, final_n = start << doublings;
+    any_array a;
+    CHECK_OK(any_create(&a, kind, 4, kind == KIND_STATIC ? final_n : 0, 512, 1024));
+    unsigned* vals = nullptr;
+    CHECK(cudaMalloc(&vals, (final_n / 2) * 4) == cudaSuccess);
+    uint64_t n = 0;
+    for (uint64_t step = 0; step <= doublings; ++step) {
+        const uint64_t add = step == 0 ? start : n;  // 1e6, then double
+        CHECK_OK(any_reserve(&a, n + add));
+        iota<<<1024, 256>>>(vals, add, n);
+        CHECK_OK(any_push(&a, vals, add, NULL, algo));
+        n += add;
+        if (any_size(&a) != n) {
+            fprintf(stderr, "D: %s algo %d: size %llu after step %llu, expected %llu\n", kind_name[kind], int(algo),
+                    (unsigned long long)any_size(&a), (unsigned long long)step, (unsigned long long)n);
+            ++gpudyn_test_failures;
+            break;
+        }
+    }
+    cudaFree(vals);
+    CHECK(n == final_n);
+    unsigned* flat = nullptr;
+    unsigned* bits = nullptr;
+    unsigned long long* bad = nullptr;
+    CHECK(cudaMalloc(&flat, n * 4) == cudaSuccess);
+    CHECK(cudaMalloc(&bits, (n / 32 + 1) * 4) == cudaSuccess);
+    CHECK(cudaMalloc(&bad, 8) == cudaSuccess);
+    cudaMemset(bits, 0, (n / 32 + 1) * 4);
+    cudaMemset(bad, 0, 8);
+    CHECK_OK(any_flatten(&a, flat, n * 4));
+    mark<<<2048, 256>>>(flat, n, bits, bad);
+    unsigned long long nbad = ~0ull;
+    cudaMemcpy(&nbad, bad, 8, cudaMemcpyDeviceToHost);
+    if (nbad != 0) {
+        fprintf(stderr, "D: %s algo %d: %llu value(s) repeated or out of range\n", kind_name[kind], int(algo), nbad);
+        ++gpudyn_test_failures;
+    }
+    if (kind == KIND_GGARRAY) {
+        uint64_t bytes = 0, cap = 0;
+        CHECK_OK(gpudyn_ggarray_allocated_bytes(a.g, &bytes, NULL));
+        CHECK_OK(gpudyn_ggarray_capacity(a.g, &cap, NULL));
+        const uint64_t first_buckets = 512ull * 1024 * 4;
+        CHECK(cap >= n && cap * 4 == bytes);
+        if (bytes > 2 * n * 4 + first_buckets) {
+            fprintf(stderr, "D: GGArray allocated %llu bytes for %llu bytes of elements (> 2x + first buckets)\n",
+                    (unsigned long long)bytes, (unsigned long long)(n * 4));
+            ++gpudyn_test_failures;
+        }
+    }
+    cudaFree(flat);
+    cudaFree(bits);
+    cudaFree(bad);
+    any_destroy(&a);
+}
+
+static void test_vmm_and_static_overflow(void) {
+    // static: beyond capacity fails whole; VMM: same until reserve maps more, pointer unchanged
+    const uint64_t cap = 1000;
+    std::vector<unsigned> in(1500);
+    for (unsigned i = 0; i < 1500; ++i) in[i] = i;
+    void* d = to_device(in.data(), in.size() * 4);
+    any_array s, v;
+    CHECK_OK(any_create(&s, KIND_STATIC, 4, cap, 0, 0));
+    CHECK_OK(any_push(&s, d, 600, NULL, GPUDYN_INSERT_WARP_SCAN));
+    CHECK_STATUS(any_push(&s, d, 600, NULL, GPUDYN_INSERT_WARP_SCAN), GPUDYN_ERROR_OUT_OF_MEMORY);
+    CHECK(any_size(&s) == 600);
+    std::vector<unsigned> out(600);
+    CHECK_OK(any_to_host(&s, out.data(), 600 * 4));
+    CHECK(memcmp(out.data(), in.data(), 600 * 4) == 0 || same_multiset(out.data(), in.data(), 600, 4));
+    CHECK_OK(any_push(&s, d, 400, NULL, GPUDYN_INSERT_TENSOR_SCAN));
+    CHECK(any_size(&s) == 1000);
+
+    CHECK_OK(any_create(&v, KIND_VMM, 4, 1, 0, 0));
+    uint64_t vcap = 0;
+    CHECK_OK(gpudyn_vmm_array_capacity(v.v, &vcap));
+    void* p0 = nullptr;
+    void* p1 = nullptr;
+    CHECK_OK(gpudyn_vmm_array_data(v.v, &p0));
+    const uint64_t big = vcap + 1;  // one more than mapped
+    std::vector<unsigned> many(big);
+    for (uint64_t i = 0; i < big; ++i) many[i] = unsigned(i);
+    void* dm = to_device(many.data(), big * 4);
+    CHECK_STATUS(any_push(&v, dm, big, NULL, GPUDYN_INSERT_ATOMIC), GPUDYN_ERROR_OUT_OF_MEMORY);
+    CHECK(any_size(&v) == 0);
+    CHECK_OK(gpudyn_vmm_array_reserve(v.v, big, NULL));
+    CHECK_OK(gpudyn_vmm_array_data(v.v, &p1));
+    CHECK(p0 == p1);
+    CHECK_OK(any_push(&v, dm, big, NULL, GPUDYN_INSERT_ATOMIC));
+    CHECK(any_size(&v) == big);
+    std::vector<unsigned> vout(big);
+    CHECK_OK(any_to_host(&v, vout.data(), big * 4));
+    CHECK(same_multiset(vout.data(), many.data(), big, 4));
+    gpudyn_device_free(dm, NULL);
+    gpudyn_device_free(d, NULL);
+    any_destroy(&s);
+    any_destroy(&v);
+}
+
+int main(void) {
+    REQUIRE_DEVICE();
+    {  // size the device malloc heap before any kernel that calls malloc
+        gpudyn_ggarray_options_t o;
+        gpudyn_ggarray_options_init(&o);
+        o.malloc_heap_bytes = kHeapBytes;
+        gpudyn_ggarray_t g = NULL;
+        CHECK_OK(gpudyn_ggarray_create(&g, &o, NULL));
+        CHECK_OK(gpudyn_ggarray_destroy(g));
+    }
+    for (int k = 0; k < 3; ++k)
+        for (gpudyn_insert_algo_t algo : kAlgos)
+            for (uint32_t es : kSizes) test_multiset(array_kind(k), algo, es, 512, 1024);
+    for (gpudyn_insert_algo_t algo : kAlgos) test_multiset(KIND_GGARRAY, algo, 4, 7, 32);  // small buckets, odd count
+    printf("A done (%d failures)\n", gpudyn_test_failures);
+    test_vmm_and_static_overflow();
+    printf("overflow done (%d failures)\n", gpudyn_test_failures);
+    test_user_kernel<gpudyn::insert_algo::atomic>(dim3(100), 0);
+    test_user_kernel<gpudyn::insert_algo::warp_scan>(dim3(100), 1);
+    test_user_kernel<gpudyn::insert_algo::tensor_scan>(dim3(100), 2);
+    test_user_kernel<gpudyn::insert_algo::atomic>(dim3(8, 4, 3), 0);
+    test_user_kernel<gpudyn::insert_algo::warp_scan>(dim3(8, 4, 3), 1);
+    test_user_kernel<gpudyn::insert_algo::tensor_scan>(dim3(8, 4, 3), 2);
+    test_user_kernel<gpudyn::insert_algo::tensor_scan>(dim3(1024), 2);
+    printf("C done (%d failures)\n", gpudyn_test_failures);
+    if (!getenv("GPUDYN_TEST_SMALL")) {  // the sanitizer run skips the 4 GB growth
+        for (gpudyn_insert_algo_t algo : kAlgos) test_growth(KIND_GGARRAY, algo);
+        test_growth(KIND_STATIC, GPUDYN_INSERT_WARP_SCAN);
+        test_growth(KIND_VMM, GPUDYN_INSERT_WARP_SCAN);
+        printf("D done (%d failures)\n", gpudyn_test_failures);
+    }
+    return TEST_RESULT();
+}

@@ -1,0 +1,62 @@
+// GGArray under device-heap exhaustion (own process: the device malloc heap is
+// process-wide and fixed by the first kernel that calls malloc):
+//   - a push whose buckets do not fit fails with OUT_OF_MEMORY, the array keeps
+//     exactly what it had (size and contents), and later pushes that fit work;
+//   - asking for a larger heap after a malloc kernel ran is refused with a
+//     message naming malloc_heap_bytes.
+#include <gpudyn/gpudyn.h>
+
+extern "C" {
+#include "ggarray_test_util.h"
+}
+
+#include <vector>
+
+// Small heap so that a 64 MB push cannot fit (CUDA's default heap is 8 MB).
+static const uint64_t kHeapBytes = 32ull << 20;
+
+int main(void) {
+    REQUIRE_DEVICE();
+    for (int algo = 0; algo < 3; ++algo) {
+        gpudyn_ggarray_options_t o;
+        gpudyn_ggarray_options_init(&o);
+        o.num_lfvectors = 4;
+        o.malloc_heap_bytes = kHeapBytes;
+        gpudyn_ggarray_t g = NULL;
+        CHECK_OK(gpudyn_ggarray_create(&g, &o, NULL));
+        const uint64_t small = 1000000, big = 16000000;  // 4 MB fits, 64 MB does not
+        std::vector<unsigned> in(big);
+        for (uint64_t i = 0; i < big; ++i) in[i] = unsigned(i * 2654435761u);
+        void* d = NULL;
+        CHECK_OK(gpudyn_device_alloc(&d, big * 4, NULL));
+        CHECK_OK(gpudyn_memcpy(d, in.data(), big * 4, GPUDYN_MEMCPY_HOST_TO_DEVICE, NULL));
+        CHECK_OK(gpudyn_ggarray_push_back(g, d, small, NULL, gpudyn_insert_algo_t(algo), NULL));
+        std::vector<unsigned> before(small);
+        CHECK_OK(gpudyn_ggarray_copy_to_host(g, before.data(), small * 4, NULL));
+        CHECK_STATUS(gpudyn_ggarray_push_back(g, d, big, NULL, gpudyn_insert_algo_t(algo), NULL),
+                     GPUDYN_ERROR_OUT_OF_MEMORY);
+        CHECK(strstr(gpudyn_last_error_message(), "malloc") != NULL);
+        uint64_t n = 0;
+        CHECK_OK(gpudyn_ggarray_size(g, &n, NULL));
+        CHECK(n == small);
+        std::vector<unsigned> after(small);
+        CHECK_OK(gpudyn_ggarray_copy_to_host(g, after.data(), small * 4, NULL));
+        CHECK(memcmp(before.data(), after.data(), small * 4) == 0);  // nothing lost, nothing moved
+        std::vector<unsigned> ref(in.begin(), in.begin() + small);
+        CHECK(same_multiset(after.data(), ref.data(), small, 4));
+        CHECK_OK(gpudyn_ggarray_push_back(g, d, small, NULL, gpudyn_insert_algo_t(algo), NULL));
+        CHECK_OK(gpudyn_ggarray_size(g, &n, NULL));
+        CHECK(n == 2 * small);
+        // reserve beyond the heap also reports OUT_OF_MEMORY
+        CHECK_STATUS(gpudyn_ggarray_reserve(g, 64ull << 20, NULL), GPUDYN_ERROR_OUT_OF_MEMORY);
+        gpudyn_device_free(d, NULL);
+        CHECK_OK(gpudyn_ggarray_destroy(g));
+    }
+    gpudyn_ggarray_options_t o;
+    gpudyn_ggarray_options_init(&o);
+    o.malloc_heap_bytes = 1ull << 30;  // too late: malloc kernels already ran
+    gpudyn_ggarray_t g = NULL;
+    CHECK_INVALID(gpudyn_ggarray_create(&g, &o, NULL), "malloc_heap_bytes");
+    CHECK(g == NULL);
+    return TEST_RESULT();
+}
