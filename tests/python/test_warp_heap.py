@@ -1,0 +1,114 @@
+"""WarpHeap (FDGMalloc) from Python: argument errors without a GPU; on a GPU,
+ragged batches are disjoint, aligned and complete, data survives until
+release, the statistics match the requests and out-of-memory rolls back."""
+import numpy as np
+import pytest
+
+import gpudyn
+from gpudyn.warp_heap import WarpHeap
+
+# CUDA's device malloc heap is process-wide; one size for every test here.
+HEAP_BYTES = 256 << 20
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"min_block_bytes": 24}, "min_block_bytes"),
+    ({"min_block_bytes": 8}, "min_block_bytes"),
+    ({"superblock_bytes": 40}, "superblock_bytes"),
+    ({"superblock_bytes": 1 << 27}, "superblock_bytes"),
+    ({"list_capacity": 0}, "list_capacity"),
+])
+def test_bad_options_name_the_argument(kwargs, name):
+    with pytest.raises(gpudyn.InvalidArgumentError, match=name):
+        WarpHeap(**kwargs)
+
+
+def test_negative_option_is_a_value_error():
+    with pytest.raises(ValueError, match="superblock_bytes"):
+        WarpHeap(superblock_bytes=-1)
+
+
+def _check_disjoint(ptrs, sizes):
+    live = sizes > 0
+    assert np.all(ptrs[~live] == 0)
+    p, s = ptrs[live], sizes[live]
+    assert np.all(p != 0)
+    assert np.all(p % 16 == 0)
+    order = np.argsort(p)
+    p, s = p[order], s[order]
+    assert np.all(p[:-1] + s[:-1] <= p[1:]), "two blocks overlap"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("superblock_bytes", [32768, 0])
+def test_ragged_batches_are_disjoint_and_counted(superblock_bytes):
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(0, 600, size=50_000).astype(np.uint64)
+    sizes[rng.random(sizes.size) < 0.1] = 0
+    sizes[::997] = 40_000  # larger than a superblock
+    with WarpHeap(superblock_bytes=superblock_bytes, device_heap_bytes=HEAP_BYTES) as heap:
+        ptrs = heap.alloc(sizes).to_numpy()
+        _check_disjoint(ptrs, sizes)
+        st = heap.stats()
+        assert st["bytes_requested"] == int(((sizes + 15) // 16 * 16).sum())
+        assert st["bytes_reserved"] >= st["bytes_requested"]
+        assert st["failed_allocations"] == 0 and st["misuse"] == 0
+        ptrs2 = heap.alloc(list(range(0, 64))).to_numpy()  # a second batch, from a list
+        both = np.concatenate([ptrs, ptrs2])
+        _check_disjoint(both, np.concatenate([sizes, np.arange(64, dtype=np.uint64)]))
+        assert heap.batch_count == 2
+        heap.release()
+        assert heap.batch_count == 0
+        st = heap.stats()
+        assert st["headers"] == st["superblocks"] == st["bytes_reserved"] == st["bytes_requested"] == 0
+
+
+@pytest.mark.gpu
+def test_data_survives_until_release():
+    cp = pytest.importorskip("cupy")
+    sizes = np.array([(i % 37) * 8 + 8 for i in range(10_000)], dtype=np.uint64)
+    fill = cp.RawKernel(r'''
+    extern "C" __global__ void fill(const unsigned long long* p, const unsigned long long* s, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) { unsigned char* b = (unsigned char*)p[i]; for (unsigned long long k = 0; k < s[i]; ++k) b[k] = (unsigned char)(i * 31 + k); }
+    }''', "fill")
+    check = cp.RawKernel(r'''
+    extern "C" __global__ void check(const unsigned long long* p, const unsigned long long* s, int n, int* bad) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) { const unsigned char* b = (const unsigned char*)p[i]; for (unsigned long long k = 0; k < s[i]; ++k) if (b[k] != (unsigned char)(i * 31 + k)) atomicAdd(bad, 1); }
+    }''', "check")
+    with WarpHeap(device_heap_bytes=HEAP_BYTES) as heap:
+        ptrs = cp.asarray(heap.alloc(sizes))
+        d_sizes = cp.asarray(sizes)
+        n = sizes.size
+        fill(((n + 255) // 256,), (256,), (ptrs, d_sizes, np.int32(n)))
+        heap.alloc(np.full(5000, 48, dtype=np.uint64))  # another batch must not disturb the first
+        bad = cp.zeros(1, dtype=cp.int32)
+        check(((n + 255) // 256,), (256,), (ptrs, d_sizes, np.int32(n), bad))
+        assert int(bad.get()[0]) == 0
+
+
+@pytest.mark.gpu
+def test_out_of_memory_rolls_back():
+    with WarpHeap(device_heap_bytes=HEAP_BYTES) as heap:
+        first = heap.alloc(np.full(1000, 64, dtype=np.uint64)).to_numpy()
+        before = heap.stats()
+        with pytest.raises(gpudyn.OutOfMemoryError, match="rolled back"):
+            heap.alloc(np.full(64, 1 << 34, dtype=np.uint64))  # 16 GiB each
+        after = heap.stats()
+        assert heap.batch_count == 1
+        assert after["bytes_reserved"] == before["bytes_reserved"]
+        assert after["bytes_requested"] == before["bytes_requested"]
+        assert after["failed_allocations"] > before["failed_allocations"]
+        _check_disjoint(first, np.full(1000, 64, dtype=np.uint64))
+
+
+@pytest.mark.gpu
+def test_bad_sizes_are_refused():
+    with WarpHeap(device_heap_bytes=HEAP_BYTES) as heap:
+        with pytest.raises(ValueError, match="sizes"):
+            heap.alloc(np.array([4, -1]))
+        with pytest.raises(TypeError, match="sizes"):
+            heap.alloc(np.array([1.5]))
+        assert heap.alloc([]).size == 0
+        assert heap.batch_count == 0
