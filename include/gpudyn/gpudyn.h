@@ -118,5 +118,6 @@ GPUDYN_API gpudyn_status_t gpudyn_stream_synchronize(gpudyn_stream_t stream);
 /* The structures, one C header each (same rules as this file). */
 #include "gpudyn/warp_heap.h"
 #include "gpudyn/ggarray.h"
+#include "gpudyn/rw_heap.h"
 
 #endif /* GPUDYN_GPUDYN_H */

@@ -1,0 +1,50 @@
+// Counter-based random numbers for device code: no state in memory, one 64-bit
+// key per thread, reproducible from a seed.  Compiles under nvcc and NVRTC.
+//
+//   gpudyn::detail::counter_rng rng(seed, thread_id);
+//   unsigned r = rng.below(n);   // uniform in [0, n)
+#pragma once
+
+namespace gpudyn {
+inline namespace v0 {
+namespace detail {
+
+// Weyl increment of SplitMix64: 2^64 / golden ratio, odd (Steele, Lea, Flood,
+// "Fast splittable pseudorandom number generators", OOPSLA 2014).
+constexpr unsigned long long kGoldenGamma = 0x9E3779B97F4A7C15ull;
+
+// SplitMix64's output function (Stafford's "Mix13" variant, same paper): a
+// bijection of 64-bit words whose output bits all depend on every input bit.
+__host__ __device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+// Stream `stream` of the generator seeded with `seed`: the n-th draw is
+// mix64(key + n * gamma), so draws need no memory traffic and any thread's
+// sequence can be replayed from (seed, stream).
+struct counter_rng {
+    unsigned long long key;
+    unsigned long long counter;
+
+    __host__ __device__ counter_rng(unsigned long long seed, unsigned long long stream)
+        : key(mix64(seed ^ mix64(stream + kGoldenGamma))), counter(0) {}
+
+    __host__ __device__ __forceinline__ unsigned long long next64() {
+        ++counter;
+        return mix64(key + counter * kGoldenGamma);
+    }
+    __host__ __device__ __forceinline__ unsigned next32() { return unsigned(next64() >> 32); }
+
+    // Uniform integer in [0, n) for 0 < n <= 2^32, by multiply-shift (Lemire,
+    // "Fast random integer generation in an interval", TOMACS 2019) without the
+    // rejection step: the bias is below n / 2^32, far under the walk's noise.
+    __host__ __device__ __forceinline__ unsigned below(unsigned long long n) {
+        return unsigned((static_cast<unsigned long long>(next32()) * n) >> 32);
+    }
+};
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace gpudyn

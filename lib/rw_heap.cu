@@ -1,0 +1,339 @@
+// C ABI of the random-walk page heap: owns the pool, bitmap, LockMap and page
+// records, validates arguments and runs bulk kernels built from
+// include/gpudyn/rw_heap.cuh (no second copy of an algorithm lives here).
+#include "internal.hpp"
+#include "rw_heap_kernels.hpp"
+
+#include <cmath>
+#include <cstring>
+
+struct gpudyn_rw_heap_s {
+    gpudyn_rw_heap_options_t options{};
+    gpudyn_rw_heap_view_t view{};
+    void* pool = nullptr;
+    void* bitmap = nullptr;
+    void* lockmap = nullptr;
+    void* meta = nullptr;
+    unsigned long long* counters = nullptr;
+    unsigned long long* scratch = nullptr;
+    uint64_t bitmap_bytes = 0;
+    uint64_t lockmap_bytes = 0;
+    cudaStream_t stream = nullptr;  // last stream used, synchronized by destroy
+};
+
+using namespace gpudyn::detail;
+using namespace gpudyn::rw_heap_impl;
+
+namespace {
+
+// Defaults (gpudyn_rw_heap_options_init): the paper's setup (SV-A: 32-bit words,
+// T = 1M pages) with 256-byte pages (SV-B2: an 8192 B largest request / 32 bits).
+constexpr uint32_t kDefaultWordBits = 32;
+constexpr uint64_t kDefaultPageSize = 256;
+constexpr uint64_t kDefaultPageCount = uint64_t(1) << 20;
+// Random steps before the bounded sweep: at 0.5% free RW-BM needs ~6 steps on
+// average (Eq. 5), so 4096 only ends walks that cannot succeed.
+constexpr uint32_t kDefaultMaxRandomSteps = 4096;
+// Page ids are 32-bit with 0xFFFFFFFF reserved; 2^31 keeps page arithmetic in
+// unsigned range with room for the tail word.
+constexpr uint64_t kMaxPageCount = uint64_t(1) << 31;
+// RW_malloc's region: 32 words (one per lane), as kRwRegionWords in rw_heap.cuh.
+constexpr uint64_t kRegionWords = 32;
+
+void require_heap(gpudyn_rw_heap_t heap) {
+    if (heap == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'heap' is NULL");
+}
+
+// All pages free, counters zero, tail bits set.  Stream-ordered.
+void clear_heap(gpudyn_rw_heap_t h, cudaStream_t s) {
+    GPUDYN_CUDA(cudaMemsetAsync(h->bitmap, 0, h->bitmap_bytes, s));
+    if (h->lockmap) GPUDYN_CUDA(cudaMemsetAsync(h->lockmap, 0, h->lockmap_bytes, s));
+    GPUDYN_CUDA(cudaMemsetAsync(h->meta, 0, h->options.page_count * sizeof(uint32_t), s));
+    GPUDYN_CUDA(cudaMemsetAsync(h->counters, 0, kCounterCount * sizeof(unsigned long long), s));
+    check_cuda(launch_set_tail(h->view, s), "launch of set_tail_kernel");
+    h->stream = s;
+}
+
+void release_all(gpudyn_rw_heap_t h) {
+    void* ptrs[] = {h->pool, h->bitmap, h->lockmap, h->meta, h->counters, h->scratch};
+    for (void* p : ptrs)
+        if (p) cudaFree(p);
+}
+
+template <class T>
+void read_back(T* host, const void* dev, size_t count, cudaStream_t s) {
+    GPUDYN_CUDA(cudaMemcpyAsync(host, dev, count * sizeof(T), cudaMemcpyDeviceToHost, s));
+    GPUDYN_CUDA(cudaStreamSynchronize(s));
+}
+
+}  // namespace
+
+extern "C" {
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_options_init(gpudyn_rw_heap_options_t* options) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(options);
+        std::memset(options, 0, sizeof(*options));
+        options->struct_size = sizeof(*options);
+        options->word_bits = kDefaultWordBits;
+        options->page_size = kDefaultPageSize;
+        options->page_count = kDefaultPageCount;
+        options->use_lockmap = 0;
+        options->max_random_steps = kDefaultMaxRandomSteps;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const gpudyn_rw_heap_options_t* options,
+                                                 gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(heap);
+        *heap = nullptr;
+        require_struct_size(options, "options");
+        const auto& o = *options;
+        GPUDYN_REQUIRE(o.word_bits == 32 || o.word_bits == 64, "options->word_bits is %u, expected 32 or 64",
+                       unsigned(o.word_bits));
+        GPUDYN_REQUIRE(o.page_size >= 16 && o.page_size % 16 == 0,
+                       "options->page_size is %llu, expected a multiple of 16 that is >= 16",
+                       (unsigned long long)o.page_size);
+        GPUDYN_REQUIRE(o.page_count >= 1 && o.page_count <= kMaxPageCount,
+                       "options->page_count is %llu, expected 1 <= page_count <= %llu",
+                       (unsigned long long)o.page_count, (unsigned long long)kMaxPageCount);
+        GPUDYN_REQUIRE(o.use_lockmap <= 1, "options->use_lockmap is %u, expected 0 or 1", unsigned(o.use_lockmap));
+        GPUDYN_REQUIRE(o.max_random_steps >= 1, "options->max_random_steps is 0, expected >= 1");
+        GPUDYN_REQUIRE(o.page_size <= (~uint64_t(0)) / o.page_count,
+                       "options->page_size * page_count overflows (%llu * %llu)", (unsigned long long)o.page_size,
+                       (unsigned long long)o.page_count);
+        require_device();
+        cudaStream_t s = to_cuda(stream);
+        auto* h = new gpudyn_rw_heap_s;
+        h->options = o;
+        h->options.struct_size = sizeof(gpudyn_rw_heap_options_t);
+        const uint64_t words = (o.page_count + o.word_bits - 1) / o.word_bits;
+        h->bitmap_bytes = words * (o.word_bits / 8);
+        h->lockmap_bytes = o.use_lockmap ? (words + 31) / 32 * sizeof(uint32_t) : 0;
+        try {
+            // cudaMalloc (not the stream-ordered pool): the heap outlives any one
+            // stream and its pool can be most of the device.
+            GPUDYN_CUDA(cudaMalloc(&h->pool, o.page_size * o.page_count));
+            GPUDYN_CUDA(cudaMalloc(&h->bitmap, h->bitmap_bytes));
+            if (o.use_lockmap) GPUDYN_CUDA(cudaMalloc(&h->lockmap, h->lockmap_bytes));
+            GPUDYN_CUDA(cudaMalloc(&h->meta, o.page_count * sizeof(uint32_t)));
+            GPUDYN_CUDA(cudaMalloc(reinterpret_cast<void**>(&h->counters), kCounterCount * sizeof(unsigned long long)));
+            GPUDYN_CUDA(cudaMalloc(reinterpret_cast<void**>(&h->scratch), kScratchCount * sizeof(unsigned long long)));
+            auto& v = h->view;
+            v.version = GPUDYN_RW_HEAP_VIEW_VERSION;
+            v.word_bits = o.word_bits;
+            v.pool = reinterpret_cast<uint64_t>(h->pool);
+            v.bitmap = reinterpret_cast<uint64_t>(h->bitmap);
+            v.lockmap = reinterpret_cast<uint64_t>(h->lockmap);
+            v.page_meta = reinterpret_cast<uint64_t>(h->meta);
+            v.counters = reinterpret_cast<uint64_t>(h->counters);
+            v.page_size = o.page_size;
+            v.page_count = uint32_t(o.page_count);
+            v.word_count = uint32_t(words);
+            v.max_random_steps = o.max_random_steps;
+            clear_heap(h, s);
+        } catch (...) {
+            release_all(h);
+            delete h;
+            throw;
+        }
+        *heap = h;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_destroy(gpudyn_rw_heap_t heap) {
+    GPUDYN_ABI({
+        if (heap == nullptr) return;
+        cudaError_t err = cudaStreamSynchronize(heap->stream);
+        release_all(heap);
+        delete heap;
+        GPUDYN_CUDA(err);
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_view(gpudyn_rw_heap_t heap, gpudyn_rw_heap_view_t* view) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        GPUDYN_REQUIRE_NOT_NULL(view);
+        *view = heap->view;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_pages(gpudyn_rw_heap_t heap, uint32_t* pages, uint64_t n,
+                                                    gpudyn_rw_heap_algorithm_t algorithm, uint32_t per_thread,
+                                                    uint64_t seed, gpudyn_rw_heap_stats_t* stats,
+                                                    gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        GPUDYN_REQUIRE(algorithm >= GPUDYN_RW_HEAP_RW && algorithm <= GPUDYN_RW_HEAP_CRW,
+                       "argument 'algorithm' is %d, expected a gpudyn_rw_heap_algorithm_t (1..4)", int(algorithm));
+        GPUDYN_REQUIRE(per_thread >= 1, "argument 'per_thread' is 0, expected >= 1");
+        if (stats) require_struct_size(stats, "stats");
+        if (n == 0) {
+            if (stats) {
+                uint32_t size = stats->struct_size;
+                std::memset(stats, 0, sizeof(*stats));
+                stats->struct_size = size;
+            }
+            return;
+        }
+        GPUDYN_REQUIRE_NOT_NULL(pages);
+        GPUDYN_REQUIRE(n <= heap->options.page_count, "argument 'n' is %llu, more than the %llu pages of the heap",
+                       (unsigned long long)n, (unsigned long long)heap->options.page_count);
+        cudaStream_t s = to_cuda(stream);
+        heap->stream = s;
+        GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, kScratchCount * sizeof(unsigned long long), s));
+        check_cuda(launch_get_pages(heap->view, algorithm, pages, n, per_thread, seed, stats != nullptr, heap->scratch, s),
+                   "launch of get_pages_kernel");
+        unsigned long long sc[kScratchCount];
+        read_back(sc, heap->scratch, kScratchCount, s);
+        if (stats) {
+            uint32_t size = stats->struct_size;
+            std::memset(stats, 0, sizeof(*stats));
+            stats->struct_size = size;
+            stats->requests = n;
+            stats->failed = sc[kFailedHere];
+            stats->total_steps = sc[kStepsSum];
+            stats->warps = sc[kWarpRounds];
+            stats->warp_max_steps_sum = sc[kWarpMaxSum];
+            stats->max_steps = sc[kMaxSteps];
+            stats->tas = double(sc[kStepsSum]) / double(n);
+            stats->was = sc[kWarpRounds] ? double(sc[kWarpMaxSum]) / double(sc[kWarpRounds]) : 0.0;
+        }
+        if (sc[kFailedHere] != 0) {
+            // Give back what this call took: the heap keeps exactly what it had.
+            check_cuda(launch_free_pages(heap->view, pages, n, s), "launch of free_pages_kernel");
+            GPUDYN_CUDA(cudaStreamSynchronize(s));
+            raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%llu of %llu page requests found no free page",
+                  (unsigned long long)sc[kFailedHere], (unsigned long long)n);
+        }
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free_pages(gpudyn_rw_heap_t heap, const uint32_t* pages, uint64_t n,
+                                                     gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        if (n == 0) return;
+        GPUDYN_REQUIRE_NOT_NULL(pages);
+        cudaStream_t s = to_cuda(stream);
+        heap->stream = s;
+        check_cuda(launch_free_pages(heap->view, pages, n, s), "launch of free_pages_kernel");
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_malloc(gpudyn_rw_heap_t heap, const uint64_t* sizes, uint64_t* pointers,
+                                                 uint64_t n, uint64_t seed, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        if (n == 0) return;
+        GPUDYN_REQUIRE_NOT_NULL(sizes);
+        GPUDYN_REQUIRE_NOT_NULL(pointers);
+        cudaStream_t s = to_cuda(stream);
+        heap->stream = s;
+        GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, kScratchCount * sizeof(unsigned long long), s));
+        auto* out = reinterpret_cast<unsigned long long*>(pointers);
+        check_cuda(launch_malloc(heap->view, reinterpret_cast<const unsigned long long*>(sizes), out, n, seed,
+                                 heap->scratch, s),
+                   "launch of malloc_kernel");
+        unsigned long long sc[kScratchCount];
+        read_back(sc, heap->scratch, kScratchCount, s);
+        if (sc[kFailedHere] != 0) {
+            check_cuda(launch_free(heap->view, out, n, s), "launch of free_kernel");
+            GPUDYN_CUDA(cudaMemsetAsync(out, 0, n * sizeof(uint64_t), s));
+            GPUDYN_CUDA(cudaStreamSynchronize(s));
+            const unsigned long long max_bytes = kRegionWords * heap->options.word_bits * heap->options.page_size;
+            if (sc[kOversize] != 0)
+                raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+                      "argument 'sizes' has %llu entries above the largest request of %llu bytes "
+                      "(32 words x %u bits x %llu-byte pages)",
+                      sc[kOversize], max_bytes, unsigned(heap->options.word_bits),
+                      (unsigned long long)heap->options.page_size);
+            raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%llu of %llu malloc requests found no free run",
+                  sc[kFailedHere], (unsigned long long)n);
+        }
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free(gpudyn_rw_heap_t heap, const uint64_t* pointers, uint64_t n,
+                                               gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        if (n == 0) return;
+        GPUDYN_REQUIRE_NOT_NULL(pointers);
+        cudaStream_t s = to_cuda(stream);
+        heap->stream = s;
+        check_cuda(launch_free(heap->view, reinterpret_cast<const unsigned long long*>(pointers), n, s),
+                   "launch of free_kernel");
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_max_malloc_size(gpudyn_rw_heap_t heap, uint64_t* bytes) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        GPUDYN_REQUIRE_NOT_NULL(bytes);
+        *bytes = kRegionWords * heap->options.word_bits * heap->options.page_size;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_occupy(gpudyn_rw_heap_t heap, double fraction, uint64_t seed,
+                                                 gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        GPUDYN_REQUIRE(fraction >= 0.0 && fraction <= 1.0, "argument 'fraction' is %g, expected 0 <= fraction <= 1",
+                       fraction);
+        cudaStream_t s = to_cuda(stream);
+        clear_heap(heap, s);
+        const auto used = (unsigned long long)std::llround(fraction * double(heap->options.page_count));
+        check_cuda(launch_occupy(heap->view, used, seed, s), "launch of occupy_kernel");
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_reset(gpudyn_rw_heap_t heap, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        clear_heap(heap, to_cuda(stream));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free_page_count(gpudyn_rw_heap_t heap, uint64_t* count,
+                                                          gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        GPUDYN_REQUIRE_NOT_NULL(count);
+        cudaStream_t s = to_cuda(stream);
+        heap->stream = s;
+        GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, sizeof(unsigned long long), s));
+        check_cuda(launch_count_free(heap->view, heap->scratch, s), "launch of count_free_kernel");
+        unsigned long long c = 0;
+        read_back(&c, heap->scratch, 1, s);
+        *count = c;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_info(gpudyn_rw_heap_t heap, gpudyn_rw_heap_info_t* info,
+                                                   gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        require_struct_size(info, "info");
+        uint64_t free_pages = 0;
+        gpudyn_status_t st = gpudyn_rw_heap_free_page_count(heap, &free_pages, stream);
+        if (st != GPUDYN_SUCCESS) raise(st, "%s", gpudyn_last_error_message());
+        unsigned long long c[kCounterCount];
+        read_back(c, heap->counters, kCounterCount, to_cuda(stream));
+        uint32_t size = info->struct_size;
+        std::memset(info, 0, sizeof(*info));
+        info->struct_size = size;
+        info->word_bits = heap->options.word_bits;
+        info->page_size = heap->options.page_size;
+        info->page_count = heap->options.page_count;
+        info->free_pages = free_pages;
+        info->failed_requests = c[0];  // kRwCounterFailed
+        info->bad_frees = c[1];  // kRwCounterBadFree
+        info->use_lockmap = heap->options.use_lockmap;
+        info->max_random_steps = heap->options.max_random_steps;
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,389 @@
+// Device correctness of the random-walk page heap: no page handed out twice for
+// every algorithm, word width and LockMap setting at 50/10/1/0.5% free (also
+// when the requests equal the free pages); every page handed out was free;
+// exhaustion fails cleanly and leaves the free count exact; freed pages come
+// back; measured TAS within 15% of Eq. 3 (RW) and Eq. 5 (RW-BM) and WAS under
+// the Eq. 4/6 bounds; CoRW with partial and divergent lane masks; RW_malloc
+// ranges disjoint, aligned and inside the pool, frees exact, double frees
+// counted, exhaustion and oversize requests refused.
+#include "check.h"
+
+#include <gpudyn/rw_heap.h>
+#include <gpudyn/rw_heap.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#define CUDA_OK(call) CHECK((call) == cudaSuccess)
+
+static const gpudyn_rw_heap_algorithm_t kAlgos[] = {GPUDYN_RW_HEAP_RW, GPUDYN_RW_HEAP_RW_BM, GPUDYN_RW_HEAP_CORW,
+                                                    GPUDYN_RW_HEAP_CRW};
+static const char* algo_name(int a) {
+    static const char* names[] = {"?", "RW", "RW-BM", "CoRW", "CRW"};
+    return names[a];
+}
+
+static gpudyn_rw_heap_t make_heap(uint64_t pages, uint32_t word_bits, uint32_t lockmap, uint64_t page_size = 256) {
+    gpudyn_rw_heap_options_t o;
+    gpudyn_rw_heap_options_init(&o);
+    o.page_count = pages;
+    o.word_bits = word_bits;
+    o.use_lockmap = lockmap;
+    o.page_size = page_size;
+    gpudyn_rw_heap_t h = nullptr;
+    CHECK_OK(gpudyn_rw_heap_create(&h, &o, nullptr));
+    return h;
+}
+
+static uint64_t free_count(gpudyn_rw_heap_t h) {
+    uint64_t c = ~0ull;
+    CHECK_OK(gpudyn_rw_heap_free_page_count(h, &c, nullptr));
+    return c;
+}
+
+static gpudyn_rw_heap_info_t info_of(gpudyn_rw_heap_t h) {
+    gpudyn_rw_heap_info_t info;
+    info.struct_size = sizeof(info);
+    CHECK_OK(gpudyn_rw_heap_get_info(h, &info, nullptr));
+    return info;
+}
+
+// Used bits of every page, read from the view's bitmap.
+static std::vector<uint8_t> snapshot(gpudyn_rw_heap_t h) {
+    gpudyn_rw_heap_view_t v;
+    gpudyn_rw_heap_get_view(h, &v);
+    const size_t bytes = size_t(v.word_count) * (v.word_bits / 8);
+    std::vector<uint8_t> raw(bytes);
+    CUDA_OK(cudaMemcpy(raw.data(), reinterpret_cast<void*>(v.bitmap), bytes, cudaMemcpyDeviceToHost));
+    std::vector<uint8_t> used(v.page_count);
+    for (uint32_t p = 0; p < v.page_count; ++p) used[p] = (raw[p / 8] >> (p % 8)) & 1;  // little-endian words
+    return used;
+}
+
+// Pages are in range, were free before, and are pairwise distinct.
+static int check_pages(const std::vector<uint32_t>& pages, const std::vector<uint8_t>& before, const char* what) {
+    int bad = 0;
+    std::vector<uint32_t> sorted(pages);
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i) {
+        if (sorted[i] >= before.size()) { ++bad; continue; }
+        if (before[sorted[i]]) ++bad;
+        if (i && sorted[i] == sorted[i - 1]) ++bad;
+    }
+    if (bad) fprintf(stderr, "%s: %d bad pages (out of range, not free before, or duplicated)\n", what, bad);
+    return bad;
+}
+
+static std::vector<uint32_t> get_pages(gpudyn_rw_heap_t h, uint32_t* d_pages, uint64_t n, gpudyn_rw_heap_algorithm_t a,
+                                       uint32_t per_thread, uint64_t seed, gpudyn_status_t expect,
+                                       gpudyn_rw_heap_stats_t* stats = nullptr) {
+    CHECK_STATUS(gpudyn_rw_heap_get_pages(h, d_pages, n, a, per_thread, seed, stats, nullptr), expect);
+    std::vector<uint32_t> pages(n);
+    CUDA_OK(cudaMemcpy(pages.data(), d_pages, n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+    return pages;
+}
+
+static void test_uniqueness() {
+    const uint64_t T = 1u << 18;
+    const double frees[] = {0.5, 0.1, 0.01, 0.005};
+    uint32_t* d_pages = nullptr;
+    CUDA_OK(cudaMalloc(&d_pages, T * sizeof(uint32_t)));
+    for (uint32_t w : {32u, 64u})
+        for (uint32_t lock : {0u, 1u}) {
+            gpudyn_rw_heap_t h = make_heap(T, w, lock);
+            for (auto a : kAlgos)
+                for (double f : frees)
+                    for (int full = 0; full < 2; ++full) {
+                        CHECK_OK(gpudyn_rw_heap_occupy(h, 1.0 - f, 7 + w + lock, nullptr));
+                        const uint64_t A = free_count(h);
+                        CHECK(A == T - uint64_t(std::llround((1.0 - f) * double(T))));
+                        const uint64_t n = full ? A : A / 2;
+                        auto before = snapshot(h);
+                        auto pages = get_pages(h, d_pages, n, a, a == GPUDYN_RW_HEAP_CRW ? 4 : 1, 99 + full,
+                                               GPUDYN_SUCCESS);
+                        char what[128];
+                        snprintf(what, sizeof what, "%s w=%u lock=%u free=%.3f n=%llu", algo_name(a), w, lock, f,
+                                 (unsigned long long)n);
+                        gpudyn_test_failures += check_pages(pages, before, what) ? 1 : 0;
+                        CHECK(free_count(h) == A - n);
+                        auto after = snapshot(h);
+                        for (uint32_t p : pages)
+                            if (p < T && !after[p]) { ++gpudyn_test_failures; fprintf(stderr, "%s: page %u not marked\n", what, p); break; }
+                        CHECK_OK(gpudyn_rw_heap_free_pages(h, d_pages, n, nullptr));
+                        CHECK(free_count(h) == A);
+                    }
+            gpudyn_rw_heap_info_t info = info_of(h);
+            CHECK(info.bad_frees == 0);
+            CHECK(info.failed_requests == 0);
+            CHECK_OK(gpudyn_rw_heap_destroy(h));
+        }
+    cudaFree(d_pages);
+}
+
+static void test_exhaustion_and_reuse() {
+    const uint64_t T = 1u << 16, A = 1000;
+    uint32_t* d_pages = nullptr;
+    CUDA_OK(cudaMalloc(&d_pages, T * sizeof(uint32_t)));
+    for (uint32_t w : {32u, 64u}) {
+        gpudyn_rw_heap_t h = make_heap(T, w, 0);
+        for (auto a : kAlgos) {
+            CHECK_OK(gpudyn_rw_heap_occupy(h, double(T - A) / double(T), 3, nullptr));
+            CHECK(free_count(h) == A);
+            get_pages(h, d_pages, A + 5, a, 1, 1, GPUDYN_ERROR_OUT_OF_MEMORY);
+            CHECK(strstr(gpudyn_last_error_message(), "found no free page") != NULL);
+            CHECK(free_count(h) == A);  // rolled back: the heap keeps what it had
+            CHECK(info_of(h).failed_requests >= 5);
+            auto before = snapshot(h);
+            auto pages = get_pages(h, d_pages, A, a, 1, 2, GPUDYN_SUCCESS);
+            gpudyn_test_failures += check_pages(pages, before, "exhaustion: all free pages") ? 1 : 0;
+            CHECK(free_count(h) == 0);
+            get_pages(h, d_pages + A, 1, a, 1, 3, GPUDYN_ERROR_OUT_OF_MEMORY);
+            // Freed pages come back: free half, take them again.
+            CHECK_OK(gpudyn_rw_heap_free_pages(h, d_pages, A / 2, nullptr));
+            CHECK(free_count(h) == A / 2);
+            before = snapshot(h);
+            auto again = get_pages(h, d_pages, A / 2, a, 1, 4, GPUDYN_SUCCESS);
+            gpudyn_test_failures += check_pages(again, before, "reuse") ? 1 : 0;
+            std::vector<uint32_t> all(again);
+            all.insert(all.end(), pages.begin() + A / 2, pages.end());
+            std::vector<uint8_t> none(T, 0);
+            gpudyn_test_failures += check_pages(all, none, "reuse + kept") ? 1 : 0;
+            CHECK(free_count(h) == 0);
+        }
+        // Double free and out-of-range ids are counted, the bitmap unchanged.
+        CHECK_OK(gpudyn_rw_heap_reset(h, nullptr));
+        uint32_t host_bad[3] = {5, 5, uint32_t(T + 3)};
+        CUDA_OK(cudaMemcpy(d_pages, host_bad, sizeof host_bad, cudaMemcpyHostToDevice));
+        CHECK_OK(gpudyn_rw_heap_free_pages(h, d_pages, 3, nullptr));
+        CHECK(info_of(h).bad_frees == 3);
+        CHECK(free_count(h) == T);
+        CHECK_OK(gpudyn_rw_heap_destroy(h));
+    }
+    // A page count that is not a multiple of the word: tail bits never handed out.
+    gpudyn_rw_heap_t h = make_heap(1000, 64, 1);
+    CHECK(free_count(h) == 1000);
+    auto pages = get_pages(h, d_pages, 1000, GPUDYN_RW_HEAP_CORW, 1, 5, GPUDYN_SUCCESS);
+    std::vector<uint8_t> none(1000, 0);
+    gpudyn_test_failures += check_pages(pages, none, "tail word") ? 1 : 0;
+    get_pages(h, d_pages, 1, GPUDYN_RW_HEAP_RW, 1, 6, GPUDYN_ERROR_OUT_OF_MEMORY);
+    CHECK_OK(gpudyn_rw_heap_destroy(h));
+    cudaFree(d_pages);
+}
+
+// Eq. 3 before the ln approximation: (T/N) sum_{j<N} 1/(A-j).
+static double eq3(double T, double A, double N) {
+    double s = 0;
+    for (double j = 0; j < N; ++j) s += 1.0 / (A - j);
+    return T / N * s;
+}
+// Eq. 5: (1/N) sum_{j<N} 1 / (1 - ((T-A+j)/T)^w).
+static double eq5(double T, double A, double N, double w) {
+    double s = 0;
+    for (double j = 0; j < N; ++j) s += 1.0 / (1.0 - std::pow((T - A + j) / T, w));
+    return s / N;
+}
+// Eqs. 4 and 6: sum_{k>=0} 1 - (1 - q^(w k))^32 with q = (T-A+N)/T (w = 1 for RW).
+static double was_bound(double T, double A, double N, double w) {
+    const double q = std::pow((T - A + N) / T, w);
+    double s = 0, qk = 1;
+    for (int k = 0; k < 1000000; ++k) {
+        double term = 1.0 - std::pow(1.0 - qk, 32.0);
+        s += term;
+        if (term < 1e-12) break;
+        qk *= q;
+    }
+    return s;
+}
+
+static void test_tas_theory() {
+    const uint64_t T = 1u << 20;
+    uint32_t* d_pages = nullptr;
+    CUDA_OK(cudaMalloc(&d_pages, T * sizeof(uint32_t)));
+    gpudyn_rw_heap_t h = make_heap(T, 32, 0);
+    for (double f : {0.5, 0.1, 0.01}) {
+        for (auto a : {GPUDYN_RW_HEAP_RW, GPUDYN_RW_HEAP_RW_BM}) {
+            CHECK_OK(gpudyn_rw_heap_occupy(h, 1.0 - f, 11, nullptr));
+            const double A = double(free_count(h));
+            const uint64_t N = uint64_t(A / 2);
+            gpudyn_rw_heap_stats_t st;
+            st.struct_size = sizeof st;
+            get_pages(h, d_pages, N, a, 1, 12, GPUDYN_SUCCESS, &st);
+            const bool rw = a == GPUDYN_RW_HEAP_RW;
+            const double theory = rw ? eq3(double(T), A, double(N)) : eq5(double(T), A, double(N), 32);
+            const double bound = was_bound(double(T), A, double(N), rw ? 1 : 32);
+            printf("%-5s free=%4.1f%% N=%7llu TAS %.3f (Eq.%d %.3f, ratio %.3f)  WAS %.3f (bound %.3f)\n",
+                   algo_name(a), f * 100, (unsigned long long)N, st.tas, rw ? 3 : 5, theory, st.tas / theory, st.was,
+                   bound);
+            CHECK(st.requests == N && st.failed == 0);
+            CHECK(std::fabs(st.tas / theory - 1.0) <= 0.15);
+            CHECK(st.was >= st.tas);
+            CHECK(st.was <= bound * 1.05);
+        }
+    }
+    CHECK_OK(gpudyn_rw_heap_destroy(h));
+    cudaFree(d_pages);
+}
+
+// CoRW from divergent branches with partial masks, and a single-lane RW_malloc
+// with local storage, in one kernel.
+__global__ void divergent_kernel(gpudyn_rw_heap_view_t v, unsigned* pages, unsigned long long* ptrs) {
+    gpudyn::rw_heap_ref heap{v};
+    const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned lane = threadIdx.x % 32;
+    gpudyn::detail::counter_rng rng(42, tid);
+    const unsigned takes = __ballot_sync(0xffffffffu, lane % 3 != 0);
+    unsigned page = gpudyn::kRwInvalidPage;
+    if (lane % 3 != 0) {
+        const unsigned odd = takes & 0xAAAAAAAAu, even = takes & 0x55555555u;
+        if (lane & 1)
+            page = heap.get_page_corw(odd, rng);
+        else
+            page = heap.get_page_corw(even, rng);
+    } else if (lane == 3) {
+        gpudyn::rw_malloc_storage local;
+        ptrs[tid / 32] = reinterpret_cast<unsigned long long>(heap.malloc(1u << 3, 3000, local, rng));
+    }
+    pages[tid] = page;
+}
+
+static void test_divergent_corw() {
+    const uint64_t T = 1u << 16;
+    const unsigned threads = 4096, warps = threads / 32;
+    gpudyn_rw_heap_t h = make_heap(T, 32, 0);
+    CHECK_OK(gpudyn_rw_heap_occupy(h, 0.9, 5, nullptr));
+    const uint64_t A = free_count(h);
+    auto before = snapshot(h);
+    gpudyn_rw_heap_view_t v;
+    CHECK_OK(gpudyn_rw_heap_get_view(h, &v));
+    unsigned* d_pages;
+    unsigned long long* d_ptrs;
+    CUDA_OK(cudaMalloc(&d_pages, threads * sizeof(unsigned)));
+    CUDA_OK(cudaMalloc(&d_ptrs, warps * sizeof(unsigned long long)));
+    divergent_kernel<<<threads / 256, 256>>>(v, d_pages, d_ptrs);
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<unsigned> pages(threads);
+    std::vector<unsigned long long> ptrs(warps);
+    CUDA_OK(cudaMemcpy(pages.data(), d_pages, threads * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(ptrs.data(), d_ptrs, warps * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+    std::vector<uint32_t> got;
+    for (unsigned t = 0; t < threads; ++t) {
+        const bool caller = (t % 32) % 3 != 0;
+        CHECK(caller == (pages[t] != gpudyn::kRwInvalidPage));
+        if (caller) got.push_back(pages[t]);
+    }
+    // Each malloc of 3000 B takes ceil(3000/256) = 12 pages: add them to the check.
+    for (unsigned long long p : ptrs) {
+        CHECK(p != 0 && p % 16 == 0 && p >= v.pool && p + 3000 <= v.pool + T * 256);
+        if (p == 0) continue;
+        const uint32_t first = uint32_t((p - v.pool) / 256);
+        for (uint32_t i = 0; i < 12; ++i) got.push_back(first + i);
+    }
+    gpudyn_test_failures += check_pages(got, before, "divergent CoRW + single-lane malloc") ? 1 : 0;
+    CHECK(free_count(h) == A - got.size());
+    cudaFree(d_pages);
+    cudaFree(d_ptrs);
+    CHECK_OK(gpudyn_rw_heap_destroy(h));
+}
+
+// Allocate then free at once in one kernel (Fig. 13's last scenario).
+__global__ void malloc_free_kernel(gpudyn_rw_heap_view_t v, const unsigned long long* sizes, unsigned n,
+                                   unsigned* failures) {
+    __shared__ gpudyn::rw_malloc_storage storage[8];
+    const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned mask = __ballot_sync(0xffffffffu, tid < n);
+    if (tid >= n) return;
+    gpudyn::rw_heap_ref heap{v};
+    gpudyn::detail::counter_rng rng(77, tid);
+    void* p = heap.malloc(mask, sizes[tid], storage[threadIdx.x / 32], rng);
+    if (sizes[tid] != 0 && p == nullptr) atomicAdd(failures, 1u);
+    if (p != nullptr) static_cast<unsigned char*>(p)[sizes[tid] - 1] = 1;  // the last byte is ours
+    if (!heap.free(p)) atomicAdd(failures, 1u);
+}
+
+static void test_malloc() {
+    const uint64_t T = 1u << 17, S = 256;
+    const unsigned n = 8192;
+    const uint64_t pattern[] = {16, 100, 256, 1000, 4096, 8192, 0, 33, 4100, 255, 4, 8196};
+    std::vector<uint64_t> sizes(n);
+    uint64_t total = 0;
+    for (unsigned i = 0; i < n; ++i) total += sizes[i] = pattern[(i * 7 + i / 32) % 12];
+    uint64_t *d_sizes, *d_ptrs;
+    CUDA_OK(cudaMalloc(&d_sizes, n * sizeof(uint64_t)));
+    CUDA_OK(cudaMalloc(&d_ptrs, n * sizeof(uint64_t)));
+    CUDA_OK(cudaMemcpy(d_sizes, sizes.data(), n * sizeof(uint64_t), cudaMemcpyHostToDevice));
+    for (uint32_t w : {32u, 64u})
+        for (uint32_t lock : {0u, 1u}) {
+            gpudyn_rw_heap_t h = make_heap(T, w, lock, S);
+            gpudyn_rw_heap_view_t v;
+            gpudyn_rw_heap_get_view(h, &v);
+            CHECK_OK(gpudyn_rw_heap_malloc(h, d_sizes, d_ptrs, n, 1, nullptr));
+            std::vector<uint64_t> ptrs(n);
+            CUDA_OK(cudaMemcpy(ptrs.data(), d_ptrs, n * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+            std::vector<std::pair<uint64_t, uint64_t>> ranges;
+            int bad = 0;
+            for (unsigned i = 0; i < n; ++i) {
+                if (sizes[i] == 0) { bad += ptrs[i] != 0; continue; }
+                bad += ptrs[i] == 0 || ptrs[i] % 16 != 0 || ptrs[i] < v.pool || ptrs[i] + sizes[i] > v.pool + T * S;
+                ranges.push_back({ptrs[i], sizes[i]});
+            }
+            std::sort(ranges.begin(), ranges.end());
+            for (size_t i = 1; i < ranges.size(); ++i) bad += ranges[i - 1].first + ranges[i - 1].second > ranges[i].first;
+            if (bad) fprintf(stderr, "malloc w=%u lock=%u: %d bad pointers or overlaps\n", w, lock, bad);
+            CHECK(bad == 0);
+            const uint64_t used = T - free_count(h);
+            CHECK(used * S >= total);
+            // Pages of large requests are exact; aggregation wastes less than a page per warp.
+            CHECK(used * S <= total + uint64_t(n) * S);
+            CHECK_OK(gpudyn_rw_heap_free(h, d_ptrs, n, nullptr));
+            CHECK(free_count(h) == T);
+            CHECK(info_of(h).bad_frees == 0);
+            // Freeing again: every pointer is a bad free, nothing changes.
+            CHECK_OK(gpudyn_rw_heap_free(h, d_ptrs, n, nullptr));
+            CHECK(info_of(h).bad_frees == ranges.size());
+            CHECK(free_count(h) == T);
+            // Allocate-then-free in one kernel.
+            unsigned* d_fail;
+            CUDA_OK(cudaMalloc(&d_fail, sizeof(unsigned)));
+            CUDA_OK(cudaMemset(d_fail, 0, sizeof(unsigned)));
+            malloc_free_kernel<<<n / 256, 256>>>(v, reinterpret_cast<const unsigned long long*>(d_sizes), n, d_fail);
+            CUDA_OK(cudaDeviceSynchronize());
+            unsigned fails = 1;
+            CUDA_OK(cudaMemcpy(&fails, d_fail, sizeof fails, cudaMemcpyDeviceToHost));
+            CHECK(fails == 0);
+            CHECK(free_count(h) == T);
+            cudaFree(d_fail);
+            // Exhaustion: 0.1% free cannot hold 64 runs of 16 pages; nothing changes.
+            CHECK_OK(gpudyn_rw_heap_occupy(h, 0.999, 3, nullptr));
+            const uint64_t A = free_count(h);
+            std::vector<uint64_t> big(64, 4096);
+            CUDA_OK(cudaMemcpy(d_sizes + n - 64, big.data(), 64 * sizeof(uint64_t), cudaMemcpyHostToDevice));
+            CHECK_STATUS(gpudyn_rw_heap_malloc(h, d_sizes + n - 64, d_ptrs, 64, 2, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY);
+            CHECK(free_count(h) == A);
+            // Oversize: one request above 32 words of pages.
+            uint64_t max_bytes = 0;
+            CHECK_OK(gpudyn_rw_heap_max_malloc_size(h, &max_bytes));
+            CHECK(max_bytes == 32ull * w * S);
+            uint64_t over = max_bytes + 1;
+            CUDA_OK(cudaMemcpy(d_sizes + n - 64, &over, sizeof over, cudaMemcpyHostToDevice));
+            CHECK_OK(gpudyn_rw_heap_reset(h, nullptr));
+            CHECK_INVALID(gpudyn_rw_heap_malloc(h, d_sizes + n - 64, d_ptrs, 1, 2, nullptr), "sizes");
+            CHECK(free_count(h) == T);
+            CUDA_OK(cudaMemcpy(d_sizes, sizes.data(), n * sizeof(uint64_t), cudaMemcpyHostToDevice));
+            CHECK_OK(gpudyn_rw_heap_destroy(h));
+        }
+    cudaFree(d_sizes);
+    cudaFree(d_ptrs);
+}
+
+int main() {
+    REQUIRE_DEVICE();
+    test_uniqueness();
+    test_exhaustion_and_reuse();
+    test_tas_theory();
+    test_divergent_corw();
+    test_malloc();
+    return TEST_RESULT();
+}
