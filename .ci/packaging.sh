@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# CI: checks gpudyn the way users get it, from installed copies only.  Runs after
+# tests/run.sh (.ci/run calls it) on a machine with nvcc and no GPU; installs what it
+# needs from PyPI.  Every check runs; the failures are listed at the end (exit 1).
+#   1 recipe        recipe/meta.yaml rendered (Jinja, selectors, YAML) for CUDA 12 and 13
+#                   and its structure checked (.ci/render_recipe.py)
+#   2 api doc       docs/api.md matches the header comments (tools/gen_api_doc.py --check)
+#   3 conda build   each output's build script run as conda-build would (SRC_DIR a copy
+#                   of the source, PREFIX a fresh environment, PYTHON, CUDAARCHS,
+#                   RECIPE_DIR set), in order libgpudyn then gpudyn, into one prefix
+#   4 conda tests   each output's test imports and commands run against that prefix in a
+#                   scratch folder holding its source_files: pkg-config and CMake
+#                   consumers of examples/, `gpudyn info`, version and library checks
+#   5 examples      every example program is listed in both consumer projects
+#   6 headers       every installed header compiles on its own with nvcc (and the C ABI
+#                   headers with cc -std=c99 -pedantic and c++)
+#   7 nvrtc         every installed device header compiles with NVRTC (pip
+#                   nvidia-cuda-nvrtc) using exactly gpudyn.nvrtc_options()
+#   8 wheel         `pip wheel .` holds libgpudyn.so and every header; installed in a
+#                   fresh venv it imports, loads its own library and runs `gpudyn info`
+# Variables: PYTHON (default python3), GPUDYN_ARCHS (default 90), GPUDYN_WHEELS (offline).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PYTHON=${PYTHON:-python3}
+export PATH="/usr/local/cuda/bin:$PATH"
+archs=$(bash tools/archs.sh)                  # "90" or "75,80,90"
+first_arch=${archs%%,*}
+W=$ROOT/build/packaging                       # ignored by git; kept between runs
+mkdir -p "$W/logs"
+pipopts=(-q --disable-pip-version-check)
+if [ -n "${GPUDYN_WHEELS:-}" ]; then pipopts+=(--no-index --find-links "$GPUDYN_WHEELS"); fi
+failures=()
+timings=()
+start_all=$(date +%s)
+
+# step NAME COMMAND...: runs a check, records its time and whether it failed.
+step() {
+  local name=$1; shift
+  local t0; t0=$(date +%s)
+  echo "== packaging: $name"
+  if "$@"; then
+    timings+=("$(printf '%-12s %4ss  ok' "$name" $(( $(date +%s) - t0 )))")
+  else
+    failures+=("$name")
+    timings+=("$(printf '%-12s %4ss  FAILED' "$name" $(( $(date +%s) - t0 )))")
+  fi
+}
+
+# ---- 1, 2: recipe rendering and the API reference ---------------------------
+"$PYTHON" -m pip install "${pipopts[@]}" jinja2 pyyaml
+step recipe "$PYTHON" .ci/render_recipe.py --json "$W/recipe.json"
+step api-doc "$PYTHON" tools/gen_api_doc.py --check
+
+# ---- 3: staged conda build --------------------------------------------------
+SRC_DIR=$W/src
+PREFIX=$W/prefix
+stage_build() {
+  [ -f "$W/recipe.json" ] || { echo "no rendered recipe"; return 1; }
+  # SRC_DIR: the source as conda-build unpacks it (tracked and untracked, not ignored,
+  # files); its _build_* folders are kept so a local rerun is incremental.
+  mkdir -p "$SRC_DIR"
+  find "$SRC_DIR" -mindepth 1 -maxdepth 1 ! -name '_build_*' -exec rm -rf {} +
+  git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$SRC_DIR" || return 1
+  # PREFIX: a fresh environment with the recipe's host requirements (a venv stands in
+  # for conda's: same layout, sys.prefix is PREFIX).
+  rm -rf "$PREFIX"
+  "$PYTHON" -m venv "$PREFIX" || return 1
+  "$PREFIX/bin/python" -m pip install "${pipopts[@]}" 'meson>=1.10' ninja 'meson-python>=0.16' \
+    pyproject-metadata cffi pycparser numpy || return 1
+  local names
+  names=$("$PYTHON" -c 'import json,sys; print(" ".join(o["name"] for o in json.load(open(sys.argv[1]))["outputs"]))' "$W/recipe.json")
+  for out in $names; do
+    local script
+    script=$("$PYTHON" -c 'import json,sys; print([o for o in json.load(open(sys.argv[1]))["outputs"] if o["name"]==sys.argv[2]][0]["script"])' "$W/recipe.json" "$out")
+    echo "-- build script of $out: recipe/$script (log: build/packaging/logs/build_$out.log)"
+    if ! (cd "$SRC_DIR" && env PREFIX="$PREFIX" BUILD_PREFIX="$PREFIX" SRC_DIR="$SRC_DIR" RECIPE_DIR="$ROOT/recipe" \
+            PYTHON="$PREFIX/bin/python" CUDAARCHS="${archs//,/;}" CPU_COUNT=2 CONDA_BUILD=1 \
+            PKG_NAME="$out" PATH="$PREFIX/bin:$PATH" bash "$ROOT/recipe/$script") > "$W/logs/build_$out.log" 2>&1; then
+      tail -n 40 "$W/logs/build_$out.log"; return 1
+    fi
+  done
+  # what each output must have put where (conda-build packages the new files)
+  local site; site=$("$PREFIX/bin/python" -c 'import sysconfig; print(sysconfig.get_path("platlib"))')
+  local ok=0
+  for f in lib/libgpudyn.so lib/pkgconfig/gpudyn.pc lib/cmake/gpudyn/gpudynConfig.cmake \
+           lib/cmake/gpudyn/gpudynConfigVersion.cmake include/gpudyn/gpudyn.h bin/gpudyn; do
+    [ -e "$PREFIX/$f" ] || { echo "staged prefix lacks $f"; ok=1; }
+  done
+  for h in include/gpudyn/*.h include/gpudyn/*.cuh include/gpudyn/detail/*.cuh; do
+    [ -e "$h" ] && { [ -f "$PREFIX/$h" ] || { echo "staged prefix lacks $h"; ok=1; }; }
+  done
+  [ -f "$site/gpudyn/__init__.py" ] || { echo "gpudyn package not in $site"; ok=1; }
+  if find "$site/gpudyn" -name 'libgpudyn.so*' -o -name include | grep .; then
+    echo "the gpudyn output bundles a library or headers (must use libgpudyn's)"; ok=1
+  fi
+  return $ok
+}
+step conda-build stage_build
+
+# ---- 4: the recipe's tests against the staged prefix --------------------------
+stage_tests() {
+  [ -x "$PREFIX/bin/python" ] && [ -f "$PREFIX/lib/libgpudyn.so" ] || { echo "no staged prefix"; return 1; }
+  "$PYTHON" - "$W/recipe.json" "$W/tests" <<'EOF' || return 1
+import json, os, sys
+meta = json.load(open(sys.argv[1]))
+os.makedirs(sys.argv[2], exist_ok=True)
+for o in meta["outputs"]:
+    t = o.get("test") or {}
+    with open(os.path.join(sys.argv[2], o["name"] + ".sh"), "w") as f:
+        for mod in t.get("imports") or []:
+            f.write(f'python -c "import {mod}"\n')
+        for c in t.get("commands") or []:
+            f.write(c + "\n")
+    with open(os.path.join(sys.argv[2], o["name"] + ".files"), "w") as f:
+        f.write("\n".join(t.get("source_files") or []) + "\n")
+EOF
+  local ok=0
+  for out in libgpudyn gpudyn; do
+    local tdir=$W/test_$out
+    rm -rf "$tdir"; mkdir -p "$tdir"
+    while read -r sf; do
+      [ -n "$sf" ] && { (cd "$SRC_DIR" && cp -r --parents "$sf" "$tdir/") || ok=1; }
+    done < "$W/tests/$out.files"
+    local n=0
+    while IFS= read -r cmd; do
+      n=$((n + 1))
+      # the test environment: PREFIX first on PATH, pkg-config and CMake see only PREFIX
+      if (cd "$tdir" && env PREFIX="$PREFIX" PATH="$PREFIX/bin:$PATH" PKG_CONFIG_LIBDIR="$PREFIX/lib/pkgconfig" \
+            PKG_CONFIG_PATH= CMAKE_PREFIX_PATH="$PREFIX" CUDAARCHS="${archs//,/;}" \
+            bash -c "set -eo pipefail; $cmd") > "$W/logs/test_${out}_$n.log" 2>&1; then
+        echo "   ok    [$out] $cmd"
+      else
+        echo "   FAIL  [$out] $cmd"; sed 's/^/         /' "$W/logs/test_${out}_$n.log" | tail -n 30; ok=1
+      fi
+    done < "$W/tests/$out.sh"
+  done
+  # the CMake consumer found the staged prefix's package, not another install
+  if ! grep -q "^gpudyn_DIR:PATH=$PREFIX/lib/cmake/gpudyn$" "$W/test_libgpudyn/build-examples/CMakeCache.txt" 2>/dev/null; then
+    echo "   FAIL  CMake consumer did not use $PREFIX/lib/cmake/gpudyn"; ok=1
+  fi
+  return $ok
+}
+step conda-tests stage_tests
+
+# ---- 5: every example is in both consumer projects ----------------------------
+examples_listed() {
+  local ok=0
+  for src in examples/c/*.c examples/cuda/*.cu; do
+    [ -e "$src" ] || continue
+    local rel="../${src#examples/}"
+    grep -qF "$rel" examples/cmake/CMakeLists.txt || { echo "$src missing from examples/cmake/CMakeLists.txt"; ok=1; }
+    grep -qF "$rel" examples/pkgconfig/Makefile || { echo "$src missing from examples/pkgconfig/Makefile"; ok=1; }
+  done
+  return $ok
+}
+step examples examples_listed
+
+# ---- 6: every installed header compiles on its own ----------------------------
+headers_alone() {
+  local inc=$PREFIX/include ok=0 tu=$W/hdr
+  [ -f "$inc/gpudyn/gpudyn.h" ] || { echo "no staged headers"; return 1; }
+  rm -rf "$tu"; mkdir -p "$tu"
+  local hs; hs=$(cd "$inc" && ls gpudyn/*.h gpudyn/*.cuh gpudyn/detail/*.cuh 2>/dev/null)
+  for h in $hs; do
+    local base=${h//\//_}
+    printf '#include <%s>\n#include <%s>\n' "$h" "$h" > "$tu/$base.cu"   # twice: include guards
+    if nvcc -std=c++17 -arch="sm_$first_arch" -I"$inc" -c "$tu/$base.cu" -o "$tu/$base.o" > "$tu/$base.log" 2>&1; then
+      echo "   ok    nvcc $h"
+    else
+      echo "   FAIL  nvcc $h"; head -n 20 "$tu/$base.log"; ok=1
+    fi
+    if [[ $h == *.h ]]; then
+      printf '#include <%s>\n' "$h" > "$tu/$base.c"
+      if cc -std=c99 -pedantic -Wall -Wextra -Werror -I"$inc" -fsyntax-only "$tu/$base.c" > "$tu/$base.clog" 2>&1 &&
+         c++ -std=c++11 -Wall -Wextra -Werror -I"$inc" -fsyntax-only -x c++ "$tu/$base.c" >> "$tu/$base.clog" 2>&1; then
+        echo "   ok    cc/c++ $h"
+      else
+        echo "   FAIL  cc/c++ $h"; head -n 20 "$tu/$base.clog"; ok=1
+      fi
+    fi
+  done
+  return $ok
+}
+step headers headers_alone
+
+# ---- 7: NVRTC ------------------------------------------------------------------
+nvrtc_headers() {
+  [ -x "$PREFIX/bin/python" ] || { echo "no staged prefix"; return 1; }
+  local cuda_mm; cuda_mm=$(nvcc --version | sed -n 's/.*release \([0-9]*\.[0-9]*\).*/\1/p')
+  "$PREFIX/bin/python" -m pip install "${pipopts[@]}" "nvidia-cuda-nvrtc==${cuda_mm}.*" || return 1
+  # from a neutral folder, so the staged (conda-layout) package is what is imported
+  (cd "$W" && "$PREFIX/bin/python" "$ROOT/.ci/nvrtc_check.py" --arch "$first_arch")
+}
+step nvrtc nvrtc_headers
+
+# ---- 8: wheel --------------------------------------------------------------------
+wheel_check() {
+  rm -rf "$W/wheel" "$W/wheel-venv"
+  # Same options and build folder as tools/install.sh (run by tests/run.sh): nothing recompiles.
+  PATH="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH" \
+    "$PYTHON" -m pip wheel . "${pipopts[@]}" --no-deps --no-build-isolation -w "$W/wheel" \
+    -Csetup-args=-Dgpu_archs="$archs" -Csetup-args=-Dgpu_ptx= -Cbuild-dir=build/python || return 1
+  local whl; whl=$(ls "$W"/wheel/gpudyn-*.whl) || return 1
+  echo "   wheel: $(basename "$whl") ($(du -h "$whl" | cut -f1))"
+  "$PYTHON" - "$whl" <<'EOF' || return 1
+import glob, sys, zipfile
+names = set(zipfile.ZipFile(sys.argv[1]).namelist())
+want = ["gpudyn/libgpudyn.so", "gpudyn/__init__.py", "gpudyn/_version.py", "gpudyn/nvrtc.py"]
+want += ["gpudyn/" + h for h in sorted(glob.glob("include/gpudyn/**/*.h", recursive=True)
+                                         + glob.glob("include/gpudyn/**/*.cuh", recursive=True))]
+missing = [w for w in want if w not in names]
+eps = [n for n in names if n.endswith("entry_points.txt")]
+if not eps or b"gpudyn = gpudyn.cli:main" not in zipfile.ZipFile(sys.argv[1]).read(eps[0]):
+    missing.append("entry point gpudyn = gpudyn.cli:main")
+for m in missing:
+    print("   wheel lacks " + m)
+sys.exit(1 if missing else 0)
+EOF
+  "$PYTHON" -m venv "$W/wheel-venv" || return 1
+  "$W/wheel-venv/bin/python" -m pip install "${pipopts[@]}" "$whl" || return 1
+  (cd "$W" && "$W/wheel-venv/bin/python" - <<'EOF') || return 1
+import os, subprocess, sys
+import gpudyn
+import gpudyn.nvrtc
+pkg = os.path.dirname(gpudyn.__file__)
+assert pkg.startswith(sys.prefix), pkg
+assert gpudyn.library_path == os.path.join(pkg, "libgpudyn.so"), gpudyn.library_path
+assert gpudyn.get_include() == os.path.join(pkg, "include"), gpudyn.get_include()
+v = gpudyn.lib.gpudyn_get_version()
+assert gpudyn.__version__ == "%d.%d.%d" % (v // 10000, v // 100 % 100, v % 100)
+assert "-I" + gpudyn.get_include() in gpudyn.nvrtc.nvrtc_options()
+ldd = subprocess.run(["ldd", gpudyn.library_path], capture_output=True, text=True).stdout
+assert "libcudart" not in ldd, ldd
+p = subprocess.run([os.path.join(sys.prefix, "bin", "gpudyn"), "info"], capture_output=True, text=True)
+assert (p.returncode == 0 and p.stdout.startswith("gpudyn " + gpudyn.__version__)) or \
+       (p.returncode == 1 and "no CUDA device" in p.stderr), (p.returncode, p.stdout, p.stderr)
+print("   fresh venv: gpudyn %s imports, loads %s, `gpudyn info` exit %d" % (gpudyn.__version__, gpudyn.library_path, p.returncode))
+EOF
+}
+step wheel wheel_check
+
+echo "== packaging summary ($(( $(date +%s) - start_all )) s)"
+printf '   %s\n' "${timings[@]}"
+if [ ${#failures[@]} -gt 0 ]; then
+  echo "packaging: FAILED: ${failures[*]}"
+  exit 1
+fi
+echo "packaging: all checks passed"

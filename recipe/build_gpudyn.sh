@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# conda-build script of the gpudyn output (run in $SRC_DIR): the Python package and
+# its benchmark programs, built against the libgpudyn already in $PREFIX (found
+# through pkg-config), which the package loads from there: no bundled copy.
+set -euxo pipefail
+source "$RECIPE_DIR/meson_cuda_archs.sh"
+export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+setup_args=(-Csetup-args=-Dbundle_library=false)
+for a in "${gpudyn_meson_arch_args[@]}"; do setup_args+=("-Csetup-args=$a"); done
+"$PYTHON" -m pip install . -v --no-deps --no-build-isolation --no-index \
+  "${setup_args[@]}" -Cbuild-dir=_build_gpudyn
