@@ -1,0 +1,225 @@
+"""Growable GPU arrays: :class:`GGArray` (one LFVector per thread block, grows
+inside kernels), and its two baselines :class:`VmmArray` (grown from the host by
+mapping memory, contiguous) and :class:`StaticArray` (fixed capacity).
+
+All three take NumPy dtypes of 1, 2, 4, 8 or 16 bytes, append from NumPy, CuPy,
+PyTorch or any ``__cuda_array_interface__``/DLPack array, and give their
+elements back with :meth:`to_numpy` or :meth:`flatten` (a :class:`DeviceBuffer`
+usable zero-copy by CuPy/PyTorch).  Insertion algorithm: ``algorithm=`` one of
+``"atomic"``, ``"warp_scan"`` (default), ``"tensor_scan"``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._ffi import check, ffi, lib, stream_handle
+from .buffer import DeviceBuffer, as_device_array
+
+ALGORITHMS = {"atomic": 0, "warp_scan": 1, "tensor_scan": 2}
+_ELEMENT_SIZES = (1, 2, 4, 8, 16)
+
+
+def _algo(algorithm) -> int:
+    if isinstance(algorithm, (int, np.integer)) and int(algorithm) in ALGORITHMS.values():
+        return int(algorithm)
+    if algorithm in ALGORITHMS:
+        return ALGORITHMS[algorithm]
+    raise ValueError(f"gpudyn: algorithm={algorithm!r}, expected one of {sorted(ALGORITHMS)}")
+
+
+def _dtype(dtype) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt.hasobject or dt.itemsize not in _ELEMENT_SIZES:
+        raise TypeError(f"gpudyn: dtype={dt} ({dt.itemsize} bytes), expected a plain dtype of 1, 2, 4, 8 or 16 bytes")
+    return dt
+
+
+class _Array:
+    """Shared Python side of the three arrays; `_p` is the ABI prefix."""
+
+    _p = ""
+    _stream_size = True  # size() takes a stream
+
+    def _init(self, handle_type: str, create, options, dtype, stream):
+        self.dtype = dtype
+        self.stream = stream
+        self._stream = stream_handle(stream)
+        out = ffi.new(handle_type + "*")
+        check(create(out, options, self._stream))
+        self._handle = ffi.gc(out[0], getattr(lib, self._p + "destroy"))
+
+    def _fn(self, name):
+        if self._handle is None:
+            raise ValueError(f"gpudyn: {type(self).__name__} is closed")
+        return getattr(lib, self._p + name)
+
+    def close(self) -> None:
+        """Frees the device memory now (waits for the device)."""
+        if getattr(self, "_handle", None) is not None:
+            h = ffi.gc(self._handle, None)
+            self._handle = None
+            check(getattr(lib, self._p + "destroy")(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def append(self, value) -> None:
+        """Appends one element."""
+        self.extend(np.asarray([value], dtype=self.dtype))
+
+    def extend(self, values, mask=None, algorithm="warp_scan") -> None:
+        """Appends every element of the 1-D array `values` (NumPy: copied to the
+        device first), or those whose `mask` entry is nonzero (bool/uint8 array of
+        the same length).  All or nothing: :class:`OutOfMemoryError` leaves the array unchanged."""
+        ptr, n, dt, keep = as_device_array(values)
+        if dt != self.dtype:
+            raise TypeError(f"gpudyn: values have dtype {dt}, this array holds {self.dtype}")
+        mptr, keep_m = ffi.NULL, None
+        if mask is not None:
+            mp, mn, mdt, keep_m = as_device_array(mask)
+            if mdt.itemsize != 1:
+                raise TypeError(f"gpudyn: mask has dtype {mdt}, expected bool or uint8")
+            if mn != n:
+                raise ValueError(f"gpudyn: mask has {mn} entries, values has {n}")
+            mptr = ffi.cast("const uint8_t*", mp)
+        check(self._fn("push_back")(self._handle, ffi.cast("const void*", ptr), n, mptr, _algo(algorithm),
+                                    self._stream))
+        del keep, keep_m
+
+    def __len__(self) -> int:
+        out = ffi.new("uint64_t*")
+        if self._stream_size:
+            check(self._fn("size")(self._handle, out, self._stream))
+        return int(out[0])
+
+    def to_numpy(self) -> np.ndarray:
+        """The elements, copied to host memory."""
+        n = len(self)
+        out = np.empty(n, dtype=self.dtype)
+        if n:
+            check(self._fn("copy_to_host")(self._handle, ffi.cast("void*", out.ctypes.data), out.nbytes,
+                                           self._stream))
+        return out
+
+    def flatten(self) -> DeviceBuffer:
+        """A new contiguous device array holding the elements (CuPy/PyTorch read it zero-copy)."""
+        n = len(self)
+        buf = DeviceBuffer(n, self.dtype, stream=self.stream)
+        if n:
+            check(self._fn("flatten")(self._handle, ffi.cast("void*", buf.ptr), buf.nbytes, self._stream))
+        return buf
+
+    def clear(self) -> None:
+        check(self._fn("clear")(self._handle, self._stream))
+
+
+class GGArray(_Array):
+    """GGArray: `num_lfvectors` LFVectors whose buckets (first_bucket·2^b elements)
+    are allocated inside kernels from CUDA's device malloc heap.  `heap_bytes`
+    sizes that heap (cudaLimitMallocHeapSize); it can only be raised before the
+    first kernel that calls malloc in this process."""
+
+    _p = "gpudyn_ggarray_"
+
+    def __init__(self, dtype=np.int32, num_lfvectors=512, first_bucket=1024, heap_bytes=0, stream=None):
+        dt = _dtype(dtype)
+        o = ffi.new("gpudyn_ggarray_options_t*")
+        check(lib.gpudyn_ggarray_options_init(o))
+        o.element_size = dt.itemsize
+        o.num_lfvectors = int(num_lfvectors)
+        o.first_bucket_elements = int(first_bucket)
+        o.malloc_heap_bytes = int(heap_bytes)
+        self._init("gpudyn_ggarray_t", lib.gpudyn_ggarray_create, o, dt, stream)
+
+    def reserve(self, capacity: int) -> None:
+        check(self._fn("reserve")(self._handle, int(capacity), self._stream))
+
+    @property
+    def capacity(self) -> int:
+        out = ffi.new("uint64_t*")
+        check(self._fn("capacity")(self._handle, out, self._stream))
+        return int(out[0])
+
+    def memory_stats(self) -> dict:
+        """{'size', 'capacity', 'allocated_bytes', 'element_bytes'}."""
+        out = ffi.new("uint64_t*")
+        check(self._fn("allocated_bytes")(self._handle, out, self._stream))
+        n = len(self)
+        return {"size": n, "capacity": self.capacity, "allocated_bytes": int(out[0]),
+                "element_bytes": n * self.dtype.itemsize}
+
+    def view_bytes(self) -> bytes:
+        """The gpudyn_ggarray_view_t as bytes (for a kernel that takes the view by
+        pointer, e.g. from a CuPy RawModule); recomputes the ranges first."""
+        v = ffi.new("gpudyn_ggarray_view_t*")
+        check(self._fn("get_view")(self._handle, v, self._stream))
+        return bytes(ffi.buffer(v))
+
+
+class _Contiguous(_Array):
+    def _data(self) -> int:
+        out = ffi.new("void**")
+        check(self._fn("data")(self._handle, out))
+        return int(ffi.cast("uintptr_t", out[0]))
+
+    @property
+    def capacity(self) -> int:
+        out = ffi.new("uint64_t*")
+        check(self._fn("capacity")(self._handle, out))
+        return int(out[0])
+
+    def memory_stats(self) -> dict:
+        out = ffi.new("uint64_t*")
+        check(self._fn("allocated_bytes")(self._handle, out))
+        n = len(self)
+        return {"size": n, "capacity": self.capacity, "allocated_bytes": int(out[0]),
+                "element_bytes": n * self.dtype.itemsize}
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """Zero-copy view of the current elements (valid until the array changes)."""
+        return {"shape": (len(self),), "typestr": self.dtype.str, "data": (self._data(), False),
+                "version": 3, "strides": None, "stream": None}
+
+    def view_bytes(self) -> bytes:
+        v = ffi.new(self._view_type + "*")
+        check(self._fn("get_view")(self._handle, v))
+        return bytes(ffi.buffer(v))
+
+
+class StaticArray(_Contiguous):
+    """Capacity fixed at creation; appending beyond it raises OutOfMemoryError and stores nothing."""
+
+    _p = "gpudyn_static_array_"
+    _view_type = "gpudyn_static_array_view_t"
+
+    def __init__(self, capacity: int, dtype=np.int32, stream=None):
+        dt = _dtype(dtype)
+        o = ffi.new("gpudyn_static_array_options_t*")
+        check(lib.gpudyn_static_array_options_init(o))
+        o.element_size = dt.itemsize
+        o.capacity = int(capacity)
+        self._init("gpudyn_static_array_t", lib.gpudyn_static_array_create, o, dt, stream)
+
+
+class VmmArray(_Contiguous):
+    """One virtual range of `max_capacity` elements; :meth:`reserve` maps more
+    physical memory at its end (no copy, the address never changes)."""
+
+    _p = "gpudyn_vmm_array_"
+    _view_type = "gpudyn_vmm_array_view_t"
+
+    def __init__(self, dtype=np.int32, initial_capacity=0, max_capacity=0, stream=None):
+        dt = _dtype(dtype)
+        o = ffi.new("gpudyn_vmm_array_options_t*")
+        check(lib.gpudyn_vmm_array_options_init(o))
+        o.element_size = dt.itemsize
+        o.initial_capacity = int(initial_capacity)
+        o.max_capacity = int(max_capacity)
+        self._init("gpudyn_vmm_array_t", lib.gpudyn_vmm_array_create, o, dt, stream)
+
+    def reserve(self, capacity: int) -> None:
+        check(self._fn("reserve")(self._handle, int(capacity), self._stream))

@@ -1,0 +1,121 @@
+"""GGArray / StaticArray / VmmArray from Python: argument errors (host) and
+device correctness (GPU): multisets, masks, flatten zero-copy, OOM, theory bound."""
+import numpy as np
+import pytest
+
+import gpudyn
+from gpudyn import theory
+
+ALGOS = ["atomic", "warp_scan", "tensor_scan"]
+
+
+def test_bad_arguments_name_the_argument():
+    with pytest.raises(TypeError, match="dtype"):
+        gpudyn.GGArray(dtype=np.dtype("V3"))
+    with pytest.raises(ValueError, match="algorithm"):
+        gpudyn.ggarray._algo("bubble")
+
+
+def test_theory_bound_and_fig3():
+    for n in (10**6, 3 * 10**6 + 7, 10**8):
+        cap = theory.ggarray_capacity(n)
+        assert n <= cap
+        assert cap * 4 <= theory.ggarray_bytes_bound(n, 4)
+    f = theory.fig3(size=10**5, sigmas=[0.0, 1.0, 2.0], samples=200)
+    assert f["static_elements"][2] > f["static_elements"][0]
+    # GGArray stays within 2x of what is needed plus the first buckets; static grows far beyond
+    for need, gg in zip(f["needed_elements"], f["ggarray_elements"]):
+        assert gg <= 2 * need + 512 * 1024
+
+
+def _make(kind, dtype, n):
+    if kind == "ggarray":
+        return gpudyn.GGArray(dtype=dtype)
+    if kind == "static":
+        return gpudyn.StaticArray(2 * n, dtype=dtype)
+    return gpudyn.VmmArray(dtype=dtype, initial_capacity=2 * n, max_capacity=1 << 28)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["ggarray", "static", "vmm"])
+@pytest.mark.parametrize("algorithm", ALGOS)
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int32, np.float64, np.complex128])
+def test_multiset_and_mask(kind, algorithm, dtype):
+    n = 50001
+    rng = np.random.default_rng(1)
+    x = (rng.integers(0, 100, n)).astype(dtype)
+    with _make(kind, dtype, n) as a:
+        a.extend(x, algorithm=algorithm)
+        assert len(a) == n
+        assert np.array_equal(np.sort(a.to_numpy()), np.sort(x))
+        # the precursor's test: insert a copy of x if x < 90
+        mask = (x.real < 90) if np.iscomplexobj(x) else (x < 90)
+        a.extend(x, mask=mask, algorithm=algorithm)
+        expect = np.concatenate([x, x[mask]])
+        got = a.to_numpy()
+        assert np.array_equal(np.sort(got), np.sort(expect))
+        flat = a.flatten().to_numpy()
+        assert np.array_equal(flat, got)
+
+
+@pytest.mark.gpu
+def test_cupy_and_torch_inputs_and_zero_copy_flatten():
+    cp = pytest.importorskip("cupy")
+    g = gpudyn.GGArray(dtype=np.int32)
+    g.extend(cp.arange(1000, dtype=cp.int32))
+    try:
+        import torch
+        g.extend(torch.arange(1000, 2000, dtype=torch.int32, device="cuda"))
+        total = 2000
+    except ImportError:
+        total = 1000
+    flat = cp.asarray(g.flatten())  # zero-copy through __cuda_array_interface__
+    assert int(flat.size) == total
+    assert np.array_equal(np.sort(cp.asnumpy(flat)), np.arange(total))
+    v = gpudyn.VmmArray(dtype=np.int32, initial_capacity=10)
+    v.extend(np.arange(10, dtype=np.int32))
+    assert np.array_equal(cp.asnumpy(cp.asarray(v)), np.sort(v.to_numpy()))
+
+
+@pytest.mark.gpu
+def test_overflow_keeps_elements():
+    s = gpudyn.StaticArray(100, dtype=np.int32)
+    s.extend(np.arange(60, dtype=np.int32))
+    with pytest.raises(gpudyn.OutOfMemoryError):
+        s.extend(np.arange(60, dtype=np.int32))
+    assert len(s) == 60
+    assert np.array_equal(np.sort(s.to_numpy()), np.arange(60))
+    v = gpudyn.VmmArray(dtype=np.int32, initial_capacity=1, max_capacity=1 << 24)
+    cap = v.capacity
+    with pytest.raises(gpudyn.OutOfMemoryError):
+        v.extend(np.zeros(cap + 1, dtype=np.int32))
+    assert len(v) == 0
+    v.reserve(cap + 1)
+    v.extend(np.zeros(cap + 1, dtype=np.int32))
+    assert len(v) == cap + 1
+
+
+@pytest.mark.gpu
+def test_growth_memory_bound():
+    g = gpudyn.GGArray(dtype=np.int32)
+    n = 0
+    for step in range(6):
+        add = 100000 if step == 0 else n
+        g.extend(np.arange(n, n + add, dtype=np.int32))
+        n += add
+    st = g.memory_stats()
+    assert st["size"] == n
+    assert np.array_equal(np.sort(g.to_numpy()), np.arange(n))
+    assert st["allocated_bytes"] <= theory.ggarray_bytes_bound(n, 4)
+
+
+@pytest.mark.gpu
+def test_example_cupy_rawmodule_push_back():
+    pytest.importorskip("cupy")
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "ggarray" / "cupy_push_back.py"
+    spec = importlib.util.spec_from_file_location("cupy_push_back", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main() == 0
