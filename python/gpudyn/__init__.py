@@ -36,3 +36,5 @@ __all__ = [
 # Structures (each module adds its names to __all__ here).
 from .warp_heap import WarpHeap  # noqa: E402
 __all__ += ["WarpHeap"]
+from .ggarray import GGArray, StaticArray, VmmArray  # noqa: E402
+__all__ += ["GGArray", "StaticArray", "VmmArray"]
