@@ -56,8 +56,9 @@ class _Array:
     def close(self) -> None:
         """Frees the device memory now (waits for the device)."""
         if getattr(self, "_handle", None) is not None:
-            h = ffi.gc(self._handle, None)
+            h = self._handle
             self._handle = None
+            ffi.gc(h, None)  # detach the finalizer in place: destroyed once, here
             check(getattr(lib, self._p + "destroy")(h))
 
     def __enter__(self):
