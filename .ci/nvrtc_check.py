@@ -75,6 +75,8 @@ def probe_source(header: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", action="append", default=[], help="also compile for compute_ARCH (repeatable)")
+    ap.add_argument("--source", action="append", default=[],
+                    help="also compile this kernel source file (examples' NVRTC kernels; repeatable)")
     args = ap.parse_args()
 
     import gpudyn
@@ -111,7 +113,16 @@ def main() -> int:
             else:
                 failures += 1
                 print(f"  FAIL  {h} ({arch})\n" + "\n".join("        " + line for line in log.strip().splitlines()[:40]))
-    print(f"NVRTC: {len(headers)} device headers, {failures} failure(s)")
+    for path in args.source:
+        for opts in option_sets:
+            ok, log, ptx = nv.compile(open(path, encoding="utf-8").read(), os.path.basename(path), opts)
+            arch = next((o.split("=")[1] for o in opts if o.startswith("--gpu-architecture=")), "default arch")
+            if ok and ptx > 0:
+                print(f"  ok    {path} ({arch})")
+            else:
+                failures += 1
+                print(f"  FAIL  {path} ({arch})\n" + "\n".join("        " + line for line in log.strip().splitlines()[:40]))
+    print(f"NVRTC: {len(headers)} device headers and {len(args.source)} source(s), {failures} failure(s)")
     return 1 if failures else 0
 
 

@@ -14,8 +14,9 @@
 #   5 examples      every example program is listed in both consumer projects
 #   6 headers       every installed header compiles on its own with nvcc (and the C ABI
 #                   headers with cc -std=c99 -pedantic and c++)
-#   7 nvrtc         every installed device header compiles with NVRTC (pip
-#                   nvidia-cuda-nvrtc) using exactly gpudyn.nvrtc_options()
+#   7 nvrtc         every installed device header, and the examples' NVRTC kernels,
+#                   compile with NVRTC (pip nvidia-cuda-nvrtc) using exactly
+#                   gpudyn.nvrtc_options()
 #   8 wheel         `pip wheel .` holds libgpudyn.so and every header; installed in a
 #                   fresh venv it imports, loads its own library and runs `gpudyn info`
 # Variables: PYTHON (default python3), GPUDYN_ARCHS (default 90), GPUDYN_WHEELS (offline).
@@ -196,7 +197,13 @@ nvrtc_headers() {
   local cuda_mm; cuda_mm=$(nvcc --version | sed -n 's/.*release \([0-9]*\.[0-9]*\).*/\1/p')
   "$PREFIX/bin/python" -m pip install "${pipopts[@]}" "nvidia-cuda-nvrtc==${cuda_mm}.*" || return 1
   # from a neutral folder, so the staged (conda-layout) package is what is imported
-  (cd "$W" && "$PREFIX/bin/python" "$ROOT/.ci/nvrtc_check.py" --arch "$first_arch")
+  local srcs=()
+  for f in "$ROOT"/examples/python/*.cu; do [ -e "$f" ] && srcs+=(--source "$f"); done
+  (cd "$W" && "$PREFIX/bin/python" "$ROOT/.ci/nvrtc_check.py" --arch "$first_arch" "${srcs[@]}") || return 1
+  # the Python examples (run on a GPU machine) at least compile
+  for f in "$ROOT"/examples/python/*.py; do
+    [ -e "$f" ] && { "$PREFIX/bin/python" -m py_compile "$f" || return 1; }
+  done
 }
 step nvrtc nvrtc_headers
 
