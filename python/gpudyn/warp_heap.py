@@ -62,8 +62,9 @@ class WarpHeap:
     def close(self) -> None:
         """Releases every batch and frees the heap now."""
         if self._handle is not None:
-            h = ffi.gc(self._handle, None)
+            h = self._handle
             self._handle = None
+            ffi.gc(h, None)  # cancel the finalizer: destroyed here, once
             check(lib.gpudyn_warp_heap_destroy(h))
 
     def __enter__(self):

@@ -118,34 +118,60 @@ static unsigned probe_backing_free() {
 // ---- 1: small requests, data survival, tidy_up, end -------------------------
 constexpr unsigned kRounds = 40;
 
-__global__ void small_kernel(gpudyn_warp_heap_view_t view, record* recs, unsigned long long* bad) {
+// Kernel A allocates and keeps (so every block is live when the host checks
+// them: blocks freed by one warp may be reused by another, so only live blocks
+// must be disjoint); kernel B resumes, checks the data survived, tidies up,
+// allocates again and ends with the lanes leaving one by one.
+__global__ void small_kernel(gpudyn_warp_heap_view_t view, record* recs, unsigned long long* bad, void** kept) {
     gpudyn::warp_heap_ref ref{view};
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     gpudyn::warp_heap heap = ref.start(kFullWarpMask);
-    void* mine[kRounds];
 #pragma unroll 1
     for (unsigned r = 0; r < kRounds; ++r) {
         const unsigned bytes = small_size(tid, r);
-        mine[r] = heap.alloc(bytes);
-        recs[tid * kRounds + r] = record{(unsigned long long)mine[r], bytes};
-        if (mine[r] != nullptr) fill(mine[r], bytes, tid, r);
+        void* p = heap.alloc(bytes);
+        recs[tid * kRounds + r] = record{(unsigned long long)p, bytes};
+        if (p != nullptr) fill(p, bytes, tid, r);
     }
     __syncwarp();
     unsigned long long b = 0;
-    for (unsigned r = 0; r < kRounds; ++r)
-        if (mine[r] != nullptr) b += verify(mine[r], small_size(tid, r), tid, r);
-    heap.tidy_up();
-    // After tidy_up the first superblock is reused from its start.
 #pragma unroll 1
     for (unsigned r = 0; r < kRounds; ++r) {
+        const record& rec = recs[tid * kRounds + r];
+        if (rec.ptr) b += verify((void*)rec.ptr, rec.bytes, tid, r);
+    }
+    if (b) atomicAdd(bad, b);
+    void* k = heap.keep();
+    if (threadIdx.x % 32 == 0) kept[tid / 32] = k;
+}
+
+__global__ void small_resume_kernel(gpudyn_warp_heap_view_t view, const record* recs, unsigned long long* bad,
+                                    void** kept) {
+    gpudyn::warp_heap_ref ref{view};
+    const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned lane = gpudyn::detail::lane_index();
+    gpudyn::warp_heap heap = ref.resume(kFullWarpMask, kept[tid / 32]);
+    unsigned long long b = heap.valid() ? 0 : 1;
+#pragma unroll 1
+    for (unsigned r = 0; r < kRounds; ++r) {
+        const record& rec = recs[tid * kRounds + r];
+        if (rec.ptr) b += verify((void*)rec.ptr, rec.bytes, tid, r);
+    }
+    heap.tidy_up();
+    void* mine[4];
+#pragma unroll 1
+    for (unsigned r = 0; r < 4; ++r) {
         mine[r] = heap.alloc(small_size(tid, r + 1));
         if (mine[r] != nullptr) fill(mine[r], small_size(tid, r + 1), tid, r + 1);
     }
     __syncwarp();
-    for (unsigned r = 0; r < kRounds; ++r)
+    for (unsigned r = 0; r < 4; ++r)
         if (mine[r] != nullptr) b += verify(mine[r], small_size(tid, r + 1), tid, r + 1);
     if (b) atomicAdd(bad, b);
-    heap.end();
+    // End at different times: the lanes leave one by one in a divergent loop.
+#pragma unroll 1
+    for (unsigned step = 0; step < 32; ++step)
+        if (step == 31 - lane) heap.end();
 }
 
 static void test_small() {
@@ -158,15 +184,23 @@ static void test_small() {
     CUDA_OK(cudaMalloc(&d_recs, sizeof(record) * n * kRounds));
     CUDA_OK(cudaMalloc(&d_bad, sizeof(unsigned long long)));
     CUDA_OK(cudaMemset(d_bad, 0, sizeof(unsigned long long)));
-    small_kernel<<<blocks, threads>>>(v, d_recs, d_bad);
+    void** d_kept;
+    CUDA_OK(cudaMalloc(&d_kept, sizeof(void*) * n / 32));
+    small_kernel<<<blocks, threads>>>(v, d_recs, d_bad, d_kept);
     CUDA_OK(cudaGetLastError());
     CUDA_OK(cudaDeviceSynchronize());
     std::vector<record> recs(size_t(n) * kRounds);
-    unsigned long long bad = 1;
     CUDA_OK(cudaMemcpy(recs.data(), d_recs, sizeof(record) * recs.size(), cudaMemcpyDeviceToHost));
+    check_disjoint(recs, "small");
+    uint64_t want = 0;
+    for (const record& r : recs) want += (r.bytes + 15) / 16 * 16;
+    CHECK(stats_of(h).bytes_requested == want);
+    small_resume_kernel<<<blocks, threads>>>(v, d_recs, d_bad, d_kept);
+    CUDA_OK(cudaGetLastError());
+    unsigned long long bad = 1;
     CUDA_OK(cudaMemcpy(&bad, d_bad, sizeof(bad), cudaMemcpyDeviceToHost));
     CHECK(bad == 0);
-    check_disjoint(recs, "small");
+    CUDA_OK(cudaFree(d_kept));
     gpudyn_warp_heap_stats_t s = stats_of(h);
     CHECK(s.failed_allocations == 0);
     CHECK(s.misuse == 0);
@@ -203,7 +237,7 @@ static uint64_t simulate_superblocks(uint64_t sb, unsigned calls, unsigned bytes
 static void test_counts() {
     const unsigned warps = 64;
     const unsigned before = probe_backing_free();
-    struct { unsigned calls, bytes; } cases[] = {{128, 16}, {100, 48}, {7, 1024}, {5, 32768}}  /* the last chains a second list (160 > 126) */;
+    struct { unsigned calls, bytes; } cases[] = {{128, 16}, {100, 48}, {7, 1024}, {4, 32768}}  /* the last chains a second list (127 > 126) */;
     for (auto c : cases) {
         gpudyn_warp_heap_t h = make_heap(32768);
         gpudyn_warp_heap_view_t v;
@@ -214,7 +248,7 @@ static void test_counts() {
         CUDA_OK(cudaGetLastError());
         gpudyn_warp_heap_stats_t s = stats_of(h);
         const uint64_t expect = warps * simulate_superblocks(32768, c.calls, c.bytes);
-        if (s.superblocks != expect || s.headers != warps || s.large_blocks != 0 ||
+        if (s.superblocks != expect || s.headers != warps || s.failed_allocations != 0 || s.large_blocks != 0 ||
             s.bytes_requested != uint64_t(warps) * c.calls * 32u * c.bytes) {
             fprintf(stderr, "counts %u x %u B: superblocks %llu (expected %llu), headers %llu, requested %llu\n",
                     c.calls, c.bytes, (unsigned long long)s.superblocks, (unsigned long long)expect,
@@ -281,7 +315,7 @@ static void test_large() {
 }
 
 // ---- 4: partial warps, voting subsets, subset masks, divergent end ----------
-__global__ void partial_kernel(gpudyn_warp_heap_view_t view, record* recs, unsigned long long* bad, unsigned n) {
+__global__ void partial_kernel(gpudyn_warp_heap_view_t view, record* recs, unsigned long long* bad, void** kept) {
     gpudyn::warp_heap_ref ref{view};
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned lane = gpudyn::detail::lane_index();
@@ -313,14 +347,16 @@ __global__ void partial_kernel(gpudyn_warp_heap_view_t view, record* recs, unsig
         __syncwarp(members);
         for (unsigned r = 0; r < 8; ++r)
             if (mine[r]) b += verify(mine[r], small_size(tid, r), tid, r);
-        // End at different times: the lanes leave one by one in a divergent loop.
+        // Keep at different times (the lanes leave one by one); the host frees.
+        void* k = nullptr;
+#pragma unroll 1
         for (unsigned step = 0; step < 32; ++step)
-            if (step == 31 - lane) heap.end();
+            if (step == 31 - lane) k = heap.keep();
+        if (lane == 0) kept[blockIdx.x * ((blockDim.x + 31) / 32) + threadIdx.x / 32] = k;
     } else {
         for (unsigned r = 0; r < 8; ++r) recs[tid * 8 + r] = record{0, 0};
     }
     if (b) atomicAdd(bad, b);
-    (void)n;
 }
 
 static void test_partial() {
@@ -333,7 +369,11 @@ static void test_partial() {
     CUDA_OK(cudaMalloc(&d_recs, sizeof(record) * n * 8));
     CUDA_OK(cudaMalloc(&d_bad, sizeof(unsigned long long)));
     CUDA_OK(cudaMemset(d_bad, 0, sizeof(unsigned long long)));
-    partial_kernel<<<blocks, threads>>>(v, d_recs, d_bad, n);
+    const unsigned warps = blocks * ((threads + 31) / 32);
+    void** d_kept;
+    CUDA_OK(cudaMalloc(&d_kept, sizeof(void*) * warps));
+    CUDA_OK(cudaMemset(d_kept, 0, sizeof(void*) * warps));
+    partial_kernel<<<blocks, threads>>>(v, d_recs, d_bad, d_kept);
     CUDA_OK(cudaGetLastError());
     std::vector<record> recs(size_t(n) * 8);
     unsigned long long bad = 1;
@@ -354,6 +394,9 @@ static void test_partial() {
     CHECK(expected > 0 && got == expected);
     check_disjoint(recs, "partial");
     gpudyn_warp_heap_stats_t s = stats_of(h);
+    CHECK(s.headers == warps);
+    CHECK_OK(gpudyn_warp_heap_free_kept(h, d_kept, warps, nullptr));
+    CUDA_OK(cudaFree(d_kept));
     CHECK(s.misuse == 0);
     CHECK(s.failed_allocations == 0);
     check_all_released(h, "partial");
@@ -604,7 +647,8 @@ static void test_batch(uint64_t superblock_bytes) {
     CUDA_OK(cudaFree(d_huge_ptrs));
 }
 
-int main(void) {
+// Runs every test, or only those named on the command line (e.g. under a sanitizer).
+int main(int argc, char** argv) {
     REQUIRE_DEVICE();
     struct { const char* name; void (*fn)(); } tests[] = {
         {"small", test_small},     {"counts", test_counts},   {"large", test_large},
@@ -614,6 +658,9 @@ int main(void) {
         {"batch_no_superblocks", [] { test_batch(0); }},
     };
     for (auto& t : tests) {
+        bool wanted = argc < 2;
+        for (int i = 1; i < argc; ++i) wanted = wanted || strcmp(argv[i], t.name) == 0;
+        if (!wanted) continue;
         int before = gpudyn_test_failures;
         t.fn();
         CHECK(cudaDeviceSynchronize() == cudaSuccess);
