@@ -96,22 +96,26 @@ static void check_disjoint(std::vector<record> recs, const char* what) {
 }
 
 // Probe of the CUDA malloc heap: how many 4 MiB blocks can be taken at once.
-__global__ void probe_kernel(unsigned* count) {
-    const unsigned kMax = 256;  // 256 x 4 MiB = 1 GiB > kDeviceHeapBytes
-    void* blocks[kMax];
+// The pointers go to a global array (not a 2 KiB local one, past CUDA's default
+// 1 KiB stack).
+constexpr unsigned kProbeMax = 256;  // 256 x 4 MiB = 1 GiB > kDeviceHeapBytes
+__global__ void probe_kernel(void** blocks, unsigned* count) {
     unsigned n = 0;
-    while (n < kMax && (blocks[n] = malloc(4u << 20)) != nullptr) ++n;
+    while (n < kProbeMax && (blocks[n] = malloc(4u << 20)) != nullptr) ++n;
     for (unsigned i = 0; i < n; ++i) free(blocks[i]);
     *count = n;
 }
 static unsigned probe_backing_free() {
     unsigned* d = nullptr;
+    void** blocks = nullptr;
     unsigned n = 0;
     CUDA_OK(cudaMalloc(&d, sizeof(unsigned)));
-    probe_kernel<<<1, 1>>>(d);
+    CUDA_OK(cudaMalloc(&blocks, sizeof(void*) * kProbeMax));
+    probe_kernel<<<1, 1>>>(blocks, d);
     CUDA_OK(cudaGetLastError());
     CUDA_OK(cudaMemcpy(&n, d, sizeof(unsigned), cudaMemcpyDeviceToHost));
     CUDA_OK(cudaFree(d));
+    CUDA_OK(cudaFree(blocks));
     return n;
 }
 
