@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cstring>
 
-namespace gpudyn::detail {
+namespace gpudyn {
+inline namespace v0 {  // the device headers' versioned namespace: one gpudyn::detail
+namespace detail {
 
 namespace {
 thread_local std::string last_error_message;
@@ -86,7 +88,9 @@ void* driver_entry_point(const char* symbol, int cuda_version) {
     return fn;
 }
 
-}  // namespace gpudyn::detail
+}  // namespace detail
+}  // namespace v0
+}  // namespace gpudyn
 
 using namespace gpudyn::detail;
 

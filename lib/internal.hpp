@@ -17,7 +17,9 @@
 #include <new>
 #include <string>
 
-namespace gpudyn::detail {
+namespace gpudyn {
+inline namespace v0 {  // the device headers' versioned namespace: one gpudyn::detail
+namespace detail {
 
 struct error {
     gpudyn_status_t status;
@@ -96,4 +98,6 @@ unsigned grid_for(uint64_t n, unsigned block, unsigned blocks_per_sm = 8);
 // library never links libcuda (machines without a driver can still load it).
 void* driver_entry_point(const char* symbol, int cuda_version);
 
-}  // namespace gpudyn::detail
+}  // namespace detail
+}  // namespace v0
+}  // namespace gpudyn
