@@ -32,10 +32,10 @@ def cmd_info(args) -> int:
 
 def cmd_bench(args) -> int:
     from . import errors
-    from .bench import available, run_benchmarks
+    from .bench import available, resolve, run_benchmarks
     from .info import device_count
 
-    names = args.names or available()
+    names = [resolve(n) for n in args.names] or available()
     unknown = [n for n in names if n not in available()]
     if unknown:
         print(f"gpudyn bench: unknown benchmark(s) {', '.join(unknown)}; available: {', '.join(available())}",
@@ -53,12 +53,16 @@ def cmd_bench(args) -> int:
 
 
 def main(argv=None) -> int:
+    from .bench import ALIASES
+
     parser = argparse.ArgumentParser(prog="gpudyn", description="gpudyn: dynamic memory inside CUDA kernels")
     sub = parser.add_subparsers(dest="command", required=True)
     p_info = sub.add_parser("info", help="library, CUDA and device information")
     p_info.set_defaults(func=cmd_info)
     p_bench = sub.add_parser("bench", help="run the papers' benchmarks on the GPU")
-    p_bench.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
+    p_bench.add_argument("names", nargs="*",
+                         help="benchmarks to run (default: all); short names: "
+                         + ", ".join(f"{k}={v}" for k, v in ALIASES.items()))
     p_bench.add_argument("--quick", action="store_true", help="small sweep (smoke test)")
     p_bench.add_argument("--out-dir", default=None,
                          help="results folder (default: benchmarks/results/<gpu>)")

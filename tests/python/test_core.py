@@ -119,6 +119,12 @@ def test_bench_cli_rejects_unknown_benchmark():
     assert r.returncode == 2 and "unknown benchmark" in r.stderr
 
 
+def test_bench_short_names_resolve_to_installed_benchmarks():
+    from gpudyn.bench import ALIASES, available, resolve
+    for short, full in ALIASES.items():
+        assert resolve(short) == full and full in available()
+
+
 def test_markdown_table_and_targets(tmp_path):
     from gpudyn.bench._common import Context, gpu_slug, markdown_table
     ctx = Context("x", str(tmp_path), True, {"name": "NVIDIA H200"})
