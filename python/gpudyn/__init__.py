@@ -38,3 +38,7 @@ from .warp_heap import WarpHeap  # noqa: E402
 __all__ += ["WarpHeap"]
 from .ggarray import GGArray, StaticArray, VmmArray  # noqa: E402
 __all__ += ["GGArray", "StaticArray", "VmmArray"]
+from .rw_heap import PageHeap  # noqa: E402
+from . import theory  # noqa: E402,F401
+from .nvrtc import nvrtc_options  # noqa: E402
+__all__ += ["PageHeap", "theory", "nvrtc_options"]
