@@ -17,8 +17,15 @@
 #ifndef GPUDYN_GPUDYN_H
 #define GPUDYN_GPUDYN_H
 
+/* NVRTC has no C library headers: device code compiled at run time (CuPy
+ * RawModule) gets the fixed-width types from libcu++ instead. */
+#if defined(__CUDACC_RTC__)
+#include <cuda/std/cstddef>
+#include <cuda/std/cstdint>
+#else
 #include <stddef.h>
 #include <stdint.h>
+#endif
 
 #define GPUDYN_VERSION_MAJOR 0
 #define GPUDYN_VERSION_MINOR 1

@@ -17,8 +17,9 @@ from .info import cuda_versions, device_count, device_info
 
 
 def get_include() -> str:
-    """Folder to put on the include path for the device headers
-    (``#include <gpudyn/ggarray.cuh>``), e.g. ``cupy.RawModule(options=("-I" + gpudyn.get_include(), ...))``."""
+    """Folder holding the headers (``#include <gpudyn/ggarray.cuh>``).  For CuPy
+    ``RawModule``/NVRTC pass ``options=tuple(gpudyn.nvrtc_options())``, which adds
+    this folder and the CUDA/CCCL include folders NVRTC needs."""
     from ._ffi import include_dirs
     for d in include_dirs():
         if _os.path.isfile(_os.path.join(d, "gpudyn", "gpudyn.h")):
