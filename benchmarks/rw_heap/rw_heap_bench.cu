@@ -64,13 +64,13 @@ __global__ void getpage_kernel(gpudyn_rw_heap_view_t v, unsigned n, unsigned see
     out[tid] = page;
 }
 
-// The paper's queue baseline (SV-A): free page ids in an array, one atomic head.
-__global__ void queue_kernel(const unsigned* queue, unsigned long long* head, unsigned n, unsigned* out,
-                             unsigned* position) {
+// The paper's queue baseline (SV-A): gpudyn::detail::page_queue (free page ids
+// in an array, one atomic head); the position of each request gives its steps.
+__global__ void queue_kernel(gpudyn::detail::page_queue q, unsigned n, unsigned* out, unsigned* position) {
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     if (tid >= n) return;
-    unsigned long long i = atomicAdd(head, 1ull);
-    out[tid] = queue[i];
+    unsigned long long i;
+    out[tid] = q.pop(i);
     position[tid] = unsigned(i);
 }
 
@@ -215,20 +215,30 @@ static gpudyn_rw_heap_t make_heap(unsigned long long pages, unsigned long long p
 int main(int argc, char** argv) {
     const char* out_path = nullptr;
     bool quick = false;
+    // Profiling aids (ncu): --only fig11|fig13|fig17 runs one part, --join-n N one
+    // hash-join size, --reps R timed repeats.
+    const char* only = nullptr;
+    unsigned join_n = 0;
+    int reps_arg = 0;
+    const char* usage = "usage: %s --out FILE.json [--quick] [--only fig11|fig13|fig17] [--join-n N] [--reps R]\n";
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--join-n") && i + 1 < argc) join_n = unsigned(strtoul(argv[++i], nullptr, 10));
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps_arg = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s --out FILE.json [--quick]\n", argv[0]);
+            fprintf(stderr, usage, argv[0]);
             return 2;
         }
     }
     if (!out_path) {
-        fprintf(stderr, "usage: %s --out FILE.json [--quick]\n", argv[0]);
+        fprintf(stderr, usage, argv[0]);
         return 2;
     }
+    auto part = [&](const char* name) { return only == nullptr || !strcmp(only, name); };
     CUDA(cudaDeviceSetLimit(cudaLimitMallocHeapSize, kCudaMallocHeap));
-    const int reps = quick ? 3 : 5;
+    const int reps = reps_arg > 0 ? reps_arg : quick ? 3 : 5;
     timer tm;
 
     // Axes (defaults in one place).
@@ -238,8 +248,9 @@ int main(int argc, char** argv) {
     const std::vector<unsigned> threads = quick ? std::vector<unsigned>{4096, 65536}
                                                 : std::vector<unsigned>{1024, 4096, 16384, 65536, 262144, 1048576};
     const std::vector<unsigned> malloc_threads = quick ? std::vector<unsigned>{65536} : std::vector<unsigned>{65536, 1048576};
-    const std::vector<unsigned> join_sizes = quick ? std::vector<unsigned>{16384, 1048576}
-                                                   : std::vector<unsigned>{16384, 65536, 262144, 1048576, 4194304, 10000000};
+    const std::vector<unsigned> join_sizes = join_n ? std::vector<unsigned>{join_n}
+                                             : quick ? std::vector<unsigned>{16384, 1048576}
+                                                     : std::vector<unsigned>{16384, 65536, 262144, 1048576, 4194304, 10000000};
     const unsigned max_n = 16u << 20;
 
     size_t total = pool_pages.size() * frees.size() * threads.size() + threads.size() +
@@ -259,6 +270,7 @@ int main(int argc, char** argv) {
     // ---- Fig. 11: GETPAGE ---------------------------------------------------
     const char* algo_names[] = {"rw", "rw_bm", "corw"};
     for (unsigned long long T : pool_pages) {
+        if (!part("fig11")) break;
         gpudyn_rw_heap_t h = make_heap(T, 256);
         gpudyn_rw_heap_view_t v;
         GD(gpudyn_rw_heap_get_view(h, &v));
@@ -296,7 +308,7 @@ int main(int argc, char** argv) {
                     std::vector<float> t;
                     for (int r = 0; r <= reps; ++r) {
                         CUDA(cudaMemset(d_head, 0, 8));
-                        float ms = tm.ms([&] { queue_kernel<<<blocks(N), kBlock>>>(d_queue, d_head, N, d_out, d_pos); });
+                        float ms = tm.ms([&] { queue_kernel<<<blocks(N), kBlock>>>(gpudyn::detail::page_queue{d_queue, d_head, N}, N, d_out, d_pos); });
                         if (r) t.push_back(ms);
                     }
                     std::vector<unsigned> pos(N);
@@ -319,6 +331,7 @@ int main(int argc, char** argv) {
     }
     // CUDA device malloc of 16 B by the same thread counts.
     for (unsigned N : threads) {
+        if (!part("fig11")) break;
         progress(fmt("fig11 cuda_malloc N=%u", N));
         std::vector<float> t;
         for (int r = 0; r <= (quick ? 2 : 3); ++r) {
@@ -331,7 +344,7 @@ int main(int argc, char** argv) {
     }
 
     // ---- Fig. 13/14: RW_malloc vs CUDA malloc -------------------------------
-    {
+    if (part("fig13")) {
         const unsigned long long T = 1ull << 26, S = 256;  // 16 GiB pool of 256 B pages (SV-B2)
         gpudyn_rw_heap_t h = make_heap(T, S);
         gpudyn_rw_heap_view_t v;
@@ -422,7 +435,7 @@ int main(int argc, char** argv) {
     }
 
     // ---- Fig. 17: hash-join probe writing into pages ------------------------
-    {
+    if (part("fig17")) {
         const unsigned long long T = 1ull << 27, S = 64;  // 128M pages as in SVI, 64 B pages (8 GiB)
         gpudyn_rw_heap_t h = make_heap(T, S);
         gpudyn_rw_heap_view_t v;

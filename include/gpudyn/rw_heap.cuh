@@ -33,6 +33,7 @@
 
 #include "gpudyn/detail/bits.cuh"
 #include "gpudyn/detail/lane_mask.cuh"
+#include "gpudyn/detail/page_queue.cuh"  // the paper's queue baseline (SV-A)
 #include "gpudyn/detail/random.cuh"
 
 #if !defined(__CUDACC_RTC__)
@@ -49,6 +50,11 @@ constexpr unsigned kRwHeapViewVersion = 1;
 // RW_malloc reads one region of this many consecutive bitmap words per round
 // (Alg. 4: one word per lane of a warp; 2048 bits with 64-bit words as in SIV-C).
 constexpr unsigned kRwRegionWords = 32;
+// CoRW read rationing (see corw_impl): words read in the first round per word
+// of pages needed (4 words of 32 bits cover a full warp at >= 25% free), and the
+// cover factor of later rounds over the need at the free density seen so far.
+constexpr unsigned kCorwFirstReadFactor = 4;
+constexpr unsigned kCorwReadMargin = 2;
 // Alignment of every RW_malloc pointer (malloc's guarantee for any built-in type).
 constexpr unsigned long long kRwMallocAlign = 16;
 
@@ -223,7 +229,9 @@ public:
     // page (or kRwInvalidPage on exhaustion).  Each round every lane reads one
     // random word; a warp prefix sum of the free-bit counts decides which lanes
     // claim how many bits, and the claimed pages are handed to the lanes still
-    // without one.  `steps` counts the rounds until this lane was served.
+    // without one.  Reads are rationed to what the free density seen so far
+    // needs (kCorwFirstReadFactor, kCorwReadMargin; every lane reads once no free
+    // bit was seen).  `steps` counts the rounds until this lane was served.
     __device__ unsigned get_page_corw(unsigned mask, detail::counter_rng& rng, unsigned& steps) const {
         return v_.word_bits == 64 ? corw_impl(bitmap<unsigned long long>(), mask, rng, steps)
                                   : corw_impl(bitmap<unsigned>(), mask, rng, steps);
@@ -360,22 +368,45 @@ private:
         constexpr unsigned B = detail::rw_bitmap<Word>::kBits;
         if (!valid()) return kRwInvalidPage;
         unsigned page = kRwInvalidPage;
+        const unsigned lanes = detail::popcount(mask);
+        const unsigned lane_rank = detail::popcount(mask & detail::lanes_below());
+        const unsigned last_lane = detail::highest_lane(mask);
+        // Words read and free bits seen so far by the warp (warp-uniform).
+        unsigned words_read = 0, free_seen = 0;
         for (unsigned round = 0;; ++round) {
             const unsigned needy = __ballot_sync(mask, page == kRwInvalidPage);
             if (needy == 0 || round == v_.max_random_steps) break;  // same decision in every lane
             if (page == kRwInvalidPage) ++steps;
             const unsigned need = detail::popcount(needy);
-            // Every lane reads a random word (Alg. 3 line 6); a word locked by
-            // another warp offers nothing (line 7).
-            const unsigned w = rng.below(bm.word_count);
-            Word free_bits = ~detail::load_word(bm.words + w);
+            // Readers this round (warp-uniform): Alg. 3 line 6 has every lane read a
+            // random word.  We ration the reads: kCorwFirstReadFactor words per B
+            // pages needed in the first round, then enough words to cover the need
+            // kCorwReadMargin times at the free density seen so far, and every lane
+            // once no free bit has been seen.  With plentiful pages a warp then reads
+            // a few words instead of 32 (Fig. 17's probe), with scarce ones it reads
+            // as Alg. 3 does.  Correctness does not depend on it (claims are atomic).
+            unsigned readers = lanes;
+            if (round == 0) {
+                readers = kCorwFirstReadFactor * ((need + B - 1) / B);
+            } else if (free_seen != 0) {
+                readers = unsigned((static_cast<unsigned long long>(kCorwReadMargin) * need * words_read +
+                                    free_seen - 1) / free_seen);
+            }
+            readers = readers < 1 ? 1 : (readers > lanes ? lanes : readers);
+            words_read += readers;
+            // A reader draws a random word; a word locked by another warp offers
+            // nothing (line 7); lanes that do not read offer nothing.
+            const unsigned w = lane_rank < readers ? rng.below(bm.word_count) : 0u;
+            Word free_bits = lane_rank < readers ? Word(~detail::load_word(bm.words + w)) : Word(0);
             bool locked = false;
             if (free_bits != 0) {
                 locked = bm.try_lock(w);
                 if (!locked) free_bits = 0;
             }
             const unsigned f = detail::popcount(free_bits);
-            const unsigned s = detail::masked_inclusive_sum(mask, f) - f;  // pages offered by lower lanes
+            const unsigned incl = detail::masked_inclusive_sum(mask, f);
+            const unsigned s = incl - f;  // pages offered by lower lanes
+            free_seen += __shfl_sync(mask, incl, int(last_lane));
             const unsigned k = s < need ? (f < need - s ? f : need - s) : 0;
             const Word want = detail::lowest_set_bits(free_bits, k);
             const Word won = k != 0 ? bm.claim(w, want) : Word(0);

@@ -5,7 +5,8 @@
 // back; measured TAS within 15% of Eq. 3 (RW) and Eq. 5 (RW-BM) and WAS under
 // the Eq. 4/6 bounds; CoRW with partial and divergent lane masks; RW_malloc
 // ranges disjoint, aligned and inside the pool, frees exact, double frees
-// counted, exhaustion and oversize requests refused.
+// counted, exhaustion and oversize requests refused; the queue baseline hands
+// out each id once and reports exhaustion.
 #include "check.h"
 
 #include <gpudyn/rw_heap.h>
@@ -379,8 +380,72 @@ static void test_malloc() {
     cudaFree(d_ptrs);
 }
 
+// The queue baseline (gpudyn::detail::page_queue): N requests on a queue of M
+// distinct ids (N > M) hand out exactly the M ids, each once, positions are a
+// permutation of 0..N-1, and the N - M late requests get kPageQueueEmpty.
+__global__ void queue_pop_kernel(gpudyn::detail::page_queue q, unsigned n, unsigned* out,
+                                 unsigned long long* position) {
+    const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= n) return;
+    // Divergent on purpose: odd threads pop through the overload with a position.
+    if (tid % 2) {
+        out[tid] = q.pop(position[tid]);
+    } else {
+        unsigned long long p;
+        out[tid] = q.pop(p);
+        position[tid] = p;
+    }
+}
+
+static void test_page_queue() {
+    const unsigned M = 50000, N = 65536;
+    std::vector<unsigned> ids(M);
+    for (unsigned i = 0; i < M; ++i) ids[i] = i * 7u + 3u;  // distinct
+    unsigned *d_ids, *d_out;
+    unsigned long long *d_head, *d_pos;
+    CUDA_OK(cudaMalloc(&d_ids, M * sizeof(unsigned)));
+    CUDA_OK(cudaMalloc(&d_out, N * sizeof(unsigned)));
+    CUDA_OK(cudaMalloc(&d_head, sizeof(unsigned long long)));
+    CUDA_OK(cudaMalloc(&d_pos, N * sizeof(unsigned long long)));
+    CUDA_OK(cudaMemcpy(d_ids, ids.data(), M * sizeof(unsigned), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(d_head, 0, sizeof(unsigned long long)));
+    queue_pop_kernel<<<(N + 255) / 256, 256>>>(gpudyn::detail::page_queue{d_ids, d_head, M}, N, d_out, d_pos);
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<unsigned> out(N);
+    std::vector<unsigned long long> pos(N);
+    unsigned long long head = 0;
+    CUDA_OK(cudaMemcpy(out.data(), d_out, N * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(pos.data(), d_pos, N * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&head, d_head, sizeof head, cudaMemcpyDeviceToHost));
+    CHECK(head == N);
+    std::vector<unsigned> got;
+    std::vector<char> seen_pos(N, 0);
+    unsigned empty = 0;
+    for (unsigned i = 0; i < N; ++i) {
+        CHECK(pos[i] < N && !seen_pos[pos[i]]);
+        if (pos[i] < N) seen_pos[pos[i]] = 1;
+        if (out[i] == gpudyn::detail::kPageQueueEmpty) {
+            ++empty;
+            CHECK(pos[i] >= M);
+        } else {
+            CHECK(pos[i] < M && out[i] == ids[pos[i]]);
+            got.push_back(out[i]);
+        }
+    }
+    CHECK(empty == N - M);
+    std::sort(got.begin(), got.end());
+    CHECK(got.size() == M && std::adjacent_find(got.begin(), got.end()) == got.end());
+    CHECK(got == ids);  // ids are ascending: every id handed out exactly once
+    printf("page_queue: %u requests on %u ids, %u empty: OK\n", N, M, empty);
+    cudaFree(d_ids);
+    cudaFree(d_out);
+    cudaFree(d_head);
+    cudaFree(d_pos);
+}
+
 int main() {
     REQUIRE_DEVICE();
+    test_page_queue();
     test_uniqueness();
     test_exhaustion_and_reuse();
     test_tas_theory();
