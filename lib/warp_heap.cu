@@ -5,7 +5,11 @@
 
 #include "warp_heap_kernels.hpp"
 
+#include <gpudyn/rw_heap.h>
+#include <gpudyn/warp_heap.cuh>
+
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace {
@@ -15,6 +19,18 @@ namespace {
 constexpr uint64_t kDefaultSuperblockBytes = 32768;
 constexpr uint32_t kDefaultMinBlockBytes = 16;
 constexpr uint32_t kDefaultListCapacity = 126;
+// Arena defaults: a 512 MiB pool (room for the 1M x 16 B target's 2048 warps
+// many times over), a quarter of it for header slots, runs of up to 8
+// superblocks (growth 1, 2, 4, 8: at most half of a warp's run sits unused).
+constexpr uint64_t kDefaultArenaBytes = 512ull << 20;
+constexpr uint64_t kArenaHeaderShare = 4;  // header slots fill arena_bytes / 4
+constexpr uint32_t kDefaultMaxSuperblockRun = 8;
+constexpr uint32_t kMaxSuperblockRun = 32;   // one bitmap word
+// Chunk slot without superblocks (every warp request is a block of its own).
+constexpr uint64_t kNoSuperblockChunkBytes = 4096;
+constexpr unsigned kArenaWordBits = 32;
+// Slots are counted in 32-bit indices.
+constexpr uint64_t kMaxArenaSlots = 1ull << 31;
 // Upper bounds that keep a misplaced argument from asking for absurd blocks:
 // a minimum block of 1 MiB and a list of 2^20 entries (16 MiB) are far past use.
 constexpr uint32_t kMaxMinBlockBytes = 1u << 20;
@@ -22,7 +38,6 @@ constexpr uint32_t kMaxListCapacity = 1u << 20;
 // Bulk kernels: 8 full warps per block (a multiple of the warp size, so every
 // warp of the batch kernel is complete and can start a heap with a full mask).
 constexpr unsigned kBulkBlock = 256;
-constexpr unsigned kWarpLanes = 32;
 
 struct batch {
     void** headers;   // device array: one kept header per warp of the launch (or NULL)
@@ -35,6 +50,11 @@ bool is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
 struct gpudyn_warp_heap_s {
     gpudyn_warp_heap_view_t view{};
+    void* arena = nullptr;                      // device: ARENA pool
+    unsigned* arena_bits = nullptr;             // device: ARENA bitmap
+    uint64_t arena_words = 0;
+    gpudyn_rw_heap_t page_heap = nullptr;       // PAGE_HEAP: the caller's heap (not owned)
+    void* page_heap_view = nullptr;             // device copy of its view
     gpudyn_warp_heap_stats_t* stats = nullptr;  // device
     unsigned* failed = nullptr;                 // device flag of alloc_batch
     cudaStream_t stream = nullptr;              // creation stream (destroy uses it)
@@ -70,11 +90,16 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_options_init(gpudyn_warp_heap_option
         GPUDYN_REQUIRE_NOT_NULL(options);
         *options = gpudyn_warp_heap_options_t{};
         options->struct_size = sizeof(gpudyn_warp_heap_options_t);
-        options->backing = GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC;
+        options->backing = GPUDYN_WARP_HEAP_BACKING_ARENA;
         options->superblock_bytes = kDefaultSuperblockBytes;
         options->min_block_bytes = kDefaultMinBlockBytes;
         options->list_capacity = kDefaultListCapacity;
         options->device_heap_bytes = 0;
+        options->arena_bytes = kDefaultArenaBytes;
+        options->arena_chunk_bytes = 0;
+        options->arena_header_slots = 0;
+        options->max_superblock_run = kDefaultMaxSuperblockRun;
+        options->page_heap = nullptr;
     });
 }
 
@@ -85,8 +110,14 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
         *heap = nullptr;
         require_struct_size(options, "options");
         const gpudyn_warp_heap_options_t o = *options;
-        GPUDYN_REQUIRE(o.backing == GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC,
-                       "options->backing is %u, expected GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC (0)", unsigned(o.backing));
+        GPUDYN_REQUIRE(o.backing == GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC || o.backing == GPUDYN_WARP_HEAP_BACKING_ARENA ||
+                           o.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP,
+                       "options->backing is %u, expected CUDA_MALLOC (0), ARENA (1) or PAGE_HEAP (2)", unsigned(o.backing));
+        GPUDYN_REQUIRE(o.backing != GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP || o.page_heap != nullptr,
+                       "options->page_heap is NULL, expected a gpudyn_rw_heap_t for the PAGE_HEAP backing");
+        GPUDYN_REQUIRE(o.max_superblock_run >= 1 && o.max_superblock_run <= kMaxSuperblockRun,
+                       "options->max_superblock_run is %u, expected 1..%u", unsigned(o.max_superblock_run),
+                       kMaxSuperblockRun);
         GPUDYN_REQUIRE(is_pow2(o.min_block_bytes) && o.min_block_bytes >= unsigned(GPUDYN_WARP_HEAP_ALIGNMENT) &&
                            o.min_block_bytes <= kMaxMinBlockBytes,
                        "options->min_block_bytes is %u, expected a power of two in [%u, %u]",
@@ -100,6 +131,34 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
                        (unsigned long long)o.superblock_bytes, unsigned(o.min_block_bytes));
         GPUDYN_REQUIRE(o.list_capacity >= 1 && o.list_capacity <= kMaxListCapacity,
                        "options->list_capacity is %u, expected 1..%u", unsigned(o.list_capacity), kMaxListCapacity);
+        // Arena geometry (checked before anything is allocated).
+        const uint64_t header_bytes = gpudyn::warp_heap_detail::round_up(
+            gpudyn::warp_heap_detail::first_sb_offset(o.list_capacity) + o.superblock_bytes,
+            GPUDYN_WARP_HEAP_ALIGNMENT);
+        uint64_t chunk_bytes = 0, header_slots = 0, chunk_slots = 0;
+        if (o.backing == GPUDYN_WARP_HEAP_BACKING_ARENA) {
+            chunk_bytes = o.arena_chunk_bytes != 0 ? o.arena_chunk_bytes
+                          : o.superblock_bytes != 0 ? o.superblock_bytes : kNoSuperblockChunkBytes;
+            GPUDYN_REQUIRE(chunk_bytes % GPUDYN_WARP_HEAP_ALIGNMENT == 0 && chunk_bytes >= o.superblock_bytes,
+                           "options->arena_chunk_bytes is %llu, expected 0 or a multiple of 16 of at least "
+                           "superblock_bytes (%llu)",
+                           (unsigned long long)o.arena_chunk_bytes, (unsigned long long)o.superblock_bytes);
+            header_slots = o.arena_header_slots != 0 ? o.arena_header_slots
+                                                     : o.arena_bytes / kArenaHeaderShare / header_bytes;
+            GPUDYN_REQUIRE(header_slots >= 1 && header_slots <= kMaxArenaSlots &&
+                               header_slots * header_bytes < o.arena_bytes,
+                           "options->arena_bytes is %llu with arena_header_slots %llu: expected room for at least "
+                           "one header slot (%llu bytes) and one chunk slot (%llu bytes)",
+                           (unsigned long long)o.arena_bytes, (unsigned long long)o.arena_header_slots,
+                           (unsigned long long)header_bytes, (unsigned long long)chunk_bytes);
+            chunk_slots = (o.arena_bytes - header_slots * header_bytes) / chunk_bytes;
+            if (chunk_slots > kMaxArenaSlots) chunk_slots = kMaxArenaSlots;
+            GPUDYN_REQUIRE(chunk_slots >= 1,
+                           "options->arena_bytes is %llu: no room for a chunk slot (%llu bytes) after %llu header "
+                           "slots of %llu bytes",
+                           (unsigned long long)o.arena_bytes, (unsigned long long)chunk_bytes,
+                           (unsigned long long)header_slots, (unsigned long long)header_bytes);
+        }
         require_device();
         if (o.device_heap_bytes != 0) {
             size_t current = 0;
@@ -127,9 +186,52 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
             h->view.min_block_bytes = o.min_block_bytes;
             h->view.list_capacity = o.list_capacity;
             h->view.stats = h->stats;
+            h->view.max_superblock_run = o.backing == GPUDYN_WARP_HEAP_BACKING_ARENA ? o.max_superblock_run : 1u;
+            if (o.backing == GPUDYN_WARP_HEAP_BACKING_ARENA) {
+                const uint64_t header_words = (header_slots + kArenaWordBits - 1) / kArenaWordBits;
+                const uint64_t chunk_words = (chunk_slots + kArenaWordBits - 1) / kArenaWordBits;
+                h->arena_words = header_words + chunk_words;
+                const uint64_t pool = header_slots * header_bytes + chunk_slots * chunk_bytes;
+                cudaError_t err = cudaMallocAsync(&h->arena, pool, h->stream);
+                if (err != cudaSuccess) {
+                    cudaGetLastError();
+                    raise(err == cudaErrorMemoryAllocation ? GPUDYN_ERROR_OUT_OF_MEMORY : GPUDYN_ERROR_CUDA,
+                          "options->arena_bytes is %llu: the arena pool could not be allocated: %s",
+                          (unsigned long long)o.arena_bytes, cudaGetErrorName(err));
+                }
+                // All slots free; the bits past the last slot of each part are set for good.
+                std::vector<unsigned> bits(h->arena_words, 0u);
+                if (header_slots % kArenaWordBits) bits[header_words - 1] = ~0u << (header_slots % kArenaWordBits);
+                if (chunk_slots % kArenaWordBits) bits[h->arena_words - 1] = ~0u << (chunk_slots % kArenaWordBits);
+                GPUDYN_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&h->arena_bits), h->arena_words * 4, h->stream));
+                GPUDYN_CUDA(cudaMemcpyAsync(h->arena_bits, bits.data(), h->arena_words * 4, cudaMemcpyHostToDevice,
+                                            h->stream));
+                GPUDYN_CUDA(cudaStreamSynchronize(h->stream));  // `bits` is a host temporary
+                h->view.arena_base = h->arena;
+                h->view.arena_bitmap = h->arena_bits;
+                h->view.arena_header_bytes = header_bytes;
+                h->view.arena_chunk_bytes = chunk_bytes;
+                h->view.arena_header_slots = uint32_t(header_slots);
+                h->view.arena_chunk_slots = uint32_t(chunk_slots);
+            }
+            if (o.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) {
+                h->page_heap = static_cast<gpudyn_rw_heap_t>(o.page_heap);
+                gpudyn_rw_heap_view_t pv;
+                if (gpudyn_rw_heap_get_view(h->page_heap, &pv) != GPUDYN_SUCCESS) {
+                    const std::string why = gpudyn_last_error_message();
+                    raise(GPUDYN_ERROR_INVALID_ARGUMENT, "options->page_heap: %s", why.c_str());
+                }
+                GPUDYN_CUDA(cudaMallocAsync(&h->page_heap_view, sizeof(pv), h->stream));
+                GPUDYN_CUDA(cudaMemcpyAsync(h->page_heap_view, &pv, sizeof(pv), cudaMemcpyHostToDevice, h->stream));
+                GPUDYN_CUDA(cudaStreamSynchronize(h->stream));
+                h->view.page_heap = h->page_heap_view;
+            }
         } catch (...) {
             if (h->stats) cudaFreeAsync(h->stats, h->stream);
             if (h->failed) cudaFreeAsync(h->failed, h->stream);
+            if (h->arena) cudaFreeAsync(h->arena, h->stream);
+            if (h->arena_bits) cudaFreeAsync(h->arena_bits, h->stream);
+            if (h->page_heap_view) cudaFreeAsync(h->page_heap_view, h->stream);
             delete h;
             throw;
         }
@@ -144,6 +246,9 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_destroy(gpudyn_warp_heap_t heap) {
         release_batches(heap, heap->stream);
         GPUDYN_CUDA(cudaFreeAsync(heap->stats, heap->stream));
         GPUDYN_CUDA(cudaFreeAsync(heap->failed, heap->stream));
+        if (heap->arena) GPUDYN_CUDA(cudaFreeAsync(heap->arena, heap->stream));
+        if (heap->arena_bits) GPUDYN_CUDA(cudaFreeAsync(heap->arena_bits, heap->stream));
+        if (heap->page_heap_view) GPUDYN_CUDA(cudaFreeAsync(heap->page_heap_view, heap->stream));
         GPUDYN_CUDA(cudaStreamSynchronize(heap->stream));
     });
 }
@@ -220,6 +325,38 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_stats(gpudyn_warp_heap_t heap, g
         cudaStream_t s = to_cuda(stream);
         GPUDYN_CUDA(cudaMemcpyAsync(stats, heap->stats, sizeof(*stats), cudaMemcpyDeviceToHost, s));
         GPUDYN_CUDA(cudaStreamSynchronize(s));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_backing_free_bytes(gpudyn_warp_heap_t heap, uint64_t* bytes,
+                                                               gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(heap);
+        GPUDYN_REQUIRE_NOT_NULL(bytes);
+        *bytes = 0;
+        cudaStream_t s = to_cuda(stream);
+        const gpudyn_warp_heap_view_t& v = heap->view;
+        if (v.backing == GPUDYN_WARP_HEAP_BACKING_ARENA) {
+            std::vector<unsigned> bits(heap->arena_words);
+            GPUDYN_CUDA(cudaMemcpyAsync(bits.data(), heap->arena_bits, heap->arena_words * 4, cudaMemcpyDeviceToHost, s));
+            GPUDYN_CUDA(cudaStreamSynchronize(s));
+            const uint64_t header_words = (uint64_t(v.arena_header_slots) + kArenaWordBits - 1) / kArenaWordBits;
+            uint64_t free_headers = 0, free_chunks = 0;
+            for (uint64_t w = 0; w < heap->arena_words; ++w)
+                (w < header_words ? free_headers : free_chunks) += uint64_t(__builtin_popcount(~bits[w]));
+            *bytes = free_headers * v.arena_header_bytes + free_chunks * v.arena_chunk_bytes;
+        } else if (v.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) {
+            gpudyn_rw_heap_info_t info{};
+            info.struct_size = sizeof(info);
+            if (gpudyn_rw_heap_get_info(heap->page_heap, &info, stream) != GPUDYN_SUCCESS) {
+                const std::string why = gpudyn_last_error_message();
+                raise(GPUDYN_ERROR_CUDA, "page heap: %s", why.c_str());
+            }
+            *bytes = info.free_pages * info.page_size;
+        } else {
+            raise(GPUDYN_ERROR_NOT_SUPPORTED,
+                  "the CUDA_MALLOC backing cannot report its free memory (CUDA has no query for the device heap)");
+        }
     });
 }
 

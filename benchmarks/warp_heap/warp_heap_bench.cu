@@ -1,7 +1,8 @@
 // gpudyn_bench_warp_heap: the FDGMalloc paper's experiments (Widmer et al.
-// 2013, Figs. 4-6) for the warp heap, against CUDA device malloc and against
-// the warp heap without superblocks (every warp request straight to the
-// backing allocator), all in the same run.
+// 2013, Figs. 4-6) for the warp heap on its default arena backing, against
+// CUDA device malloc, the warp heap on CUDA malloc (the paper's configuration),
+// the warp heap without superblocks (every warp request straight to CUDA
+// malloc) and the warp heap on the random-walk page heap, all in the same run.
 //
 //   gpudyn_bench_warp_heap --out FILE.json [--quick]
 //
@@ -9,6 +10,7 @@
 // bytes, then free everything (warp heap: end(); CUDA malloc: free of each
 // pointer), as in the paper's sec. 5.1.  Timed with CUDA events after a
 // warm-up launch; the median of the repeats is reported.
+#include <gpudyn/rw_heap.h>
 #include <gpudyn/warp_heap.h>
 #include <gpudyn/warp_heap.cuh>
 
@@ -39,6 +41,16 @@ constexpr double kSlowMs = 400.0;
 // launch (the paper too: "the limited GPU memory does not allow us to perform
 // all tests with all combinations"); it keeps every run inside kDeviceHeapBytes.
 constexpr unsigned long long kMaxBytesPerLaunch = 2ull << 30;
+// Arena of the default warp heap: header slots for the largest launch (Fig. 6:
+// 512 x 1024 threads = 16384 warps) and chunks for kMaxBytesPerLaunch twice
+// over (superblock runs may hold up to twice what a warp uses).
+constexpr unsigned long long kArenaBytes = 8ull << 30;
+constexpr unsigned long long kArenaHeaderSlots = 20480;
+// Page heap backing: pages that hold a warp's header block (header, list and
+// first superblock), rounded to 4 KiB; enough of them for 65,536 threads of
+// Fig. 4 and the target (2048 warps, a few superblocks each).
+constexpr unsigned long long kPageRounding = 4096;
+constexpr unsigned long long kPageCount = 1ull << 16;
 
 #define CUDA_CHECK(call)                                                                          \
     do {                                                                                          \
@@ -90,17 +102,19 @@ __global__ void cuda_malloc_kernel(unsigned n, unsigned s, unsigned* failures) {
     if (failed) atomicAdd(failures, failed);
 }
 
-enum class allocator { warp_heap, warp_heap_no_sb, cuda_malloc };
+enum class allocator { warp_heap, warp_heap_no_sb, cuda_malloc, warp_heap_cuda_malloc, warp_heap_page_heap };
 const char* name_of(allocator a) {
     switch (a) {
         case allocator::warp_heap: return "warp_heap";
         case allocator::warp_heap_no_sb: return "warp_heap_no_superblocks";
+        case allocator::warp_heap_cuda_malloc: return "warp_heap_cuda_malloc";
+        case allocator::warp_heap_page_heap: return "warp_heap_page_heap";
         default: return "cuda_malloc";
     }
 }
 
 struct bench {
-    gpudyn_warp_heap_view_t with_sb{}, without_sb{};
+    gpudyn_warp_heap_view_t with_sb{}, without_sb{}, on_malloc{}, on_pages{};
     unsigned* failures = nullptr;
     int repeats = 5;
     cudaEvent_t start{}, stop{};
@@ -108,7 +122,12 @@ struct bench {
     void launch(allocator a, unsigned threads, unsigned block, unsigned n, unsigned s) {
         const unsigned grid = (threads + block - 1) / block;
         if (a == allocator::cuda_malloc) cuda_malloc_kernel<<<grid, block>>>(n, s, failures);
-        else warp_heap_kernel<<<grid, block>>>(a == allocator::warp_heap ? with_sb : without_sb, n, s, failures);
+        else {
+            const gpudyn_warp_heap_view_t& v = a == allocator::warp_heap ? with_sb
+                                               : a == allocator::warp_heap_no_sb ? without_sb
+                                               : a == allocator::warp_heap_cuda_malloc ? on_malloc : on_pages;
+            warp_heap_kernel<<<grid, block>>>(v, n, s, failures);
+        }
         CUDA_CHECK(cudaGetLastError());
     }
 
@@ -186,12 +205,32 @@ int main(int argc, char** argv) {
     gpudyn_warp_heap_options_t o;
     GPUDYN_CHECK(gpudyn_warp_heap_options_init(&o));
     o.device_heap_bytes = kDeviceHeapBytes;
-    gpudyn_warp_heap_t with_sb = nullptr, without_sb = nullptr;
+    gpudyn_warp_heap_t with_sb = nullptr, without_sb = nullptr, on_malloc = nullptr, on_pages = nullptr;
+    // Default warp heap: the arena backing (options_init's default).
+    o.arena_bytes = kArenaBytes;
+    o.arena_header_slots = kArenaHeaderSlots;
     GPUDYN_CHECK(gpudyn_warp_heap_create(&with_sb, &o, nullptr));
-    o.superblock_bytes = 0;  // every warp request straight to the backing allocator
+    // The paper's configuration: CUDA malloc backing, one superblock at a time.
+    o.backing = GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC;
+    GPUDYN_CHECK(gpudyn_warp_heap_create(&on_malloc, &o, nullptr));
+    o.superblock_bytes = 0;  // every warp request straight to CUDA malloc
     GPUDYN_CHECK(gpudyn_warp_heap_create(&without_sb, &o, nullptr));
+    // Page heap backing: pages that fit a header block.
+    gpudyn_rw_heap_options_t ro;
+    GPUDYN_CHECK(gpudyn_rw_heap_options_init(&ro));
+    GPUDYN_CHECK(gpudyn_warp_heap_options_init(&o));
+    ro.page_size = (gpudyn::warp_heap_detail::first_sb_offset(o.list_capacity) + o.superblock_bytes + kPageRounding - 1) /
+                   kPageRounding * kPageRounding;
+    ro.page_count = kPageCount;
+    gpudyn_rw_heap_t pages = nullptr;
+    GPUDYN_CHECK(gpudyn_rw_heap_create(&pages, &ro, nullptr));
+    o.backing = GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP;
+    o.page_heap = pages;
+    GPUDYN_CHECK(gpudyn_warp_heap_create(&on_pages, &o, nullptr));
     GPUDYN_CHECK(gpudyn_warp_heap_get_view(with_sb, &b.with_sb));
     GPUDYN_CHECK(gpudyn_warp_heap_get_view(without_sb, &b.without_sb));
+    GPUDYN_CHECK(gpudyn_warp_heap_get_view(on_malloc, &b.on_malloc));
+    GPUDYN_CHECK(gpudyn_warp_heap_get_view(on_pages, &b.on_pages));
     CUDA_CHECK(cudaMalloc(&b.failures, sizeof(unsigned)));
     CUDA_CHECK(cudaEventCreate(&b.start));
     CUDA_CHECK(cudaEventCreate(&b.stop));
@@ -207,10 +246,18 @@ int main(int argc, char** argv) {
     std::vector<unsigned> fig6_blocks;  // paper: 1..512 blocks of 1024 threads
     for (unsigned g = 1; g <= 512; g *= quick ? 8 : 2) fig6_blocks.push_back(g);
     const std::vector<unsigned> fig6_n = {1, 16, 128};
-    const allocator all[] = {allocator::warp_heap, allocator::warp_heap_no_sb, allocator::cuda_malloc};
+    // Every allocator runs the target and Fig. 4; Fig. 5 leaves out the page
+    // heap (its pool is sized for Fig. 4), Fig. 6 compares the two backings.
+    const allocator all[] = {allocator::warp_heap, allocator::warp_heap_cuda_malloc, allocator::warp_heap_no_sb,
+                             allocator::warp_heap_page_heap, allocator::cuda_malloc};
+    const allocator fig5_all[] = {allocator::warp_heap, allocator::warp_heap_cuda_malloc, allocator::warp_heap_no_sb,
+                                  allocator::cuda_malloc};
+    const allocator fig6_all[] = {allocator::warp_heap, allocator::warp_heap_cuda_malloc};
+    constexpr size_t kAll = sizeof(all) / sizeof(all[0]), kFig5 = sizeof(fig5_all) / sizeof(fig5_all[0]),
+                     kFig6 = sizeof(fig6_all) / sizeof(fig6_all[0]);
 
-    const size_t total = 3 /*target*/ + fig4_s.size() * 3 + fig5_x.size() * fig5_n.size() * fig5_s.size() * 3 +
-                         fig6_blocks.size() * fig6_n.size();
+    const size_t total = kAll /*target*/ + fig4_s.size() * kAll + fig5_x.size() * fig5_n.size() * fig5_s.size() * kFig5 +
+                         fig6_blocks.size() * fig6_n.size() * kFig6;
     size_t done = 0;
     std::vector<row> rows;
     auto progress = [&](const char* label) { fprintf(stderr, "progress %zu %zu %s\n", ++done, total, label); };
@@ -233,11 +280,11 @@ int main(int argc, char** argv) {
     // Fig. 5: threads x N x S.  The baseline is capped (see kMaxBaselineAllocs, kSlowMs).
     for (unsigned n : fig5_n)
         for (unsigned s : fig5_s)
-            for (allocator a : all) {
+            for (allocator a : fig5_all) {
                 bool slow = false;
                 for (unsigned x : fig5_x) {
                     const bool skip = (unsigned long long)x * n * s > kMaxBytesPerLaunch ||
-                                      (a == allocator::cuda_malloc &&
+                                      (a != allocator::warp_heap &&
                                        (slow || (unsigned long long)x * n > kMaxBaselineAllocs));
                     if (!skip) {
                         unsigned long long failed = 0;
@@ -249,13 +296,14 @@ int main(int argc, char** argv) {
                 }
             }
     // Fig. 6: scalability of the warp heap, blocks of 1024 threads, 16 B.
-    for (unsigned n : fig6_n)
-        for (unsigned g : fig6_blocks) {
-            unsigned long long failed = 0;
-            double ms = b.time(allocator::warp_heap, g * kMaxBlock, n, 16, kMaxBlock, &failed);
-            rows.push_back({"fig6", allocator::warp_heap, g * kMaxBlock, n, 16, kMaxBlock, ms, failed});
-            progress("fig6");
-        }
+    for (allocator a : fig6_all)
+        for (unsigned n : fig6_n)
+            for (unsigned g : fig6_blocks) {
+                unsigned long long failed = 0;
+                double ms = b.time(a, g * kMaxBlock, n, 16, kMaxBlock, &failed);
+                rows.push_back({"fig6", a, g * kMaxBlock, n, 16, kMaxBlock, ms, failed});
+                progress("fig6");
+            }
 
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     FILE* f = fopen(out_path, "w");
@@ -265,14 +313,20 @@ int main(int argc, char** argv) {
     }
     fprintf(f,
             "{\n \"superblock_bytes\": %llu,\n \"min_block_bytes\": %u,\n \"list_capacity\": %u,\n"
+            " \"arena_bytes\": %llu,\n \"arena_header_slots\": %llu,\n \"max_superblock_run\": %u,\n"
+            " \"page_size\": %llu,\n \"page_count\": %llu,\n"
             " \"device_heap_bytes\": %llu,\n \"repeats\": %d,\n \"baseline_cap_allocs\": %llu,\n"
             " \"baseline_slow_ms\": %g,\n \"wall_seconds\": %.2f,\n \"rows\": %s\n}\n",
             (unsigned long long)b.with_sb.superblock_bytes, b.with_sb.min_block_bytes, b.with_sb.list_capacity,
+            kArenaBytes, kArenaHeaderSlots, b.with_sb.max_superblock_run, (unsigned long long)ro.page_size, kPageCount,
             (unsigned long long)kDeviceHeapBytes, b.repeats, kMaxBaselineAllocs, kSlowMs, wall_s,
             json_rows(rows).c_str());
     fclose(f);
     GPUDYN_CHECK(gpudyn_warp_heap_destroy(with_sb));
     GPUDYN_CHECK(gpudyn_warp_heap_destroy(without_sb));
+    GPUDYN_CHECK(gpudyn_warp_heap_destroy(on_malloc));
+    GPUDYN_CHECK(gpudyn_warp_heap_destroy(on_pages));
+    GPUDYN_CHECK(gpudyn_rw_heap_destroy(pages));
     CUDA_CHECK(cudaFree(b.failures));
     return 0;
 }

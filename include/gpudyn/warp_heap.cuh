@@ -3,7 +3,9 @@
 //
 // A warp's lanes share one WarpHeader.  One voted worker lane (the highest
 // lane of the calling mask, as in the paper) does the work of all: it takes
-// memory from the backing allocator (CUDA device malloc), keeps every block it
+// memory from the backing allocator (an arena of slots owned by the heap, the
+// default; CUDA device malloc, as in the paper; or a gpudyn random-walk page
+// heap), keeps every block it
 // took in a fixed-capacity SuperBlock list that chains to a new list when full,
 // and bumps a pointer inside the current superblock.  The lanes' requests are
 // packed by a warp prefix sum, so a warp's allocations are contiguous.  There
@@ -42,6 +44,8 @@
 #endif
 #include "gpudyn/warp_heap.h"
 #include "gpudyn/detail/lane_mask.cuh"
+#include "gpudyn/detail/random.cuh"
+#include "gpudyn/rw_heap.cuh"
 
 #ifndef GPUDYN_WARP_HEAP_DEBUG
 #define GPUDYN_WARP_HEAP_DEBUG 0
@@ -61,6 +65,13 @@ constexpr unsigned kMaxSuperblockBytes = GPUDYN_WARP_HEAP_MAX_SUPERBLOCK_BYTES;
 // Largest single request (2^40 B = 1 TiB, beyond any GPU): keeps rounding and
 // the 64-bit scan of large requests free of overflow.
 constexpr unsigned long long kMaxRequestBytes = 1ull << 40;
+// Arena bitmap: 32 slots per uint32 word; a run of slots never crosses a word,
+// so one atomicOr claims it and one atomicAnd gives it back.
+constexpr unsigned kArenaWordBits = 32;
+constexpr unsigned kArenaNoSlot = 0xffffffffu;
+// Attempts on one word before the search moves on (a failed attempt means
+// another warp took bits of that word meanwhile; the next sees them).
+constexpr unsigned kArenaWordAttempts = 4;
 
 struct entry {
     void* ptr;
@@ -81,6 +92,9 @@ struct alignas(16) list {
 struct alignas(16) header {
     char* sb_base;                    // current superblock (nullptr without superblocks)
     list* lists;                      // newest SuperBlock list
+    char* spare;                      // next unused superblock of the current run (arena)
+    unsigned spare_count;             // unused superblocks left in that run
+    unsigned next_run;                // superblocks the next run asks for (doubles, see warp_heap.h)
     unsigned sb_offset;               // bump pointer inside the current superblock
     unsigned superblocks;             // SB counter: superblocks this warp holds
     unsigned total_count;             // TotalCount: lanes that started
@@ -127,21 +141,144 @@ class warp_heap_ref {
     // A view of another layout version makes every start() fail (invalid handle).
     __host__ __device__ bool valid() const {
         return view.version == GPUDYN_WARP_HEAP_VIEW_VERSION && view.min_block_bytes >= warp_heap_detail::kAlignment &&
-               view.list_capacity > 0 && view.superblock_bytes <= warp_heap_detail::kMaxSuperblockBytes;
+               view.list_capacity > 0 && view.superblock_bytes <= warp_heap_detail::kMaxSuperblockBytes &&
+               (view.backing != GPUDYN_WARP_HEAP_BACKING_ARENA ||
+                (view.arena_header_bytes >= warp_heap_detail::first_sb_offset(view.list_capacity) + view.superblock_bytes &&
+                 view.arena_chunk_bytes >= warp_heap_detail::kAlignment)) &&
+               (view.backing != GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP || view.page_heap != nullptr);
     }
 
-    // Backing allocator (pluggable by view.backing; CUDA device malloc today).
-    __device__ void* backing_allocate(unsigned long long bytes) const {
+    // ---- backing allocators (single thread: the worker lane) ----------------
+    // `header_slot`: the block is a warp's header block (the arena keeps those
+    // in their own slots).  Returns NULL when the backing has no memory left.
+    __device__ void* backing_allocate(unsigned long long bytes, bool header_slot = false) const {
         void* p = nullptr;
-        if (view.backing == GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC) p = malloc(size_t(bytes));
+        if (view.backing == GPUDYN_WARP_HEAP_BACKING_ARENA) p = arena_allocate(bytes, header_slot);
+        else if (view.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) p = page_heap_allocate(bytes);
+        else if (view.backing == GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC) p = malloc(size_t(bytes));
         warp_heap_detail::count(view.stats, warp_heap_detail::kBackingCalls, 1);
         if (p != nullptr) warp_heap_detail::count(view.stats, warp_heap_detail::kReserved, (long long)bytes);
         return p;
     }
     __device__ void backing_free(void* p, unsigned long long bytes) const {
         if (p == nullptr) return;
-        if (view.backing == GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC) free(p);
+        if (view.backing == GPUDYN_WARP_HEAP_BACKING_ARENA) arena_free(p, bytes);
+        else if (view.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) page_heap_free(p, bytes);
+        else if (view.backing == GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC) free(p);
         warp_heap_detail::count(view.stats, warp_heap_detail::kReserved, -(long long)bytes);
+    }
+
+    // Arena: header slots [0, arena_header_slots) at arena_base, chunk slots
+    // after them; bitmap words in the same order.
+    __device__ char* arena_chunks() const {
+        return static_cast<char*>(view.arena_base) + (unsigned long long)view.arena_header_slots * view.arena_header_bytes;
+    }
+    __device__ unsigned arena_header_words() const {
+        return (view.arena_header_slots + warp_heap_detail::kArenaWordBits - 1) / warp_heap_detail::kArenaWordBits;
+    }
+    __device__ unsigned arena_chunk_words() const {
+        return (view.arena_chunk_slots + warp_heap_detail::kArenaWordBits - 1) / warp_heap_detail::kArenaWordBits;
+    }
+    // Chunk slots a block of `bytes` takes, or 0 when it is past one word's run.
+    __device__ unsigned arena_run_length(unsigned long long bytes) const {
+        const unsigned long long n = (bytes + view.arena_chunk_bytes - 1) / view.arena_chunk_bytes;
+        return n <= warp_heap_detail::kArenaWordBits ? unsigned(n) : 0u;
+    }
+    // Claims a run of n (1..32) clear bits inside one word of words[0, count),
+    // starting at slot `hint` (the first attempt goes straight to an atomicOr
+    // there, which also reads the word); one sweep over every word at most.
+    __device__ static unsigned arena_claim(unsigned* words, unsigned count, unsigned n, unsigned hint) {
+        using namespace warp_heap_detail;
+        if (count == 0) return kArenaNoSlot;
+        const unsigned run = n >= kArenaWordBits ? 0xffffffffu : (1u << n) - 1u;
+        unsigned w = (hint / kArenaWordBits) % count;
+        unsigned pos = hint % kArenaWordBits;
+        if (pos + n > kArenaWordBits) pos = 0;
+        unsigned used = 0;  // first word: guess it free at `pos`
+        for (unsigned i = 0; i < count; ++i) {
+            for (unsigned attempt = 0; attempt < kArenaWordAttempts; ++attempt) {
+                if (i != 0 || attempt != 0) {
+                    // Starts of runs of n clear bits (bit j: bits j..j+n-1 clear).
+                    unsigned starts = ~used;
+                    for (unsigned k = 1; k < n && starts != 0; ++k) starts &= ~used >> k;
+                    if (starts == 0) break;
+                    pos = unsigned(__ffs(int(starts))) - 1u;
+                }
+                const unsigned want = run << pos;
+                const unsigned old = atomicOr(words + w, want);
+                if ((old & want) == 0) return w * kArenaWordBits + pos;
+                const unsigned mine = want & ~old;  // bits this attempt set: give them back
+                if (mine != 0) atomicAnd(words + w, ~mine);
+                used = old;
+            }
+            w = w + 1 == count ? 0 : w + 1;
+            used = *static_cast<volatile unsigned*>(words + w);
+        }
+        return kArenaNoSlot;
+    }
+    __device__ void* arena_allocate(unsigned long long bytes, bool header_slot) const {
+        using namespace warp_heap_detail;
+        unsigned* bits = static_cast<unsigned*>(view.arena_bitmap);
+        // Search start: a hash of the caller's place and time spreads warps over
+        // the words so that they rarely meet on one.
+        const unsigned long long where =
+            (unsigned long long)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) * 1024u +
+            (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+        const unsigned hint = unsigned(detail::mix64(where ^ ((unsigned long long)clock64() << 32)));
+        if (header_slot && bytes <= view.arena_header_bytes) {
+            const unsigned slot = arena_claim(bits, arena_header_words(), 1, hint % (arena_header_words() * kArenaWordBits));
+            if (slot == kArenaNoSlot) return nullptr;
+            return static_cast<char*>(view.arena_base) + (unsigned long long)slot * view.arena_header_bytes;
+        }
+        const unsigned n = arena_run_length(bytes);
+        if (n == 0) return malloc(size_t(bytes));  // past a run of 32 slots: CUDA device malloc
+        const unsigned slot = arena_claim(bits + arena_header_words(), arena_chunk_words(), n,
+                                          hint % (arena_chunk_words() * kArenaWordBits));
+        if (slot == kArenaNoSlot) return nullptr;
+        return arena_chunks() + (unsigned long long)slot * view.arena_chunk_bytes;
+    }
+    __device__ void arena_free(void* p, unsigned long long bytes) const {
+        using namespace warp_heap_detail;
+        unsigned* bits = static_cast<unsigned*>(view.arena_bitmap);
+        char* c = static_cast<char*>(p);
+        char* base = static_cast<char*>(view.arena_base);
+        char* chunks = arena_chunks();
+        unsigned slot, n;
+        if (c >= base && c < chunks) {
+            slot = unsigned((unsigned long long)(c - base) / view.arena_header_bytes);
+            n = 1;
+        } else if (c >= chunks && c < chunks + (unsigned long long)view.arena_chunk_slots * view.arena_chunk_bytes) {
+            slot = unsigned((unsigned long long)(c - chunks) / view.arena_chunk_bytes);
+            n = arena_run_length(bytes);
+            bits += arena_header_words();
+        } else {
+            free(p);  // served by the CUDA malloc fallback
+            return;
+        }
+        const unsigned run = n >= kArenaWordBits ? 0xffffffffu : (1u << n) - 1u;
+        atomicAnd(bits + slot / kArenaWordBits, ~(run << (slot % kArenaWordBits)));
+    }
+
+    // Page heap: a block of at most one page is one page (RW-BM, any thread),
+    // a larger one a run of pages from RW_malloc with this lane alone as the
+    // warp (its scratch then lives in this thread's local memory, as rw_heap.cuh
+    // allows for a single-lane mask).
+    __device__ rw_heap_ref page_heap() const { return rw_heap_ref(*static_cast<const rw_heap_view*>(view.page_heap)); }
+    __device__ void* page_heap_allocate(unsigned long long bytes) const {
+        const rw_heap_ref rw = page_heap();
+        detail::counter_rng rng((unsigned long long)clock64(),
+                                (unsigned long long)(blockIdx.x + gridDim.x * blockIdx.y) * 1024u + threadIdx.x);
+        if (bytes <= rw.page_size()) {
+            const unsigned page = rw.get_page<rw_algorithm::rw_bm>(rng);
+            return page == kRwInvalidPage ? nullptr : rw.page_address(page);
+        }
+        rw_malloc_storage scratch;
+        return rw.malloc(1u << detail::lane_index(), bytes, scratch, rng);
+    }
+    __device__ void page_heap_free(void* p, unsigned long long bytes) const {
+        const rw_heap_ref rw = page_heap();
+        if (bytes <= rw.page_size()) rw.free_page(rw.page_of(p));
+        else rw.free(p);
     }
 
     // Collective over `mask` (all its lanes call, with the same mask): the lanes
@@ -164,6 +301,9 @@ class warp_heap_ref {
     // Worker only: registers a block in the SuperBlock list (chaining a new list
     // when full); false when the new list cannot be allocated.
     __device__ inline bool register_block(warp_heap_detail::header* h, void* p, unsigned long long bytes) const;
+    // Worker only: the next superblock of h (from its current run, or a new run
+    // registered in the list); NULL when the backing has no memory left.
+    __device__ inline char* next_superblock(warp_heap_detail::header* h) const;
 };
 
 // A lane's handle on its warp's header (per thread, in registers).
@@ -226,7 +366,7 @@ __device__ inline warp_heap warp_heap_ref::start(unsigned mask, bool wants) cons
     if (detail::lane_index() == worker && valid()) {
         const unsigned long long sb = view.superblock_bytes;
         const unsigned long long bytes = first_sb_offset(view.list_capacity) + sb;
-        char* block = static_cast<char*>(backing_allocate(bytes));
+        char* block = static_cast<char*>(backing_allocate(bytes, true));
         if (block != nullptr) {
             h = reinterpret_cast<header*>(block);
             list* first = reinterpret_cast<list*>(block + first_list_offset());
@@ -235,6 +375,9 @@ __device__ inline warp_heap warp_heap_ref::start(unsigned mask, bool wants) cons
             first->capacity = view.list_capacity;
             h->sb_base = sb != 0 ? block + first_sb_offset(view.list_capacity) : nullptr;
             h->lists = first;
+            h->spare = nullptr;
+            h->spare_count = 0;
+            h->next_run = 1;
             h->sb_offset = 0;
             h->superblocks = sb != 0 ? 1u : 0u;
             h->total_count = unsigned(__popc(voters));
@@ -297,8 +440,43 @@ __device__ inline bool warp_heap_ref::register_block(warp_heap_detail::header* h
     return true;
 }
 
+__device__ inline char* warp_heap_ref::next_superblock(warp_heap_detail::header* h) const {
+    const unsigned long long sb = view.superblock_bytes;
+    if (h->spare_count != 0) {
+        char* p = h->spare;
+        h->spare = p + sb;
+        h->spare_count -= 1;
+        return p;
+    }
+    // A run of `want` superblocks in one backing block (1 unless the arena
+    // allows runs); when the run cannot be had, a single superblock.
+    unsigned want = 1;
+    if (view.backing == GPUDYN_WARP_HEAP_BACKING_ARENA) {
+        want = h->next_run < view.max_superblock_run ? h->next_run : view.max_superblock_run;
+        if (want == 0) want = 1;
+    }
+    for (;;) {
+        char* run = static_cast<char*>(backing_allocate(sb * want));
+        if (run != nullptr && !register_block(h, run, sb * want)) {
+            backing_free(run, sb * want);
+            return nullptr;
+        }
+        if (run != nullptr) {
+            h->spare = run + sb;
+            h->spare_count = want - 1;
+            h->next_run = want * 2;
+            return run;
+        }
+        if (want == 1) return nullptr;
+        want = 1;
+    }
+}
+
 __device__ inline void warp_heap_ref::free_blocks(warp_heap_detail::header* h) const {
     using namespace warp_heap_detail;
+    // The lanes' writes to the blocks (ordered before this lane by the caller's
+    // __syncwarp or ActiveCount atomics) happen before another warp reuses them.
+    if (view.backing != GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC) __threadfence();
     list* l = h->lists;
     while (l != nullptr) {
         entry* e = l->entries();
@@ -315,6 +493,9 @@ __device__ inline void warp_heap_ref::free_blocks(warp_heap_detail::header* h) c
     h->superblocks = view.superblock_bytes != 0 ? 1u : 0u;
     h->large_blocks = 0;
     h->reserved = 0;
+    h->spare = nullptr;
+    h->spare_count = 0;
+    h->next_run = 1;
     h->sb_base = view.superblock_bytes != 0 ? reinterpret_cast<char*>(h) + first_sb_offset(view.list_capacity) : nullptr;
     h->sb_offset = 0;
 }
@@ -409,11 +590,7 @@ __device__ inline void* warp_heap::alloc(unsigned mask, unsigned long long bytes
             origin = __shfl_sync(mask, excl, int(__ffs(pending) - 1));
             char* fresh = nullptr;
             if (is_worker) {
-                fresh = static_cast<char*>(ref_.backing_allocate(v.superblock_bytes));
-                if (fresh != nullptr && !ref_.register_block(h, fresh, v.superblock_bytes)) {
-                    ref_.backing_free(fresh, v.superblock_bytes);
-                    fresh = nullptr;
-                }
+                fresh = ref_.next_superblock(h);
                 if (fresh != nullptr) {
                     h->sb_base = fresh;
                     h->sb_offset = 0;

@@ -20,7 +20,7 @@ extern "C" {
 
 /* Layout version of gpudyn_warp_heap_view_t; the device header refuses others. */
 typedef enum gpudyn_warp_heap_view_version_t {
-    GPUDYN_WARP_HEAP_VIEW_VERSION = 1
+    GPUDYN_WARP_HEAP_VIEW_VERSION = 2
 } gpudyn_warp_heap_view_version_t;
 
 /* Fixed limits.  ALIGNMENT: every block is 16-byte aligned (CUDA device malloc
@@ -36,18 +36,41 @@ typedef enum gpudyn_warp_heap_limits_t {
 typedef enum gpudyn_warp_heap_backing_t {
     /* CUDA device malloc/free (as in the paper); its heap is the process-wide
      * cudaLimitMallocHeapSize, see options.device_heap_bytes. */
-    GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC = 0
+    GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC = 0,
+    /* The default: a pool owned by the heap (one device allocation made at
+     * create, options.arena_bytes) cut into header slots (warp header, first
+     * SuperBlock list and first superblock) and chunk slots (one superblock
+     * each); a slot is taken and given back with one atomic on a bitmap word.
+     * Runs of up to 32 chunk slots serve lists and large blocks; larger
+     * requests fall back to CUDA device malloc. */
+    GPUDYN_WARP_HEAP_BACKING_ARENA = 1,
+    /* A gpudyn random-walk page heap (options.page_heap): blocks of at most one
+     * page are single pages (RW-BM walk), larger ones runs of pages (RW_malloc
+     * from the worker lane alone); larger than rw_heap_max_malloc_size: NULL. */
+    GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP = 2
 } gpudyn_warp_heap_backing_t;
 
 typedef struct gpudyn_warp_heap_options_t {
     uint32_t struct_size;        /* sizeof(gpudyn_warp_heap_options_t) */
-    uint32_t backing;            /* gpudyn_warp_heap_backing_t, default CUDA_MALLOC */
+    uint32_t backing;            /* gpudyn_warp_heap_backing_t, default ARENA */
     uint64_t superblock_bytes;   /* default 32768 (paper, sec. 5.1); 0 = no superblocks:
                                     every warp request goes to the backing allocator */
     uint32_t min_block_bytes;    /* power of two >= 16; default 16 (paper, sec. 3.3) */
     uint32_t list_capacity;      /* superblock-list entries per list; default 126 (paper) */
-    uint64_t device_heap_bytes;  /* CUDA_MALLOC backing: raise cudaLimitMallocHeapSize to
-                                    at least this many bytes at create (0 = leave it) */
+    uint64_t device_heap_bytes;  /* CUDA_MALLOC backing (and the ARENA fallback): raise
+                                    cudaLimitMallocHeapSize to at least this many bytes at
+                                    create (0 = leave it) */
+    uint64_t arena_bytes;        /* ARENA: bytes of the pool allocated at create (default 512 MiB) */
+    uint64_t arena_chunk_bytes;  /* ARENA: bytes per chunk slot, a multiple of 16; 0 (default) =
+                                    superblock_bytes, or 4096 without superblocks */
+    uint64_t arena_header_slots; /* ARENA: warp headers the pool holds at once; 0 (default) = as
+                                    many as fill a quarter of arena_bytes */
+    uint32_t max_superblock_run; /* ARENA: when a warp needs a new superblock it takes a run of
+                                    1, 2, 4, ... chunks (doubling per run since the last tidy-up,
+                                    so at most half of what it holds sits unused) up to this
+                                    many; 1..32, default 8; 1 = one superblock at a time */
+    uint32_t reserved0;
+    void* page_heap;             /* PAGE_HEAP: a gpudyn_rw_heap_t that outlives this heap */
 } gpudyn_warp_heap_options_t;
 
 /* Kernel-side view: trivially copyable, pass by value to kernels and wrap in
@@ -59,8 +82,16 @@ typedef struct gpudyn_warp_heap_view_t {
     uint32_t superblock_bytes;   /* 0 = no superblocks */
     uint32_t min_block_bytes;
     uint32_t list_capacity;
-    uint32_t reserved0;
+    uint32_t max_superblock_run;  /* ARENA: chunks a superblock run takes at most (else 1) */
     void* stats;
+    void* arena_base;             /* ARENA: header slots, then chunk slots */
+    void* arena_bitmap;           /* ARENA: uint32 used bits (1 = taken): header words, then
+                                     chunk words; bits past the last slot are set */
+    uint64_t arena_header_bytes;  /* ARENA: bytes per header slot */
+    uint64_t arena_chunk_bytes;   /* ARENA: bytes per chunk slot */
+    uint32_t arena_header_slots;
+    uint32_t arena_chunk_slots;
+    void* page_heap;              /* PAGE_HEAP: device copy of the page heap's gpudyn_rw_heap_view_t */
 } gpudyn_warp_heap_view_t;
 
 /* Counters kept in device memory by every warp heap using one view.  "Live"
@@ -113,6 +144,13 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_batch_count(gpudyn_warp_heap_t heap,
 /* Copies the device counters to *stats after synchronizing `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_stats(gpudyn_warp_heap_t heap, gpudyn_warp_heap_stats_t* stats,
                                                       gpudyn_stream_t stream);
+
+/* Free bytes of the backing allocator, for checks that everything went back:
+ * ARENA: free header slots x header slot bytes + free chunk slots x chunk
+ * bytes; PAGE_HEAP: free pages x page size.  Synchronizes `stream`.  CUDA_MALLOC
+ * cannot be asked: GPUDYN_ERROR_NOT_SUPPORTED. */
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_backing_free_bytes(gpudyn_warp_heap_t heap, uint64_t* bytes,
+                                                               gpudyn_stream_t stream);
 
 /* Frees warp headers that a user kernel kept (warp_heap::keep) and will not
  * resume: `headers` is a device array of `count` header pointers (NULL entries

@@ -17,16 +17,30 @@ from .buffer import DeviceBuffer, as_device_array
 DEFAULT_SUPERBLOCK_BYTES = 32768
 DEFAULT_MIN_BLOCK_BYTES = 16
 DEFAULT_LIST_CAPACITY = 126
+# Arena backing (the default): pool bytes and the longest superblock run.
+DEFAULT_ARENA_BYTES = 512 << 20
+DEFAULT_MAX_SUPERBLOCK_RUN = 8
+
+# backing= names and their gpudyn_warp_heap_backing_t values.
+BACKINGS = {"cuda_malloc": 0, "arena": 1, "page_heap": 2}
 
 _STAT_FIELDS = ("headers", "superblocks", "large_blocks", "bytes_reserved", "bytes_requested",
                 "backing_allocations", "failed_allocations", "misuse")
 
 
 class WarpHeap:
-    """A warp heap on CUDA device malloc.
+    """A warp heap.
 
     Parameters
     ----------
+    backing: where its memory comes from: ``"arena"`` (default: a pool of
+        ``arena_bytes`` allocated now, cut into slots taken with one atomic),
+        ``"cuda_malloc"`` (CUDA device malloc, the paper's configuration), or a
+        :class:`gpudyn.PageHeap` (pages of a random-walk page heap, which must
+        outlive this heap).
+    arena_bytes: pool size of the arena backing.
+    max_superblock_run: arena backing: superblocks a warp takes at once at most
+        (1, 2, 4, ... doubling up to this; 1 = one at a time).
     superblock_bytes: bytes per superblock (0: no superblocks, every warp request
         goes to the backing allocator).
     min_block_bytes: allocation granularity, a power of two >= 16.
@@ -41,9 +55,11 @@ class WarpHeap:
     def __init__(self, superblock_bytes: int = DEFAULT_SUPERBLOCK_BYTES,
                  min_block_bytes: int = DEFAULT_MIN_BLOCK_BYTES,
                  list_capacity: int = DEFAULT_LIST_CAPACITY,
-                 device_heap_bytes: int = 0, stream=None):
+                 device_heap_bytes: int = 0, stream=None, backing="arena",
+                 arena_bytes: int = DEFAULT_ARENA_BYTES, max_superblock_run: int = DEFAULT_MAX_SUPERBLOCK_RUN):
         for name, value in (("superblock_bytes", superblock_bytes), ("min_block_bytes", min_block_bytes),
-                            ("list_capacity", list_capacity), ("device_heap_bytes", device_heap_bytes)):
+                            ("list_capacity", list_capacity), ("device_heap_bytes", device_heap_bytes),
+                            ("arena_bytes", arena_bytes), ("max_superblock_run", max_superblock_run)):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"gpudyn: WarpHeap argument '{name}' is {value!r}, expected an integer >= 0")
         self.stream = stream
@@ -54,6 +70,22 @@ class WarpHeap:
         opts.min_block_bytes = int(min_block_bytes)
         opts.list_capacity = int(list_capacity)
         opts.device_heap_bytes = int(device_heap_bytes)
+        opts.arena_bytes = int(arena_bytes)
+        opts.max_superblock_run = int(max_superblock_run)
+        self._page_heap = None
+        if isinstance(backing, str):
+            if backing not in BACKINGS or backing == "page_heap":
+                raise ValueError(f"gpudyn: WarpHeap argument 'backing' is {backing!r}, expected 'arena', "
+                                 "'cuda_malloc' or a gpudyn.PageHeap")
+            opts.backing = BACKINGS[backing]
+        else:
+            from .rw_heap import PageHeap
+            if not isinstance(backing, PageHeap):
+                raise TypeError(f"gpudyn: WarpHeap argument 'backing' is a {type(backing).__name__}, expected "
+                                "'arena', 'cuda_malloc' or a gpudyn.PageHeap")
+            opts.backing = BACKINGS["page_heap"]
+            opts.page_heap = ffi.cast("void*", backing._h())
+            self._page_heap = backing  # keeps the page heap alive as long as this heap
         out = ffi.new("gpudyn_warp_heap_t*")
         check(lib.gpudyn_warp_heap_create(out, opts, self._stream))
         self._handle = ffi.gc(out[0], lib.gpudyn_warp_heap_destroy)
@@ -123,6 +155,13 @@ class WarpHeap:
         s = ffi.new("gpudyn_warp_heap_stats_t*")
         check(lib.gpudyn_warp_heap_get_stats(self._h(), s, self._stream))
         return {f: int(getattr(s, f)) for f in _STAT_FIELDS}
+
+    def backing_free_bytes(self) -> int:
+        """Free bytes of the backing (arena slots or page-heap pages; synchronizes
+        the stream).  Raises ``NotSupportedError`` for the CUDA malloc backing."""
+        out = ffi.new("uint64_t*")
+        check(lib.gpudyn_warp_heap_backing_free_bytes(self._h(), out, self._stream))
+        return int(out[0])
 
     # ---- kernels --------------------------------------------------------------
     def view_bytes(self) -> np.ndarray:

@@ -9,7 +9,8 @@ int main(void) {
     CHECK_INVALID(gpudyn_warp_heap_options_init(NULL), "options");
     CHECK_OK(gpudyn_warp_heap_options_init(&o));
     CHECK(o.struct_size == sizeof(o));
-    CHECK(o.backing == GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC);
+    CHECK(o.backing == GPUDYN_WARP_HEAP_BACKING_ARENA);
+    CHECK(o.arena_bytes > 0 && o.max_superblock_run >= 1 && o.page_heap == NULL);
     CHECK(o.superblock_bytes == 32768); /* paper, sec. 5.1 */
     CHECK(o.min_block_bytes == 16);     /* paper, sec. 3.3 */
     CHECK(o.list_capacity == 126);      /* paper, sec. 5.1 */
@@ -35,6 +36,18 @@ int main(void) {
     CHECK_INVALID(gpudyn_warp_heap_create(&h, &bad, NULL), "superblock_bytes");
     bad.superblock_bytes = 1ull << 27; /* beyond GPUDYN_WARP_HEAP_MAX_SUPERBLOCK_BYTES */
     CHECK_INVALID(gpudyn_warp_heap_create(&h, &bad, NULL), "superblock_bytes");
+    bad = o;
+    bad.backing = GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP; /* without options.page_heap */
+    CHECK_INVALID(gpudyn_warp_heap_create(&h, &bad, NULL), "page_heap");
+    bad = o;
+    bad.max_superblock_run = 33; /* past one bitmap word */
+    CHECK_INVALID(gpudyn_warp_heap_create(&h, &bad, NULL), "max_superblock_run");
+    bad = o;
+    bad.arena_bytes = 4096; /* not even one header slot */
+    CHECK_INVALID(gpudyn_warp_heap_create(&h, &bad, NULL), "arena_bytes");
+    bad = o;
+    bad.arena_chunk_bytes = 1000; /* not a multiple of 16 */
+    CHECK_INVALID(gpudyn_warp_heap_create(&h, &bad, NULL), "arena_chunk_bytes");
     bad = o;
     bad.list_capacity = 0;
     CHECK_INVALID(gpudyn_warp_heap_create(&h, &bad, NULL), "list_capacity");

@@ -3,9 +3,11 @@
 // tidy_up, superblock counts match a host simulation of the packing, requests
 // larger than a superblock, partial and divergent warps, exhaustion, keep across
 // kernels then end (the backing allocator gets all its memory back), the bulk
-// ABI (alloc_batch / release, OOM roll-back) and the heap without superblocks.
+// ABI (alloc_batch / release, OOM roll-back) and the heap without superblocks;
+// every test on each backing (arena, CUDA malloc, random-walk page heap).
 #include "check.h"
 
+#include <gpudyn/rw_heap.h>
 #include <gpudyn/warp_heap.h>
 #include <gpudyn/warp_heap.cuh>
 
@@ -49,11 +51,26 @@ __device__ __host__ inline unsigned small_size(unsigned tid, unsigned r) {
     return v == 9 ? 0u : 16u * (1u + v);
 }
 
+// Backing of the tests now running, and the page heap of the PAGE_HEAP runs
+// (pages of 36 KiB hold a header block with a 32 KiB superblock; 288 MiB).
+static gpudyn_warp_heap_backing_t g_backing = GPUDYN_WARP_HEAP_BACKING_ARENA;
+static gpudyn_rw_heap_t g_pages = nullptr;
+static const uint64_t kPageBytes = 36 << 10;
+static const uint64_t kPageCount = 8192;
+// Arena header slots when superblocks are huge (the exhaustion test's 32 MiB):
+// room for its 4 warps, the rest of the pool for chunks.
+static const uint64_t kHugeSuperblock = 1 << 20;
+static const uint64_t kFewHeaderSlots = 8;
+
 static gpudyn_warp_heap_t make_heap(uint64_t superblock_bytes) {
     gpudyn_warp_heap_options_t o;
     gpudyn_warp_heap_options_init(&o);
     o.superblock_bytes = superblock_bytes;
     o.device_heap_bytes = kDeviceHeapBytes;
+    o.backing = g_backing;
+    o.arena_bytes = kDeviceHeapBytes;
+    if (superblock_bytes > kHugeSuperblock) o.arena_header_slots = kFewHeaderSlots;
+    o.page_heap = g_pages;
     gpudyn_warp_heap_t h = nullptr;
     CHECK_OK(gpudyn_warp_heap_create(&h, &o, nullptr));
     return h;
@@ -105,7 +122,7 @@ __global__ void probe_kernel(void** blocks, unsigned* count) {
     for (unsigned i = 0; i < n; ++i) free(blocks[i]);
     *count = n;
 }
-static unsigned probe_backing_free() {
+static unsigned probe_cuda_heap() {
     unsigned* d = nullptr;
     void** blocks = nullptr;
     unsigned n = 0;
@@ -117,6 +134,14 @@ static unsigned probe_backing_free() {
     CUDA_OK(cudaFree(d));
     CUDA_OK(cudaFree(blocks));
     return n;
+}
+// Free memory of the backing in its own unit (CUDA malloc: 4 MiB blocks that
+// can be had; arena and page heap: free bytes).
+static uint64_t backing_level(gpudyn_warp_heap_t h) {
+    if (g_backing == GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC) return probe_cuda_heap();
+    uint64_t bytes = 0;
+    CHECK_OK(gpudyn_warp_heap_backing_free_bytes(h, &bytes, nullptr));
+    return bytes;
 }
 
 // ---- 1: small requests, data survival, tidy_up, end -------------------------
@@ -240,10 +265,10 @@ static uint64_t simulate_superblocks(uint64_t sb, unsigned calls, unsigned bytes
 
 static void test_counts() {
     const unsigned warps = 64;
-    const unsigned before = probe_backing_free();
     struct { unsigned calls, bytes; } cases[] = {{128, 16}, {100, 48}, {7, 1024}, {4, 32768}}  /* the last chains a second list (127 > 126) */;
     for (auto c : cases) {
         gpudyn_warp_heap_t h = make_heap(32768);
+        const uint64_t before = backing_level(h);
         gpudyn_warp_heap_view_t v;
         CHECK_OK(gpudyn_warp_heap_get_view(h, &v));
         void** d_kept;
@@ -261,12 +286,12 @@ static void test_counts() {
         }
         CHECK_OK(gpudyn_warp_heap_free_kept(h, d_kept, warps, nullptr));
         check_all_released(h, "counts");
+        const uint64_t after = backing_level(h);
+        CHECK(before > 0);
+        CHECK(after == before);
         CUDA_OK(cudaFree(d_kept));
         CHECK_OK(gpudyn_warp_heap_destroy(h));
     }
-    const unsigned after = probe_backing_free();
-    CHECK(before > 0);
-    CHECK(after == before);
 }
 
 // ---- 3: requests larger than a superblock, mixed with small ones ------------
@@ -441,8 +466,8 @@ __global__ void exhaust_kernel(gpudyn_warp_heap_view_t view, record* recs, unsig
 
 static void test_exhaustion() {
     const unsigned blocks = 2, threads = 64, n = blocks * threads;
-    const unsigned before = probe_backing_free();
     gpudyn_warp_heap_t h = make_heap(32u << 20);
+    const uint64_t before = backing_level(h);
     gpudyn_warp_heap_view_t v;
     CHECK_OK(gpudyn_warp_heap_get_view(h, &v));
     record* d_recs;
@@ -467,8 +492,8 @@ static void test_exhaustion() {
     gpudyn_warp_heap_stats_t s = stats_of(h);
     CHECK(s.failed_allocations >= refused);
     check_all_released(h, "exhaustion");
+    CHECK(backing_level(h) == before);
     CHECK_OK(gpudyn_warp_heap_destroy(h));
-    CHECK(probe_backing_free() == before);
     CUDA_OK(cudaFree(d_recs));
     CUDA_OK(cudaFree(d_bad));
 }
@@ -502,8 +527,8 @@ __global__ void resume_kernel(gpudyn_warp_heap_view_t view, void** kept, void** 
 
 static void test_keep() {
     const unsigned blocks = 4, threads = 64, n = blocks * threads;
-    const unsigned before = probe_backing_free();
     gpudyn_warp_heap_t h = make_heap(32768);
+    const uint64_t before = backing_level(h);
     gpudyn_warp_heap_view_t v;
     CHECK_OK(gpudyn_warp_heap_get_view(h, &v));
     void **d_kept, **d_ptrs;
@@ -518,14 +543,14 @@ static void test_keep() {
     CHECK(s.headers == n / 32);
     CHECK(s.large_blocks == n / 32);
     CHECK(s.bytes_requested > 0);
-    CHECK(probe_backing_free() < before);  // the kept memory is still held
+    CHECK(backing_level(h) < before);  // the kept memory is still held
     resume_kernel<<<blocks, threads>>>(v, d_kept, d_ptrs, d_bad);
     CUDA_OK(cudaGetLastError());
     unsigned long long bad = 1;
     CUDA_OK(cudaMemcpy(&bad, d_bad, sizeof(bad), cudaMemcpyDeviceToHost));
     CHECK(bad == 0);
     check_all_released(h, "keep");
-    CHECK(probe_backing_free() == before);
+    CHECK(backing_level(h) == before);
     CUDA_OK(cudaFree(d_kept));
     CUDA_OK(cudaFree(d_ptrs));
     CUDA_OK(cudaFree(d_bad));
@@ -589,6 +614,7 @@ static void test_batch(uint64_t superblock_bytes) {
         rounded_sum += (s + 15) / 16 * 16;
     }
     gpudyn_warp_heap_t h = make_heap(superblock_bytes);
+    const uint64_t level0 = g_backing != GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC ? backing_level(h) : 0;
     uint64_t* d_sizes;
     void** d_ptrs;
     unsigned long long* d_bad;
@@ -642,6 +668,7 @@ static void test_batch(uint64_t superblock_bytes) {
     CHECK_OK(gpudyn_warp_heap_batch_count(h, &batches));
     CHECK(batches == 0);
     check_all_released(h, superblock_bytes ? "batch" : "batch without superblocks");
+    if (g_backing != GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC) CHECK(backing_level(h) == level0);
     CHECK_OK(gpudyn_warp_heap_alloc_batch(h, d_sizes, n, d_ptrs, nullptr));  // destroy releases it
     CHECK_OK(gpudyn_warp_heap_destroy(h));
     CUDA_OK(cudaFree(d_sizes));
@@ -661,15 +688,33 @@ int main(int argc, char** argv) {
         {"batch", [] { test_batch(32768); }},
         {"batch_no_superblocks", [] { test_batch(0); }},
     };
-    for (auto& t : tests) {
-        bool wanted = argc < 2;
-        for (int i = 1; i < argc; ++i) wanted = wanted || strcmp(argv[i], t.name) == 0;
-        if (!wanted) continue;
-        int before = gpudyn_test_failures;
-        t.fn();
-        CHECK(cudaDeviceSynchronize() == cudaSuccess);
-        printf("%-22s %s\n", t.name, gpudyn_test_failures == before ? "ok" : "FAILED");
-        fflush(stdout);
+    struct { const char* name; gpudyn_warp_heap_backing_t backing; } backings[] = {
+        {"arena", GPUDYN_WARP_HEAP_BACKING_ARENA},
+        {"cuda_malloc", GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC},
+        {"page_heap", GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP},
+    };
+    gpudyn_rw_heap_options_t ro;
+    CHECK_OK(gpudyn_rw_heap_options_init(&ro));
+    ro.page_size = kPageBytes;
+    ro.page_count = kPageCount;
+    CHECK_OK(gpudyn_rw_heap_create(&g_pages, &ro, nullptr));
+    // Arguments name tests ("keep"), backings ("arena") or both ("arena:keep").
+    for (auto& b : backings) {
+        g_backing = b.backing;
+        for (auto& t : tests) {
+            char both[64];
+            snprintf(both, sizeof both, "%s:%s", b.name, t.name);
+            bool wanted = argc < 2;
+            for (int i = 1; i < argc; ++i)
+                wanted = wanted || !strcmp(argv[i], t.name) || !strcmp(argv[i], b.name) || !strcmp(argv[i], both);
+            if (!wanted) continue;
+            int before = gpudyn_test_failures;
+            t.fn();
+            CHECK(cudaDeviceSynchronize() == cudaSuccess);
+            printf("%-34s %s\n", both, gpudyn_test_failures == before ? "ok" : "FAILED");
+            fflush(stdout);
+        }
     }
+    CHECK_OK(gpudyn_rw_heap_destroy(g_pages));
     return TEST_RESULT();
 }

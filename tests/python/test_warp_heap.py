@@ -39,14 +39,31 @@ def _check_disjoint(ptrs, sizes):
     assert np.all(p[:-1] + s[:-1] <= p[1:]), "two blocks overlap"
 
 
+# Page heap for the page_heap backing: pages that hold a warp's header block
+# (header, 126-entry list, 32 KiB superblock: under 36 KiB), 288 MiB in all.
+PAGE_BYTES = 36 << 10
+PAGE_COUNT = 8192
+
+
+def test_bad_backing_names_the_argument():
+    with pytest.raises(ValueError, match="backing"):
+        WarpHeap(backing="bump")
+    with pytest.raises(TypeError, match="backing"):
+        WarpHeap(backing=3)
+
+
 @pytest.mark.gpu
+@pytest.mark.parametrize("backing", ["arena", "cuda_malloc", "page_heap"])
 @pytest.mark.parametrize("superblock_bytes", [32768, 0])
-def test_ragged_batches_are_disjoint_and_counted(superblock_bytes):
+def test_ragged_batches_are_disjoint_and_counted(superblock_bytes, backing):
     rng = np.random.default_rng(5)
     sizes = rng.integers(0, 600, size=50_000).astype(np.uint64)
     sizes[rng.random(sizes.size) < 0.1] = 0
     sizes[::997] = 40_000  # larger than a superblock
-    with WarpHeap(superblock_bytes=superblock_bytes, device_heap_bytes=HEAP_BYTES) as heap:
+    pages = gpudyn.PageHeap(page_count=PAGE_COUNT, page_size=PAGE_BYTES) if backing == "page_heap" else None
+    with WarpHeap(superblock_bytes=superblock_bytes, device_heap_bytes=HEAP_BYTES,
+                  backing=pages if pages is not None else backing) as heap:
+        free_before = heap.backing_free_bytes() if backing != "cuda_malloc" else None
         ptrs = heap.alloc(sizes).to_numpy()
         _check_disjoint(ptrs, sizes)
         st = heap.stats()
@@ -61,6 +78,13 @@ def test_ragged_batches_are_disjoint_and_counted(superblock_bytes):
         assert heap.batch_count == 0
         st = heap.stats()
         assert st["headers"] == st["superblocks"] == st["bytes_reserved"] == st["bytes_requested"] == 0
+        if free_before is not None:
+            assert heap.backing_free_bytes() == free_before  # every slot / page went back
+        else:
+            with pytest.raises(gpudyn.NotSupportedError):
+                heap.backing_free_bytes()
+    if pages is not None:
+        pages.close()
 
 
 @pytest.mark.gpu
