@@ -5,6 +5,11 @@
 
 #include "internal.hpp"
 
+#include <cuda.h>  // driver types only (entry points come from driver_entry_point)
+
+#include <utility>
+#include <vector>
+
 #include <gpudyn/ggarray.cuh>
 #include <gpudyn/vmm_array.cuh>
 
@@ -105,7 +110,9 @@ uint64_t read_u64(const uint64_t* dev, cudaStream_t stream);
 namespace gpudyn::detail {
 
 // Host state shared by the static and the VMM array.  meta (device) holds
-// [0] size, [1] status word (low 32 bits), [2] size snapshot for rollback.
+// [0] reservation counter, [1] status word (low 32 bits), [2] size snapshot for
+// rollback, [3] lowest failed reservation start (~0 when none); the size is
+// min([0], [3]) (see include/gpudyn/detail/contiguous_array.cuh).
 struct contiguous_state {
     uint32_t element_size = 0;
     void* data = nullptr;
@@ -122,6 +129,9 @@ uint64_t contiguous_size(const contiguous_state& a, cudaStream_t stream);
 void contiguous_copy_out(const contiguous_state& a, void* dst, uint64_t dst_bytes, cudaMemcpyKind kind,
                          cudaStream_t stream);
 void contiguous_clear(contiguous_state& a, cudaStream_t stream);
+// Folds the counter back to the size (after a failed in-kernel reservation) and
+// forgets the failure; with clear_status also zeroes the status word.
+void contiguous_normalize(contiguous_state& a, cudaStream_t stream, bool clear_status);
 
 template <class View>
 void contiguous_fill_view(const contiguous_state& a, View* view, uint32_t version) {
@@ -131,6 +141,31 @@ void contiguous_fill_view(const contiguous_state& a, View* view, uint32_t versio
     view->capacity = a.capacity;
     view->size = reinterpret_cast<uint64_t>(a.meta);
     view->status = reinterpret_cast<uint64_t>(a.meta + 1);
+    view->failed_at = reinterpret_cast<uint64_t>(a.meta + 3);
 }
+
+}  // namespace gpudyn::detail
+
+namespace gpudyn::detail {
+
+// A virtual address range reserved once, whose prefix is backed by physical
+// memory mapped from the host with the driver's VMM calls (cuMemCreate,
+// cuMemMap, cuMemSetAccess): the VMM array's storage and the GGArray's bucket
+// pool.  Addresses never move.
+struct vmm_range {
+    int device = 0;
+    CUdeviceptr base = 0;
+    uint64_t reserved = 0;     // bytes of virtual range
+    uint64_t mapped = 0;       // bytes of the physically backed prefix
+    uint64_t granularity = 0;  // physical allocations are multiples of this
+    std::vector<std::pair<CUmemGenericAllocationHandle, uint64_t>> chunks;  // handle, bytes
+
+    // NOT_SUPPORTED without VMM; `bytes` 0 means the device's total memory.
+    void reserve(int device, uint64_t bytes);
+    // Maps physical memory until mapped >= bytes (rounded up to the granularity);
+    // OUT_OF_MEMORY beyond the range or the device (nothing changes then).
+    void map_to(uint64_t bytes);
+    void release();
+};
 
 }  // namespace gpudyn::detail

@@ -22,6 +22,8 @@ constexpr uint64_t kMinFirstBucket = 32;
 constexpr unsigned kThreads = 256;        // bookkeeping kernels (one thread per bucket / LFVector)
 constexpr unsigned kRangesThreads = 1024; // one block scans all LFVector sizes
 constexpr unsigned kCopyThreads = 512;
+// options->pool_bytes that turns the bucket pool off.
+constexpr uint64_t kNoPool = ~0ull;
 
 template <class T>
 __global__ void grow_kernel(gpudyn_ggarray_view_t view, unsigned long long per_lfvector) {
@@ -44,6 +46,63 @@ __global__ void ranges_kernel(gpudyn_ggarray_view_t view) {
     ggarray_ref<unsigned char>{view}.compute_ranges(scratch);
 }
 
+// Flatten.  Bytes per vector access: 16 (the widest global load/store, LDG.128).
+constexpr unsigned kVecBytes = 16;
+// Vector copies each thread keeps in flight (memory-level parallelism: the
+// copy is latency-bound with one 4-byte access per thread, ~50% of D2D).
+constexpr int kCopyUnroll = 4;
+
+// out[j] = the 16 bytes starting `Word` words + bits/8 bytes into in[j], in[j+1].
+template <unsigned Word>
+__device__ void copy_shifted(uint4* out, const uint4* in, unsigned long long nvec, unsigned bits) {
+#pragma unroll kCopyUnroll
+    for (unsigned long long j = threadIdx.x; j < nvec; j += blockDim.x) {
+        const uint4 a = in[j], b = in[j + 1];
+        const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+        unsigned o[4];
+#pragma unroll
+        for (unsigned t = 0; t < 4; ++t)  // Word + t + 1 <= 7
+            o[t] = bits == 0 ? w[Word + t] : __funnelshift_r(w[Word + t], w[Word + t + 1], bits);
+        out[j] = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+
+// Block-cooperative copy of n elements src -> dst.  Elements up to the first
+// 16-byte boundary of dst and after the last one are copied one by one; in
+// between every thread writes whole aligned 16-byte vectors of dst.  src may sit
+// at another offset modulo 16 (its bucket and dst start anywhere): each output
+// vector is then assembled from the two aligned source vectors it straddles
+// (both 16-aligned loads inside the bucket, whose size is a multiple of 16).
+template <class T>
+__device__ void copy_span(T* dst, const T* src, unsigned long long n) {
+    static_assert(kVecBytes % sizeof(T) == 0, "element sizes divide 16");
+    constexpr unsigned kPerVec = kVecBytes / sizeof(T);
+    const unsigned long long dst_mis = reinterpret_cast<unsigned long long>(dst) % kVecBytes;
+    unsigned long long head = dst_mis == 0 ? 0 : (kVecBytes - dst_mis) / sizeof(T);
+    if (head > n) head = n;
+    for (unsigned long long i = threadIdx.x; i < head; i += blockDim.x) dst[i] = src[i];
+    const unsigned long long nvec = (n - head) / kPerVec;
+    const unsigned long long tail = head + nvec * kPerVec;
+    for (unsigned long long i = tail + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+    if (nvec == 0) return;
+    uint4* out = reinterpret_cast<uint4*>(dst + head);
+    const unsigned long long src_addr = reinterpret_cast<unsigned long long>(src + head);
+    const unsigned shift = unsigned(src_addr % kVecBytes);  // bytes; a multiple of sizeof(T)
+    const uint4* in = reinterpret_cast<const uint4*>(src_addr - shift);
+    if (shift == 0) {
+#pragma unroll kCopyUnroll
+        for (unsigned long long j = threadIdx.x; j < nvec; j += blockDim.x) out[j] = in[j];
+        return;
+    }
+    const unsigned bits = 8 * (shift % 4);
+    switch (shift / 4) {  // uniform over the span: no divergence, registers only
+        case 0: copy_shifted<0>(out, in, nvec, bits); break;
+        case 1: copy_shifted<1>(out, in, nvec, bits); break;
+        case 2: copy_shifted<2>(out, in, nvec, bits); break;
+        default: copy_shifted<3>(out, in, nvec, bits); break;
+    }
+}
+
 // Flatten: block k copies global elements [k*chunk, (k+1)*chunk) span by span.
 template <class T>
 __global__ void __launch_bounds__(kCopyThreads) flatten_kernel(gpudyn_ggarray_view_t view, T* dst,
@@ -51,8 +110,7 @@ __global__ void __launch_bounds__(kCopyThreads) flatten_kernel(gpudyn_ggarray_vi
     const ggarray_ref<T> a{view};
     const unsigned long long lo = blockIdx.x * chunk;
     a.for_each_span(lo, lo + chunk, [&](const T* src, unsigned long long n, unsigned long long first) {
-        T* out = dst + first;
-        for (unsigned long long i = threadIdx.x; i < n; i += blockDim.x) out[i] = src[i];
+        copy_span(dst + first, src, n);
     });
 }
 
@@ -81,6 +139,14 @@ struct gpudyn_ggarray_s {
     uint64_t* status = nullptr;    // [1] (low 32 bits used)
     uint64_t* allocated = nullptr; // [1]
     uint64_t* scratch = nullptr;   // [1] capacity sum
+    vmm_range pool;                // bucket pool (pool.base == 0: none)
+    uint32_t pool_max_rows = 0;    // bucket rows that fit the pool's virtual range
+    uint32_t pool_rows = 0;        // bucket rows mapped
+
+    // Bytes of bucket rows 0..rows-1 in the pool: element_size * first * L * (2^rows - 1).
+    unsigned __int128 pool_row_end(uint32_t rows) const {
+        return ((unsigned __int128)element_size << log2_first) * lfvectors * (((unsigned __int128)1 << rows) - 1);
+    }
 
     gpudyn_ggarray_view_t view() const {
         gpudyn_ggarray_view_t v{};
@@ -94,6 +160,8 @@ struct gpudyn_ggarray_s {
         v.bucket_state = reinterpret_cast<uint64_t>(state);
         v.status = reinterpret_cast<uint64_t>(status);
         v.allocated_bytes = reinterpret_cast<uint64_t>(allocated);
+        v.pool = static_cast<uint64_t>(pool.base);
+        v.pool_rows = pool.base ? pool_rows : 0;
         return v;
     }
     size_t sizes_bytes() const { return (size_t(lfvectors) + 1) * sizeof(uint64_t); }
@@ -186,6 +254,21 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         h->allocated = p++;
         h->scratch = p++;
         h->state = reinterpret_cast<uint32_t*>(p);
+        if (options->pool_bytes != kNoPool) {
+            try {
+                h->pool.reserve(require_device(), options->pool_bytes);
+            } catch (const error& e) {
+                if (e.status != GPUDYN_ERROR_NOT_SUPPORTED) {
+                    h->pool.release();
+                    cudaFree(h->block);
+                    delete h;
+                    throw;
+                }
+                h->pool = vmm_range{};  // no VMM: every bucket from device malloc
+            }
+            while (h->pool_max_rows < kMaxBuckets && h->pool_row_end(h->pool_max_rows + 1) <= h->pool.reserved)
+                ++h->pool_max_rows;
+        }
         *array = h;
     });
 }
@@ -198,6 +281,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
         free_kernel<<<blocks_for(n, kThreads), kThreads>>>(array->view());
         GPUDYN_CHECK_LAUNCH("free_kernel");
         GPUDYN_CUDA(cudaDeviceSynchronize());
+        array->pool.release();
         GPUDYN_CUDA(cudaFree(array->block));
         delete array;
     });
@@ -212,6 +296,17 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
                        "argument 'capacity' is %llu, more than %u buckets per LFVector can hold",
                        (unsigned long long)capacity, kMaxBuckets);
         if (capacity == 0) return;
+        // Bucket rows needed: the smallest R with first * (2^R - 1) >= per.
+        uint32_t need = 0;
+        while ((((1ull << need) - 1ull) << array->log2_first) < per) ++need;
+        if (array->pool.base != 0 && array->pool_rows < need && array->pool_rows < array->pool_max_rows) {
+            const uint32_t rows = std::min(need, array->pool_max_rows);
+            array->pool.map_to(uint64_t(array->pool_row_end(rows)));  // host calls only; OOM keeps everything
+            while (array->pool_rows < array->pool_max_rows &&
+                   array->pool_row_end(array->pool_rows + 1) <= array->pool.mapped)
+                ++array->pool_rows;
+        }
+        if (need <= (array->pool.base ? array->pool_rows : 0u)) return;  // all in the pool: no kernel
         GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), s));
         const unsigned long long n = (unsigned long long)array->lfvectors * kMaxBuckets;
         with_type(array, [&](auto tag) {
@@ -288,7 +383,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(bytes);
-        *bytes = read_u64(array->allocated, to_cuda(stream));
+        *bytes = read_u64(array->allocated, to_cuda(stream)) + array->pool.mapped;
     });
 }
 

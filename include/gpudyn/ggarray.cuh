@@ -31,8 +31,9 @@ namespace gpudyn {
 inline namespace v0 {
 
 namespace ggarray_detail {
-// Bucket states (view .bucket_state).
-constexpr unsigned kEmpty = 0, kBusy = 1, kReady = 2;
+// Bucket states (view .bucket_state): ready buckets are kReady (from device
+// malloc, freed by destroy) or kReadyPool (a slice of the pool, never freed alone).
+constexpr unsigned kEmpty = 0, kBusy = 1, kReady = 2, kReadyPool = 3;
 // Back-off while another thread allocates a bucket (ns; short next to a malloc).
 constexpr unsigned kWaitNs = 128;
 }  // namespace ggarray_detail
@@ -82,6 +83,17 @@ struct ggarray_ref {
         return *static_cast<volatile unsigned long long*>(sizes() + l);
     }
 
+    // ---- bucket pool ----
+    // True when bucket b's row (bucket b of every LFVector) is mapped in the pool.
+    __device__ bool pool_has(unsigned b) const { return view.pool != 0 && b < view.pool_rows; }
+    // Pool address of bucket b of LFVector l (rows are laid out bucket after bucket).
+    __device__ T* pool_bucket(unsigned l, unsigned b) const {
+        const unsigned long long elems =
+            (((unsigned long long)view.num_lfvectors * ((1ull << b) - 1ull)) + ((unsigned long long)l << b))
+            << view.log2_first_bucket;
+        return reinterpret_cast<T*>(view.pool) + elems;
+    }
+
     // ---- bucket allocation (paper Alg. 2), one thread ----
     // True once bucket b of LFVector l exists.  Exactly one thread mallocs it;
     // others wait for it (the allocating thread depends on nobody, so waiting
@@ -97,7 +109,7 @@ struct ggarray_ref {
         bool tried = false;
         for (;;) {
             unsigned s = *st;
-            if (s == kReady) {
+            if (s >= kReady) {
                 __threadfence();  // the pointer, published before kReady, is visible after this
                 return true;
             }
@@ -105,17 +117,23 @@ struct ggarray_ref {
                 if (tried) return false;  // our own attempt failed: report, do not loop
                 if (atomicCAS(state(l, b), kEmpty, kBusy) == kEmpty) {
                     tried = true;
+                    const bool pooled = pool_has(b);
+                    void* p = nullptr;
                     const unsigned long long bytes = bucket_elements(b) * sizeof(T);
-                    void* p = malloc(bytes);
-                    if (p == nullptr) {
-                        atomicOr(reinterpret_cast<unsigned*>(view.status), dev::kArrayAllocationFailed);
-                        atomicExch(state(l, b), kEmpty);
-                        return false;
+                    if (pooled) {
+                        p = pool_bucket(l, b);  // mapped by the host: nothing to allocate
+                    } else {
+                        p = malloc(bytes);
+                        if (p == nullptr) {
+                            atomicOr(reinterpret_cast<unsigned*>(view.status), dev::kArrayAllocationFailed);
+                            atomicExch(state(l, b), kEmpty);
+                            return false;
+                        }
+                        atomicAdd(reinterpret_cast<unsigned long long*>(view.allocated_bytes), bytes);
                     }
                     *static_cast<volatile unsigned long long*>(bucket_slot(l, b)) = reinterpret_cast<unsigned long long>(p);
-                    atomicAdd(reinterpret_cast<unsigned long long*>(view.allocated_bytes), bytes);
                     __threadfence();
-                    atomicExch(state(l, b), kReady);
+                    atomicExch(state(l, b), pooled ? kReadyPool : kReady);
                     return true;
                 }
                 continue;
@@ -131,10 +149,13 @@ struct ggarray_ref {
             if (!ensure_bucket(l, b)) return false;
         return true;
     }
-    // Elements LFVector l can hold without allocating (its ready buckets are a prefix).
+    // Elements LFVector l can hold without allocating: its prefix of buckets
+    // that are ready or whose pool row is mapped.
     __device__ unsigned long long lfvector_capacity(unsigned l) const {
         unsigned b = 0;
-        while (b < GPUDYN_GGARRAY_MAX_BUCKETS && *static_cast<volatile unsigned*>(state(l, b)) == ggarray_detail::kReady) ++b;
+        while (b < GPUDYN_GGARRAY_MAX_BUCKETS &&
+               (pool_has(b) || *static_cast<volatile unsigned*>(state(l, b)) >= ggarray_detail::kReady))
+            ++b;
         return bucket_first(b);
     }
 

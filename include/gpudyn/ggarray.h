@@ -30,9 +30,9 @@ typedef enum gpudyn_insert_algo_t {
 } gpudyn_insert_algo_t;
 
 /* Versions of the view structs; a device header refuses any other. */
-typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 1 } gpudyn_ggarray_view_version_t;
-typedef enum gpudyn_static_array_view_version_t { GPUDYN_STATIC_ARRAY_VIEW_VERSION = 1 } gpudyn_static_array_view_version_t;
-typedef enum gpudyn_vmm_array_view_version_t { GPUDYN_VMM_ARRAY_VIEW_VERSION = 1 } gpudyn_vmm_array_view_version_t;
+typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 2 } gpudyn_ggarray_view_version_t;
+typedef enum gpudyn_static_array_view_version_t { GPUDYN_STATIC_ARRAY_VIEW_VERSION = 2 } gpudyn_static_array_view_version_t;
+typedef enum gpudyn_vmm_array_view_version_t { GPUDYN_VMM_ARRAY_VIEW_VERSION = 2 } gpudyn_vmm_array_view_version_t;
 
 /* Fixed sizes of the GGArray layout.  Bucket b of an LFVector holds
  * first_bucket_elements * 2^b elements, so 40 buckets hold first * (2^40 - 1). */
@@ -57,6 +57,8 @@ typedef struct gpudyn_ggarray_options_t {
     uint64_t first_bucket_elements;  /* elements in bucket 0, a power of two >= 32 (default 1024) */
     uint64_t malloc_heap_bytes;      /* if > 0: raise cudaLimitMallocHeapSize to at least this
                                         (only possible before the first kernel that calls malloc) */
+    uint64_t pool_bytes;             /* virtual range of the bucket pool (see reserve); 0: the
+                                        device's total memory (default); UINT64_MAX: no pool */
 } gpudyn_ggarray_options_t;
 
 /* Trivially copyable; pass by value to kernels (gpudyn::ggarray_ref<T>).
@@ -72,7 +74,14 @@ typedef struct gpudyn_ggarray_view_t {
     uint64_t buckets;                /* uint64[num_lfvectors * GPUDYN_GGARRAY_MAX_BUCKETS]: bucket pointers */
     uint64_t bucket_state;           /* uint32[same]: 0 empty, 1 being allocated, 2 ready */
     uint64_t status;                 /* uint32: gpudyn_array_status_bits_t */
-    uint64_t allocated_bytes;        /* uint64: bytes of all buckets */
+    uint64_t allocated_bytes;        /* uint64: bytes of the buckets from device malloc */
+    uint64_t pool;                   /* device address of the bucket pool (0: none): bucket b of
+                                        LFVector l may live at pool + element_size * first *
+                                        (num_lfvectors * (2^b - 1) + l * 2^b) */
+    uint32_t pool_rows;              /* buckets 0..pool_rows-1 of every LFVector are mapped in the
+                                        pool (as of get_view); a bucket claimed there takes its
+                                        pool address instead of calling malloc */
+    uint32_t reserved;               /* 0 */
 } gpudyn_ggarray_view_t;
 
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_options_init(gpudyn_ggarray_options_t* options);
@@ -80,13 +89,20 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
                                                  gpudyn_stream_t stream);
 /* Frees every bucket (a kernel calling free) and the bookkeeping; NULL is accepted. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array);
-/* Allocates buckets (in a kernel, from the device malloc heap, one thread per new
- * bucket) until every LFVector holds at least ceil(capacity / num_lfvectors)
- * elements.  Synchronizes; OUT_OF_MEMORY when the heap is exhausted (elements kept). */
+/* Grows every LFVector to hold at least ceil(capacity / num_lfvectors) elements.
+ * Bucket rows (bucket b of every LFVector) that fit the pool's virtual range are
+ * backed by mapping physical memory at the pool's end from the host (the VMM
+ * array's calls; no kernel, no copy, O(new buckets)); a bucket there is claimed
+ * in place by the first kernel that needs it.  Rows beyond the pool are
+ * allocated in a kernel from the device malloc heap (one thread per bucket),
+ * and then the call synchronizes.  OUT_OF_MEMORY when memory is exhausted
+ * (elements kept).  A pool slice whose bucket push_back had already taken from
+ * malloc stays mapped unused (allocated_bytes counts it). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64_t capacity, gpudyn_stream_t stream);
 /* Appends the `count` elements at device address `values` (element_size bytes each);
  * with `mask` (device uint8[count], may be NULL) only those whose mask byte is nonzero.
- * Buckets are allocated in the kernel on demand.  Synchronizes; on OUT_OF_MEMORY
+ * Buckets are allocated in the kernel on demand: from the pool where reserve mapped
+ * their row, else from device malloc.  Synchronizes; on OUT_OF_MEMORY
  * the array is as before the call (its sizes are restored). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, const void* values, uint64_t count,
                                                     const uint8_t* mask, gpudyn_insert_algo_t algorithm,
@@ -123,8 +139,12 @@ typedef struct gpudyn_static_array_view_t {
     uint32_t element_size;
     uint64_t data;                   /* device address of element 0 */
     uint64_t capacity;               /* elements */
-    uint64_t size;                   /* device uint64: number of elements */
+    uint64_t size;                   /* device uint64: reservation counter (blocks atomicAdd their range) */
     uint64_t status;                 /* device uint32: gpudyn_array_status_bits_t */
+    uint64_t failed_at;              /* device uint64: lowest start of a reservation that did not fit
+                                        (UINT64_MAX when none); the number of elements is
+                                        min(*size, *failed_at): every range below it was stored, every
+                                        range at or above it failed and stored nothing */
 } gpudyn_static_array_view_t;
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_options_init(gpudyn_static_array_options_t* options);
@@ -166,8 +186,9 @@ typedef struct gpudyn_vmm_array_view_t {
     uint32_t element_size;
     uint64_t data;                   /* device address of element 0; never changes */
     uint64_t capacity;               /* elements mapped when the view was taken */
-    uint64_t size;                   /* device uint64 */
+    uint64_t size;                   /* device uint64: reservation counter, as the static array */
     uint64_t status;                 /* device uint32 */
+    uint64_t failed_at;              /* device uint64, as the static array */
 } gpudyn_vmm_array_view_t;
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_options_init(gpudyn_vmm_array_options_t* options);

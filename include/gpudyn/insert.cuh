@@ -62,11 +62,27 @@ template <unsigned MaxThreads>
 struct block_rank<insert_algo::warp_scan, MaxThreads> {
     static_assert(MaxThreads >= 1 && MaxThreads <= kMaxBlockThreads, "MaxThreads must be 1..1024");
     static constexpr unsigned kWarps = (MaxThreads + dev::kWarpLanes - 1) / dev::kWarpLanes;
+    // rank_items packs the flags of up to kPackedItems items into 16-bit fields
+    // of 64-bit words and scans all items at once (one block scan instead of one
+    // per item).  A field never carries: it counts at most 1024 threads (< 2^16).
+    static constexpr unsigned kFieldBits = 16;
+    static constexpr unsigned kFieldsPerWord = 64 / kFieldBits;
+    static constexpr int kPackedItems = 8;
+    static constexpr unsigned kPackedWords = kPackedItems / kFieldsPerWord;
     struct TempStorage {
-        unsigned warp_offset[kWarps];
-        unsigned total;
+        union {
+            struct {
+                unsigned warp_offset[kWarps];
+                unsigned total;
+            } one;
+            struct {
+                unsigned long long warp_offset[kWarps][kPackedWords];
+                unsigned long long total[kPackedWords];
+            } packed;
+        };
     };
-    __device__ static unsigned rank(TempStorage& s, bool flag, unsigned* total) {
+    __device__ static unsigned rank(TempStorage& ts, bool flag, unsigned* total) {
+        auto& s = ts.one;
         const unsigned n = dev::block_thread_count();
         const unsigned r = dev::block_thread_rank();
         const unsigned warp = r / dev::kWarpLanes;
@@ -91,7 +107,78 @@ struct block_rank<insert_algo::warp_scan, MaxThreads> {
         __syncthreads();
         return slot;
     }
+
+    // Items ranks at once: slot[k] among the block's threads flagged in item k,
+    // total[k] their number.  Same result as Items calls of rank().
+    template <int Items>
+    __device__ static void rank_items(TempStorage& ts, const bool (&flag)[Items], unsigned (&slot)[Items],
+                                      unsigned (&total)[Items]) {
+        if constexpr (Items > kPackedItems) {
+#pragma unroll
+            for (int k = 0; k < Items; ++k) slot[k] = rank(ts, flag[k], &total[k]);
+        } else {
+            constexpr unsigned W = (unsigned(Items) + kFieldsPerWord - 1) / kFieldsPerWord;
+            constexpr unsigned long long kField = (1ull << kFieldBits) - 1ull;
+            auto& s = ts.packed;
+            const unsigned n = dev::block_thread_count();
+            const unsigned r = dev::block_thread_rank();
+            const unsigned warp = r / dev::kWarpLanes;
+            const unsigned nwarps = (n + dev::kWarpLanes - 1) / dev::kWarpLanes;
+            const unsigned mask = dev::block_warp_mask();
+            const unsigned last_lane = dev::highest_lane(mask);
+            unsigned long long mine[W], incl[W];
+#pragma unroll
+            for (unsigned w = 0; w < W; ++w) mine[w] = 0;
+#pragma unroll
+            for (int k = 0; k < Items; ++k)
+                if (flag[k]) mine[k / kFieldsPerWord] += 1ull << (kFieldBits * (k % kFieldsPerWord));
+#pragma unroll
+            for (unsigned w = 0; w < W; ++w) {
+                incl[w] = dev::contiguous_lanes_inclusive_sum(mask, mine[w]);
+                if (dev::lane_index() == last_lane) s.warp_offset[warp][w] = incl[w];
+            }
+            __syncthreads();
+            if (warp == 0) {  // as in rank(): warp 0 has at least nwarps lanes
+                const unsigned lane = dev::lane_index();
+#pragma unroll
+                for (unsigned w = 0; w < W; ++w) {
+                    const unsigned long long v = lane < nwarps ? s.warp_offset[lane][w] : 0ull;
+                    const unsigned long long inc = dev::contiguous_lanes_inclusive_sum(mask, v);
+                    if (lane < nwarps) s.warp_offset[lane][w] = inc - v;
+                    if (lane == nwarps - 1) s.total[w] = inc;
+                }
+            }
+            __syncthreads();
+#pragma unroll
+            for (unsigned w = 0; w < W; ++w) {
+                const unsigned long long excl = s.warp_offset[warp][w] + incl[w] - mine[w];
+                const unsigned long long tot = s.total[w];
+#pragma unroll
+                for (unsigned f = 0; f < kFieldsPerWord; ++f) {
+                    const int k = int(w * kFieldsPerWord + f);
+                    if (k < Items) {
+                        slot[k] = unsigned((excl >> (kFieldBits * f)) & kField);
+                        total[k] = unsigned((tot >> (kFieldBits * f)) & kField);
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    }
 };
+
+// Items ranks for any algorithm: one packed scan where the algorithm has one
+// (warp_scan), else one rank() per item.
+template <insert_algo Algo, unsigned MaxThreads, int Items>
+__device__ void block_rank_items(typename block_rank<Algo, MaxThreads>::TempStorage& s, const bool (&flag)[Items],
+                                 unsigned (&slot)[Items], unsigned (&total)[Items]) {
+    if constexpr (Algo == insert_algo::warp_scan) {
+        block_rank<Algo, MaxThreads>::template rank_items<Items>(s, flag, slot, total);
+    } else {
+#pragma unroll
+        for (int k = 0; k < Items; ++k) slot[k] = block_rank<Algo, MaxThreads>::rank(s, flag[k], &total[k]);
+    }
+}
 
 // ---- tensor-core scan ----------------------------------------------------
 template <unsigned MaxThreads>
@@ -206,15 +293,14 @@ struct block_inserter {
     // refused the reservation (then nothing of this call is stored).
     template <int Items, class T, class Sink>
     __device__ static bool push(TempStorage& s, Sink& sink, const bool (&flag)[Items], const T (&value)[Items]) {
-        unsigned slot[Items];
+        unsigned slot[Items], total[Items];
         unsigned long long start[Items];
         unsigned long long run = 0;
+        block_rank_items<Algo, MaxThreads, Items>(s.rank, flag, slot, total);
 #pragma unroll
         for (int k = 0; k < Items; ++k) {
-            unsigned total;
-            slot[k] = rank_type::rank(s.rank, flag[k], &total);
             start[k] = run;
-            run += total;
+            run += total[k];
         }
         if (dev::block_thread_rank() == 0) {
             unsigned long long base = 0;

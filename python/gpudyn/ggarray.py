@@ -119,13 +119,19 @@ class _Array:
 
 class GGArray(_Array):
     """GGArray: `num_lfvectors` LFVectors whose buckets (first_bucket·2^b elements)
-    are allocated inside kernels from CUDA's device malloc heap.  `heap_bytes`
-    sizes that heap (cudaLimitMallocHeapSize); it can only be raised before the
-    first kernel that calls malloc in this process."""
+    are allocated inside kernels on demand.  :meth:`reserve` maps whole bucket
+    rows into the array's bucket pool from the host (no device heap needed; kernels
+    then claim those buckets in place).  Buckets beyond what was reserved come from
+    CUDA's device malloc heap, which `heap_bytes` sizes (cudaLimitMallocHeapSize;
+    it can only be raised before the first kernel that calls malloc in this
+    process; 0 keeps CUDA's 8 MB default): call :meth:`reserve` before large
+    :meth:`extend` calls, or pass `heap_bytes`.  `pool_bytes`: the pool's virtual
+    range (0: the device's memory; None: no pool)."""
 
     _p = "gpudyn_ggarray_"
 
-    def __init__(self, dtype=np.int32, num_lfvectors=512, first_bucket=1024, heap_bytes=0, stream=None):
+    def __init__(self, dtype=np.int32, num_lfvectors=512, first_bucket=1024, heap_bytes=0, pool_bytes=0,
+                 stream=None):
         dt = _dtype(dtype)
         o = ffi.new("gpudyn_ggarray_options_t*")
         check(lib.gpudyn_ggarray_options_init(o))
@@ -133,6 +139,7 @@ class GGArray(_Array):
         o.num_lfvectors = int(num_lfvectors)
         o.first_bucket_elements = int(first_bucket)
         o.malloc_heap_bytes = int(heap_bytes)
+        o.pool_bytes = (1 << 64) - 1 if pool_bytes is None else int(pool_bytes)
         self._init("gpudyn_ggarray_t", lib.gpudyn_ggarray_create, o, dt, stream)
 
     def reserve(self, capacity: int) -> None:
@@ -184,6 +191,18 @@ class _Contiguous(_Array):
         """Zero-copy view of the current elements (valid until the array changes)."""
         return {"shape": (len(self),), "typestr": self.dtype.str, "data": (self._data(), False),
                 "version": 3, "strides": None, "stream": None}
+
+    def as_buffer(self) -> DeviceBuffer:
+        """Zero-copy :class:`DeviceBuffer` over the current elements (CAI and DLPack;
+        keeps this array alive; valid until the array changes)."""
+        return DeviceBuffer._wrap(self._data(), (len(self),), self.dtype, self, stream=self.stream)
+
+    def __dlpack__(self, *args, **kwargs):
+        """DLPack export of the current elements, zero-copy (see :meth:`as_buffer`)."""
+        return self.as_buffer().__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.as_buffer().__dlpack_device__()
 
     def view_bytes(self) -> bytes:
         v = ffi.new(self._view_type + "*")

@@ -119,3 +119,30 @@ def test_example_cupy_rawmodule_push_back():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.main() == 0
+
+
+@pytest.mark.gpu
+def test_vmm_dlpack_and_reserved_pool_without_heap():
+    v = gpudyn.VmmArray(dtype=np.int32, initial_capacity=1000)
+    v.extend(np.arange(1000, dtype=np.int32))
+    dev_type, _ = v.__dlpack_device__()
+    assert dev_type == 2  # kDLCUDA
+    try:
+        import cupy as cp
+    except ImportError:
+        cp = None
+    if cp is not None:
+        x = cp.from_dlpack(v)
+        assert int(x.sum()) == sum(range(1000))
+        assert x.data.ptr == v.__cuda_array_interface__["data"][0]
+    v.close()
+    # reserve maps pool rows: 64 MB of int32 appended with CUDA's default 8 MB heap
+    n = 1 << 24
+    g = gpudyn.GGArray(dtype=np.int32, num_lfvectors=64)
+    g.reserve(2 * n)
+    g.extend(np.arange(n, dtype=np.int32))
+    assert len(g) == n
+    assert np.array_equal(np.sort(g.to_numpy()), np.arange(n))
+    st = g.memory_stats()
+    assert st["capacity"] >= 2 * n
+    g.close()

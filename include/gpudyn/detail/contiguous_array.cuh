@@ -1,6 +1,13 @@
 // Device side shared by the two contiguous arrays (static and VMM): element i
-// lives at data[i]; a block reserves its range with one compare-and-swap loop
-// on the size so that a reservation beyond capacity fails whole (nothing partial).
+// lives at data[i].  A block reserves its whole range with one atomicAdd on a
+// reservation counter (no compare-and-swap loop: ~10^5 reservations of one
+// bulk insert would serialize on it).  A range that does not fit fails whole
+// (nothing of it is stored) and records its start in `failed_at` (atomicMin).
+// Because the counter only grows, every range handed out after a failing one
+// starts above it and fails too, and every range below the lowest failing start
+// succeeded: the elements are exactly [0, min(counter, failed_at)).
+// Consequence: once a reservation failed, later ones fail until the host calls
+// push_back/reserve/clear, which fold the counter back to that size.
 // Compiles under nvcc and NVRTC.
 #pragma once
 
@@ -18,8 +25,9 @@ template <class T>
 struct contiguous_array_ref {
     T* data = nullptr;
     unsigned long long capacity = 0;
-    unsigned long long* size_ptr = nullptr;
+    unsigned long long* size_ptr = nullptr;    // reservation counter
     unsigned* status_ptr = nullptr;
+    unsigned long long* failed_ptr = nullptr;  // lowest failed start (~0 when none)
 
     bool version_ok = false;
 
@@ -32,22 +40,25 @@ struct contiguous_array_ref {
         capacity = version_ok ? v.capacity : 0;
         size_ptr = reinterpret_cast<unsigned long long*>(v.size);
         status_ptr = reinterpret_cast<unsigned*>(v.status);
+        failed_ptr = reinterpret_cast<unsigned long long*>(v.failed_at);
     }
     __host__ __device__ bool valid() const { return version_ok; }
-    __device__ unsigned long long size() const { return *static_cast<volatile unsigned long long*>(size_ptr); }
+    // Elements stored (see the file comment): min(counter, lowest failed start).
+    __device__ unsigned long long size() const {
+        const unsigned long long c = *static_cast<volatile unsigned long long*>(size_ptr);
+        const unsigned long long f = *static_cast<volatile unsigned long long*>(failed_ptr);
+        return c < f ? c : f;
+    }
     __device__ T& operator[](unsigned long long i) const { return data[i]; }
 
-    // One thread: [*base, *base + n) becomes the caller's, or false (status set).
+    // One thread: [*base, *base + n) becomes the caller's, or false (status set,
+    // nothing reserved that anyone will store into).
     __device__ bool reserve(unsigned long long n, unsigned long long* base) const {
-        unsigned long long old = size();
-        for (;;) {
-            if (n > capacity || old > capacity - n) {
-                atomicOr(status_ptr, kArrayCapacityExceeded);
-                return false;
-            }
-            unsigned long long seen = atomicCAS(size_ptr, old, old + n);
-            if (seen == old) break;
-            old = seen;
+        const unsigned long long old = atomicAdd(size_ptr, n);
+        if (n > capacity || old > capacity - n) {
+            atomicMin(failed_ptr, old);
+            atomicOr(status_ptr, kArrayCapacityExceeded);
+            return false;
         }
         *base = old;
         return true;
