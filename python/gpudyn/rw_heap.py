@@ -75,8 +75,9 @@ class PageHeap:
     # ---- life time ----------------------------------------------------------
     def close(self) -> None:
         if self._handle is not None:
-            h = ffi.gc(self._handle, None)
+            h = self._handle
             self._handle = None
+            ffi.gc(h, None)  # detach the finalizer in place (it returns None): destroyed once, here
             check(lib.gpudyn_rw_heap_destroy(h))
 
     def __enter__(self):
