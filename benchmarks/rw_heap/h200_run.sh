@@ -53,9 +53,10 @@ fi
 if [ -z "${SKIP_NCU:-}" ]; then
   stamp "ncu: hash-join probe, 10M tuples (DO vs CoRW)"
   B=$(python3 -c 'import gpudyn, os; print(os.path.join(os.path.dirname(gpudyn.__file__), "bin"))')/gpudyn_bench_rw_heap
-  timeout 120 ncu --kernel-name-base demangled -k 'regex:probe_kernel<\(join_out\)(0|3)>|join_out::(direct|corw)' \
-    --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section LaunchStats -c 2 \
-    "$B" --out /tmp/rwlogs/ncu.json --only fig17 --join-n 10000000 --reps 1 2>&1 \
-    | grep -vE "^==PROF==|progress" | tail -110
+  # ncu's demangled name of the DO probe is probe_kernel<0>, of the CoRW probe probe_kernel<3>;
+  # with --reps 1 each runs twice: -c 4 profiles both launches of both.
+  timeout 120 ncu --kernel-name-base demangled -k 'regex:probe_kernel<(0|3)>' -c 4 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+    "$B" --out /tmp/rwlogs/ncu.json --only fig17 --join-n 10000000 --reps 1 2>&1 | grep -vE "^==PROF==|progress"
 fi
 stamp "done"
