@@ -29,7 +29,7 @@ using u32 = unsigned;
 
 constexpr int kRwPasses = 30;                // paper §VI-C: "adds +1, 30 times"
 constexpr unsigned kThreads = 512;           // block size of every bench kernel
-constexpr int kItems = 8;                    // elements per thread per reservation (as lib's push)
+constexpr int kItems = 16;                   // elements per thread per reservation (one atomic per 8192)
 constexpr unsigned long long kStart = 1000000;  // paper: 1e6 doubled 10 times
 constexpr int kRepeats = 5;                  // median of these for repeatable measurements
 

@@ -83,6 +83,12 @@ struct ggarray_ref {
         return *static_cast<volatile unsigned long long*>(sizes() + l);
     }
 
+    __device__ static unsigned load_acquire(const unsigned* p) {
+        unsigned v;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+        return v;
+    }
+
     // ---- bucket pool ----
     // True when bucket b's row (bucket b of every LFVector) is mapped in the pool.
     __device__ bool pool_has(unsigned b) const { return view.pool != 0 && b < view.pool_rows; }
@@ -105,14 +111,13 @@ struct ggarray_ref {
             atomicOr(reinterpret_cast<unsigned*>(view.status), dev::kArrayCapacityExceeded);
             return false;
         }
-        volatile unsigned* st = state(l, b);
         bool tried = false;
         for (;;) {
-            unsigned s = *st;
-            if (s >= kReady) {
-                __threadfence();  // the pointer, published before kReady, is visible after this
-                return true;
-            }
+            // Acquire: the pointer, published before the ready state, is visible
+            // after this load (a fence here would also wait for this thread's own
+            // earlier element stores, once per tile).
+            const unsigned s = load_acquire(state(l, b));
+            if (s >= kReady) return true;
             if (s == kEmpty) {
                 if (tried) return false;  // our own attempt failed: report, do not loop
                 if (atomicCAS(state(l, b), kEmpty, kBusy) == kEmpty) {

@@ -67,7 +67,7 @@ struct block_rank<insert_algo::warp_scan, MaxThreads> {
     // per item).  A field never carries: it counts at most 1024 threads (< 2^16).
     static constexpr unsigned kFieldBits = 16;
     static constexpr unsigned kFieldsPerWord = 64 / kFieldBits;
-    static constexpr int kPackedItems = 8;
+    static constexpr int kPackedItems = 16;
     static constexpr unsigned kPackedWords = kPackedItems / kFieldsPerWord;
     struct TempStorage {
         union {

@@ -240,7 +240,8 @@ static void test_growth(array_kind kind, gpudyn_insert_algo_t algo) {
         CHECK_OK(gpudyn_ggarray_allocated_bytes(a.g, &bytes, NULL));
         CHECK_OK(gpudyn_ggarray_capacity(a.g, &cap, NULL));
         const uint64_t first_buckets = 512ull * 1024 * 4;
-        CHECK(cap >= n && cap * 4 == bytes);
+        // bytes >= capacity: a pool slice whose bucket push_back had taken from malloc stays mapped
+        CHECK(cap >= n && cap * 4 <= bytes);
         if (bytes > 2 * n * 4 + first_buckets) {
             fprintf(stderr, "D: GGArray allocated %llu bytes for %llu bytes of elements (> 2x + first buckets)\n",
                     (unsigned long long)bytes, (unsigned long long)(n * 4));
