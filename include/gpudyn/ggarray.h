@@ -84,7 +84,11 @@ typedef struct gpudyn_ggarray_view_t {
     uint32_t reserved;               /* 0 */
 } gpudyn_ggarray_view_t;
 
+/* Fills *options with the defaults listed beside each field (struct_size included). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_options_init(gpudyn_ggarray_options_t* options);
+/* Creates an empty GGArray (no bucket yet) and reserves the pool's virtual range;
+ * raises the device malloc heap to options->malloc_heap_bytes first (INVALID_ARGUMENT
+ * naming the option once a kernel has used malloc). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const gpudyn_ggarray_options_t* options,
                                                  gpudyn_stream_t stream);
 /* Frees every bucket (a kernel calling free) and the bookkeeping; NULL is accepted. */
@@ -107,8 +111,11 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, const void* values, uint64_t count,
                                                     const uint8_t* mask, gpudyn_insert_algo_t algorithm,
                                                     gpudyn_stream_t stream);
+/* Number of elements; synchronizes `stream` to read it. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_size(gpudyn_ggarray_t array, uint64_t* size, gpudyn_stream_t stream);
+/* Elements the allocated buckets can hold; synchronizes `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_capacity(gpudyn_ggarray_t array, uint64_t* capacity, gpudyn_stream_t stream);
+/* Bytes of bucket memory held (malloc'd buckets plus mapped pool memory); synchronizes. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array, uint64_t* bytes,
                                                           gpudyn_stream_t stream);
 /* Copies the elements, LFVector after LFVector, to contiguous device memory
@@ -147,26 +154,37 @@ typedef struct gpudyn_static_array_view_t {
                                         range at or above it failed and stored nothing */
 } gpudyn_static_array_view_t;
 
+/* Fills *options with the defaults (element_size 4; capacity must still be set). */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_options_init(gpudyn_static_array_options_t* options);
+/* Allocates `capacity` elements once (stream-ordered); size 0. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* array,
                                                       const gpudyn_static_array_options_t* options,
                                                       gpudyn_stream_t stream);
+/* Frees the storage; NULL is accepted. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_destroy(gpudyn_static_array_t array);
 /* Synchronizes; OUT_OF_MEMORY when the elements do not fit (nothing stored). */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_push_back(gpudyn_static_array_t array, const void* values,
                                                          uint64_t count, const uint8_t* mask,
                                                          gpudyn_insert_algo_t algorithm, gpudyn_stream_t stream);
+/* Number of elements; synchronizes `stream` to read it. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_size(gpudyn_static_array_t array, uint64_t* size,
                                                     gpudyn_stream_t stream);
+/* The fixed capacity, in elements. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_capacity(gpudyn_static_array_t array, uint64_t* capacity);
+/* capacity * element_size. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_allocated_bytes(gpudyn_static_array_t array, uint64_t* bytes);
 /* Device address of element 0 (contiguous storage, for zero-copy export). */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_data(gpudyn_static_array_t array, void** data);
+/* Copies the elements to device memory `dst` of `dst_bytes` (>= size * element_size);
+ * synchronizes to read the size. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten(gpudyn_static_array_t array, void* dst, uint64_t dst_bytes,
                                                        gpudyn_stream_t stream);
+/* As flatten, into host memory; returns after the copy is complete. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_copy_to_host(gpudyn_static_array_t array, void* dst,
                                                             uint64_t dst_bytes, gpudyn_stream_t stream);
+/* Size 0 (stream-ordered); the storage is kept. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_clear(gpudyn_static_array_t array, gpudyn_stream_t stream);
+/* Fills *view for kernels (gpudyn::static_array_ref<T>). */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_get_view(gpudyn_static_array_t array,
                                                         gpudyn_static_array_view_t* view);
 
@@ -191,7 +209,10 @@ typedef struct gpudyn_vmm_array_view_t {
     uint64_t failed_at;              /* device uint64, as the static array */
 } gpudyn_vmm_array_view_t;
 
+/* Fills *options with the defaults listed beside each field. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_options_init(gpudyn_vmm_array_options_t* options);
+/* Reserves the virtual range and maps initial_capacity elements; NOT_SUPPORTED when the
+ * driver has no virtual memory management. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
                                                    const gpudyn_vmm_array_options_t* options,
                                                    gpudyn_stream_t stream);
@@ -206,15 +227,24 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_reserve(gpudyn_vmm_array_t array, ui
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_push_back(gpudyn_vmm_array_t array, const void* values, uint64_t count,
                                                       const uint8_t* mask, gpudyn_insert_algo_t algorithm,
                                                       gpudyn_stream_t stream);
+/* Number of elements; synchronizes `stream` to read it. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_size(gpudyn_vmm_array_t array, uint64_t* size, gpudyn_stream_t stream);
+/* Elements currently mapped. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_capacity(gpudyn_vmm_array_t array, uint64_t* capacity);
+/* Bytes of physical memory mapped. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_allocated_bytes(gpudyn_vmm_array_t array, uint64_t* bytes);
+/* Device address of element 0; it never changes while the array lives. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_data(gpudyn_vmm_array_t array, void** data);
+/* Copies the elements to device memory `dst` of `dst_bytes` (>= size * element_size);
+ * synchronizes to read the size. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_flatten(gpudyn_vmm_array_t array, void* dst, uint64_t dst_bytes,
                                                     gpudyn_stream_t stream);
+/* As flatten, into host memory; returns after the copy is complete. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_copy_to_host(gpudyn_vmm_array_t array, void* dst, uint64_t dst_bytes,
                                                          gpudyn_stream_t stream);
+/* Size 0 (stream-ordered); the mapping is kept. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear(gpudyn_vmm_array_t array, gpudyn_stream_t stream);
+/* Fills *view for kernels (gpudyn::vmm_array_ref<T>); capacity as of this call. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_view(gpudyn_vmm_array_t array, gpudyn_vmm_array_view_t* view);
 
 #ifdef __cplusplus
