@@ -1,5 +1,6 @@
 """The README's examples are tests: its C program compiles against the installed
-library and runs; its Python example runs on a GPU."""
+library and runs; every ```python block runs on a GPU (fragments that cannot run
+alone are fenced as ```py)."""
 import os
 import re
 import shutil
@@ -12,17 +13,17 @@ import gpudyn
 README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
 
 
-def _block(lang: str) -> str:
+def _blocks(lang: str) -> list:
     text = open(README, encoding="utf-8").read()
     blocks = re.findall(rf"```{lang}\n(.*?)```", text, re.S)
     assert blocks, f"README has no {lang} example"
-    return blocks[0]
+    return blocks
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 def test_readme_c_example_compiles_and_runs(tmp_path):
     src = tmp_path / "readme.c"
-    src.write_text(_block("c"))
+    src.write_text(_blocks("c")[0])
     exe = tmp_path / "readme"
     libdir = os.path.dirname(gpudyn.library_path)
     subprocess.run(["cc", "-std=c99", "-Wall", "-Werror", str(src), "-I", gpudyn.get_include(),
@@ -37,5 +38,6 @@ def test_readme_c_example_compiles_and_runs(tmp_path):
 
 
 @pytest.mark.gpu
-def test_readme_python_example_runs():
-    exec(compile(_block("python"), "README.md", "exec"), {})
+@pytest.mark.parametrize("index", range(len(_blocks("python"))))
+def test_readme_python_examples_run(index):
+    exec(compile(_blocks("python")[index], f"README.md python block {index}", "exec"), {})
