@@ -8,6 +8,7 @@
 #include <gpudyn/rw_heap.h>
 #include <gpudyn/warp_heap.cuh>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,10 @@ constexpr uint32_t kMaxListCapacity = 1u << 20;
 // Bulk kernels: 8 full warps per block (a multiple of the warp size, so every
 // warp of the batch kernel is complete and can start a heap with a full mask).
 constexpr unsigned kBulkBlock = 256;
+// Sizes each warp of alloc_batch serves at least (16 rounds of 32): a warp's
+// header and first superblock then serve many sizes, instead of one header per
+// 32 sizes (which would take an arena header slot per 32 sizes).
+constexpr uint64_t kBatchSizesPerWarp = 512;
 
 struct batch {
     void** headers;   // device array: one kept header per warp of the launch (or NULL)
@@ -269,7 +274,9 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_alloc_batch(gpudyn_warp_heap_t heap,
         GPUDYN_REQUIRE_NOT_NULL(sizes);
         GPUDYN_REQUIRE_NOT_NULL(pointers);
         cudaStream_t s = to_cuda(stream);
-        const unsigned grid = grid_for(count, kBulkBlock);
+        const uint64_t want_warps = (count + kBatchSizesPerWarp - 1) / kBatchSizesPerWarp;
+        const unsigned grid = std::min(grid_for(count, kBulkBlock),
+                                       unsigned((want_warps * kWarpLanes + kBulkBlock - 1) / kBulkBlock));
         const uint64_t warps = uint64_t(grid) * kBulkBlock / kWarpLanes;
         batch b{nullptr, warps};
         GPUDYN_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&b.headers), warps * sizeof(void*), s));

@@ -12,7 +12,7 @@ if [ -d .whl ]; then
   python3 -m pip install -q --no-index --find-links .whl --no-build-isolation cffi pycparser meson 2>&1 | tail -2
 fi
 bd=build-warp-heap
-{ python3 -m mesonbuild.mesonmain setup $bd -Dgpu_archs=90 -Dgpu_ptx= -Dexamples=false >/dev/null &&
+{ { [ -f $bd/build.ninja ] || python3 -m mesonbuild.mesonmain setup $bd -Dgpu_archs=90 -Dgpu_ptx= -Dexamples=false >/dev/null; } &&
   ninja -C $bd tests/c/test_warp_heap_device tests/c/test_warp_heap_debug tests/c/test_warp_heap_args benchmarks/warp_heap/gpudyn_bench_warp_heap; } 2>&1 | tail -5 | tee "$log" || exit 1
 echo "== C tests" | tee -a "$log"
 ./$bd/tests/c/test_warp_heap_args 2>&1 | tee -a "$log"

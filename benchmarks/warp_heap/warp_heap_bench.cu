@@ -78,7 +78,7 @@ __device__ unsigned warp_lanes_in_block() {
     return lanes == 32 ? 0xffffffffu : (1u << lanes) - 1u;
 }
 
-__global__ void warp_heap_kernel(gpudyn_warp_heap_view_t view, unsigned n, unsigned s, unsigned* failures) {
+__global__ void __launch_bounds__(kMaxBlock) warp_heap_kernel(gpudyn_warp_heap_view_t view, unsigned n, unsigned s, unsigned* failures) {
     gpudyn::warp_heap_ref ref{view};
     const unsigned mask = warp_lanes_in_block();
     gpudyn::warp_heap heap = ref.start(mask);

@@ -264,7 +264,8 @@ class warp_heap_ref {
     // warp (its scratch then lives in this thread's local memory, as rw_heap.cuh
     // allows for a single-lane mask).
     __device__ rw_heap_ref page_heap() const { return rw_heap_ref(*static_cast<const rw_heap_view*>(view.page_heap)); }
-    __device__ void* page_heap_allocate(unsigned long long bytes) const {
+    // Out of line: RW_malloc's registers and scratch stay out of the callers' hot path.
+    __device__ __noinline__ void* page_heap_allocate(unsigned long long bytes) const {
         const rw_heap_ref rw = page_heap();
         detail::counter_rng rng((unsigned long long)clock64(),
                                 (unsigned long long)(blockIdx.x + gridDim.x * blockIdx.y) * 1024u + threadIdx.x);
@@ -275,7 +276,7 @@ class warp_heap_ref {
         rw_malloc_storage scratch;
         return rw.malloc(1u << detail::lane_index(), bytes, scratch, rng);
     }
-    __device__ void page_heap_free(void* p, unsigned long long bytes) const {
+    __device__ __noinline__ void page_heap_free(void* p, unsigned long long bytes) const {
         const rw_heap_ref rw = page_heap();
         if (bytes <= rw.page_size()) rw.free_page(rw.page_of(p));
         else rw.free(p);

@@ -52,11 +52,12 @@ __device__ __host__ inline unsigned small_size(unsigned tid, unsigned r) {
 }
 
 // Backing of the tests now running, and the page heap of the PAGE_HEAP runs
-// (pages of 36 KiB hold a header block with a 32 KiB superblock; 288 MiB).
+// (pages of 36 KiB hold a header block with a 32 KiB superblock; 576 MiB, room
+// for the counts test's 64 warps x 128 superblocks).
 static gpudyn_warp_heap_backing_t g_backing = GPUDYN_WARP_HEAP_BACKING_ARENA;
 static gpudyn_rw_heap_t g_pages = nullptr;
 static const uint64_t kPageBytes = 36 << 10;
-static const uint64_t kPageCount = 8192;
+static const uint64_t kPageCount = 16384;
 // Arena header slots when superblocks are huge (the exhaustion test's 32 MiB):
 // room for its 4 warps, the rest of the pool for chunks.
 static const uint64_t kHugeSuperblock = 1 << 20;
