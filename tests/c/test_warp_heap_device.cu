@@ -462,11 +462,17 @@ __global__ void exhaust_kernel(gpudyn_warp_heap_view_t view, record* recs, unsig
     for (unsigned r = 0; r < kExhaustRounds; ++r)
         if (mine[r]) b += verify(mine[r], 4096, tid, r);
     if (b) atomicAdd(bad, b);
+    // Every warp's blocks stay live until all warps have recorded and verified
+    // theirs: a warp that ended earlier would hand its memory back, another
+    // warp could then be served the same addresses legitimately, and the
+    // overlap check below would see two records of one range.
+    __syncthreads();
     heap.end();
 }
 
 static void test_exhaustion() {
-    const unsigned blocks = 2, threads = 64, n = blocks * threads;
+    // One block, so that the barrier above spans every warp.
+    const unsigned blocks = 1, threads = 128, n = blocks * threads;
     gpudyn_warp_heap_t h = make_heap(32u << 20);
     const uint64_t before = backing_level(h);
     gpudyn_warp_heap_view_t v;
