@@ -62,23 +62,37 @@ void dispatch_algo(gpudyn_insert_algo_t algorithm, F&& f) {
 constexpr unsigned kPushThreads = 512;
 constexpr int kPushItems = 8;
 
-// One kernel body for every array: Ref has push_back(storage, flags, values).
+// Candidates of one block's chunk: values[j], flagged by mask[j] (all without a mask).
+template <class T>
+struct chunk_source {
+    const T* values;
+    const uint8_t* mask;
+    __device__ bool all_flagged() const { return mask == nullptr; }
+    __device__ bool flag(unsigned long long j) const { return mask == nullptr || mask[j] != 0; }
+    __device__ T value(unsigned long long j) const { return values[j]; }
+};
+
+// Chunk alignment in elements: chunks start on 256-element (>= 256-byte) boundaries
+// so every block's loads and the stores of a contiguous array stay coalesced.
+constexpr unsigned long long kChunkAlign = 256;
+
+// Elements per block of push_kernel: an even share of count over grid blocks.
+inline unsigned long long push_chunk_elements(unsigned long long count, unsigned grid) {
+    const unsigned long long c = (count + grid - 1) / grid;
+    return (c + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+}
+
+// One kernel body for every array: Ref has push_back_chunk(storage, n, source).
+// Block b inserts input elements [b*chunk, (b+1)*chunk) with one reservation.
 template <class T, insert_algo Algo, class Ref>
 __global__ void __launch_bounds__(kPushThreads) push_kernel(Ref ref, const T* values, const uint8_t* mask,
-                                                           unsigned long long count) {
+                                                           unsigned long long count, unsigned long long chunk) {
     __shared__ push_storage<Algo, kPushThreads> temp;
-    const unsigned long long per_tile = (unsigned long long)kPushThreads * kPushItems;
-    for (unsigned long long tile = blockIdx.x; tile * per_tile < count; tile += gridDim.x) {
-        bool flag[kPushItems];
-        T value[kPushItems];
-#pragma unroll
-        for (int k = 0; k < kPushItems; ++k) {
-            const unsigned long long i = tile * per_tile + (unsigned long long)k * kPushThreads + threadIdx.x;
-            flag[k] = i < count && (mask == nullptr || mask[i] != 0);
-            value[k] = flag[k] ? values[i] : T{};
-        }
-        if (!ref.template push_back<Algo, kPushThreads>(temp, flag, value)) return;  // uniform in the block
-    }
+    const unsigned long long lo = blockIdx.x * chunk;
+    if (lo >= count) return;  // uniform in the block
+    const unsigned long long n = count - lo < chunk ? count - lo : chunk;
+    const chunk_source<T> src{values + lo, mask ? mask + lo : nullptr};
+    ref.template push_back_chunk<Algo, kPushThreads, kPushItems>(temp, n, src);  // failure: status word
 }
 
 // Grid for push_kernel: enough blocks to fill the GPU; for a GGArray a multiple
@@ -90,7 +104,8 @@ void launch_push(Ref ref, const void* values, const uint8_t* mask, uint64_t coun
                  unsigned grid, cudaStream_t stream) {
     dispatch_algo(algorithm, [&](auto algo) {
         push_kernel<T, decltype(algo)::value, Ref>
-            <<<grid, kPushThreads, 0, stream>>>(ref, static_cast<const T*>(values), mask, count);
+            <<<grid, kPushThreads, 0, stream>>>(ref, static_cast<const T*>(values), mask, count,
+                                                push_chunk_elements(count, grid));
         GPUDYN_CHECK_LAUNCH("push_kernel");
     });
 }

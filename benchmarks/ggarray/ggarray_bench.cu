@@ -29,7 +29,8 @@ using u32 = unsigned;
 
 constexpr int kRwPasses = 30;                // paper §VI-C: "adds +1, 30 times"
 constexpr unsigned kThreads = 512;           // block size of every bench kernel
-constexpr int kItems = 16;                   // elements per thread per reservation (one atomic per 8192)
+constexpr int kItems = 16;                   // elements per thread per ranked tile (8192 per tile)
+constexpr unsigned long long kChunkAlign = 256;  // chunk starts stay 1 KiB aligned (coalesced)
 constexpr unsigned long long kStart = 1000000;  // paper: 1e6 doubled 10 times
 constexpr int kRepeats = 5;                  // median of these for repeatable measurements
 
@@ -80,22 +81,24 @@ __global__ void add_one_global(ggarray_ref<u32> a, unsigned long long n) {
         a.at(i) += 1;
 }
 
-// Insertion of n new values (value = index) into any array; every thread flags all.
+// Insertion of n new values (value = first + index) into any array, the same
+// way for every structure: block b takes input chunk [b*chunk, (b+1)*chunk),
+// reserves it with ONE reservation (push_back_chunk), then ranks it tile by
+// tile (kThreads x kItems candidates) with algorithm A and stores it.
+struct iota_source {
+    unsigned long long first;  // value of candidate j
+    __device__ bool all_flagged() const { return true; }
+    __device__ bool flag(unsigned long long) const { return true; }
+    __device__ u32 value(unsigned long long j) const { return u32(first + j); }
+};
 template <insert_algo A, class Ref>
-__global__ void __launch_bounds__(kThreads) insert_n(Ref ref, unsigned long long n, unsigned long long first) {
+__global__ void __launch_bounds__(kThreads) insert_n(Ref ref, unsigned long long n, unsigned long long first,
+                                                     unsigned long long chunk) {
     __shared__ push_storage<A, kThreads> temp;
-    const unsigned long long per = (unsigned long long)kThreads * kItems;
-    for (unsigned long long t = blockIdx.x; t * per < n; t += gridDim.x) {
-        bool f[kItems];
-        u32 v[kItems];
-#pragma unroll
-        for (int k = 0; k < kItems; ++k) {
-            const unsigned long long i = t * per + (unsigned long long)k * kThreads + threadIdx.x;
-            f[k] = i < n;
-            v[k] = u32(first + i);
-        }
-        if (!ref.template push_back<A, kThreads>(temp, f, v)) return;
-    }
+    const unsigned long long lo = blockIdx.x * chunk;
+    if (lo >= n) return;
+    const unsigned long long m = n - lo < chunk ? n - lo : chunk;
+    ref.template push_back_chunk<A, kThreads, kItems>(temp, m, iota_source{first + lo});
 }
 // Baseline: plain coalesced write of the same values.
 __global__ void write_n(u32* p, unsigned long long n, unsigned long long first) {
@@ -166,7 +169,7 @@ static double grow(subject& x, unsigned long long cap) {
     if (x.kind == 1) {
         GK(gpudyn_vmm_array_reserve(x.v, cap, nullptr));
     } else {
-        // Headroom: a block may insert up to one tile past an even share.
+        // Headroom: a block's chunk may exceed an even share (alignment rounding).
         const unsigned long long slack = (unsigned long long)x.lfv * 2 * kThreads * kItems;
         GK(gpudyn_ggarray_reserve(x.g, cap + slack, nullptr));
     }
@@ -183,16 +186,18 @@ template <insert_algo A>
 static void launch_insert(subject& x, unsigned long long n, unsigned long long first) {
     const unsigned long long per = (unsigned long long)kThreads * kItems;
     unsigned grid = unsigned(std::min<unsigned long long>((n + per - 1) / per, grid_fill()));
+    if (x.kind == 2) grid = std::max(1u, (grid + x.lfv - 1) / x.lfv) * x.lfv;
+    unsigned long long chunk = (n + grid - 1) / grid;
+    chunk = (chunk + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
     if (x.kind == 2) {
-        grid = std::max(1u, (grid + x.lfv - 1) / x.lfv) * x.lfv;
         gpudyn_ggarray_view_t v; GK(gpudyn_ggarray_get_view(x.g, &v, nullptr));
-        insert_n<A><<<grid, kThreads>>>(ggarray_ref<u32>{v}, n, first);
+        insert_n<A><<<grid, kThreads>>>(ggarray_ref<u32>{v}, n, first, chunk);
     } else if (x.kind == 0) {
         gpudyn_static_array_view_t v; GK(gpudyn_static_array_get_view(x.s, &v));
-        insert_n<A><<<grid, kThreads>>>(static_array_ref<u32>{v}, n, first);
+        insert_n<A><<<grid, kThreads>>>(static_array_ref<u32>{v}, n, first, chunk);
     } else {
         gpudyn_vmm_array_view_t v; GK(gpudyn_vmm_array_get_view(x.v, &v));
-        insert_n<A><<<grid, kThreads>>>(vmm_array_ref<u32>{v}, n, first);
+        insert_n<A><<<grid, kThreads>>>(vmm_array_ref<u32>{v}, n, first, chunk);
     }
     CK(cudaGetLastError());
 }

@@ -183,11 +183,21 @@ struct ggarray_ref {
             *base = old;
             return true;
         }
-        __device__ void store(unsigned long long i, const T& v) const {
+        // Same thread, after reserve: the pointers of the buckets holding
+        // [base, base + n), once, into shared memory (word b = bucket b).  The
+        // reservation's acquire loads of the bucket states made them visible.
+        __device__ void open(sink_window& w, unsigned long long base, unsigned long long n) const {
+            const unsigned last = a->bucket_of(base + n - 1);
+            for (unsigned b = a->bucket_of(base); b <= last; ++b)
+                w.word[b] = reinterpret_cast<unsigned long long>(a->bucket(l, b));
+        }
+        // Any thread: no global lookup, one shared-memory load per element.
+        __device__ void store(const sink_window& w, unsigned long long i, const T& v) const {
             const unsigned b = a->bucket_of(i);
-            a->bucket(l, b)[i - a->bucket_first(b)] = v;
+            reinterpret_cast<T*>(w.word[b])[i - a->bucket_first(b)] = v;
         }
     };
+    static_assert(GPUDYN_GGARRAY_MAX_BUCKETS <= kSinkWindowWords, "the sink window holds one word per bucket");
 
     // Every thread of the block calls; the block appends to LFVector `l`.
     template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items>
@@ -208,6 +218,26 @@ struct ggarray_ref {
         const bool f[1] = {flag};
         const T v[1] = {value};
         return push_back<Algo, MaxThreads>(s, f, v);
+    }
+
+    // A block's chunk of n candidates (src.flag(j), src.value(j), j < n; see
+    // block_inserter::push_chunk) appended to LFVector l with ONE reservation
+    // (buckets ensured, size CAS, global size added once) instead of one per
+    // tile.  Every thread of the block calls with the same l, n and src.
+    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items = 8,
+              class Src>
+    __device__ bool push_back_chunk_to(unsigned l, push_storage<Algo, MaxThreads>& s, unsigned long long n,
+                                       const Src& src) const {
+        if (!valid()) return false;
+        sink k{this, l};
+        return block_inserter<Algo, MaxThreads>::template push_chunk<Items, T>(s, k, n, src);
+    }
+    // Into the block's own LFVector (linear block index modulo num_lfvectors).
+    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items = 8,
+              class Src>
+    __device__ bool push_back_chunk(push_storage<Algo, MaxThreads>& s, unsigned long long n, const Src& src) const {
+        const unsigned l = unsigned(dev::block_linear_index() % view.num_lfvectors);
+        return push_back_chunk_to<Algo, MaxThreads, Items>(l, s, n, src);
     }
 
     // ---- access by global index (valid as of get_view) ----

@@ -273,18 +273,52 @@ struct block_rank<insert_algo::tensor_scan, MaxThreads> {
 };
 
 // ---- block-level insertion into any structure ----------------------------
+// Shared-memory window a sink fills once per reservation (one thread), so the
+// stores into that range need no global lookups: the GGArray keeps the bucket
+// pointers of the reserved range there (one word per bucket index; its
+// GPUDYN_GGARRAY_MAX_BUCKETS is 40, checked in ggarray.cuh).
+constexpr unsigned kSinkWindowWords = 40;
+struct sink_window {
+    unsigned long long word[kSinkWindowWords];
+};
+
 // Sink (provided by the structure):
 //   bool reserve(unsigned long long n, unsigned long long* base)  called by one thread;
 //        true when [base, base+n) is now the block's (all-or-nothing), false on failure;
-//   void store(unsigned long long index, const T& value)          any thread.
+//   void open(sink_window& w, unsigned long long base, unsigned long long n)
+//        called by the same thread after a successful reserve with n > 0;
+//   void store(const sink_window& w, unsigned long long index, const T& value)  any thread,
+//        index inside the opened range.
+// Source of a block's chunk (push_chunk), all members uniform except flag/value:
+//   bool all_flagged() const          true when every candidate is inserted (no counting pass);
+//   bool flag(unsigned long long j) const, T value(unsigned long long j) const  for j < n.
 template <insert_algo Algo, unsigned MaxThreads = kMaxBlockThreads>
 struct block_inserter {
     using rank_type = block_rank<Algo, MaxThreads>;
     struct TempStorage {
         typename rank_type::TempStorage rank;
+        sink_window window;
         unsigned long long base;
+        unsigned long long count;
         int ok;
     };
+
+    // Thread 0 reserves `total` and opens the window; every thread returns the
+    // outcome and the base (one barrier).  Callers read s.window afterwards.
+    template <class Sink>
+    __device__ static bool reserve_block(TempStorage& s, Sink& sink, unsigned long long total,
+                                         unsigned long long* base) {
+        if (dev::block_thread_rank() == 0) {
+            unsigned long long b = 0;
+            const bool ok = total == 0 || sink.reserve(total, &b);
+            if (ok && total > 0) sink.open(s.window, b, total);
+            s.ok = ok ? 1 : 0;
+            s.base = b;
+        }
+        __syncthreads();
+        *base = s.base;
+        return s.ok != 0;
+    }
 
     // Every thread of the block calls with Items (flag, value) pairs.  Round k's
     // inserted values are stored contiguously (coalesced), rounds one after the
@@ -302,20 +336,63 @@ struct block_inserter {
             start[k] = run;
             run += total[k];
         }
-        if (dev::block_thread_rank() == 0) {
-            unsigned long long base = 0;
-            s.ok = (run == 0 || sink.reserve(run, &base)) ? 1 : 0;
-            s.base = base;
-        }
-        __syncthreads();
-        const bool ok = s.ok != 0;
-        const unsigned long long base = s.base;
-        __syncthreads();
+        unsigned long long base = 0;
+        const bool ok = reserve_block(s, sink, run, &base);
         if (ok) {
 #pragma unroll
             for (int k = 0; k < Items; ++k)
-                if (flag[k]) sink.store(base + start[k] + slot[k], value[k]);
+                if (flag[k]) sink.store(s.window, base + start[k] + slot[k], value[k]);
         }
+        __syncthreads();  // the storage (base, window) may be reused right after the call
+        return ok;
+    }
+
+    // A block's whole chunk with ONE reservation: every thread calls with the
+    // same n and src; the candidates are j in [0, n) (j: index in the block's
+    // chunk).  Pass 1 counts the flagged candidates (none when
+    // src.all_flagged()), one thread reserves that count and opens the window,
+    // pass 2 ranks each tile of blockDim*Items candidates with Algo (candidate
+    // j = tile + k*blockDim + rank is item k) and stores the flagged ones in
+    // chunk order, coalesced.  Same elements and order as push() tile by tile,
+    // but one reservation instead of one per tile.  Returns the same bool in
+    // every thread; false: nothing of the chunk is stored.
+    template <int Items, class T, class Sink, class Src>
+    __device__ static bool push_chunk(TempStorage& s, Sink& sink, unsigned long long n, const Src& src) {
+        const unsigned nt = dev::block_thread_count(), r = dev::block_thread_rank();
+        unsigned long long count = n;
+        if (!src.all_flagged()) {
+            if (r == 0) s.count = 0;
+            __syncthreads();
+            unsigned long long mine = 0;
+            for (unsigned long long j = r; j < n; j += nt) mine += src.flag(j) ? 1u : 0u;
+            if (mine) atomicAdd(&s.count, mine);
+            __syncthreads();
+            count = s.count;
+        }
+        unsigned long long base = 0;
+        const bool ok = reserve_block(s, sink, count, &base);
+        if (ok && count > 0) {
+            const unsigned long long per = (unsigned long long)nt * Items;
+            unsigned long long run = base;
+            for (unsigned long long t = 0; t < n; t += per) {  // uniform trip count
+                bool flag[Items];
+                T value[Items];
+#pragma unroll
+                for (int k = 0; k < Items; ++k) {
+                    const unsigned long long j = t + (unsigned long long)k * nt + r;
+                    flag[k] = j < n && src.flag(j);
+                    value[k] = flag[k] ? src.value(j) : T{};
+                }
+                unsigned slot[Items], total[Items];
+                block_rank_items<Algo, MaxThreads, Items>(s.rank, flag, slot, total);
+#pragma unroll
+                for (int k = 0; k < Items; ++k) {
+                    if (flag[k]) sink.store(s.window, run + slot[k], value[k]);
+                    run += total[k];
+                }
+            }
+        }
+        __syncthreads();  // the storage may be reused right after the call
         return ok;
     }
 };

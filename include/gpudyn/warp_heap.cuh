@@ -69,9 +69,12 @@ constexpr unsigned long long kMaxRequestBytes = 1ull << 40;
 // so one atomicOr claims it and one atomicAnd gives it back.
 constexpr unsigned kArenaWordBits = 32;
 constexpr unsigned kArenaNoSlot = 0xffffffffu;
-// Attempts on one word before the search moves on (a failed attempt means
-// another warp took bits of that word meanwhile; the next sees them).
-constexpr unsigned kArenaWordAttempts = 4;
+// Attempts on one word while it still shows a free run.  A failed attempt means
+// another warp changed the word meanwhile (a claim, or a claim being rolled
+// back); the next attempt sees the change.  Few attempts made warps that start
+// together fail spuriously with slots still free (4 warps of one block racing
+// for one word of header slots), so the bound only guards against livelock.
+constexpr unsigned kArenaWordAttempts = 64;
 
 struct entry {
     void* ptr;
@@ -192,7 +195,8 @@ class warp_heap_ref {
         if (count == 0) return kArenaNoSlot;
         const unsigned run = n >= kArenaWordBits ? 0xffffffffu : (1u << n) - 1u;
         unsigned w = (hint / kArenaWordBits) % count;
-        unsigned pos = hint % kArenaWordBits;
+        const unsigned spread = hint % kArenaWordBits;  // this caller's preferred position
+        unsigned pos = spread;
         if (pos + n > kArenaWordBits) pos = 0;
         unsigned used = 0;  // first word: guess it free at `pos`
         for (unsigned i = 0; i < count; ++i) {
@@ -202,7 +206,10 @@ class warp_heap_ref {
                     unsigned starts = ~used;
                     for (unsigned k = 1; k < n && starts != 0; ++k) starts &= ~used >> k;
                     if (starts == 0) break;
-                    pos = unsigned(__ffs(int(starts))) - 1u;
+                    // The first candidate at or after `spread`: racing callers
+                    // pick different runs instead of all taking the lowest.
+                    const unsigned after = starts & (0xffffffffu << spread);
+                    pos = unsigned(__ffs(int(after != 0 ? after : starts))) - 1u;
                 }
                 const unsigned want = run << pos;
                 const unsigned old = atomicOr(words + w, want);

@@ -4,7 +4,8 @@
 //      (all, then mask-selected), flatten == copy_to_host;
 //   B  the precursor's "insert a copy of x if x < 90";
 //   C  user kernels with odd block shapes (100 threads, 8x4x3) push_back with
-//      every algorithm; at() and span reads agree with flatten;
+//      every algorithm, tile by tile and by chunk (push_back_chunk, masked, one
+//      reservation per block); at() and span reads agree with flatten;
 //   D  growth over 10 doublings from 1e6 int32 (to 1.024e9): every value present
 //      exactly once (checked on the device), GGArray bytes <= 2x elements + first buckets.
 #include <gpudyn/ggarray.cuh>
@@ -94,15 +95,30 @@ static void test_multiset(array_kind kind, gpudyn_insert_algo_t algo, uint32_t e
 }
 
 // ---- C: device API from a user kernel ----
+// Chunk source: the block's slice of the input, flagged when x < 90.
+struct below90 {
+    const int* in;
+    __device__ bool all_flagged() const { return false; }
+    __device__ bool flag(unsigned long long j) const { return in[j] < 90; }
+    __device__ int value(unsigned long long j) const { return in[j]; }
+};
 template <gpudyn::insert_algo A>
 __global__ void user_push(gpudyn_ggarray_view_t gv, gpudyn_static_array_view_t sv, const int* in, unsigned n,
-                          unsigned rounds, int* fails) {
+                          unsigned rounds, int* fails, bool chunked) {
     __shared__ gpudyn::push_storage<A> tg;
     __shared__ gpudyn::push_storage<A> ts;
     gpudyn::ggarray_ref<int> g{gv};
     gpudyn::static_array_ref<int> s{sv};
     const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
     const unsigned rank = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    if (chunked) {  // 2 items per thread: the chunk is 1.5 tiles (a partial last tile)
+        const unsigned lo = blockIdx.x * rounds * threads;
+        const unsigned m = lo >= n ? 0u : (n - lo < rounds * threads ? n - lo : rounds * threads);
+        const below90 src{in + lo};
+        if (!g.push_back_chunk<A, gpudyn::kMaxBlockThreads, 2>(tg, m, src)) atomicAdd(fails, 1);
+        if (!s.push_back_chunk<A, gpudyn::kMaxBlockThreads, 2>(ts, m, src)) atomicAdd(fails, 1);
+        return;
+    }
     for (unsigned r = 0; r < rounds; ++r) {
         const unsigned i = (blockIdx.x * rounds + r) * threads + rank;
         const int x = i < n ? in[i] : 0;
@@ -127,7 +143,7 @@ __global__ void read_spans(gpudyn_ggarray_view_t gv, int* out, unsigned long lon
 }
 
 template <gpudyn::insert_algo A>
-static void test_user_kernel(dim3 block, int algo_id) {
+static void test_user_kernel(dim3 block, int algo_id, bool chunked) {
     const unsigned rounds = 3, blocks = 37;
     const unsigned threads = block.x * block.y * block.z;
     const unsigned n = blocks * rounds * threads - 17;  // last block partly idle
@@ -142,7 +158,7 @@ static void test_user_kernel(dim3 block, int algo_id) {
     CHECK_OK(gpudyn_static_array_get_view(s.s, &sv));
     int* din = (int*)to_device(in.data(), n * 4);
     int* dfails = (int*)to_device("\0\0\0\0", 4);
-    user_push<A><<<blocks, block>>>(gv, sv, din, n, rounds, dfails);
+    user_push<A><<<blocks, block>>>(gv, sv, din, n, rounds, dfails, chunked);
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
     int fails = -1;
     cudaMemcpy(&fails, dfails, 4, cudaMemcpyDeviceToHost);
@@ -157,7 +173,8 @@ static void test_user_kernel(dim3 block, int algo_id) {
     CHECK_OK(any_to_host(&g, og.data(), m * 4));
     CHECK_OK(any_to_host(&s, os.data(), m * 4));
     if (!same_multiset(og.data(), expect.data(), m, 4) || !same_multiset(os.data(), e2.data(), m, 4)) {
-        fprintf(stderr, "C: algo %d block %ux%ux%u: multiset differs\n", algo_id, block.x, block.y, block.z);
+        fprintf(stderr, "C: algo %d block %ux%ux%u chunked %d: multiset differs\n", algo_id, block.x, block.y, block.z,
+                int(chunked));
         ++gpudyn_test_failures;
     }
     // at() and spans against flatten (same order: LFVector after LFVector)
@@ -314,13 +331,13 @@ int main(void) {
     printf("A done (%d failures)\n", gpudyn_test_failures);
     test_vmm_and_static_overflow();
     printf("overflow done (%d failures)\n", gpudyn_test_failures);
-    test_user_kernel<gpudyn::insert_algo::atomic>(dim3(100), 0);
-    test_user_kernel<gpudyn::insert_algo::warp_scan>(dim3(100), 1);
-    test_user_kernel<gpudyn::insert_algo::tensor_scan>(dim3(100), 2);
-    test_user_kernel<gpudyn::insert_algo::atomic>(dim3(8, 4, 3), 0);
-    test_user_kernel<gpudyn::insert_algo::warp_scan>(dim3(8, 4, 3), 1);
-    test_user_kernel<gpudyn::insert_algo::tensor_scan>(dim3(8, 4, 3), 2);
-    test_user_kernel<gpudyn::insert_algo::tensor_scan>(dim3(1024), 2);
+    for (bool chunked : {false, true}) test_user_kernel<gpudyn::insert_algo::atomic>(dim3(100), 0, chunked);
+    for (bool chunked : {false, true}) test_user_kernel<gpudyn::insert_algo::warp_scan>(dim3(100), 1, chunked);
+    for (bool chunked : {false, true}) test_user_kernel<gpudyn::insert_algo::tensor_scan>(dim3(100), 2, chunked);
+    for (bool chunked : {false, true}) test_user_kernel<gpudyn::insert_algo::atomic>(dim3(8, 4, 3), 0, chunked);
+    for (bool chunked : {false, true}) test_user_kernel<gpudyn::insert_algo::warp_scan>(dim3(8, 4, 3), 1, chunked);
+    for (bool chunked : {false, true}) test_user_kernel<gpudyn::insert_algo::tensor_scan>(dim3(8, 4, 3), 2, chunked);
+    for (bool chunked : {false, true}) test_user_kernel<gpudyn::insert_algo::tensor_scan>(dim3(1024), 2, chunked);
     printf("C done (%d failures)\n", gpudyn_test_failures);
     if (!getenv("GPUDYN_TEST_SMALL")) {  // the sanitizer run skips the 4 GB growth
         for (gpudyn_insert_algo_t algo : kAlgos) test_growth(KIND_GGARRAY, algo);

@@ -7,7 +7,8 @@ import pytest
 import gpudyn
 from gpudyn.warp_heap import WarpHeap
 
-# CUDA's device malloc heap is process-wide; one size for every test here.
+# CUDA's device malloc heap is process-wide; conftest.py raises it to this size
+# before any test runs (asking for it again here is then a no-op).
 HEAP_BYTES = 256 << 20
 
 

@@ -63,7 +63,9 @@ struct contiguous_array_ref {
         *base = old;
         return true;
     }
-    __device__ void store(unsigned long long i, const T& v) const { data[i] = v; }
+    // Sink window: nothing to keep (element i is data[i]).
+    __device__ void open(sink_window&, unsigned long long, unsigned long long) const {}
+    __device__ void store(const sink_window&, unsigned long long i, const T& v) const { data[i] = v; }
 
     // Block-cooperative insertion (block_inserter::push): every thread of the
     // block calls; the result is the same in every thread.
@@ -77,6 +79,14 @@ struct contiguous_array_ref {
         const bool f[1] = {flag};
         const T v[1] = {value};
         return push_back<Algo, MaxThreads>(s, f, v);
+    }
+    // A block's chunk of n candidates with one reservation (block_inserter::push_chunk):
+    // every thread of the block calls with the same n and src.
+    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items = 8,
+              class Src>
+    __device__ bool push_back_chunk(push_storage<Algo, MaxThreads>& s, unsigned long long n, const Src& src) const {
+        contiguous_array_ref sink = *this;
+        return block_inserter<Algo, MaxThreads>::template push_chunk<Items, T>(s, sink, n, src);
     }
 };
 
