@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._ffi import check, ffi, lib, stream_handle
+from ._handle import OwnedHandle
 from .buffer import DeviceBuffer, as_device_array
 
 ALGORITHMS = {"atomic": 0, "warp_scan": 1, "tensor_scan": 2}
@@ -34,7 +35,7 @@ def _dtype(dtype) -> np.dtype:
     return dt
 
 
-class _Array:
+class _Array(OwnedHandle):
     """Shared Python side of the three arrays; `_p` is the ABI prefix."""
 
     _p = ""
@@ -46,26 +47,11 @@ class _Array:
         self._stream = stream_handle(stream)
         out = ffi.new(handle_type + "*")
         check(create(out, options, self._stream))
-        self._handle = ffi.gc(out[0], getattr(lib, self._p + "destroy"))
+        self._own(out[0], getattr(lib, self._p + "destroy"))
 
     def _fn(self, name):
-        if self._handle is None:
-            raise ValueError(f"gpudyn: {type(self).__name__} is closed")
+        self._h()  # ValueError once closed
         return getattr(lib, self._p + name)
-
-    def close(self) -> None:
-        """Frees the device memory now (waits for the device)."""
-        if getattr(self, "_handle", None) is not None:
-            h = self._handle
-            self._handle = None
-            ffi.gc(h, None)  # detach the finalizer in place: destroyed once, here
-            check(getattr(lib, self._p + "destroy")(h))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def append(self, value) -> None:
         """Appends one element."""

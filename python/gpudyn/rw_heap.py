@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._ffi import check, ffi, lib, stream_handle
+from ._handle import OwnedHandle
 from .buffer import DeviceBuffer, as_device_array
 
 #: GETPAGE algorithms by name (values of gpudyn_rw_heap_algorithm_t).
@@ -39,7 +40,7 @@ def _sizes_array(where: str, sizes):
     return sizes
 
 
-class PageHeap:
+class PageHeap(OwnedHandle):
     """A random-walk page heap in device memory.
 
     Parameters
@@ -65,7 +66,7 @@ class PageHeap:
         self._stream = stream_handle(stream)
         out = ffi.new("gpudyn_rw_heap_t*")
         check(lib.gpudyn_rw_heap_create(out, opts, self._stream))
-        self._handle = ffi.gc(out[0], lib.gpudyn_rw_heap_destroy)
+        self._own(out[0], lib.gpudyn_rw_heap_destroy)
         self.page_count = int(opts.page_count)
         self.page_size = int(opts.page_size)
         self.word_bits = int(opts.word_bits)
@@ -73,24 +74,6 @@ class PageHeap:
         self.last_stats: dict | None = None
 
     # ---- life time ----------------------------------------------------------
-    def close(self) -> None:
-        if self._handle is not None:
-            h = self._handle
-            self._handle = None
-            ffi.gc(h, None)  # detach the finalizer in place (it returns None): destroyed once, here
-            check(lib.gpudyn_rw_heap_destroy(h))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def _h(self):
-        if self._handle is None:
-            raise ValueError("gpudyn: this PageHeap is closed")
-        return self._handle
-
     # ---- pages --------------------------------------------------------------
     def get_pages(self, n: int, algorithm: str = "corw", per_thread: int = 1, seed: int = 0,
                   stats: bool = False) -> DeviceBuffer:

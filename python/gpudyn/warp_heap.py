@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._ffi import check, ffi, lib, stream_handle
+from ._handle import OwnedHandle
 from .buffer import DeviceBuffer, as_device_array
 
 # The paper's defaults (sec. 5.1 and 3.3), also what gpudyn_warp_heap_options_init sets.
@@ -28,7 +29,7 @@ _STAT_FIELDS = ("headers", "superblocks", "large_blocks", "bytes_reserved", "byt
                 "backing_allocations", "failed_allocations", "misuse")
 
 
-class WarpHeap:
+class WarpHeap(OwnedHandle):
     """A warp heap.
 
     Parameters
@@ -88,28 +89,9 @@ class WarpHeap:
             self._page_heap = backing  # keeps the page heap alive as long as this heap
         out = ffi.new("gpudyn_warp_heap_t*")
         check(lib.gpudyn_warp_heap_create(out, opts, self._stream))
-        self._handle = ffi.gc(out[0], lib.gpudyn_warp_heap_destroy)
+        self._own(out[0], lib.gpudyn_warp_heap_destroy)
 
     # ---- life time ----------------------------------------------------------
-    def close(self) -> None:
-        """Releases every batch and frees the heap now."""
-        if self._handle is not None:
-            h = self._handle
-            self._handle = None
-            ffi.gc(h, None)  # cancel the finalizer: destroyed here, once
-            check(lib.gpudyn_warp_heap_destroy(h))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def _h(self):
-        if self._handle is None:
-            raise ValueError("gpudyn: this WarpHeap is closed")
-        return self._handle
-
     # ---- arena --------------------------------------------------------------
     def alloc(self, sizes) -> DeviceBuffer:
         """One block per entry of ``sizes`` (bytes; a sequence, NumPy array or 1-D

@@ -135,3 +135,28 @@ def test_markdown_table_and_targets(tmp_path):
     assert "| ratio | 1.1 | 1.2 |" in table
     assert gpu_slug("NVIDIA H200") == "h200"
     assert gpu_slug("NVIDIA H100 80GB HBM3") == "h100"
+
+
+def test_owned_handle_is_destroyed_once():
+    import gc
+
+    from gpudyn._handle import OwnedHandle
+
+    calls = []
+
+    class Thing(OwnedHandle):
+        def __init__(self):
+            self._own(gpudyn.ffi.new("int*"), lambda h: calls.append(h) or 0)
+
+    with Thing() as t:
+        assert t._h() is not None
+    assert len(calls) == 1
+    with pytest.raises(ValueError, match="Thing is closed"):
+        t._h()
+    t.close()  # a second close is a no-op
+    del t
+    gc.collect()
+    assert len(calls) == 1  # the finalizer was detached, not run again
+    Thing()  # never closed: the garbage collector destroys it
+    gc.collect()
+    assert len(calls) == 2
