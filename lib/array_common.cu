@@ -5,12 +5,10 @@
 
 namespace gpudyn::detail {
 
-unsigned push_grid(unsigned long long count, unsigned lfvectors) {
-    const unsigned long long per_tile = (unsigned long long)kPushThreads * kPushItems;
-    // Two resident 512-thread blocks per SM fill an SM's 2048 thread slots (sm_75..sm_90).
-    unsigned grid = grid_for((count + per_tile - 1) / per_tile * kPushThreads, kPushThreads, 4);
-    if (lfvectors > 0) grid = std::max(1u, (grid + lfvectors - 1) / lfvectors) * lfvectors;
-    return grid;
+bulk_plan push_plan(unsigned long long count, unsigned targets) {
+    // Resident blocks: grid_for caps at SMs x blocks per SM.
+    const unsigned resident = grid_for(~0ull >> 1, kPushThreads, kPushBlocksPerSm);
+    return plan_bulk_insert(count, resident, targets, (unsigned long long)kPushThreads * kPushItems);
 }
 
 uint32_t read_status(const uint32_t* status_dev, cudaStream_t stream) {
@@ -70,7 +68,7 @@ void contiguous_push(contiguous_state& a, const void* values, uint64_t count, co
         gpudyn_static_array_view_t v;
         contiguous_fill_view(a, &v, GPUDYN_STATIC_ARRAY_VIEW_VERSION);
         ref.bind(v, GPUDYN_STATIC_ARRAY_VIEW_VERSION);
-        launch_push<T>(ref, values, mask, count, algorithm, push_grid(count, 0), stream);
+        launch_push<T>(ref, values, mask, count, algorithm, 1, stream);
     });
     const uint32_t status = read_status(reinterpret_cast<const uint32_t*>(a.meta + 1), stream);
     if (status != 0) {

@@ -56,13 +56,14 @@ void dispatch_algo(gpudyn_insert_algo_t algorithm, F&& f) {
           int(algorithm));
 }
 
-// Bulk insertion: threads per block and elements per thread per reservation.
-// 512 x 8 = 4096 elements per block-wide reservation keeps the one atomic per
-// reservation far from the write bandwidth (benchmarks/ggarray measures it).
+// Bulk insertion: threads per block, elements per thread per ranked tile and
+// resident blocks per SM (<= 64 registers a thread with 8 items, no spills:
+// enough warps to hide each tile's scan latency).  benchmarks/ggarray measures it.
 constexpr unsigned kPushThreads = 512;
 constexpr int kPushItems = 8;
+constexpr int kPushBlocksPerSm = 2;
 
-// Candidates of one block's chunk: values[j], flagged by mask[j] (all without a mask).
+// Candidates of one part: values[j], flagged by mask[j] (all without a mask).
 template <class T>
 struct chunk_source {
     const T* values;
@@ -72,40 +73,28 @@ struct chunk_source {
     __device__ T value(unsigned long long j) const { return values[j]; }
 };
 
-// Chunk alignment in elements: chunks start on 256-element (>= 256-byte) boundaries
-// so every block's loads and the stores of a contiguous array stay coalesced.
-constexpr unsigned long long kChunkAlign = 256;
-
-// Elements per block of push_kernel: an even share of count over grid blocks.
-inline unsigned long long push_chunk_elements(unsigned long long count, unsigned grid) {
-    const unsigned long long c = (count + grid - 1) / grid;
-    return (c + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
-}
-
-// One kernel body for every array: Ref has push_back_chunk(storage, n, source).
-// Block b inserts input elements [b*chunk, (b+1)*chunk) with one reservation.
+// One kernel body for every array (Ref has push_back_part): the parts of
+// plan_bulk_insert, each with one reservation.
 template <class T, insert_algo Algo, class Ref>
-__global__ void __launch_bounds__(kPushThreads) push_kernel(Ref ref, const T* values, const uint8_t* mask,
-                                                           unsigned long long count, unsigned long long chunk) {
+__global__ void __launch_bounds__(kPushThreads, kPushBlocksPerSm)
+    push_kernel(Ref ref, const T* values, const uint8_t* mask, unsigned long long count, unsigned long long part) {
     __shared__ push_storage<Algo, kPushThreads> temp;
-    const unsigned long long lo = blockIdx.x * chunk;
-    if (lo >= count) return;  // uniform in the block
-    const unsigned long long n = count - lo < chunk ? count - lo : chunk;
-    const chunk_source<T> src{values + lo, mask ? mask + lo : nullptr};
-    ref.template push_back_chunk<Algo, kPushThreads, kPushItems>(temp, n, src);  // failure: status word
+    push_back_parts<Algo, kPushThreads, kPushItems>(temp, ref, count, part, [&](unsigned long long lo) {
+        return chunk_source<T>{values + lo, mask ? mask + lo : nullptr};
+    });  // failure: the status word
 }
 
-// Grid for push_kernel: enough blocks to fill the GPU; for a GGArray a multiple
-// of its LFVector count so every LFVector gets the same number of blocks.
-unsigned push_grid(unsigned long long count, unsigned lfvectors);
+// Plan of push_kernel on the current device; targets: the GGArray's LFVector count, else 1.
+bulk_plan push_plan(unsigned long long count, unsigned targets);
 
 template <class T, class Ref>
 void launch_push(Ref ref, const void* values, const uint8_t* mask, uint64_t count, gpudyn_insert_algo_t algorithm,
-                 unsigned grid, cudaStream_t stream) {
+                 unsigned targets, cudaStream_t stream) {
+    const bulk_plan plan = push_plan(count, targets);
+    if (plan.grid == 0) return;
     dispatch_algo(algorithm, [&](auto algo) {
         push_kernel<T, decltype(algo)::value, Ref>
-            <<<grid, kPushThreads, 0, stream>>>(ref, static_cast<const T*>(values), mask, count,
-                                                push_chunk_elements(count, grid));
+            <<<plan.grid, kPushThreads, 0, stream>>>(ref, static_cast<const T*>(values), mask, count, plan.part_elements);
         GPUDYN_CHECK_LAUNCH("push_kernel");
     });
 }

@@ -48,22 +48,42 @@ __global__ void ranges_kernel(gpudyn_ggarray_view_t view) {
 
 // Flatten.  Bytes per vector access: 16 (the widest global load/store, LDG.128).
 constexpr unsigned kVecBytes = 16;
-// Vector copies each thread keeps in flight (memory-level parallelism: the
-// copy is latency-bound with one 4-byte access per thread, ~50% of D2D).
+// Vector copies each thread keeps in flight: all kCopyUnroll loads are issued
+// before any store (written out, since the compiler may not move a load above
+// a store that could alias it), so a thread has 64 bytes of reads outstanding.
 constexpr int kCopyUnroll = 4;
 
-// out[j] = the 16 bytes starting `Word` words + bits/8 bytes into in[j], in[j+1].
-template <unsigned Word>
-__device__ void copy_shifted(uint4* out, const uint4* in, unsigned long long nvec, unsigned bits) {
-#pragma unroll kCopyUnroll
-    for (unsigned long long j = threadIdx.x; j < nvec; j += blockDim.x) {
+// out[j] = the 16 bytes starting `Word` words + bits/8 bytes into in[j], in[j+1]
+// (Word < 0: an aligned copy, out[j] = in[j]).
+template <int Word>
+__device__ __forceinline__ uint4 shifted(const uint4* in, unsigned long long j, unsigned bits) {
+    if constexpr (Word < 0) {
+        return in[j];
+    } else {
         const uint4 a = in[j], b = in[j + 1];
         const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
         unsigned o[4];
 #pragma unroll
         for (unsigned t = 0; t < 4; ++t)  // Word + t + 1 <= 7
             o[t] = bits == 0 ? w[Word + t] : __funnelshift_r(w[Word + t], w[Word + t + 1], bits);
-        out[j] = make_uint4(o[0], o[1], o[2], o[3]);
+        return make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+template <int Word>
+__device__ void copy_vectors(uint4* out, const uint4* in, unsigned long long nvec, unsigned bits) {
+    const unsigned long long step = (unsigned long long)blockDim.x * kCopyUnroll;
+    for (unsigned long long j0 = threadIdx.x; j0 < nvec; j0 += step) {
+        uint4 v[kCopyUnroll];
+#pragma unroll
+        for (int u = 0; u < kCopyUnroll; ++u) {
+            const unsigned long long j = j0 + (unsigned long long)u * blockDim.x;
+            if (j < nvec) v[u] = shifted<Word>(in, j, bits);
+        }
+#pragma unroll
+        for (int u = 0; u < kCopyUnroll; ++u) {
+            const unsigned long long j = j0 + (unsigned long long)u * blockDim.x;
+            if (j < nvec) out[j] = v[u];
+        }
     }
 }
 
@@ -89,29 +109,35 @@ __device__ void copy_span(T* dst, const T* src, unsigned long long n) {
     const unsigned long long src_addr = reinterpret_cast<unsigned long long>(src + head);
     const unsigned shift = unsigned(src_addr % kVecBytes);  // bytes; a multiple of sizeof(T)
     const uint4* in = reinterpret_cast<const uint4*>(src_addr - shift);
+    const unsigned bits = 8 * (shift % 4);
     if (shift == 0) {
-#pragma unroll kCopyUnroll
-        for (unsigned long long j = threadIdx.x; j < nvec; j += blockDim.x) out[j] = in[j];
+        copy_vectors<-1>(out, in, nvec, bits);
         return;
     }
-    const unsigned bits = 8 * (shift % 4);
     switch (shift / 4) {  // uniform over the span: no divergence, registers only
-        case 0: copy_shifted<0>(out, in, nvec, bits); break;
-        case 1: copy_shifted<1>(out, in, nvec, bits); break;
-        case 2: copy_shifted<2>(out, in, nvec, bits); break;
-        default: copy_shifted<3>(out, in, nvec, bits); break;
+        case 0: copy_vectors<0>(out, in, nvec, bits); break;
+        case 1: copy_vectors<1>(out, in, nvec, bits); break;
+        case 2: copy_vectors<2>(out, in, nvec, bits); break;
+        default: copy_vectors<3>(out, in, nvec, bits); break;
     }
 }
 
-// Flatten: block k copies global elements [k*chunk, (k+1)*chunk) span by span.
+// Flatten: the elements are cut into parts of kCopyPartBytes; block b copies
+// parts b, b + gridDim.x, ... span by span, so the blocks work on nearby
+// addresses at any moment (as cudaMemcpy's grid-stride copy does) instead of on
+// one far-apart chunk each.
+constexpr unsigned long long kCopyPartBytes = 64 << 10;
+// Resident 512-thread blocks per SM (the copy needs <= 32 registers a thread for element sizes >= 2).
+constexpr unsigned kCopyBlocksPerSm = 4;
 template <class T>
 __global__ void __launch_bounds__(kCopyThreads) flatten_kernel(gpudyn_ggarray_view_t view, T* dst,
-                                                               unsigned long long chunk) {
+                                                               unsigned long long n) {
     const ggarray_ref<T> a{view};
-    const unsigned long long lo = blockIdx.x * chunk;
-    a.for_each_span(lo, lo + chunk, [&](const T* src, unsigned long long n, unsigned long long first) {
-        copy_span(dst + first, src, n);
-    });
+    constexpr unsigned long long part = kCopyPartBytes / sizeof(T);
+    for (unsigned long long lo = blockIdx.x * part; lo < n; lo += (unsigned long long)gridDim.x * part)
+        a.for_each_span(lo, lo + part, [&](const T* src, unsigned long long m, unsigned long long first) {
+            copy_span(dst + first, src, m);
+        });
 }
 
 __global__ void free_kernel(gpudyn_ggarray_view_t view) {
@@ -335,8 +361,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
         GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), s));
         with_type(array, [&](auto tag) {
             using T = typename decltype(tag)::type;
-            launch_push<T>(ggarray_ref<T>{array->view()}, values, mask, count, algorithm,
-                           push_grid(count, array->lfvectors), s);
+            launch_push<T>(ggarray_ref<T>{array->view()}, values, mask, count, algorithm, array->lfvectors, s);
         });
         const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->status), s);
         if (st != 0) {
@@ -401,12 +426,11 @@ void ggarray_copy_out(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes, boo
     if (to_host) GPUDYN_CUDA(cudaMallocAsync(&target, bytes, s));
     try {
         array->update_ranges(s);
-        // One chunk per block, enough blocks to fill the GPU several times over.
-        const unsigned grid = grid_for(n, kCopyThreads, 8);
-        const unsigned long long chunk = (n + grid - 1) / grid;
         with_type(array, [&](auto tag) {
             using T = typename decltype(tag)::type;
-            flatten_kernel<T><<<grid, kCopyThreads, 0, s>>>(array->view(), static_cast<T*>(target), chunk);
+            const uint64_t parts = (n * sizeof(T) + kCopyPartBytes - 1) / kCopyPartBytes;
+            const unsigned grid = grid_for(parts * kCopyThreads, kCopyThreads, kCopyBlocksPerSm);
+            flatten_kernel<T><<<grid, kCopyThreads, 0, s>>>(array->view(), static_cast<T*>(target), n);
             GPUDYN_CHECK_LAUNCH("flatten_kernel");
         });
         if (to_host) {

@@ -196,6 +196,14 @@ struct ggarray_ref {
             const unsigned b = a->bucket_of(i);
             reinterpret_cast<T*>(w.word[b])[i - a->bucket_first(b)] = v;
         }
+        // The bucket holding i: local indices [*first, *end), its pointer from the window.
+        __device__ T* extent(const sink_window& w, unsigned long long i, unsigned long long* first,
+                             unsigned long long* end) const {
+            const unsigned b = a->bucket_of(i);
+            *first = a->bucket_first(b);
+            *end = *first + a->bucket_elements(b);
+            return reinterpret_cast<T*>(w.word[b]);
+        }
     };
     static_assert(GPUDYN_GGARRAY_MAX_BUCKETS <= kSinkWindowWords, "the sink window holds one word per bucket");
 
@@ -238,6 +246,14 @@ struct ggarray_ref {
     __device__ bool push_back_chunk(push_storage<Algo, MaxThreads>& s, unsigned long long n, const Src& src) const {
         const unsigned l = unsigned(dev::block_linear_index() % view.num_lfvectors);
         return push_back_chunk_to<Algo, MaxThreads, Items>(l, s, n, src);
+    }
+
+    // Part p of a bulk insertion (push_back_parts): LFVector p mod num_lfvectors.
+    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items = 8,
+              class Src>
+    __device__ bool push_back_part(unsigned long long p, push_storage<Algo, MaxThreads>& s, unsigned long long n,
+                                   const Src& src) const {
+        return push_back_chunk_to<Algo, MaxThreads, Items>(unsigned(p % view.num_lfvectors), s, n, src);
     }
 
     // ---- access by global index (valid as of get_view) ----

@@ -29,6 +29,12 @@
 namespace gpudyn {
 inline namespace v0 {
 
+// Compile-time bool for generic lambdas (std::bool_constant without host headers).
+template <bool B>
+struct bool_constant {
+    static constexpr bool value = B;
+};
+
 // Values equal gpudyn_insert_algo_t in ggarray.h.
 enum class insert_algo : int { atomic = 0, warp_scan = 1, tensor_scan = 2 };
 
@@ -272,6 +278,154 @@ struct block_rank<insert_algo::tensor_scan, MaxThreads> {
     }
 };
 
+// ---- warp-level ranking (the chunked path) -------------------------------
+// push_chunk hands each warp a contiguous piece of the block's chunk and ranks
+// it tile by tile (32 x Items candidates) inside the warp, so its loop has no
+// block barrier.  rank_tile gives each flagged item of the calling lane its
+// offset inside the warp's tile (chunk order for the scans, arbitrary for
+// atomic) and the tile's count.  Lanes = the contiguous low lanes of `mask`.
+template <insert_algo Algo, unsigned MaxThreads = kMaxBlockThreads>
+struct warp_rank;
+
+// Warp-shuffle scan: the Items flags of a lane packed into 8-bit fields of
+// 64-bit words, one shuffle scan over the lanes for every 8 items.  A field
+// never carries: it counts at most 32 lanes.
+template <unsigned MaxThreads>
+struct warp_rank<insert_algo::warp_scan, MaxThreads> {
+    static constexpr unsigned kFieldBits = 8, kFields = 64 / kFieldBits;
+    struct TempStorage {};
+    template <int Items>
+    __device__ static void rank_tile(TempStorage&, unsigned mask, unsigned nlanes, const bool (&flag)[Items],
+                                     unsigned (&off)[Items], unsigned* tile_total) {
+        constexpr unsigned W = (unsigned(Items) + kFields - 1) / kFields;
+        constexpr unsigned long long kField = (1ull << kFieldBits) - 1ull;
+        unsigned long long mine[W], excl[W], tot[W];
+#pragma unroll
+        for (unsigned w = 0; w < W; ++w) mine[w] = 0;
+#pragma unroll
+        for (int k = 0; k < Items; ++k)
+            if (flag[k]) mine[k / kFields] += 1ull << (kFieldBits * (k % kFields));
+#pragma unroll
+        for (unsigned w = 0; w < W; ++w) {
+            const unsigned long long incl = dev::contiguous_lanes_inclusive_sum(mask, mine[w]);
+            tot[w] = __shfl_sync(mask, incl, int(nlanes - 1));
+            excl[w] = incl - mine[w];
+        }
+        unsigned run = 0;
+#pragma unroll
+        for (int k = 0; k < Items; ++k) {
+            const unsigned shift = kFieldBits * (k % kFields);
+            off[k] = run + unsigned((excl[k / kFields] >> shift) & kField);
+            run += unsigned((tot[k / kFields] >> shift) & kField);
+        }
+        *tile_total = run;
+    }
+};
+
+// Atomic: every flagged item takes its offset with atomicAdd on the warp's
+// shared counter (order arbitrary); the count is the counter after the warp's adds.
+template <unsigned MaxThreads>
+struct warp_rank<insert_algo::atomic, MaxThreads> {
+    static constexpr unsigned kWarps = (MaxThreads + dev::kWarpLanes - 1) / dev::kWarpLanes;
+    struct TempStorage {
+        unsigned counter[kWarps];
+    };
+    template <int Items>
+    __device__ static void rank_tile(TempStorage& s, unsigned mask, unsigned, const bool (&flag)[Items],
+                                     unsigned (&off)[Items], unsigned* tile_total) {
+        unsigned& c = s.counter[dev::block_thread_rank() / dev::kWarpLanes];
+        if (dev::lane_index() == 0) c = 0;
+        __syncwarp(mask);
+#pragma unroll
+        for (int k = 0; k < Items; ++k)
+            if (flag[k]) off[k] = atomicAdd(&c, 1u);
+        __syncwarp(mask);
+        *tile_total = c;
+        __syncwarp(mask);  // every lane has read c before lane 0 resets it next tile
+    }
+};
+
+// Tensor-core scan, one warp per 16x16 tile of 256 flags (8 items of 32 lanes,
+// chunk order = row-major): C = (L·A)·1 + A·U is the inclusive scan (L strictly
+// lower ones, U upper ones; see block_rank<tensor_scan>).  Half accumulators are
+// exact: every value is an integer <= 256 (half holds integers up to 2048).  A
+// warp with fewer than 32 lanes (block size not a multiple of 32) uses the
+// shuffle scan: WMMA needs the whole warp.
+template <unsigned MaxThreads>
+struct warp_rank<insert_algo::tensor_scan, MaxThreads> {
+    static constexpr unsigned kTile = 16, kTileElems = kTile * kTile;
+    static constexpr unsigned kItemsPerTile = kTileElems / dev::kWarpLanes;  // 8
+    static constexpr unsigned kWarps = (MaxThreads + dev::kWarpLanes - 1) / dev::kWarpLanes;
+    using fallback = warp_rank<insert_algo::warp_scan, MaxThreads>;
+    struct TempStorage {
+        __align__(32) unsigned short upper[kTileElems];         // U[k][c] = k <= c (half)
+        __align__(32) unsigned short strict_lower[kTileElems];  // L[r][k] = k < r (half)
+        __align__(32) unsigned short t[kWarps][kTileElems];     // the warp's tile: flags, L·A, scan
+    };
+    // Block-cooperative, once before the first rank_tile (callers barrier after it).
+    __device__ static void init(TempStorage& s) {
+        __half* u = reinterpret_cast<__half*>(s.upper);
+        __half* l = reinterpret_cast<__half*>(s.strict_lower);
+        for (unsigned i = dev::block_thread_rank(); i < kTileElems; i += dev::block_thread_count()) {
+            const unsigned row = i / kTile, col = i % kTile;
+            u[i] = __float2half(row <= col ? 1.0f : 0.0f);
+            l[i] = __float2half(col < row ? 1.0f : 0.0f);
+        }
+    }
+    template <int Items>
+    __device__ static void rank_tile(TempStorage& s, unsigned mask, unsigned nlanes, const bool (&flag)[Items],
+                                     unsigned (&off)[Items], unsigned* tile_total) {
+        if (nlanes != dev::kWarpLanes) {
+            typename fallback::TempStorage none;
+            fallback::template rank_tile<Items>(none, mask, nlanes, flag, off, tile_total);
+            return;
+        }
+        using namespace nvcuda;
+        const unsigned warp = dev::block_thread_rank() / dev::kWarpLanes, lane = dev::lane_index();
+        __half* t = reinterpret_cast<__half*>(s.t[warp]);
+        constexpr int kGroups = (Items + int(kItemsPerTile) - 1) / int(kItemsPerTile);
+        unsigned run = 0;
+#pragma unroll
+        for (int g = 0; g < kGroups; ++g) {
+#pragma unroll
+            for (int i = 0; i < int(kItemsPerTile); ++i) {
+                const int k = g * int(kItemsPerTile) + i;
+                t[i * dev::kWarpLanes + lane] = __float2half(k < Items && flag[k] ? 1.0f : 0.0f);
+            }
+            __syncwarp();
+            // A is kept in registers (as both operands) so the one tile buffer can take L·A.
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa, flags_a;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb;
+            wmma::fragment<wmma::accumulator, 16, 16, 16, __half> acc;
+            wmma::load_matrix_sync(flags_a, t, kTile);
+            wmma::load_matrix_sync(fb, t, kTile);
+            wmma::load_matrix_sync(fa, reinterpret_cast<const __half*>(s.strict_lower), kTile);
+            wmma::fill_fragment(acc, __float2half(0.0f));
+            wmma::mma_sync(acc, fa, fb, acc);  // L·A
+            __syncwarp();                      // every lane's loads of the flags are done
+            wmma::store_matrix_sync(t, acc, kTile, wmma::mem_row_major);
+            __syncwarp();
+            wmma::load_matrix_sync(fa, t, kTile);
+            wmma::fill_fragment(fb, __float2half(1.0f));
+            wmma::fill_fragment(acc, __float2half(0.0f));
+            wmma::mma_sync(acc, fa, fb, acc);  // (L·A)·1
+            wmma::load_matrix_sync(fb, reinterpret_cast<const __half*>(s.upper), kTile);
+            wmma::mma_sync(acc, flags_a, fb, acc);  // + A·U
+            __syncwarp();                           // every lane's loads of L·A are done
+            wmma::store_matrix_sync(t, acc, kTile, wmma::mem_row_major);
+            __syncwarp();
+#pragma unroll
+            for (int i = 0; i < int(kItemsPerTile); ++i) {
+                const int k = g * int(kItemsPerTile) + i;
+                if (k < Items && flag[k]) off[k] = run + unsigned(__half2float(t[i * dev::kWarpLanes + lane])) - 1u;
+            }
+            run += unsigned(__half2float(t[kTileElems - 1]));
+            __syncwarp();  // reads done before the next group overwrites the tile
+        }
+        *tile_total = run;
+    }
+};
+
 // ---- block-level insertion into any structure ----------------------------
 // Shared-memory window a sink fills once per reservation (one thread), so the
 // stores into that range need no global lookups: the GGArray keeps the bucket
@@ -288,16 +442,26 @@ struct sink_window {
 //   void open(sink_window& w, unsigned long long base, unsigned long long n)
 //        called by the same thread after a successful reserve with n > 0;
 //   void store(const sink_window& w, unsigned long long index, const T& value)  any thread,
-//        index inside the opened range.
+//        index inside the opened range;
+//   T* extent(const sink_window& w, unsigned long long index, unsigned long long* first,
+//             unsigned long long* end)  any thread: the piece of contiguous memory holding
+//        index: indices [*first, *end) of the opened range live at the returned pointer
+//        onward (it points at index *first).
 // Source of a block's chunk (push_chunk), all members uniform except flag/value:
 //   bool all_flagged() const          true when every candidate is inserted (no counting pass);
 //   bool flag(unsigned long long j) const, T value(unsigned long long j) const  for j < n.
 template <insert_algo Algo, unsigned MaxThreads = kMaxBlockThreads>
 struct block_inserter {
     using rank_type = block_rank<Algo, MaxThreads>;
+    using warp_rank_type = warp_rank<Algo, MaxThreads>;
+    static constexpr unsigned kWarps = (MaxThreads + dev::kWarpLanes - 1) / dev::kWarpLanes;
     struct TempStorage {
-        typename rank_type::TempStorage rank;
+        union {
+            typename rank_type::TempStorage rank;        // push()
+            typename warp_rank_type::TempStorage warp;   // push_chunk()
+        };
         sink_window window;
+        unsigned long long warp_base[kWarps];  // push_chunk: each warp's count, then its offset
         unsigned long long base;
         unsigned long long count;
         int ok;
@@ -349,48 +513,86 @@ struct block_inserter {
 
     // A block's whole chunk with ONE reservation: every thread calls with the
     // same n and src; the candidates are j in [0, n) (j: index in the block's
-    // chunk).  Pass 1 counts the flagged candidates (none when
-    // src.all_flagged()), one thread reserves that count and opens the window,
-    // pass 2 ranks each tile of blockDim*Items candidates with Algo (candidate
-    // j = tile + k*blockDim + rank is item k) and stores the flagged ones in
-    // chunk order, coalesced.  Same elements and order as push() tile by tile,
-    // but one reservation instead of one per tile.  Returns the same bool in
-    // every thread; false: nothing of the chunk is stored.
+    // chunk).  The chunk is cut into one contiguous piece per warp (multiples of
+    // 32 candidates).  Each warp counts its piece's flagged candidates (nothing
+    // to count when src.all_flagged()), the warps' counts are scanned, one thread
+    // reserves the block's total and opens the window (the only barriers), then
+    // every warp ranks its piece tile by tile (32 x Items candidates, candidate
+    // tile + k*32 + lane is item k) with Algo's warp-level ranking and stores the
+    // flagged ones at its offset, coalesced.  Chunk order is kept (atomic: order
+    // inside a tile arbitrary).  Returns the same bool in every thread; false:
+    // nothing of the chunk is stored.
     template <int Items, class T, class Sink, class Src>
     __device__ static bool push_chunk(TempStorage& s, Sink& sink, unsigned long long n, const Src& src) {
         const unsigned nt = dev::block_thread_count(), r = dev::block_thread_rank();
-        unsigned long long count = n;
-        if (!src.all_flagged()) {
-            if (r == 0) s.count = 0;
-            __syncthreads();
-            unsigned long long mine = 0;
-            for (unsigned long long j = r; j < n; j += nt) mine += src.flag(j) ? 1u : 0u;
-            if (mine) atomicAdd(&s.count, mine);
-            __syncthreads();
-            count = s.count;
+        const unsigned warp = r / dev::kWarpLanes, lane = dev::lane_index();
+        const unsigned nwarps = (nt + dev::kWarpLanes - 1) / dev::kWarpLanes;
+        const unsigned mask = dev::block_warp_mask();  // contiguous low lanes
+        const unsigned nlanes = unsigned(__popc(mask));
+        // Warp w's piece: [w*piece, (w+1)*piece) cut to n; piece a multiple of 32.
+        unsigned long long piece = (n + nwarps - 1) / nwarps;
+        piece = (piece + dev::kWarpLanes - 1) / dev::kWarpLanes * dev::kWarpLanes;
+        const unsigned long long lo = (unsigned long long)warp * piece < n ? (unsigned long long)warp * piece : n;
+        const unsigned long long hi = lo + piece < n ? lo + piece : n;
+        unsigned long long mine = 0;
+        if (src.all_flagged()) {
+            mine = lane == 0 ? hi - lo : 0;
+        } else {
+            for (unsigned long long j = lo + lane; j < hi; j += nlanes) mine += src.flag(j) ? 1u : 0u;
         }
+        mine = dev::contiguous_lanes_inclusive_sum(mask, mine);  // the last lane holds the warp's count
+        if (lane == nlanes - 1) s.warp_base[warp] = mine;
+        if constexpr (Algo == insert_algo::tensor_scan) warp_rank_type::init(s.warp);
+        __syncthreads();
+        if (r == 0) {  // nwarps <= 32 values: one thread
+            unsigned long long run = 0;
+            for (unsigned w = 0; w < nwarps; ++w) {
+                const unsigned long long c = s.warp_base[w];
+                s.warp_base[w] = run;
+                run += c;
+            }
+            s.count = run;
+        }
+        __syncthreads();
+        const unsigned long long count = s.count;
         unsigned long long base = 0;
         const bool ok = reserve_block(s, sink, count, &base);
         if (ok && count > 0) {
-            const unsigned long long per = (unsigned long long)nt * Items;
-            unsigned long long run = base;
-            for (unsigned long long t = 0; t < n; t += per) {  // uniform trip count
+            unsigned long long run = base + s.warp_base[warp];
+            // The contiguous piece of the structure the warp is storing into
+            // (a GGArray bucket), looked up again only when a tile leaves it.
+            T* ext = nullptr;
+            unsigned long long ext_first = 0, ext_end = 0;
+            const unsigned long long per = (unsigned long long)nlanes * Items;
+            // Full tiles skip the bounds checks (the compiler cannot drop them).
+            auto tile = [&](unsigned long long t, auto full) {
                 bool flag[Items];
                 T value[Items];
 #pragma unroll
                 for (int k = 0; k < Items; ++k) {
-                    const unsigned long long j = t + (unsigned long long)k * nt + r;
-                    flag[k] = j < n && src.flag(j);
+                    const unsigned long long j = t + (unsigned long long)k * nlanes + lane;
+                    flag[k] = (decltype(full)::value || j < hi) && src.flag(j);
                     value[k] = flag[k] ? src.value(j) : T{};
                 }
-                unsigned slot[Items], total[Items];
-                block_rank_items<Algo, MaxThreads, Items>(s.rank, flag, slot, total);
+                unsigned off[Items], total = 0;
+                warp_rank_type::template rank_tile<Items>(s.warp, mask, nlanes, flag, off, &total);
+                if (total == 0) return;
+                if (run + total > ext_end) ext = sink.extent(s.window, run, &ext_first, &ext_end);
+                if (run + total <= ext_end) {
+                    T* p = ext + (run - ext_first);
 #pragma unroll
-                for (int k = 0; k < Items; ++k) {
-                    if (flag[k]) sink.store(s.window, run + slot[k], value[k]);
-                    run += total[k];
+                    for (int k = 0; k < Items; ++k)
+                        if (flag[k]) p[off[k]] = value[k];
+                } else {  // the tile straddles two pieces
+#pragma unroll
+                    for (int k = 0; k < Items; ++k)
+                        if (flag[k]) sink.store(s.window, run + off[k], value[k]);
                 }
-            }
+                run += total;
+            };
+            unsigned long long t = lo;
+            for (; t + per <= hi; t += per) tile(t, bool_constant<true>{});  // uniform in the warp
+            if (t < hi) tile(t, bool_constant<false>{});
         }
         __syncthreads();  // the storage may be reused right after the call
         return ok;
@@ -400,6 +602,65 @@ struct block_inserter {
 // Shared memory a block needs for a structure's push_back with algorithm Algo.
 template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads>
 using push_storage = typename block_inserter<Algo, MaxThreads>::TempStorage;
+
+// ---- bulk insertion over a whole grid ------------------------------------
+// A bulk insertion of `count` candidates is cut into parts of part_elements
+// (the last one shorter); block b takes parts b, b + blocks, b + 2*blocks, ...
+// and inserts each with one reservation (push_back_part).  Several parts per
+// resident block keep the blocks' finishing times within one part of each other
+// (one part per block leaves SMs idle when the part count is not a multiple of
+// the resident blocks), and a structure with several targets (the GGArray's
+// LFVectors) sends part p to target p mod targets: a multiple of `targets`
+// parts gives every target the same share.
+constexpr unsigned kBulkPartsPerBlock = 8;
+// Parts start on 256-element (>= 256-byte) boundaries: coalesced loads and stores.
+constexpr unsigned long long kBulkPartAlign = 256;
+
+struct bulk_plan {
+    unsigned long long part_elements;  // 0 when count is 0
+    unsigned long long parts;
+    unsigned grid;  // blocks to launch: min(resident, parts)
+};
+// resident: blocks that run at once (SMs x blocks per SM); targets >= 1;
+// min_part: the smallest part worth a reservation, in candidates (a block's
+// tile, threads x items: below it warps idle and each part's barriers and
+// reservation dominate, so small insertions use fewer, fuller parts).
+__host__ __device__ inline bulk_plan plan_bulk_insert(unsigned long long count, unsigned resident, unsigned targets,
+                                                      unsigned long long min_part) {
+    bulk_plan p{0, 0, 0};
+    if (count == 0) return p;
+    if (resident == 0) resident = 1;
+    if (targets == 0) targets = 1;
+    unsigned long long want = (unsigned long long)resident * kBulkPartsPerBlock;
+    want = (want + targets - 1) / targets * targets;
+    unsigned long long part = (count + want - 1) / want;
+    if (part < min_part) part = min_part;
+    // ... but never so full that targets go without a part (every LFVector gets its share).
+    const unsigned long long share = (count + targets - 1) / targets;
+    if (targets > 1 && part > share) part = share;
+    part = (part + kBulkPartAlign - 1) / kBulkPartAlign * kBulkPartAlign;
+    p.part_elements = part;
+    p.parts = (count + part - 1) / part;
+    p.grid = unsigned(p.parts < resident ? p.parts : resident);
+    return p;
+}
+
+// Every thread of every block calls (1D grid of plan.grid blocks, or any grid:
+// blocks beyond the parts do nothing).  make_source(lo) gives the source of the
+// part starting at candidate lo.  Returns false in every thread of a block when
+// one of its parts was refused (the structure's status says why).
+template <insert_algo Algo, unsigned MaxThreads, int Items, class Ref, class MakeSource>
+__device__ bool push_back_parts(push_storage<Algo, MaxThreads>& s, const Ref& ref, unsigned long long count,
+                                unsigned long long part_elements, MakeSource make_source) {
+    bool ok = true;
+    const unsigned long long blocks = (unsigned long long)gridDim.x * gridDim.y * gridDim.z;
+    for (unsigned long long p = dev::block_linear_index(); p * part_elements < count; p += blocks) {
+        const unsigned long long lo = p * part_elements;
+        const unsigned long long n = count - lo < part_elements ? count - lo : part_elements;
+        ok = ref.template push_back_part<Algo, MaxThreads, Items>(p, s, n, make_source(lo)) && ok;
+    }
+    return ok;
+}
 
 }  // namespace v0
 }  // namespace gpudyn

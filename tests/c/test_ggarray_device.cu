@@ -6,6 +6,9 @@
 //   C  user kernels with odd block shapes (100 threads, 8x4x3) push_back with
 //      every algorithm, tile by tile and by chunk (push_back_chunk, masked, one
 //      reservation per block); at() and span reads agree with flatten;
+//   E  one block's chunk keeps input order with the scans (push_back_chunk into
+//      a static array and a one-LFVector GGArray with 32-element first buckets,
+//      so tiles straddle buckets), for odd block shapes and item counts;
 //   D  growth over 10 doublings from 1e6 int32 (to 1.024e9): every value present
 //      exactly once (checked on the device), GGArray bytes <= 2x elements + first buckets.
 #include <gpudyn/ggarray.cuh>
@@ -197,6 +200,56 @@ static void test_user_kernel(dim3 block, int algo_id, bool chunked) {
     any_destroy(&s);
 }
 
+// ---- E: chunk order ----
+template <gpudyn::insert_algo A, int Items>
+__global__ void chunk_in_order(gpudyn_ggarray_view_t gv, gpudyn_static_array_view_t sv, const int* in, unsigned n,
+                               int* fails) {
+    __shared__ gpudyn::push_storage<A> t;
+    gpudyn::ggarray_ref<int> g{gv};
+    gpudyn::static_array_ref<int> s{sv};
+    const below90 src{in};
+    if (!g.push_back_chunk_to<A, gpudyn::kMaxBlockThreads, Items>(0, t, n, src)) atomicAdd(fails, 1);
+    if (!s.push_back_chunk<A, gpudyn::kMaxBlockThreads, Items>(t, n, src)) atomicAdd(fails, 1);
+}
+
+template <gpudyn::insert_algo A, int Items>
+static void test_chunk_order(dim3 block) {
+    const unsigned n = 100003;
+    std::vector<int> in(n), expect;
+    for (unsigned i = 0; i < n; ++i) in[i] = int(splitmix(i + 77) % 100);
+    for (int x : in)
+        if (x < 90) expect.push_back(x);
+    any_array g, s;
+    CHECK_OK(any_create(&g, KIND_GGARRAY, 4, 0, 1, 32));
+    CHECK_OK(any_create(&s, KIND_STATIC, 4, n, 0, 0));
+    gpudyn_ggarray_view_t gv;
+    gpudyn_static_array_view_t sv;
+    CHECK_OK(gpudyn_ggarray_get_view(g.g, &gv, NULL));
+    CHECK_OK(gpudyn_static_array_get_view(s.s, &sv));
+    int* din = (int*)to_device(in.data(), n * 4);
+    int* dfails = (int*)to_device("\0\0\0\0", 4);
+    chunk_in_order<A, Items><<<1, block>>>(gv, sv, din, n, dfails);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    int fails = -1;
+    cudaMemcpy(&fails, dfails, 4, cudaMemcpyDeviceToHost);
+    CHECK(fails == 0);
+    const uint64_t m = expect.size();
+    CHECK(any_size(&g) == m);
+    CHECK(any_size(&s) == m);
+    std::vector<int> og(m), os(m);
+    CHECK_OK(any_to_host(&g, og.data(), m * 4));
+    CHECK_OK(any_to_host(&s, os.data(), m * 4));
+    if (og != expect || os != expect) {
+        fprintf(stderr, "E: algo %d items %d block %ux%ux%u: order differs (ggarray %d, static %d)\n", int(A), Items,
+                block.x, block.y, block.z, int(og != expect), int(os != expect));
+        ++gpudyn_test_failures;
+    }
+    cudaFree(din);
+    cudaFree(dfails);
+    any_destroy(&g);
+    any_destroy(&s);
+}
+
 // ---- D: growth ----
 __global__ void iota(unsigned* p, unsigned long long n, unsigned long long start) {
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
@@ -339,7 +392,14 @@ int main(void) {
     for (bool chunked : {false, true}) test_user_kernel<gpudyn::insert_algo::tensor_scan>(dim3(8, 4, 3), 2, chunked);
     for (bool chunked : {false, true}) test_user_kernel<gpudyn::insert_algo::tensor_scan>(dim3(1024), 2, chunked);
     printf("C done (%d failures)\n", gpudyn_test_failures);
-    if (!getenv("GPUDYN_TEST_SMALL")) {  // the sanitizer run skips the 4 GB growth
+    for (dim3 b : {dim3(100), dim3(8, 4, 3), dim3(1024)}) {
+        test_chunk_order<gpudyn::insert_algo::warp_scan, 8>(b);
+        test_chunk_order<gpudyn::insert_algo::warp_scan, 3>(b);
+        test_chunk_order<gpudyn::insert_algo::tensor_scan, 8>(b);
+        test_chunk_order<gpudyn::insert_algo::tensor_scan, 3>(b);
+    }
+    printf("E done (%d failures)\n", gpudyn_test_failures);
+    if (!getenv("GPUDYN_SANITIZER")) {  // under compute-sanitizer (tests/run.sh) the 4 GB growth is left out
         for (gpudyn_insert_algo_t algo : kAlgos) test_growth(KIND_GGARRAY, algo);
         test_growth(KIND_STATIC, GPUDYN_INSERT_WARP_SCAN);
         test_growth(KIND_VMM, GPUDYN_INSERT_WARP_SCAN);

@@ -66,6 +66,12 @@ struct contiguous_array_ref {
     // Sink window: nothing to keep (element i is data[i]).
     __device__ void open(sink_window&, unsigned long long, unsigned long long) const {}
     __device__ void store(const sink_window&, unsigned long long i, const T& v) const { data[i] = v; }
+    __device__ T* extent(const sink_window&, unsigned long long, unsigned long long* first,
+                         unsigned long long* end) const {
+        *first = 0;
+        *end = ~0ull;  // one piece: the whole array
+        return data;
+    }
 
     // Block-cooperative insertion (block_inserter::push): every thread of the
     // block calls; the result is the same in every thread.
@@ -87,6 +93,13 @@ struct contiguous_array_ref {
     __device__ bool push_back_chunk(push_storage<Algo, MaxThreads>& s, unsigned long long n, const Src& src) const {
         contiguous_array_ref sink = *this;
         return block_inserter<Algo, MaxThreads>::template push_chunk<Items, T>(s, sink, n, src);
+    }
+    // Part p of a bulk insertion (push_back_parts): one array, every part the same.
+    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items = 8,
+              class Src>
+    __device__ bool push_back_part(unsigned long long, push_storage<Algo, MaxThreads>& s, unsigned long long n,
+                                   const Src& src) const {
+        return push_back_chunk<Algo, MaxThreads, Items>(s, n, src);
     }
 };
 

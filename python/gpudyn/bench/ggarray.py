@@ -19,7 +19,9 @@ def run(ctx) -> dict:
     ctx.target("flatten bandwidth / cudaMemcpy D2D bandwidth", fl["memcpy_ms"] / fl["flatten_ms"], 0.8, "fraction",
                True)
     f4 = raw["fig4_insert_ms"]
-    ctx.target("static warp-scan insert bandwidth / plain write bandwidth", f4["plain_write"][-1] / f4["warp_scan"][-1],
+    # The faster plain write (4-byte or 16-byte stores) is the baseline.
+    best_write = min(f4["plain_write"][-1], f4.get("plain_write_vec4", f4["plain_write"])[-1])
+    ctx.target("static warp-scan insert bandwidth / plain write bandwidth", best_write / f4["warp_scan"][-1],
                0.6, "fraction", True)
     ctx.target("read/write did all 30 passes on every structure (1 = yes)",
                float(all(f5[s]["rw_all_passes_verified"] for s in f5)), 1.0, "bool", True)
@@ -27,8 +29,9 @@ def run(ctx) -> dict:
     if plt is not None:
         sizes = raw["sizes"]
         fig, ax = plt.subplots(1, 3, figsize=(15, 4))
-        for k in ("atomic", "warp_scan", "tensor_scan", "plain_write"):
-            ax[0].loglog(sizes, f4[k], marker="o", label=k)
+        for k in ("atomic", "warp_scan", "tensor_scan", "plain_write", "plain_write_vec4"):
+            if k in f4:
+                ax[0].loglog(sizes, f4[k], marker="o", label=k)
         ax[0].set(title="Fig. 4: insertion on the static array", xlabel="elements inserted (last doubling)", ylabel="ms")
         lf = raw["fig4_lfvectors"]
         ax[1].semilogx(lf["lfvectors"], lf["grow_insert_ms"], marker="o", base=2)
