@@ -5,10 +5,10 @@
 
 namespace gpudyn::detail {
 
-bulk_plan push_plan(unsigned long long count, unsigned targets) {
+bulk_plan push_plan(unsigned long long count, unsigned targets, unsigned first_target) {
     // Resident blocks: grid_for caps at SMs x blocks per SM.
     const unsigned resident = grid_for(~0ull >> 1, kPushThreads, kPushBlocksPerSm);
-    return plan_bulk_insert(count, resident, targets, (unsigned long long)kPushThreads * kPushItems);
+    return plan_bulk_insert(count, resident, targets, (unsigned long long)kPushThreads * kPushItems, first_target);
 }
 
 uint32_t read_status(const uint32_t* status_dev, cudaStream_t stream) {
@@ -68,7 +68,7 @@ void contiguous_push(contiguous_state& a, const void* values, uint64_t count, co
         gpudyn_static_array_view_t v;
         contiguous_fill_view(a, &v, GPUDYN_STATIC_ARRAY_VIEW_VERSION);
         ref.bind(v, GPUDYN_STATIC_ARRAY_VIEW_VERSION);
-        launch_push<T>(ref, values, mask, count, algorithm, 1, stream);
+        launch_push<T>(ref, values, mask, count, algorithm, push_plan(count, 1, 0), stream);
     });
     const uint32_t status = read_status(reinterpret_cast<const uint32_t*>(a.meta + 1), stream);
     if (status != 0) {

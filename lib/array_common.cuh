@@ -77,24 +77,24 @@ struct chunk_source {
 // plan_bulk_insert, each with one reservation.
 template <class T, insert_algo Algo, class Ref>
 __global__ void __launch_bounds__(kPushThreads, kPushBlocksPerSm)
-    push_kernel(Ref ref, const T* values, const uint8_t* mask, unsigned long long count, unsigned long long part) {
+    push_kernel(Ref ref, const T* values, const uint8_t* mask, unsigned long long count, bulk_plan plan) {
     __shared__ push_storage<Algo, kPushThreads> temp;
-    push_back_parts<Algo, kPushThreads, kPushItems>(temp, ref, count, part, [&](unsigned long long lo) {
+    push_back_parts<Algo, kPushThreads, kPushItems>(temp, ref, count, plan, [&](unsigned long long lo) {
         return chunk_source<T>{values + lo, mask ? mask + lo : nullptr};
     });  // failure: the status word
 }
 
-// Plan of push_kernel on the current device; targets: the GGArray's LFVector count, else 1.
-bulk_plan push_plan(unsigned long long count, unsigned targets);
+// Plan of push_kernel on the current device; targets: the GGArray's LFVector count, else 1;
+// first_target: the size mod targets (keeps the LFVectors balanced; see plan_bulk_insert).
+bulk_plan push_plan(unsigned long long count, unsigned targets, unsigned first_target);
 
 template <class T, class Ref>
 void launch_push(Ref ref, const void* values, const uint8_t* mask, uint64_t count, gpudyn_insert_algo_t algorithm,
-                 unsigned targets, cudaStream_t stream) {
-    const bulk_plan plan = push_plan(count, targets);
+                 const bulk_plan& plan, cudaStream_t stream) {
     if (plan.grid == 0) return;
     dispatch_algo(algorithm, [&](auto algo) {
         push_kernel<T, decltype(algo)::value, Ref>
-            <<<plan.grid, kPushThreads, 0, stream>>>(ref, static_cast<const T*>(values), mask, count, plan.part_elements);
+            <<<plan.grid, kPushThreads, 0, stream>>>(ref, static_cast<const T*>(values), mask, count, plan);
         GPUDYN_CHECK_LAUNCH("push_kernel");
     });
 }

@@ -168,6 +168,7 @@ struct gpudyn_ggarray_s {
     vmm_range pool;                // bucket pool (pool.base == 0: none)
     uint32_t pool_max_rows = 0;    // bucket rows that fit the pool's virtual range
     uint32_t pool_rows = 0;        // bucket rows mapped
+    uint64_t known_size = 0;       // the size as of the last host call that read or set it
 
     // Bytes of bucket rows 0..rows-1 in the pool: element_size * first * L * (2^rows - 1).
     unsigned __int128 pool_row_end(uint32_t rows) const {
@@ -191,6 +192,19 @@ struct gpudyn_ggarray_s {
         return v;
     }
     size_t sizes_bytes() const { return (size_t(lfvectors) + 1) * sizeof(uint64_t); }
+    // Bucket rows that hold `per` elements per LFVector: the smallest R with first * (2^R - 1) >= per.
+    uint32_t rows_for(unsigned long long per) const {
+        uint32_t need = 0;
+        while ((((1ull << need) - 1ull) << log2_first) < per) ++need;
+        return need;
+    }
+    // Maps pool rows (host calls only) until `rows` are mapped or the pool's
+    // range is full; OUT_OF_MEMORY changes nothing.
+    void map_pool_rows(uint32_t rows) {
+        if (pool.base == 0 || pool_rows >= rows || pool_rows >= pool_max_rows) return;
+        pool.map_to(uint64_t(pool_row_end(std::min(rows, pool_max_rows))));
+        while (pool_rows < pool_max_rows && pool_row_end(pool_rows + 1) <= pool.mapped) ++pool_rows;
+    }
     void update_ranges(cudaStream_t s) const {
         ranges_kernel<<<1, kRangesThreads, 0, s>>>(view());
         GPUDYN_CHECK_LAUNCH("ranges_kernel");
@@ -322,16 +336,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
                        "argument 'capacity' is %llu, more than %u buckets per LFVector can hold",
                        (unsigned long long)capacity, kMaxBuckets);
         if (capacity == 0) return;
-        // Bucket rows needed: the smallest R with first * (2^R - 1) >= per.
-        uint32_t need = 0;
-        while ((((1ull << need) - 1ull) << array->log2_first) < per) ++need;
-        if (array->pool.base != 0 && array->pool_rows < need && array->pool_rows < array->pool_max_rows) {
-            const uint32_t rows = std::min(need, array->pool_max_rows);
-            array->pool.map_to(uint64_t(array->pool_row_end(rows)));  // host calls only; OOM keeps everything
-            while (array->pool_rows < array->pool_max_rows &&
-                   array->pool_row_end(array->pool_rows + 1) <= array->pool.mapped)
-                ++array->pool_rows;
-        }
+        const uint32_t need = array->rows_for(per);
+        array->map_pool_rows(need);  // host calls only; OOM keeps everything
         if (need <= (array->pool.base ? array->pool_rows : 0u)) return;  // all in the pool: no kernel
         GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), s));
         const unsigned long long n = (unsigned long long)array->lfvectors * kMaxBuckets;
@@ -357,16 +363,37 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
         require_push_args(values, count, algorithm);
         if (count == 0) return;
         cudaStream_t s = to_cuda(stream);
+        // The parts deal the LFVectors on from the known size (they stay within
+        // one element of each other), so the rows this call needs are known on
+        // the host: map them first (no device heap needed).  If user kernels
+        // pushed since, an LFVector beyond them takes its extra buckets from the
+        // device heap, as a user kernel's push does.
+        const uint32_t L = array->lfvectors;
+        const bulk_plan plan = push_plan(count, L, unsigned(array->known_size % L));
+        if (array->pool.base != 0 && array->pool_rows < array->pool_max_rows) {
+            const unsigned long long per = (array->known_size + count + L - 1) / L;
+            try {
+                if ((per >> array->log2_first) < (1ull << (kMaxBuckets - 1))) array->map_pool_rows(array->rows_for(per));
+            } catch (const error& e) {
+                // No physical memory for the rows: the kernel still tries the device heap.
+                if (e.status != GPUDYN_ERROR_OUT_OF_MEMORY) throw;
+            }
+        }
         GPUDYN_CUDA(cudaMemcpyAsync(array->snapshot, array->sizes, array->sizes_bytes(), cudaMemcpyDeviceToDevice, s));
         GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), s));
         with_type(array, [&](auto tag) {
             using T = typename decltype(tag)::type;
-            launch_push<T>(ggarray_ref<T>{array->view()}, values, mask, count, algorithm, array->lfvectors, s);
+            launch_push<T>(ggarray_ref<T>{array->view()}, values, mask, count, algorithm, plan, s);
         });
+        uint64_t total = 0;  // read with the status: one synchronization
+        GPUDYN_CUDA(cudaMemcpyAsync(&total, array->sizes + array->lfvectors, sizeof(total), cudaMemcpyDeviceToHost, s));
         const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->status), s);
+        array->known_size = total;
         if (st != 0) {
             // Blocks that reserved before the failure stored their elements: restore the sizes.
             GPUDYN_CUDA(cudaMemcpyAsync(array->sizes, array->snapshot, array->sizes_bytes(), cudaMemcpyDeviceToDevice, s));
+            GPUDYN_CUDA(cudaMemcpyAsync(&array->known_size, array->snapshot + array->lfvectors, sizeof(uint64_t),
+                                        cudaMemcpyDeviceToHost, s));
             GPUDYN_CUDA(cudaStreamSynchronize(s));
             raise(GPUDYN_ERROR_OUT_OF_MEMORY,
                   "%s while inserting %llu element(s); nothing was inserted (the device malloc heap is "
@@ -383,6 +410,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_size(gpudyn_ggarray_t array, uint64_t*
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(size);
         *size = read_u64(array->sizes + array->lfvectors, to_cuda(stream));
+        array->known_size = *size;
     });
 }
 
@@ -467,6 +495,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_s
         cudaStream_t s = to_cuda(stream);
         GPUDYN_CUDA(cudaMemsetAsync(array->sizes, 0, array->sizes_bytes(), s));
         GPUDYN_CUDA(cudaMemsetAsync(array->ranges, 0, array->sizes_bytes(), s));
+        array->known_size = 0;
     });
 }
 

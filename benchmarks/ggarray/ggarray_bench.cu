@@ -115,9 +115,9 @@ struct iota_source {
 template <insert_algo A, class Ref>
 __global__ void __launch_bounds__(kThreads, kInsertBlocksPerSm) insert_n(Ref ref, unsigned long long n,
                                                                        unsigned long long first,
-                                                                       unsigned long long part) {
+                                                                       bulk_plan plan) {
     __shared__ push_storage<A, kThreads> temp;
-    push_back_parts<A, kThreads, kItems>(temp, ref, n, part,
+    push_back_parts<A, kThreads, kItems>(temp, ref, n, plan,
                                          [&](unsigned long long lo) { return iota_source{first + lo}; });
 }
 // Baselines: plain coalesced writes of the same values, grid-stride, one
@@ -201,10 +201,9 @@ static double grow(subject& x, unsigned long long cap) {
     if (x.kind == 1) {
         GK(gpudyn_vmm_array_reserve(x.v, cap, nullptr));
     } else {
-        // Headroom: an LFVector's parts may exceed an even share by one aligned
-        // rounding per part (plan_bulk_insert).
-        const unsigned long long parts = (unsigned long long)grid_fill(kInsertBlocksPerSm) * kBulkPartsPerBlock;
-        const unsigned long long slack = (parts + 2ull * x.lfv) * kBulkPartAlign;
+        // Headroom: the parts keep the LFVectors within one element of each
+        // other (plan_bulk_insert); one more element each covers the rounding.
+        const unsigned long long slack = x.lfv;
         GK(gpudyn_ggarray_reserve(x.g, cap + slack, nullptr));
     }
     CK(cudaStreamSynchronize(nullptr));
@@ -218,18 +217,20 @@ static unsigned long long* size_cells(subject& x, size_t* count) {
 }
 template <insert_algo A>
 static void launch_insert(subject& x, unsigned long long n, unsigned long long first) {
-    const bulk_plan plan = plan_bulk_insert(n, grid_fill(kInsertBlocksPerSm), x.kind == 2 ? x.lfv : 1,
-                                            (unsigned long long)kThreads * kItems);
+    // first: the size before (every value so far was inserted here): keeps the LFVectors balanced.
+    const unsigned targets = x.kind == 2 ? x.lfv : 1;
+    const bulk_plan plan = plan_bulk_insert(n, grid_fill(kInsertBlocksPerSm), targets,
+                                            (unsigned long long)kThreads * kItems, unsigned(first % targets));
     if (plan.grid == 0) return;
     if (x.kind == 2) {
         gpudyn_ggarray_view_t v; GK(gpudyn_ggarray_get_view(x.g, &v, nullptr));
-        insert_n<A><<<plan.grid, kThreads>>>(ggarray_ref<u32>{v}, n, first, plan.part_elements);
+        insert_n<A><<<plan.grid, kThreads>>>(ggarray_ref<u32>{v}, n, first, plan);
     } else if (x.kind == 0) {
         gpudyn_static_array_view_t v; GK(gpudyn_static_array_get_view(x.s, &v));
-        insert_n<A><<<plan.grid, kThreads>>>(static_array_ref<u32>{v}, n, first, plan.part_elements);
+        insert_n<A><<<plan.grid, kThreads>>>(static_array_ref<u32>{v}, n, first, plan);
     } else {
         gpudyn_vmm_array_view_t v; GK(gpudyn_vmm_array_get_view(x.v, &v));
-        insert_n<A><<<plan.grid, kThreads>>>(vmm_array_ref<u32>{v}, n, first, plan.part_elements);
+        insert_n<A><<<plan.grid, kThreads>>>(vmm_array_ref<u32>{v}, n, first, plan);
     }
     CK(cudaGetLastError());
 }

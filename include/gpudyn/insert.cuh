@@ -604,21 +604,28 @@ template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxB
 using push_storage = typename block_inserter<Algo, MaxThreads>::TempStorage;
 
 // ---- bulk insertion over a whole grid ------------------------------------
-// A bulk insertion of `count` candidates is cut into parts of part_elements
-// (the last one shorter); block b takes parts b, b + blocks, b + 2*blocks, ...
-// and inserts each with one reservation (push_back_part).  Several parts per
-// resident block keep the blocks' finishing times within one part of each other
-// (one part per block leaves SMs idle when the part count is not a multiple of
-// the resident blocks), and a structure with several targets (the GGArray's
-// LFVectors) sends part p to target p mod targets: a multiple of `targets`
-// parts gives every target the same share.
+// A bulk insertion of `count` candidates is cut into `parts` input ranges;
+// block b takes parts b, b + blocks, b + 2*blocks, ... and inserts each with one
+// reservation (push_back_part).  Several parts per resident block keep the
+// blocks' finishing times within one part of each other (one part per block
+// leaves SMs idle when the part count is not a multiple of the resident blocks).
+//
+// A structure with several targets (the GGArray's LFVectors) gets a multiple of
+// `targets` parts; part p serves target t = p mod targets, and target t's parts
+// together cover count/targets candidates, the first count mod targets targets
+// one more.  Targets are dealt from first_target on (part p goes to the
+// structure's target (t + first_target) mod targets): with first_target = size
+// mod targets, every host insertion keeps LFVector l at floor(size/L) + (l <
+// size mod L) elements, i.e. the LFVectors within one element of each other.
+// With one target, range boundaries are rounded down to kBulkPartAlign candidates.
 constexpr unsigned kBulkPartsPerBlock = 8;
-// Parts start on 256-element (>= 256-byte) boundaries: coalesced loads and stores.
+// One-target range starts on 256-element (>= 256-byte) boundaries: aligned loads and stores.
 constexpr unsigned long long kBulkPartAlign = 256;
 
 struct bulk_plan {
-    unsigned long long part_elements;  // 0 when count is 0
-    unsigned long long parts;
+    unsigned long long parts;  // 0 when count is 0; a multiple of targets
+    unsigned targets;
+    unsigned first_target;
     unsigned grid;  // blocks to launch: min(resident, parts)
 };
 // resident: blocks that run at once (SMs x blocks per SM); targets >= 1;
@@ -626,38 +633,52 @@ struct bulk_plan {
 // tile, threads x items: below it warps idle and each part's barriers and
 // reservation dominate, so small insertions use fewer, fuller parts).
 __host__ __device__ inline bulk_plan plan_bulk_insert(unsigned long long count, unsigned resident, unsigned targets,
-                                                      unsigned long long min_part) {
-    bulk_plan p{0, 0, 0};
+                                                      unsigned long long min_part, unsigned first_target = 0) {
+    bulk_plan p{0, targets == 0 ? 1u : targets, 0, 0};
+    p.first_target = first_target % p.targets;
     if (count == 0) return p;
     if (resident == 0) resident = 1;
-    if (targets == 0) targets = 1;
-    unsigned long long want = (unsigned long long)resident * kBulkPartsPerBlock;
-    want = (want + targets - 1) / targets * targets;
-    unsigned long long part = (count + want - 1) / want;
-    if (part < min_part) part = min_part;
-    // ... but never so full that targets go without a part (every LFVector gets its share).
-    const unsigned long long share = (count + targets - 1) / targets;
-    if (targets > 1 && part > share) part = share;
-    part = (part + kBulkPartAlign - 1) / kBulkPartAlign * kBulkPartAlign;
-    p.part_elements = part;
-    p.parts = (count + part - 1) / part;
+    if (min_part == 0) min_part = 1;
+    unsigned long long parts = (unsigned long long)resident * kBulkPartsPerBlock;
+    const unsigned long long by_size = (count + min_part - 1) / min_part;
+    if (parts > by_size) parts = by_size;
+    p.parts = (parts + p.targets - 1) / p.targets * p.targets;
     p.grid = unsigned(p.parts < resident ? p.parts : resident);
     return p;
 }
 
-// Every thread of every block calls (1D grid of plan.grid blocks, or any grid:
-// blocks beyond the parts do nothing).  make_source(lo) gives the source of the
-// part starting at candidate lo.  Returns false in every thread of a block when
-// one of its parts was refused (the structure's status says why).
+// Input range [*lo, *hi) of part p (see above).
+__host__ __device__ inline void bulk_part_range(unsigned long long count, const bulk_plan& plan, unsigned long long p,
+                                                unsigned long long* lo, unsigned long long* hi) {
+    const unsigned long long T = plan.targets, each = plan.parts / T;
+    const unsigned long long t = p % T, k = p / T;
+    const unsigned long long base = count / T, extra = count % T;
+    const unsigned long long start = t * base + (t < extra ? t : extra);
+    const unsigned long long len = base + (t < extra ? 1 : 0);
+    // floor(k * len / each) without overflow, aligned down with one target.
+    auto sub = [&](unsigned long long j) {
+        if (j >= each) return len;
+        const unsigned long long v = (len / each) * j + (len % each) * j / each;
+        return T == 1 ? v / kBulkPartAlign * kBulkPartAlign : v;
+    };
+    *lo = start + sub(k);
+    *hi = start + sub(k + 1);
+}
+
+// Every thread of every block calls (any grid shape: blocks beyond the parts do
+// nothing).  make_source(lo) gives the source of the range starting at
+// candidate lo.  Returns false in every thread of a block when one of its parts
+// was refused (the structure's status says why).
 template <insert_algo Algo, unsigned MaxThreads, int Items, class Ref, class MakeSource>
 __device__ bool push_back_parts(push_storage<Algo, MaxThreads>& s, const Ref& ref, unsigned long long count,
-                                unsigned long long part_elements, MakeSource make_source) {
+                                const bulk_plan& plan, MakeSource make_source) {
     bool ok = true;
     const unsigned long long blocks = (unsigned long long)gridDim.x * gridDim.y * gridDim.z;
-    for (unsigned long long p = dev::block_linear_index(); p * part_elements < count; p += blocks) {
-        const unsigned long long lo = p * part_elements;
-        const unsigned long long n = count - lo < part_elements ? count - lo : part_elements;
-        ok = ref.template push_back_part<Algo, MaxThreads, Items>(p, s, n, make_source(lo)) && ok;
+    for (unsigned long long p = dev::block_linear_index(); p < plan.parts; p += blocks) {
+        unsigned long long lo = 0, hi = 0;
+        bulk_part_range(count, plan, p, &lo, &hi);
+        ok = ref.template push_back_part<Algo, MaxThreads, Items>(p + plan.first_target, s, hi - lo, make_source(lo)) &&
+             ok;
     }
     return ok;
 }

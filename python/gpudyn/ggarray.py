@@ -105,14 +105,14 @@ class _Array(OwnedHandle):
 
 class GGArray(_Array):
     """GGArray: `num_lfvectors` LFVectors whose buckets (first_bucket·2^b elements)
-    are allocated inside kernels on demand.  :meth:`reserve` maps whole bucket
-    rows into the array's bucket pool from the host (no device heap needed; kernels
-    then claim those buckets in place).  Buckets beyond what was reserved come from
+    are allocated inside kernels on demand.  :meth:`reserve` and :meth:`extend`
+    map whole bucket rows into the array's bucket pool from the host (no device
+    heap needed; kernels then claim those buckets in place).  Buckets beyond the
+    mapped rows (pushes from your own kernels past what was reserved) come from
     CUDA's device malloc heap, which `heap_bytes` sizes (cudaLimitMallocHeapSize;
     it can only be raised before the first kernel that calls malloc in this
-    process; 0 keeps CUDA's 8 MB default): call :meth:`reserve` before large
-    :meth:`extend` calls, or pass `heap_bytes`.  `pool_bytes`: the pool's virtual
-    range (0: the device's memory; None: no pool)."""
+    process; 0 keeps CUDA's 8 MB default).  `pool_bytes`: the pool's virtual
+    range (0: the device's memory; None: no pool, every bucket from the heap)."""
 
     _p = "gpudyn_ggarray_"
 

@@ -109,6 +109,21 @@ def test_growth_memory_bound():
     assert st["allocated_bytes"] <= theory.ggarray_bytes_bound(n, 4)
 
 
+
+@pytest.mark.gpu
+def test_extend_maps_pool_rows_beyond_the_device_heap():
+    # 512 MB of int32 in one extend, no reserve: more than the process's device
+    # heap (conftest: 256 MiB), so the buckets must come from pool rows mapped by extend.
+    cp = pytest.importorskip("cupy")
+    n = 1 << 27
+    with gpudyn.GGArray(dtype=np.int32) as g:
+        g.extend(cp.arange(n, dtype=cp.int32))
+        assert len(g) == n
+        flat = cp.asarray(g.flatten())
+        assert bool((cp.sort(flat) == cp.arange(n, dtype=cp.int32)).all())
+        st = g.memory_stats()
+        assert n * 4 <= st["allocated_bytes"] <= theory.ggarray_bytes_bound(n, 4)
+
 @pytest.mark.gpu
 def test_example_cupy_rawmodule_push_back():
     pytest.importorskip("cupy")
