@@ -52,6 +52,23 @@ void check_cuda(cudaError_t err, const char* what) {
     raise(status, "%s failed: %s (%s)", what, cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
+void raise_device_malloc_heap(uint64_t bytes, const char* option) {
+    if (bytes == 0) return;
+    size_t current = 0;
+    GPUDYN_CUDA(cudaDeviceGetLimit(&current, cudaLimitMallocHeapSize));
+    if (current >= bytes) return;
+    const cudaError_t err = cudaDeviceSetLimit(cudaLimitMallocHeapSize, size_t(bytes));
+    size_t now = 0;
+    if (err == cudaSuccess) GPUDYN_CUDA(cudaDeviceGetLimit(&now, cudaLimitMallocHeapSize));
+    if (err == cudaSuccess && now >= bytes) return;
+    if (err != cudaSuccess) cudaGetLastError();  // not sticky: clear it
+    raise(err == cudaErrorMemoryAllocation ? GPUDYN_ERROR_OUT_OF_MEMORY : GPUDYN_ERROR_NOT_SUPPORTED,
+          "%s is %llu but the device malloc heap (cudaLimitMallocHeapSize) is %zu bytes and can no longer grow "
+          "(%s): a kernel using device malloc has already run in this process. Raise it before the first such "
+          "kernel (the first structure created can), or pass 0",
+          option, (unsigned long long)bytes, current, err != cudaSuccess ? cudaGetErrorName(err) : "limit not applied");
+}
+
 int require_device() {
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);

@@ -213,26 +213,6 @@ struct gpudyn_ggarray_s {
 
 namespace {
 
-// Device malloc heap: buckets come from it.  CUDA fixes its size at the first
-// launch of a kernel that calls malloc/free; after that it cannot change.
-void size_malloc_heap(uint64_t want) {
-    if (want == 0) return;
-    size_t current = 0;
-    GPUDYN_CUDA(cudaDeviceGetLimit(&current, cudaLimitMallocHeapSize));
-    if (current >= want) return;
-    cudaError_t err = cudaDeviceSetLimit(cudaLimitMallocHeapSize, size_t(want));
-    size_t now = 0;
-    if (err == cudaSuccess) GPUDYN_CUDA(cudaDeviceGetLimit(&now, cudaLimitMallocHeapSize));
-    if (err != cudaSuccess || now < want) {
-        if (err != cudaSuccess) cudaGetLastError();
-        raise(GPUDYN_ERROR_INVALID_ARGUMENT,
-              "options->malloc_heap_bytes is %llu but the device malloc heap (cudaLimitMallocHeapSize) is %zu bytes "
-              "and can no longer grow: a kernel using device malloc has already run in this process (%s). Create "
-              "the first GGArray (or set the limit) before any such kernel, or pass malloc_heap_bytes = 0",
-              (unsigned long long)want, current, err != cudaSuccess ? cudaGetErrorName(err) : "limit not applied");
-    }
-}
-
 template <class F>
 void with_type(const gpudyn_ggarray_s* a, F&& f) {
     dispatch_element(a->element_size, f);
@@ -269,7 +249,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
                        (unsigned long long)first, (unsigned long long)kMinFirstBucket);
         GPUDYN_REQUIRE(options->reserved == 0, "options->reserved is %u, expected 0", unsigned(options->reserved));
         require_device();
-        size_malloc_heap(options->malloc_heap_bytes);
+        raise_device_malloc_heap(options->malloc_heap_bytes, "options->malloc_heap_bytes");
         auto* h = new gpudyn_ggarray_s{};
         h->element_size = options->element_size;
         h->lfvectors = options->num_lfvectors;

@@ -94,6 +94,12 @@ int require_device();
 // blocks to fill every SM `blocks_per_sm` times, never more than needed.
 unsigned grid_for(uint64_t n, unsigned block, unsigned blocks_per_sm = 8);
 
+// Raises CUDA's device-malloc heap (cudaLimitMallocHeapSize) to at least
+// `bytes` (0: leave it).  CUDA fixes the heap at the first launch of a kernel
+// that uses device malloc, so a raise after that is refused: NOT_SUPPORTED with
+// a message naming `option` (OUT_OF_MEMORY when the memory is not there).
+void raise_device_malloc_heap(uint64_t bytes, const char* option);
+
 // Driver entry point by name, resolved at run time through the runtime so the
 // library never links libcuda (machines without a driver can still load it).
 void* driver_entry_point(const char* symbol, int cuda_version);

@@ -165,20 +165,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
                            (unsigned long long)header_slots, (unsigned long long)header_bytes);
         }
         require_device();
-        if (o.device_heap_bytes != 0) {
-            size_t current = 0;
-            GPUDYN_CUDA(cudaDeviceGetLimit(&current, cudaLimitMallocHeapSize));
-            if (current < o.device_heap_bytes) {
-                cudaError_t err = cudaDeviceSetLimit(cudaLimitMallocHeapSize, size_t(o.device_heap_bytes));
-                if (err != cudaSuccess) {
-                    cudaGetLastError();
-                    raise(err == cudaErrorMemoryAllocation ? GPUDYN_ERROR_OUT_OF_MEMORY : GPUDYN_ERROR_NOT_SUPPORTED,
-                          "options->device_heap_bytes is %llu: the CUDA malloc heap (now %zu bytes) could not be "
-                          "raised: %s; raise it before the first kernel that uses device malloc runs",
-                          (unsigned long long)o.device_heap_bytes, current, cudaGetErrorName(err));
-                }
-            }
-        }
+        raise_device_malloc_heap(o.device_heap_bytes, "options->device_heap_bytes");
         auto* h = new gpudyn_warp_heap_s();
         try {
             h->stream = to_cuda(stream);

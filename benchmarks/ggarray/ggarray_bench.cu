@@ -6,7 +6,8 @@
 //                 static, vmm, ggarray32, ggarray512;
 //   fig4_lfv      number of LFVectors sweep: grow+insert and rw_b / rw_g;
 //   flatten       GGArray flatten vs cudaMemcpy device-to-device;
-//   fig6          two-phase application, GGArray (insert, flatten, work) vs VMM.
+//   fig6          two-phase application, GGArray (insert, flatten, work) vs VMM, and
+//                 GGArray working in place by spans.
 // Read/write = kRwPasses launches of one kernel that adds 1 to every element:
 // each pass is its own launch, so no compiler can fold passes together, and the
 // kernel body (add_one_span over each span) is the same for every structure.
@@ -463,42 +464,60 @@ int main(int argc, char** argv) {
     }
 
     // ---- Fig. 6: two-phase application ----
+    // Insertion phase: 5 doublings reaching fig6_n; work phase: `w` add-one
+    // passes.  Three ways: GGArray flattened into a static buffer for the work
+    // (the paper's way), the VMM array in place, and the GGArray in place by
+    // spans (no flatten: its spans read and write like a static array).
+    // Wall clock of the whole application, median of kFig6Repeats.
     if (section("fig6")) {
-        // Insertion phase: 5 doublings reaching fig6_n; work phase: `w` add-one passes.
         const unsigned long long fig6_n = quick ? (1ull << 22) : (1ull << 27);
-        std::vector<double> speedup, t_gg, t_vmm, works;
+        constexpr int kFig6Repeats = 3;
+        std::vector<double> speedup, speedup_inplace, t_gg, t_vmm, t_inplace, works;
         for (int w : fig6_work) {
-            double tt[2];
-            for (int which = 0; which < 2; ++which) {
-                subject x = which == 0 ? subject{"gg", 2, 512} : subject{"vmm", 1};
-                create(x, fig6_n);
-                u32* flat = nullptr;
-                CK(cudaMalloc(&flat, fig6_n * 4));
-                CK(cudaDeviceSynchronize());
-                auto t0 = std::chrono::steady_clock::now();
-                unsigned long long n = 0;
-                for (int s = 0; s <= 5; ++s) {
-                    const unsigned long long add = s == 0 ? fig6_n >> 5 : n;
-                    grow(x, n + add);
-                    launch_insert<insert_algo::warp_scan>(x, add, n);
-                    n += add;
+            double tt[3];
+            for (int which = 0; which < 3; ++which) {
+                std::vector<double> samples;
+                for (int r = 0; r < kFig6Repeats; ++r) {
+                    subject x = which == 1 ? subject{"vmm", 1} : subject{"gg", 2, 512};
+                    create(x, fig6_n);
+                    u32* flat = nullptr;
+                    if (which == 0) CK(cudaMalloc(&flat, fig6_n * 4));
+                    CK(cudaDeviceSynchronize());
+                    auto t0 = std::chrono::steady_clock::now();
+                    unsigned long long n = 0;
+                    for (int s = 0; s <= 5; ++s) {
+                        const unsigned long long add = s == 0 ? fig6_n >> 5 : n;
+                        grow(x, n + add);
+                        launch_insert<insert_algo::warp_scan>(x, add, n);
+                        n += add;
+                    }
+                    const unsigned grid = grid_fill(4);
+                    if (which == 0) {
+                        GK(gpudyn_ggarray_flatten(x.g, flat, n * 4, nullptr));
+                        for (int p = 0; p < w; ++p) add_one<<<grid, kThreads>>>(flat_spans{flat, n}, n);
+                    } else if (which == 1) {
+                        void* d; GK(gpudyn_vmm_array_data(x.v, &d));
+                        for (int p = 0; p < w; ++p) add_one<<<grid, kThreads>>>(flat_spans{static_cast<u32*>(d), n}, n);
+                    } else {
+                        gpudyn_ggarray_view_t v; GK(gpudyn_ggarray_get_view(x.g, &v, nullptr));
+                        for (int p = 0; p < w; ++p) add_one<<<grid, kThreads>>>(gg_spans{ggarray_ref<u32>{v}}, n);
+                    }
+                    CK(cudaDeviceSynchronize());
+                    samples.push_back(wall_ms(t0));
+                    if (flat) CK(cudaFree(flat));
+                    destroy(x);
                 }
-                const unsigned grid = grid_fill(4);
-                u32* work = flat;
-                if (which == 0) GK(gpudyn_ggarray_flatten(x.g, flat, n * 4, nullptr));
-                else { void* d; GK(gpudyn_vmm_array_data(x.v, &d)); work = static_cast<u32*>(d); }
-                for (int p = 0; p < w; ++p) add_one<<<grid, kThreads>>>(flat_spans{work, n}, n);
-                CK(cudaDeviceSynchronize());
-                tt[which] = wall_ms(t0);
-                CK(cudaFree(flat));
-                destroy(x);
+                tt[which] = median(samples);
             }
-            t_gg.push_back(tt[0]); t_vmm.push_back(tt[1]); speedup.push_back(tt[1] / tt[0]); works.push_back(w);
+            t_gg.push_back(tt[0]); t_vmm.push_back(tt[1]); t_inplace.push_back(tt[2]);
+            speedup.push_back(tt[1] / tt[0]); speedup_inplace.push_back(tt[1] / tt[2]); works.push_back(w);
             char l[64]; snprintf(l, sizeof l, "fig6 work %d", w); progress(l);
         }
         char b[64]; snprintf(b, sizeof b, "%llu", fig6_n);
         json += "  \"fig6\": {\"final_size\": " + std::string(b) + ", \"work_passes\": " + jarr(works) + ", \"ggarray_ms\": " + jarr(t_gg) +
-                ", \"vmm_ms\": " + jarr(t_vmm) + ", \"speedup_ggarray_over_vmm\": " + jarr(speedup) + "}\n";
+                ", \"vmm_ms\": " + jarr(t_vmm) + ", \"ggarray_inplace_ms\": " + jarr(t_inplace) +
+                ", \"speedup_ggarray_over_vmm\": " + jarr(speedup) +
+                ", \"speedup_ggarray_inplace_over_vmm\": " + jarr(speedup_inplace) + "}\n";
     }
     if (json.size() >= 2 && json.compare(json.size() - 2, 2, ",\n") == 0) json.erase(json.size() - 2, 1);  // --only
     json += "}\n";

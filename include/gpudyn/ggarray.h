@@ -87,8 +87,8 @@ typedef struct gpudyn_ggarray_view_t {
 /* Fills *options with the defaults listed beside each field (struct_size included). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_options_init(gpudyn_ggarray_options_t* options);
 /* Creates an empty GGArray (no bucket yet) and reserves the pool's virtual range;
- * raises the device malloc heap to options->malloc_heap_bytes first (INVALID_ARGUMENT
- * naming the option once a kernel has used malloc). */
+ * raises the device malloc heap to options->malloc_heap_bytes first (NOT_SUPPORTED
+ * naming the option once a kernel has used malloc, as the warp heap's create). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const gpudyn_ggarray_options_t* options,
                                                  gpudyn_stream_t stream);
 /* Frees every bucket (a kernel calling free) and the bookkeeping; NULL is accepted. */

@@ -59,7 +59,8 @@ typedef struct gpudyn_warp_heap_options_t {
     uint32_t list_capacity;      /* superblock-list entries per list; default 126 (paper) */
     uint64_t device_heap_bytes;  /* CUDA_MALLOC backing (and the ARENA fallback): raise
                                     cudaLimitMallocHeapSize to at least this many bytes at
-                                    create (0 = leave it) */
+                                    create (0 = leave it; NOT_SUPPORTED once a kernel has
+                                    used malloc) */
     uint64_t arena_bytes;        /* ARENA: bytes of the pool allocated at create (default 512 MiB) */
     uint64_t arena_chunk_bytes;  /* ARENA: bytes per chunk slot, a multiple of 16; 0 (default) =
                                     superblock_bytes, or 4096 without superblocks */

@@ -2,8 +2,6 @@
 // bitmap-based structures.  Compiles under nvcc and NVRTC (no host headers).
 #pragma once
 
-#include "gpudyn/detail/lane_mask.cuh"
-
 namespace gpudyn {
 inline namespace v0 {
 namespace detail {
@@ -47,8 +45,8 @@ __device__ __forceinline__ Word bit_range(unsigned lo, unsigned hi) {
     return upto_hi & ~below_lo;
 }
 
-// Maximum of `value` over the lanes of `mask` (warp collective over mask, see
-// lane_mask.cuh).  sm_80+ has a reduction instruction; older GPUs shuffle from
+// Maximum of `value` over the lanes of `mask` (a warp collective over mask:
+// exactly the lanes of mask call, with the same mask).  sm_80+ has a reduction instruction; older GPUs shuffle from
 // every lane of the mask in turn.
 __device__ __forceinline__ unsigned masked_max(unsigned mask, unsigned value) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

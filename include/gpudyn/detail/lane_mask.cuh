@@ -7,6 +7,8 @@
 // Compiles under nvcc and NVRTC (no host headers).
 #pragma once
 
+#include "gpudyn/detail/bits.cuh"
+
 namespace gpudyn {
 inline namespace v0 {
 namespace detail {
@@ -32,20 +34,8 @@ __device__ __forceinline__ unsigned lanes_below() {
 // takes the most significant bit of the vote, found with bfind).
 __device__ __forceinline__ unsigned highest_lane(unsigned mask) { return 31u - unsigned(__clz(mask)); }
 
-// Position of the k-th (0-based) set bit of mask; k < popc(mask).  Binary search
-// on population counts: five steps, no loop over lanes.
-__device__ __forceinline__ unsigned nth_set_lane(unsigned mask, unsigned k) {
-    unsigned pos = 0;
-    for (unsigned width = 16; width != 0; width >>= 1) {
-        unsigned low = unsigned(__popc(mask & ((1u << width) - 1u)));
-        if (k >= low) {
-            k -= low;
-            mask >>= width;
-            pos += width;
-        }
-    }
-    return pos;
-}
+// Position of the k-th (0-based) set lane of mask; k < popc(mask).
+__device__ __forceinline__ unsigned nth_set_lane(unsigned mask, unsigned k) { return nth_set_bit(mask, k); }
 
 // Inclusive prefix sum of `value` over the lanes of `mask`, in lane order.
 // T is unsigned or unsigned long long (types __shfl_*_sync move natively).
