@@ -257,10 +257,19 @@ struct ggarray_ref {
     }
 
     // ---- access by global index (valid as of get_view) ----
-    // LFVector holding global index i: last l with ranges[l] <= i (binary search).
+    // LFVector holding global index i: last l with ranges[l] <= i.  Host pushes
+    // keep the LFVectors within one element of each other, so the proportional
+    // guess i*L/total is usually right and costs two dependent loads; when it is
+    // not (LFVectors unbalanced by user kernels), a binary search (log2 L loads).
     __device__ unsigned lfvector_of(unsigned long long i) const {
         const unsigned long long* r = ranges();
-        unsigned lo = 0, hi = view.num_lfvectors;  // answer in [lo, hi)
+        const unsigned L = view.num_lfvectors;
+        const unsigned long long total = r[L];
+        if (i < total && total <= (~0ull >> 17)) {  // i * L fits 64 bits (L <= 65536)
+            const unsigned g = unsigned(i * L / total);
+            if (r[g] <= i && i < r[g + 1]) return g;
+        }
+        unsigned lo = 0, hi = L;  // answer in [lo, hi)
         while (hi - lo > 1) {
             const unsigned mid = (lo + hi) / 2;
             if (r[mid] <= i) lo = mid; else hi = mid;
