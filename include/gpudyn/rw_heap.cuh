@@ -161,9 +161,14 @@ struct rw_bitmap {
         for (unsigned i = 0; i < word_count; ++i) {
             ++steps;
             Word seen = load_word(words + w);
-            if (~seen != 0 && try_lock(w)) {
+            if (~seen != 0) {
+                // Never skip a word because another thread holds its lock (the
+                // lock is only a courtesy; claims are atomic): a skipped word's
+                // last free page could be the one this request needed, and
+                // requests equal to the free pages would then fail.
+                const bool locked = try_lock(w);
                 unsigned page = take_one(w, load_word(words + w));
-                unlock(w);
+                if (locked) unlock(w);
                 if (page != kRwInvalidPage) return page;
             }
             w = (w + 1 == word_count) ? 0 : w + 1;
