@@ -145,6 +145,36 @@ __global__ void read_spans(gpudyn_ggarray_view_t gv, int* out, unsigned long lon
     });
 }
 
+// A GGArray and a static array that one user kernel fills from the same input.
+struct pair_fixture {
+    any_array g, s;
+    gpudyn_ggarray_view_t gv;
+    gpudyn_static_array_view_t sv;
+    int* din = nullptr;
+    int* dfails = nullptr;
+    pair_fixture(const std::vector<int>& in, uint32_t lfvectors) {
+        CHECK_OK(any_create(&g, KIND_GGARRAY, 4, 0, lfvectors, 32));
+        CHECK_OK(any_create(&s, KIND_STATIC, 4, in.size(), 0, 0));
+        CHECK_OK(gpudyn_ggarray_get_view(g.g, &gv, NULL));
+        CHECK_OK(gpudyn_static_array_get_view(s.s, &sv));
+        din = (int*)to_device(in.data(), in.size() * 4);
+        dfails = (int*)to_device("\0\0\0\0", 4);
+    }
+    // After the launch: the kernel ran and no push_back reported failure.
+    void check_launch() {
+        CHECK(cudaDeviceSynchronize() == cudaSuccess);
+        int fails = -1;
+        cudaMemcpy(&fails, dfails, 4, cudaMemcpyDeviceToHost);
+        CHECK(fails == 0);
+    }
+    ~pair_fixture() {
+        cudaFree(din);
+        cudaFree(dfails);
+        any_destroy(&g);
+        any_destroy(&s);
+    }
+};
+
 template <gpudyn::insert_algo A>
 static void test_user_kernel(dim3 block, int algo_id, bool chunked) {
     const unsigned rounds = 3, blocks = 37;
@@ -152,20 +182,11 @@ static void test_user_kernel(dim3 block, int algo_id, bool chunked) {
     const unsigned n = blocks * rounds * threads - 17;  // last block partly idle
     std::vector<int> in(n);
     for (unsigned i = 0; i < n; ++i) in[i] = int(splitmix(i) % 100);
-    any_array g, s;
-    CHECK_OK(any_create(&g, KIND_GGARRAY, 4, 0, 5, 32));
-    CHECK_OK(any_create(&s, KIND_STATIC, 4, n, 0, 0));
-    gpudyn_ggarray_view_t gv;
-    gpudyn_static_array_view_t sv;
-    CHECK_OK(gpudyn_ggarray_get_view(g.g, &gv, NULL));
-    CHECK_OK(gpudyn_static_array_get_view(s.s, &sv));
-    int* din = (int*)to_device(in.data(), n * 4);
-    int* dfails = (int*)to_device("\0\0\0\0", 4);
-    user_push<A><<<blocks, block>>>(gv, sv, din, n, rounds, dfails, chunked);
-    CHECK(cudaDeviceSynchronize() == cudaSuccess);
-    int fails = -1;
-    cudaMemcpy(&fails, dfails, 4, cudaMemcpyDeviceToHost);
-    CHECK(fails == 0);
+    pair_fixture f(in, 5);
+    any_array &g = f.g, &s = f.s;
+    gpudyn_ggarray_view_t& gv = f.gv;
+    user_push<A><<<blocks, block>>>(f.gv, f.sv, f.din, n, rounds, f.dfails, chunked);
+    f.check_launch();
     std::vector<int> expect;
     for (int x : in)
         if (x < 90) expect.push_back(x);
@@ -194,10 +215,6 @@ static void test_user_kernel(dim3 block, int algo_id, bool chunked) {
     CHECK(memcmp(flat.data(), viaat.data(), m * 4) == 0);
     CHECK(memcmp(flat.data(), viaspan.data(), m * 4) == 0);
     cudaFree(dout);
-    cudaFree(din);
-    cudaFree(dfails);
-    any_destroy(&g);
-    any_destroy(&s);
 }
 
 // ---- E: chunk order ----
@@ -219,20 +236,10 @@ static void test_chunk_order(dim3 block) {
     for (unsigned i = 0; i < n; ++i) in[i] = int(splitmix(i + 77) % 100);
     for (int x : in)
         if (x < 90) expect.push_back(x);
-    any_array g, s;
-    CHECK_OK(any_create(&g, KIND_GGARRAY, 4, 0, 1, 32));
-    CHECK_OK(any_create(&s, KIND_STATIC, 4, n, 0, 0));
-    gpudyn_ggarray_view_t gv;
-    gpudyn_static_array_view_t sv;
-    CHECK_OK(gpudyn_ggarray_get_view(g.g, &gv, NULL));
-    CHECK_OK(gpudyn_static_array_get_view(s.s, &sv));
-    int* din = (int*)to_device(in.data(), n * 4);
-    int* dfails = (int*)to_device("\0\0\0\0", 4);
-    chunk_in_order<A, Items><<<1, block>>>(gv, sv, din, n, dfails);
-    CHECK(cudaDeviceSynchronize() == cudaSuccess);
-    int fails = -1;
-    cudaMemcpy(&fails, dfails, 4, cudaMemcpyDeviceToHost);
-    CHECK(fails == 0);
+    pair_fixture f(in, 1);
+    any_array &g = f.g, &s = f.s;
+    chunk_in_order<A, Items><<<1, block>>>(f.gv, f.sv, f.din, n, f.dfails);
+    f.check_launch();
     const uint64_t m = expect.size();
     CHECK(any_size(&g) == m);
     CHECK(any_size(&s) == m);
@@ -244,10 +251,6 @@ static void test_chunk_order(dim3 block) {
                 block.x, block.y, block.z, int(og != expect), int(os != expect));
         ++gpudyn_test_failures;
     }
-    cudaFree(din);
-    cudaFree(dfails);
-    any_destroy(&g);
-    any_destroy(&s);
 }
 
 // ---- D: growth ----
