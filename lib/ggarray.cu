@@ -192,6 +192,8 @@ struct gpudyn_ggarray_s {
         return v;
     }
     size_t sizes_bytes() const { return (size_t(lfvectors) + 1) * sizeof(uint64_t); }
+    // True when kMaxBuckets buckets of an LFVector can hold `per` elements.
+    bool buckets_hold(unsigned long long per) const { return (per >> log2_first) < (1ull << (kMaxBuckets - 1)); }
     // Bucket rows that hold `per` elements per LFVector: the smallest R with first * (2^R - 1) >= per.
     uint32_t rows_for(unsigned long long per) const {
         uint32_t need = 0;
@@ -312,7 +314,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
         GPUDYN_REQUIRE_NOT_NULL(array);
         cudaStream_t s = to_cuda(stream);
         const unsigned long long per = (capacity + array->lfvectors - 1) / array->lfvectors;
-        GPUDYN_REQUIRE((per >> array->log2_first) < (1ull << (kMaxBuckets - 1)),
+        GPUDYN_REQUIRE(array->buckets_hold(per),
                        "argument 'capacity' is %llu, more than %u buckets per LFVector can hold",
                        (unsigned long long)capacity, kMaxBuckets);
         if (capacity == 0) return;
@@ -350,14 +352,12 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
         // device heap, as a user kernel's push does.
         const uint32_t L = array->lfvectors;
         const bulk_plan plan = push_plan(count, L, unsigned(array->known_size % L));
-        if (array->pool.base != 0 && array->pool_rows < array->pool_max_rows) {
-            const unsigned long long per = (array->known_size + count + L - 1) / L;
-            try {
-                if ((per >> array->log2_first) < (1ull << (kMaxBuckets - 1))) array->map_pool_rows(array->rows_for(per));
-            } catch (const error& e) {
-                // No physical memory for the rows: the kernel still tries the device heap.
-                if (e.status != GPUDYN_ERROR_OUT_OF_MEMORY) throw;
-            }
+        const unsigned long long per = (array->known_size + count + L - 1) / L;
+        try {
+            if (array->buckets_hold(per)) array->map_pool_rows(array->rows_for(per));  // no pool: nothing
+        } catch (const error& e) {
+            // No physical memory for the rows: the kernel still tries the device heap.
+            if (e.status != GPUDYN_ERROR_OUT_OF_MEMORY) throw;
         }
         GPUDYN_CUDA(cudaMemcpyAsync(array->snapshot, array->sizes, array->sizes_bytes(), cudaMemcpyDeviceToDevice, s));
         GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), s));
