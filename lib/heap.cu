@@ -195,12 +195,6 @@ void allocate_meta(gpudyn_heap_s* h) {
     v.counters = m + o_counters;
 }
 
-template <class T>
-void read_back(T* host, const void* dev, size_t count, cudaStream_t s) {
-    GPUDYN_CUDA(cudaMemcpyAsync(host, dev, count * sizeof(T), cudaMemcpyDeviceToHost, s));
-    GPUDYN_CUDA(cudaStreamSynchronize(s));
-}
-
 }  // namespace
 
 extern "C" {
@@ -371,7 +365,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_get_stats(gpudyn_heap_t heap, gpudyn_heap
         GPUDYN_CUDA(cudaMemcpyAsync(bits.data(), heap->at(heap->view.page_bitmap), bits.size() * sizeof(uint64_t),
                                     cudaMemcpyDeviceToHost, s));
         GPUDYN_CUDA(cudaMemcpyAsync(counters, heap->at(heap->view.counters), sizeof(counters), cudaMemcpyDeviceToHost, s));
-        read_back(sc, heap->scratch, kScratchCount, s);
+        GPUDYN_CUDA(cudaMemcpyAsync(sc, heap->scratch, sizeof(sc), cudaMemcpyDeviceToHost, s));
+        GPUDYN_CUDA(cudaStreamSynchronize(s));
         // Held pages, the longest free run of pages and of all-free words.
         uint64_t held = 0, run = 0, longest = 0, zrun = 0, zlongest = 0;
         for (uint64_t w = 0; w < bits.size(); ++w) {
@@ -433,8 +428,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_malloc(gpudyn_heap_t heap, const uint64_t
         malloc_kernel<<<grid_for(n, kBlock), kBlock, 0, s>>>(heap->view, reinterpret_cast<const unsigned long long*>(sizes),
                                                              out, n, heap->scratch);
         GPUDYN_CHECK_LAUNCH("malloc_kernel");
-        unsigned long long failed = 0;
-        read_back(&failed, heap->scratch, 1, s);
+        const unsigned long long failed = read_u64(reinterpret_cast<const uint64_t*>(heap->scratch), s);
         if (failed != 0) {
             // Give back what this call took: the heap keeps exactly what it had.
             free_kernel<<<grid_for(n, kBlock), kBlock, 0, s>>>(heap->view, out, n);

@@ -32,7 +32,9 @@
 //    them out by rank (shuffles).  A converged warp of one class: a count load,
 //    a directory load, a word load, one atomicOr, shuffles; a lone lane does the
 //    same with k = 1.  Later rounds of a group read more words (1, 2, 4, ..
-//    readers, a prefix sum of the free bits splits the need, as CoRW does).
+//    readers, a prefix sum of the free bits splits the need, as CoRW does), the
+//    first of them in the class's newest slab (a burst fills a fresh slab before
+//    it attaches another).
 //    After kHeapEmptyRoundsBeforeAttach rounds that won nothing (or at once
 //    when the class has no slab) the group's leader attaches a new slab: pages
 //    from the page bitmap, slot bits initialised with the group's slots already
@@ -70,8 +72,9 @@
 // A double, foreign or interior free returns false, is counted in counters[1]
 // and changes nothing.  (A pointer freed twice after its slot was handed out
 // again frees the new owner's block: no allocator without per-block tags can
-// see that.)  free starts with __threadfence so that the caller's writes to the
-// block are visible before another thread can be handed the same bytes.
+// see that.)  free starts with a release fence (fence.acq_rel.gpu) so that the
+// caller's writes to the block are visible before another thread can be handed
+// the same bytes.
 //
 // No counter is touched on the hot paths: failures and bad frees are counted
 // (counters[0], counters[1]), once per warp group; live bytes are computed by
@@ -258,6 +261,11 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
     return v;
 }
 
+// Release fence at GPU scope: this thread's earlier writes are visible to any
+// thread that later observes one of its later writes (lighter than the
+// sequentially consistent __threadfence).
+__device__ __forceinline__ void release_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+
 // OR of a 64-bit value over the lanes of mask (a warp collective over mask).
 __device__ __forceinline__ unsigned long long masked_or64(unsigned mask, unsigned long long v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -345,7 +353,7 @@ public:
         const unsigned mask = __activemask();
         const unsigned lane = detail::lane_index();
         // The caller's writes to the block are visible before anyone can get it again.
-        __threadfence();
+        detail::release_fence();
         slot_ref s = locate(p);
         // Lanes freeing one pointer together: the lowest frees it, the others are double frees.
         const unsigned same = __match_any_sync(mask, reinterpret_cast<unsigned long long>(p));
@@ -557,7 +565,11 @@ private:
                 // The leader's count for the whole group: the decisions below are group-uniform.
                 count = __shfl_sync(group, lane == leader ? detail::load_word(state) : 0u, int(leader));
                 if (rank < readers && count != 0) {
-                    slab = detail::load_acquire(dir + rng.below(count));
+                    // After a round that did not serve the group, the first reader tries the
+                    // class's newest slab (the one most likely to have room) before others
+                    // attach more: a burst then fills a fresh slab instead of attaching many.
+                    const unsigned newest = round != 0 && rank == 0 ? detail::load_acquire(state + 2) : 0u;
+                    slab = newest != 0 ? newest - 1 : detail::load_acquire(dir + rng.below(count));
                     w = nwords > 1 ? rng.below(nwords) : 0;
                 }
             } else {
@@ -676,8 +688,10 @@ private:
         m[head] = (kHeapTagSlab << kHeapTagShift) | c;
         // Release: bits and records reach memory before the directory entry.
         __threadfence();
-        const unsigned idx = atomicAdd(class_state(c), 1u);
+        unsigned* state = class_state(c);
+        const unsigned idx = atomicAdd(state, 1u);
         atomicExch(directory() + k.dir_offset + idx, head);
+        atomicExch(state + 2, head + 1);  // the newest slab (0: none), also published after the fence
         return head;
     }
 

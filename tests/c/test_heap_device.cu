@@ -647,7 +647,12 @@ static void test_grow() {
     const gpudyn_heap_view_t v = view_of(h);  // taken before grow
     const gpudyn_heap_stats_t s0 = stats_of(h);
     CHECK(s0.bytes_mapped == small);
-    CHECK(s0.bytes_max == (uint64_t(256) << 20) || s0.bytes_max == small);
+    if (s0.bytes_max < big) {
+        printf("grow: skipped (no VMM on this device: bytes_max is the initial size)\n");
+        CHECK_OK(gpudyn_heap_destroy(h));
+        return;
+    }
+    CHECK(s0.bytes_max == (uint64_t(256) << 20));
     const uint64_t S = 4096, n = small / S * 2;  // twice what fits
     std::vector<uint64_t> sizes(n, S);
     std::vector<uint64_t> p1 = alloc_on_device(v, sizes, kConverged, 0);
