@@ -126,11 +126,14 @@ struct gpudyn_heap_s {
     gpudyn_heap_view_t view{};
 
     void* at(uint64_t address) const { return reinterpret_cast<void*>(address); }
+    // rw_heap's live-start bits: one per kRwMallocAlign bytes of the range, in uint32 words.
+    uint64_t run_starts_bytes() const { return (max_pages * page_size / kRwMallocAlign + 31) / 32 * sizeof(uint32_t); }
 
     // Every mapped page free, no slab attached, counters zero.  Stream-ordered.
     void clear(cudaStream_t s) {
         GPUDYN_CUDA(cudaMemsetAsync(at(view.page_bitmap), 0xff, words * sizeof(uint64_t), s));
         GPUDYN_CUDA(cudaMemsetAsync(at(view.run_meta), 0, max_pages * sizeof(uint32_t), s));
+        GPUDYN_CUDA(cudaMemsetAsync(at(view.run_starts), 0, run_starts_bytes(), s));
         GPUDYN_CUDA(cudaMemsetAsync(at(view.slab_meta), 0, max_pages * sizeof(uint32_t), s));
         GPUDYN_CUDA(cudaMemsetAsync(at(view.class_state), 0, class_count * 4 * sizeof(uint32_t), s));
         GPUDYN_CUDA(cudaMemsetAsync(at(view.directory), 0xff, dir_entries * sizeof(uint32_t), s));
@@ -173,6 +176,7 @@ void allocate_meta(gpudyn_heap_s* h) {
     };
     const uint64_t o_bitmap = take(h->words * sizeof(uint64_t));
     const uint64_t o_run = take(h->max_pages * sizeof(uint32_t));
+    const uint64_t o_starts = take(h->run_starts_bytes());
     const uint64_t o_slab = take(h->max_pages * sizeof(uint32_t));
     const uint64_t o_slots = take((h->max_pages << (h->page_shift - kHeapSlotWordShift)) * sizeof(uint64_t));
     const uint64_t o_table = take(h->class_count * sizeof(heap_class));
@@ -186,6 +190,7 @@ void allocate_meta(gpudyn_heap_s* h) {
     auto& v = h->view;
     v.page_bitmap = m + o_bitmap;
     v.run_meta = m + o_run;
+    v.run_starts = m + o_starts;
     v.slab_meta = m + o_slab;
     v.slot_bitmap = m + o_slots;
     v.class_table = m + o_table;

@@ -80,11 +80,13 @@
 // (counters[0], counters[1]), once per warp group; live bytes are computed by
 // the host's stats kernel from the records (usage_of_page).
 //
-// Metadata, sized for the reserved range (max_pages pages): slot bits P/8 bits
-// per page (1/128 of the range: 0.78 %), two uint32 records per page, one
-// bitmap bit per page, the class directories (sum over classes of
-// max_pages / slab_pages(c) uint32: 0.3 % with 64 KiB pages, 1.8 % with 4 KiB
-// pages).  About 1.1 % of max_bytes with 64 KiB pages, 2.6 % with 4 KiB pages.
+// Metadata, sized for the reserved range (max_pages pages): slot bits P/16 bits
+// per page (1/128 of the range: 0.78 %), rw_heap's live-run-start bits for the
+// medium runs (one bit per 16 bytes: another 0.78 %, allocated for the rw_heap
+// layout that has them), two uint32 records per page, one bitmap bit per page,
+// the class directories (sum over classes of max_pages / slab_pages(c) uint32:
+// 0.3 % with 64 KiB pages, 1.8 % with 4 KiB pages).  About 1.9 % of max_bytes
+// with 64 KiB pages, 3.4 % with 4 KiB pages.
 //
 // Memory ordering: a slot's bit is set (atomicOr) before its pointer is handed
 // out; a slab is initialised and fenced (__threadfence) before its directory
@@ -173,6 +175,7 @@ struct heap_view {
     unsigned long long base;
     unsigned long long page_bitmap;
     unsigned long long run_meta;
+    unsigned long long run_starts;
     unsigned long long slab_meta;
     unsigned long long slot_bitmap;
     unsigned long long class_table;
@@ -278,6 +281,16 @@ __device__ __forceinline__ unsigned long long masked_or64(unsigned mask, unsigne
     return r;
 #endif
 }
+
+// rw_heap views that track live run starts (a bitmap, one bit per 16 bytes)
+// get ours; older layouts have no such field (chosen by overload resolution).
+template <class View>
+__device__ __forceinline__ auto set_run_starts(View& v, unsigned long long starts, int)
+    -> decltype(v.live_starts = starts, void()) {
+    v.live_starts = starts;
+}
+template <class View>
+__device__ __forceinline__ void set_run_starts(View&, unsigned long long, long) {}
 
 // A per-call random stream without caller state: the thread's global id and
 // the SM clock (different on every call).
@@ -473,7 +486,7 @@ private:
     // for slab attaches), its bad frees to ours.
     __device__ rw_heap_ref run_ref(unsigned failed_slot) const {
         const unsigned pages = mapped_pages();
-        rw_heap_view rv;
+        rw_heap_view rv{};
         rv.version = kRwHeapViewVersion;
         rv.word_bits = 64;
         rv.pool = v_.base;
@@ -486,6 +499,7 @@ private:
         rv.word_count = (pages + 63) / 64;
         rv.max_random_steps = v_.max_random_steps;
         rv.reserved = 0;
+        detail::set_run_starts(rv, v_.run_starts, 0);
         return rw_heap_ref(rv);
     }
 
@@ -669,7 +683,9 @@ private:
                                    static_cast<unsigned long long>(k.slab_pages) << v_.page_shift, st, rng);
             if (p != nullptr) {
                 head = unsigned((reinterpret_cast<unsigned long long>(p) - v_.base) >> v_.page_shift);
-                run_meta()[head] = 0;  // the slab's records are ours (slab_meta), not a run's
+                // The slab's records are ours (slab_meta), not a run's: free and the stats
+                // never read run_meta or rw_heap's live-start bit for slab pages.
+                for (unsigned i = 0; i < k.slab_pages; ++i) run_meta()[head + i] = 0;
             }
         }
         if (head == kHeapNoPage) return kHeapNoPage;
