@@ -14,10 +14,12 @@ struct gpudyn_rw_heap_s {
     void* bitmap = nullptr;
     void* lockmap = nullptr;
     void* meta = nullptr;
+    void* live = nullptr;  // live-start bitmap: 1 bit per 16-byte granule (view.live_starts)
     unsigned long long* counters = nullptr;
     unsigned long long* scratch = nullptr;
     uint64_t bitmap_bytes = 0;
     uint64_t lockmap_bytes = 0;
+    uint64_t live_bytes = 0;
     cudaStream_t stream = nullptr;  // last stream used, synchronized by destroy
 };
 
@@ -49,13 +51,14 @@ void clear_heap(gpudyn_rw_heap_t h, cudaStream_t s) {
     GPUDYN_CUDA(cudaMemsetAsync(h->bitmap, 0, h->bitmap_bytes, s));
     if (h->lockmap) GPUDYN_CUDA(cudaMemsetAsync(h->lockmap, 0, h->lockmap_bytes, s));
     GPUDYN_CUDA(cudaMemsetAsync(h->meta, 0, h->options.page_count * sizeof(uint32_t), s));
+    GPUDYN_CUDA(cudaMemsetAsync(h->live, 0, h->live_bytes, s));
     GPUDYN_CUDA(cudaMemsetAsync(h->counters, 0, kCounterCount * sizeof(unsigned long long), s));
     check_cuda(launch_set_tail(h->view, s), "launch of set_tail_kernel");
     h->stream = s;
 }
 
 void release_all(gpudyn_rw_heap_t h) {
-    void* ptrs[] = {h->pool, h->bitmap, h->lockmap, h->meta, h->counters, h->scratch};
+    void* ptrs[] = {h->pool, h->bitmap, h->lockmap, h->meta, h->live, h->counters, h->scratch};
     for (void* p : ptrs)
         if (p) cudaFree(p);
 }
@@ -111,6 +114,8 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
         const uint64_t words = (o.page_count + o.word_bits - 1) / o.word_bits;
         h->bitmap_bytes = words * (o.word_bits / 8);
         h->lockmap_bytes = o.use_lockmap ? (words + 31) / 32 * sizeof(uint32_t) : 0;
+        // One bit per 16-byte granule (kRwMallocAlign) in uint32 words: pool / 128 bytes.
+        h->live_bytes = ((o.page_size / 16) * o.page_count + 31) / 32 * sizeof(uint32_t);
         try {
             // cudaMalloc (not the stream-ordered pool): the heap outlives any one
             // stream and its pool can be most of the device.
@@ -118,6 +123,7 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
             GPUDYN_CUDA(cudaMalloc(&h->bitmap, h->bitmap_bytes));
             if (o.use_lockmap) GPUDYN_CUDA(cudaMalloc(&h->lockmap, h->lockmap_bytes));
             GPUDYN_CUDA(cudaMalloc(&h->meta, o.page_count * sizeof(uint32_t)));
+            GPUDYN_CUDA(cudaMalloc(&h->live, h->live_bytes));
             GPUDYN_CUDA(cudaMalloc(reinterpret_cast<void**>(&h->counters), kCounterCount * sizeof(unsigned long long)));
             GPUDYN_CUDA(cudaMalloc(reinterpret_cast<void**>(&h->scratch), kScratchCount * sizeof(unsigned long long)));
             auto& v = h->view;
@@ -127,6 +133,7 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
             v.bitmap = reinterpret_cast<uint64_t>(h->bitmap);
             v.lockmap = reinterpret_cast<uint64_t>(h->lockmap);
             v.page_meta = reinterpret_cast<uint64_t>(h->meta);
+            v.live_starts = reinterpret_cast<uint64_t>(h->live);
             v.counters = reinterpret_cast<uint64_t>(h->counters);
             v.page_size = o.page_size;
             v.page_count = uint32_t(o.page_count);

@@ -23,7 +23,7 @@ extern "C" {
 typedef struct gpudyn_rw_heap_s* gpudyn_rw_heap_t;
 
 typedef enum gpudyn_rw_heap_view_version_t {
-    GPUDYN_RW_HEAP_VIEW_VERSION = 1
+    GPUDYN_RW_HEAP_VIEW_VERSION = 2
 } gpudyn_rw_heap_view_version_t;
 
 /* GETPAGE algorithms of the paper (the values are part of the ABI). */
@@ -62,6 +62,8 @@ typedef struct gpudyn_rw_heap_view_t {
     uint32_t word_count;
     uint32_t max_random_steps;
     uint32_t reserved;
+    uint64_t live_starts;       /* device address of uint32 words, 1 bit per 16-byte granule of the pool:
+                                   set while an RW_malloc pointer starting there is live (free checks it) */
 } gpudyn_rw_heap_view_t;
 
 /* Step statistics of one get_pages call (the paper's metrics, SIII-B). */
