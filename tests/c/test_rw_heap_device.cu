@@ -19,7 +19,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
+
+// Under compute-sanitizer (tests/sanitize.sh exports GPUDYN_SANITIZER) the
+// uniqueness sweep runs on 2^14 pages instead of 2^18 and the TAS/WAS theory
+// check (statistics over 2^20 pages) is left out; everything else runs as is.
+static const bool kSanitizer = getenv("GPUDYN_SANITIZER") != nullptr;
 
 #define CUDA_OK(call) CHECK((call) == cudaSuccess)
 
@@ -91,7 +97,7 @@ static std::vector<uint32_t> get_pages(gpudyn_rw_heap_t h, uint32_t* d_pages, ui
 }
 
 static void test_uniqueness() {
-    const uint64_t T = 1u << 18;
+    const uint64_t T = kSanitizer ? 1u << 14 : 1u << 18;
     const double frees[] = {0.5, 0.1, 0.01, 0.005};
     uint32_t* d_pages = nullptr;
     CUDA_OK(cudaMalloc(&d_pages, T * sizeof(uint32_t)));
@@ -203,6 +209,10 @@ static double was_bound(double T, double A, double N, double w) {
 }
 
 static void test_tas_theory() {
+    if (kSanitizer) {
+        printf("TAS/WAS theory check left out under compute-sanitizer (needs 2^20 pages)\n");
+        return;
+    }
     const uint64_t T = 1u << 20;
     uint32_t* d_pages = nullptr;
     CUDA_OK(cudaMalloc(&d_pages, T * sizeof(uint32_t)));
