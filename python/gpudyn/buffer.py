@@ -348,3 +348,11 @@ def as_device_array(obj, stream=None, dtype=None, where="", name="values"):
     if producer is not None and n:
         wait_for(stream_handle(stream), producer)
     return int(cai["data"][0]), n, dt, obj
+
+
+def as_integer_array(obj, stream, dtype, where: str, name: str):
+    """:func:`as_device_array` for unsigned integer inputs (sizes, addresses): host
+    data (list, NumPy) is checked first, negative or too large entries refused
+    rather than wrapped; device arrays must have ``dtype``."""
+    host = _args.host_integers(where, name, obj, dtype)
+    return as_device_array(obj if host is None else host, stream, dtype=dtype, where=where, name=name)

@@ -16,7 +16,7 @@ import numpy as np
 from . import _args
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, as_device_array
+from .buffer import DeviceBuffer, as_device_array, as_integer_array
 from .errors import InvalidArgumentError
 
 #: GETPAGE algorithms by name (values of gpudyn_rw_heap_algorithm_t).
@@ -154,9 +154,7 @@ class PageHeap(OwnedHandle):
         w = "PageHeap.malloc"
         seed = _args.integer(w, "seed", seed)
         h = self._h()
-        host = _args.host_integers(w, "sizes", sizes, np.uint64)
-        ptr, n, _, keep = as_device_array(sizes if host is None else host, self.stream, dtype=np.uint64,
-                                          where=w, name="sizes")
+        ptr, n, _, keep = as_integer_array(sizes, self.stream, np.uint64, w, "sizes")
         out = DeviceBuffer(n, np.uint64, stream=self.stream)
         if n:
             check(lib.gpudyn_rw_heap_malloc(h, ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr),

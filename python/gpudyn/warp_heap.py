@@ -13,7 +13,7 @@ import numpy as np
 from . import _args
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, as_device_array
+from .buffer import DeviceBuffer, as_integer_array
 
 # The paper's defaults (sec. 5.1 and 3.3), also what gpudyn_warp_heap_options_init sets.
 DEFAULT_SUPERBLOCK_BYTES = 32768
@@ -116,9 +116,7 @@ class WarpHeap(OwnedHandle):
         holds exactly what it held before."""
         w = "WarpHeap.alloc"
         h = self._h()
-        host = _args.host_integers(w, "sizes", sizes, np.uint64)
-        ptr, n, _, keep = as_device_array(sizes if host is None else host, self.stream, dtype=np.uint64,
-                                          where=w, name="sizes")
+        ptr, n, _, keep = as_integer_array(sizes, self.stream, np.uint64, w, "sizes")
         out = DeviceBuffer(n, np.uint64, stream=self.stream)
         if n:
             check(lib.gpudyn_warp_heap_alloc_batch(h, ffi.cast("const uint64_t*", ptr), n,
@@ -167,9 +165,7 @@ class WarpHeap(OwnedHandle):
         resume; ``headers`` is a device array of uint64 header pointers (0 skipped)."""
         w = "WarpHeap.free_kept"
         h = self._h()
-        host = _args.host_integers(w, "headers", headers, np.uint64)
-        ptr, n, _, keep = as_device_array(headers if host is None else host, self.stream, dtype=np.uint64,
-                                          where=w, name="headers")
+        ptr, n, _, keep = as_integer_array(headers, self.stream, np.uint64, w, "headers")
         if n:
             check(lib.gpudyn_warp_heap_free_kept(h, ffi.cast("void* const*", ptr), n, self._stream))
         del keep
