@@ -201,5 +201,6 @@ def stream_handle(stream) -> object:
 def wait_for(stream, producer: int) -> None:
     """Later work on ``stream`` (a gpudyn_stream_t) waits for the work queued so
     far on the stream handle ``producer`` (an int: 0/1 legacy default, 2 per-thread)."""
-    if producer != int(ffi.cast("uintptr_t", stream)):
+    ours = int(ffi.cast("uintptr_t", stream))
+    if (producer or 1) != (ours or 1):  # 0 and 1 both name the legacy default stream
         check(lib.gpudyn_stream_wait(stream, ffi.cast("gpudyn_stream_t", producer)))

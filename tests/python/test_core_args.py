@@ -308,3 +308,13 @@ def test_page_heap_close_refused_while_a_warp_heap_uses_it():
     user._handle = None  # the warp heap closed
     heap.close()
     assert len(destroyed) == 1
+
+
+def test_waiting_on_the_same_stream_does_nothing():
+    # No device call at all (this machine may have none): same stream, or both spellings
+    # of the legacy default stream (0 in gpudyn, 1 in CAI v3).
+    h = _ffi.stream_handle(None)
+    _ffi.wait_for(h, 0)
+    _ffi.wait_for(h, 1)
+    _ffi.wait_for(_ffi.stream_handle(7), 7)
+    gpudyn.check(gpudyn.lib.gpudyn_stream_wait(_ffi.stream_handle(7), _ffi.stream_handle(7)))
