@@ -163,12 +163,15 @@ class PageHeap(OwnedHandle):
         return out
 
     def free(self, pointers) -> None:
-        """Frees addresses returned by :meth:`malloc`: a uint64 (or int64) device
-        array, or host integers (0 entries skipped), each inside the pool.  Page
-        ids are refused (TypeError for a uint32 device array, ValueError for host
-        values outside the pool): free those with :meth:`free_pages`."""
+        """Frees addresses returned by :meth:`malloc`: a uint64 (or int64) device or
+        NumPy array, or a list of Python ints (0 entries skipped), each inside the
+        pool.  Page ids are refused (TypeError for arrays of 32 bits or fewer,
+        ValueError for values outside the pool): free those with :meth:`free_pages`."""
         w = "PageHeap.free"
         h = self._h()
+        if isinstance(pointers, np.ndarray) and pointers.dtype.kind in "iu" and pointers.dtype.itemsize < 8:
+            raise TypeError(f"gpudyn: {w} argument 'pointers' has dtype {pointers.dtype}, expected uint64 addresses; "
+                            "uint32 page ids are freed with free_pages()")
         host = _args.host_integers(w, "pointers", pointers, np.uint64)
         if host is not None:
             base, end = self.pool_address, self.pool_address + self.page_count * self.page_size

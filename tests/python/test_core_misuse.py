@@ -44,8 +44,10 @@ def test_page_ids_and_addresses_are_kept_apart():
         free_before = heap.free_page_count
         with pytest.raises(TypeError, match=r"free_pages\(\)"):
             heap.free(pages)  # uint32 device array of page ids
-        with pytest.raises(ValueError, match=r"free_pages\(\)"):
-            heap.free(pages.to_numpy())  # host page ids
+        with pytest.raises(TypeError, match=r"free_pages\(\)"):
+            heap.free(pages.to_numpy())  # host page ids (uint32)
+        with pytest.raises(TypeError, match=r"free_pages\(\)"):
+            heap.free(np.zeros(3, np.uint32))  # even ids that would be skipped as null addresses
         with pytest.raises(ValueError, match=r"free_pages\(\)"):
             heap.free(pages.to_numpy().astype(np.int64).tolist())  # the issue: ids as Python ints
         with pytest.raises(TypeError, match=r"free\(\)"):
