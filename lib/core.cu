@@ -268,4 +268,23 @@ GPUDYN_API gpudyn_status_t gpudyn_stream_synchronize(gpudyn_stream_t stream) {
     });
 }
 
+GPUDYN_API gpudyn_status_t gpudyn_stream_wait(gpudyn_stream_t stream, gpudyn_stream_t producer) {
+    GPUDYN_ABI({
+        if (stream == producer) return;
+        require_device();
+        // The handle values 1 and 2 are cudaStreamLegacy and cudaStreamPerThread themselves,
+        // so CAI's spellings pass through to_cuda unchanged.
+        cudaEvent_t done = nullptr;
+        GPUDYN_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+        // Destroyed on every path; destroying an event a stream still waits on is allowed
+        // (CUDA releases it once the wait is satisfied).
+        struct EventGuard {
+            cudaEvent_t e;
+            ~EventGuard() { cudaEventDestroy(e); }
+        } guard{done};
+        GPUDYN_CUDA(cudaEventRecord(done, to_cuda(producer)));
+        GPUDYN_CUDA(cudaStreamWaitEvent(to_cuda(stream), done, 0));
+    });
+}
+
 }  // extern "C"

@@ -117,6 +117,13 @@ GPUDYN_API gpudyn_status_t gpudyn_memcpy(void* dst, const void* src, uint64_t by
 GPUDYN_API gpudyn_status_t gpudyn_memset(void* dst, int32_t value, uint64_t bytes, gpudyn_stream_t stream);
 /* Waits for all work on `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_stream_synchronize(gpudyn_stream_t stream);
+/* Makes later work on `stream` wait until the work queued on `producer` so far
+ * has finished, without blocking the host (an event recorded on `producer`,
+ * waited on by `stream`).  Either stream may be NULL or the handle values 1
+ * (cudaStreamLegacy) and 2 (cudaStreamPerThread), the spellings of the CUDA
+ * Array Interface v3 `stream` field; producer == stream does nothing.  Used to
+ * honour the producer stream of arrays passed in from other libraries. */
+GPUDYN_API gpudyn_status_t gpudyn_stream_wait(gpudyn_stream_t stream, gpudyn_stream_t producer);
 
 #ifdef __cplusplus
 }
