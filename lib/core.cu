@@ -177,6 +177,19 @@ void require_stream_on(int device, cudaStream_t stream, const char* arg) {
               arg, owner, device, device);
 }
 
+int create_device(cudaStream_t stream) {
+    const int current = require_device();
+    if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return current;
+    int owner = -1;
+    const cudaError_t err = cudaStreamGetDevice(stream, &owner);
+    if (err == cudaSuccess) return owner;
+    cudaGetLastError();
+    if (err == cudaErrorInvalidResourceHandle || err == cudaErrorContextIsDestroyed)
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'stream' (%p) is not a CUDA stream (%s)",
+              static_cast<void*>(stream), cudaGetErrorName(err));
+    return current;  // a driver older than CUDA 12.8 cannot tell: the current device
+}
+
 cudaStream_t internal_stream(int device) {
     static std::mutex mutex;
     static std::vector<cudaStream_t> streams;  // by device ordinal; never destroyed

@@ -260,9 +260,9 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
                        "options->first_bucket_elements is %llu, expected a power of two in [%llu, 2^30]",
                        (unsigned long long)first, (unsigned long long)kMinFirstBucket);
         GPUDYN_REQUIRE(options->reserved == 0, "options->reserved is %u, expected 0", unsigned(options->reserved));
-        const int device = require_device();
         cudaStream_t s = to_cuda(stream);
-        require_stream_on(device, s, "stream");
+        const int device = create_device(s);  // the stream's device, else the current one
+        device_guard on_device(device);
         raise_device_malloc_heap(options->malloc_heap_bytes, "options->malloc_heap_bytes");
         auto* h = new gpudyn_ggarray_s{};
         h->element_size = options->element_size;

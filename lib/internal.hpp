@@ -122,6 +122,12 @@ private:
 // of the current device; any other stream must belong to `device`.
 void require_stream_on(int device, cudaStream_t stream, const char* arg);
 
+// Device a structure created on `stream` lives on: the stream's device, or the
+// current one for the default streams (0, cudaStreamLegacy, cudaStreamPerThread).
+// NO_DEVICE without a usable device; INVALID_ARGUMENT naming "stream" for a
+// handle that is not a stream.
+int create_device(cudaStream_t stream);
+
 // A library-internal non-blocking stream of `device` (the current device),
 // created once, never destroyed: destroy functions free stream-ordered there.
 cudaStream_t internal_stream(int device);

@@ -118,9 +118,9 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
         GPUDYN_REQUIRE(o.page_size <= (~uint64_t(0)) / o.page_count,
                        "options->page_size * page_count overflows (%llu * %llu)", (unsigned long long)o.page_size,
                        (unsigned long long)o.page_count);
-        const int device = require_device();
         cudaStream_t s = to_cuda(stream);
-        require_stream_on(device, s, "stream");
+        const int device = create_device(s);  // the stream's device, else the current one
+        device_guard on_device(device);
         auto* h = new gpudyn_rw_heap_s;
         h->options = o;
         h->options.struct_size = sizeof(gpudyn_rw_heap_options_t);

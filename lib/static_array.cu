@@ -32,9 +32,9 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* arr
         GPUDYN_REQUIRE(options->capacity > 0, "options->capacity is 0, expected > 0");
         GPUDYN_REQUIRE(options->capacity <= (UINT64_MAX / 16), "options->capacity is %llu, too large",
                        (unsigned long long)options->capacity);
-        const int device = require_device();
         cudaStream_t s = to_cuda(stream);
-        require_stream_on(device, s, "stream");
+        const int device = create_device(s);  // the stream's device, else the current one
+        device_guard on_device(device);
         auto* h = new gpudyn_static_array_s{};
         h->a.element_size = options->element_size;
         h->a.capacity = options->capacity;

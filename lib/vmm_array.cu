@@ -50,9 +50,9 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
                        (unsigned long long)options->initial_capacity, (unsigned long long)options->max_capacity);
         GPUDYN_REQUIRE(options->max_capacity <= (1ull << 50), "options->max_capacity is %llu, expected <= 2^50",
                        (unsigned long long)options->max_capacity);
-        const int device = require_device();
         cudaStream_t s = to_cuda(stream);
-        require_stream_on(device, s, "stream");
+        const int device = create_device(s);  // the stream's device, else the current one
+        device_guard on_device(device);
         auto* h = new gpudyn_vmm_array_s{};
         h->a.element_size = options->element_size;
         try {

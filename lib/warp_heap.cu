@@ -177,9 +177,9 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
                            (unsigned long long)o.arena_bytes, (unsigned long long)chunk_bytes,
                            (unsigned long long)header_slots, (unsigned long long)header_bytes);
         }
-        const int device = require_device();
         cudaStream_t s = to_cuda(stream);
-        require_stream_on(device, s, "stream");
+        const int device = create_device(s);  // the stream's device, else the current one
+        device_guard on_device(device);
         if (o.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) {
             const int page_device = rw_heap_state(static_cast<gpudyn_rw_heap_t>(o.page_heap)).device;
             GPUDYN_REQUIRE(page_device == device,
