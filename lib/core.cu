@@ -159,18 +159,27 @@ device_guard::~device_guard() {
     if (previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) cudaGetLastError();
 }
 
-void require_stream_on(int device, cudaStream_t stream, const char* arg) {
-    if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return;
+namespace {
+// The device of a non-default stream; -1 for the default streams (0,
+// cudaStreamLegacy, cudaStreamPerThread: the current device's) and where a
+// driver older than CUDA 12.8 cannot tell.  INVALID_ARGUMENT naming `arg` for
+// a handle that is not a stream.
+int stream_device(cudaStream_t stream, const char* arg) {
+    if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return -1;
     int owner = -1;
     const cudaError_t err = cudaStreamGetDevice(stream, &owner);
-    if (err != cudaSuccess) {
-        cudaGetLastError();
-        if (err == cudaErrorInvalidResourceHandle || err == cudaErrorContextIsDestroyed)
-            raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' (%p) is not a CUDA stream (%s)", arg,
-                  static_cast<void*>(stream), cudaGetErrorName(err));
-        return;  // a driver older than CUDA 12.8 cannot tell: the launch will
-    }
-    if (owner != device)
+    if (err == cudaSuccess) return owner;
+    cudaGetLastError();
+    if (err == cudaErrorInvalidResourceHandle || err == cudaErrorContextIsDestroyed)
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' (%p) is not a CUDA stream (%s)", arg,
+              static_cast<void*>(stream), cudaGetErrorName(err));
+    return -1;
+}
+}  // namespace
+
+void require_stream_on(int device, cudaStream_t stream, const char* arg) {
+    const int owner = stream_device(stream, arg);
+    if (owner >= 0 && owner != device)
         raise(GPUDYN_ERROR_INVALID_ARGUMENT,
               "argument '%s' is a stream of device %d, but the structure lives on device %d: pass a stream of "
               "device %d (0 is that device's default stream)",
@@ -179,15 +188,8 @@ void require_stream_on(int device, cudaStream_t stream, const char* arg) {
 
 int create_device(cudaStream_t stream) {
     const int current = require_device();
-    if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return current;
-    int owner = -1;
-    const cudaError_t err = cudaStreamGetDevice(stream, &owner);
-    if (err == cudaSuccess) return owner;
-    cudaGetLastError();
-    if (err == cudaErrorInvalidResourceHandle || err == cudaErrorContextIsDestroyed)
-        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'stream' (%p) is not a CUDA stream (%s)",
-              static_cast<void*>(stream), cudaGetErrorName(err));
-    return current;  // a driver older than CUDA 12.8 cannot tell: the current device
+    const int owner = stream_device(stream, "stream");
+    return owner >= 0 ? owner : current;
 }
 
 cudaStream_t internal_stream(int device) {

@@ -1,6 +1,5 @@
-// Bulk kernels of the random-walk page heap, built from include/gpudyn/rw_heap.cuh.
-// Kept apart from lib/rw_heap.cu because the ABI plumbing's gpudyn::detail
-// (internal.hpp) and the device headers' gpudyn::v0::detail cannot share a file.
+// Bulk kernels of the random-walk page heap, built from include/gpudyn/rw_heap.cuh,
+// kept apart from the ABI plumbing of lib/rw_heap.cu (launchers in rw_heap_kernels.hpp).
 #include "rw_heap_kernels.hpp"
 
 #include "internal.hpp"  // grid_for: per-device SM counts
