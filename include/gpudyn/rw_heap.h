@@ -98,7 +98,10 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_options_init(gpudyn_rw_heap_options_t*
 /* Allocates the pool and bitmap (all pages free), stream-ordered on `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const gpudyn_rw_heap_options_t* options,
                                                  gpudyn_stream_t stream);
-/* Synchronizes the heap's last stream and frees everything; NULL is accepted. */
+/* Frees everything stream-ordered after the heap's last call (see gpudyn.h);
+ * NULL is accepted.  While the heap is the backing of warp heaps it is not
+ * destroyed: INVALID_ARGUMENT ("... is the backing of N warp heap(s); destroy
+ * them first"), the heap intact. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_destroy(gpudyn_rw_heap_t heap);
 
 /* Fills *view for kernels; valid until destroy. */
