@@ -5,6 +5,10 @@ driver's targets from a hand-made raw result.  GPU tests: pointers aligned,
 disjoint and holding what was written; 2^k sizes 2^k-aligned; double, foreign
 and interior frees counted and harmless; exhaustion raises OutOfMemoryError and
 keeps every allocation; grow between calls; reset; two heaps side by side."""
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -282,3 +286,28 @@ def test_view_and_device_arrays():
         assert heap.malloc([]).shape == (0,)
     with pytest.raises(ValueError, match="Heap is closed"):
         heap.malloc([16])
+
+
+@pytest.mark.gpu
+def test_bench_heap_quick_is_clean(tmp_path):
+    """`gpudyn bench heap --quick`: every verification of the benchmark passes
+    (no null, read-back error, overlap, misalignment, bad free or leak) and every
+    target is computed."""
+    from gpudyn.bench._common import Context
+    try:
+        Context("heap", str(tmp_path), True, {}).find_program("gpudyn_bench_heap")
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    r = subprocess.run([sys.executable, "-m", "gpudyn", "bench", "heap", "--quick", "--out-dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    result = json.loads((tmp_path / "heap.json").read_text())
+    assert not any(result["verification"]["heap"].values()), result["verification"]
+    rows = result["raw"]["rows"]
+    heap_rows = [x for x in rows if x["kind"] == "matrix" and x["allocator"] == "heap"]
+    assert heap_rows and all(x["alloc_ms"] > 0 and x["bytes_held"] >= x["bytes_live"] for x in heap_rows)
+    names = [t["name"] for t in result["targets"]]
+    for name in ("heap speedup over CUDA malloc, worst point of the matrix",
+                 "heap bytes held / bytes live after churn, worst S", "heap usable fraction at exhaustion, worst S",
+                 "heap largest single allocation (GiB)"):
+        assert name in names
