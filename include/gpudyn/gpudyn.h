@@ -159,5 +159,6 @@ GPUDYN_API gpudyn_status_t gpudyn_stream_wait(gpudyn_stream_t stream, gpudyn_str
 #include "gpudyn/warp_heap.h"
 #include "gpudyn/ggarray.h"
 #include "gpudyn/rw_heap.h"
+#include "gpudyn/heap.h"
 
 #endif /* GPUDYN_GPUDYN_H */

@@ -1,0 +1,743 @@
+// gpudyn — device allocator (heap), device side (header-only; nvcc and NVRTC).
+//
+// malloc/free of 1 B .. >= 1 GiB from any thread of any kernel, under any
+// divergence, with no caller scratch and no caller RNG.  The host owns the heap
+// (gpudyn_heap_create) and hands kernels a gpudyn_heap_view_t by value:
+//
+//   __global__ void k(gpudyn_heap_view_t v) {
+//       gpudyn::heap_ref heap{v};
+//       int* p = static_cast<int*>(heap.malloc(40 * sizeof(int)));   // any thread, any branch
+//       if (p) { ...; heap.free(p); }                               // or free in a later kernel
+//   }
+//
+// Design (issue 11).  Memory is one virtual range of max_pages pages of
+// page_size P bytes (a power of two), of which a prefix is mapped (mapped_pages,
+// read from device memory, so a view stays valid when the host grows the heap
+// between launches).  A page bitmap (64-bit words, 1 = used; pages not mapped
+// yet are marked used) is the random-walk page heap of rw_heap.cuh: pages and
+// runs are found with its primitives (RW-BM walk with a bounded sweep, its
+// region run search), never by a second copy.  Requests fall in three classes:
+//
+//  * Small (<= P/2): size classes 16, 32, .., 128 B, then 8 classes per
+//    doubling (rounding wastes <= 12.5 %); class sizes that are powers of two
+//    are exactly the 2^k requests, and slots are multiples of the class size
+//    from a page boundary, so 2^k requests up to P are 2^k-aligned.  A class
+//    carves slabs of slab_pages(c) = ceil(32 * size / P) pages (>= 32 slots),
+//    whose slot bits (1 = used) live out of band (slot_bitmap, P/1024 words per
+//    page, indexed by the slab's first page).  A class keeps a directory of its
+//    slabs (an append-only array of first pages plus a count).  malloc groups the
+//    lanes that arrive together (__activemask) by class (__match_any_sync); a
+//    group's reader lane draws a random slab of the class and a random bitmap
+//    word, the group claims the free bits it needs with one atomicOr and hands
+//    them out by rank (shuffles).  A converged warp of one class: a count load,
+//    a directory load, a word load, one atomicOr, shuffles; a lone lane does the
+//    same with k = 1.  Later rounds of a group read more words (1, 2, 4, ..
+//    readers, a prefix sum of the free bits splits the need, as CoRW does).
+//    After kHeapEmptyRoundsBeforeAttach rounds that won nothing (or at once
+//    when the class has no slab) the group's leader attaches a new slab: pages
+//    from the page bitmap, slot bits initialised with the group's slots already
+//    taken, page records written, __threadfence, then the directory entry is
+//    published (count first, entry second; readers load the entry with
+//    ld.acquire and skip the 0xFFFFFFFF of an entry not yet written).  Attaches
+//    of a class run at most max(kHeapMinConcurrentAttach, slabs / 2) at a time
+//    (a burst of empty-class requests then grows the class by 1.5x per attach
+//    time instead of one slab per warp); a group refused waits (__nanosleep)
+//    and draws again, and after kHeapThrottleRounds attaches regardless.  When
+//    no slab can be attached, a sweep over every word of every slab of the class
+//    (the group reads one word per lane per round) is the fallback, so a small
+//    request fails only when no slot of its class and no page for a slab is
+//    free.  Slabs stay with their class until reset (no hot-path bookkeeping of
+//    empty slabs): after everything is freed, bytes_held counts the attached
+//    slabs' pages.
+//  * Medium (> P/2, up to kRwRegionWords * 64 pages, 128 MiB with 64 KiB pages):
+//    a run of ceil(bytes / P) pages from rw_heap's RW_malloc region search, called
+//    by the lane alone (a one-lane mask with a local rw_malloc_storage), recorded
+//    in run_meta by rw_heap's run records; free goes through rw_heap_ref::free
+//    (the record is claimed by a CAS, so one of two concurrent frees wins).
+//  * Huge (more pages than a region): a bounded scan (every mapped word once,
+//    from a random word) for ceil(pages / 64) consecutive all-free bitmap
+//    words, claimed word by word with CAS 0 -> all ones and rolled back on a
+//    conflict; recorded as a huge record in slab_meta at the first page.  Sizes
+//    round up to 64 pages (4 MiB with 64 KiB pages, < 3.2 % of a huge request).
+//
+// free(p) finds the page of p (p outside the range: bad free), then its record:
+// a slab (the first page or a member page pointing back to it) -> the slot
+// (p must be a slot start, else bad free); lanes freeing the same pointer
+// together: the lowest lane frees, the others are bad frees; lanes freeing into
+// the same bitmap word together clear their bits with one atomicAnd; a bit that
+// was already clear is a double free.  Huge: CAS of the record to 0 (one winner),
+// then the words.  Otherwise rw_heap_ref::free (medium run record or bad free).
+// A double, foreign or interior free returns false, is counted in counters[1]
+// and changes nothing.  (A pointer freed twice after its slot was handed out
+// again frees the new owner's block: no allocator without per-block tags can
+// see that.)  free starts with __threadfence so that the caller's writes to the
+// block are visible before another thread can be handed the same bytes.
+//
+// No counter is touched on the hot paths: failures and bad frees are counted
+// (counters[0], counters[1]), once per warp group; live bytes are computed by
+// the host's stats kernel from the records (usage_of_page).
+//
+// Metadata, sized for the reserved range (max_pages pages): slot bits P/8 bits
+// per page (1/128 of the range: 0.78 %), two uint32 records per page, one
+// bitmap bit per page, the class directories (sum over classes of
+// max_pages / slab_pages(c) uint32: 0.3 % with 64 KiB pages, 1.8 % with 4 KiB
+// pages).  About 1.1 % of max_bytes with 64 KiB pages, 2.6 % with 4 KiB pages.
+//
+// Memory ordering: a slot's bit is set (atomicOr) before its pointer is handed
+// out; a slab is initialised and fenced (__threadfence) before its directory
+// entry is stored, and readers load entries with ld.acquire.gpu, so a reader
+// that sees an entry sees the slab's bits and records.  Huge and medium records
+// are written by the allocating thread before it returns the pointer; a free
+// clears the record (CAS) and fences before releasing the page bits.
+//
+// Contract: every call may be made by any thread at any time, diverged or not;
+// lanes that arrive together are aggregated inside (the mask is the
+// __activemask() taken at entry and every lane of it runs every collective step).
+// Pointers are 16-byte aligned; malloc_aligned gives alignments up to P.  Bytes
+// are not zeroed.  Needs sm_70+ (match, nanosleep, ld.acquire); CUDA 13 is sm_75+.
+#pragma once
+
+#include "gpudyn/detail/bits.cuh"
+#include "gpudyn/detail/lane_mask.cuh"
+#include "gpudyn/detail/random.cuh"
+#include "gpudyn/rw_heap.cuh"  // page bitmap walk and run search, rw_heap_ref (medium runs)
+
+#if !defined(__CUDACC_RTC__)
+#include "gpudyn/heap.h"
+#endif
+
+namespace gpudyn {
+inline namespace v0 {
+
+// View layout this header reads (GPUDYN_HEAP_VIEW_VERSION).
+constexpr unsigned kHeapViewVersion = 1;
+// Alignment of every pointer (malloc's guarantee for any built-in type).
+constexpr unsigned long long kHeapAlign = 16;
+// "No page" / "entry not published yet" (directory entries are memset to 0xFF).
+constexpr unsigned kHeapNoPage = 0xffffffffu;
+// Slots of gpudyn_heap_view_t::counters: failed allocations, bad frees, then
+// the failures of slab attaches (rw_heap's own failure count while attaching a
+// slab, not a failed allocation; kept apart so it is not counted twice).
+constexpr unsigned kHeapCounterFailed = 0;
+constexpr unsigned kHeapCounterBadFree = 1;
+constexpr unsigned kHeapCounterAttachScratch = 2;
+constexpr unsigned kHeapCounterCount = 4;
+
+// slab_meta records: tag in the top 2 bits.
+constexpr unsigned kHeapTagShift = 30;
+constexpr unsigned kHeapLowMask = (1u << kHeapTagShift) - 1;
+constexpr unsigned kHeapTagNone = 0;    // free page, or a page of a medium run (see run_meta)
+constexpr unsigned kHeapTagSlab = 1;    // first page of a slab: low bits = class
+constexpr unsigned kHeapTagMember = 2;  // later page of a slab: low bits = offset to the first page
+constexpr unsigned kHeapTagHuge = 3;    // first page of a huge run: low bits = bitmap words (64 pages each)
+
+// Size classes: 16-byte steps up to kHeapLinearLimit, then this many classes
+// per doubling (12.5 % worst rounding waste, the bound the design asks for).
+constexpr unsigned kHeapLinearLimit = 128;
+constexpr unsigned kHeapLinearClasses = kHeapLinearLimit / 16;
+constexpr unsigned kHeapClassesPerDoubling = 8;
+constexpr unsigned kHeapLinearShift = 7;  // log2(kHeapLinearLimit)
+// Page sizes the heap accepts: 4 KiB (the smallest VMM-friendly page worth a
+// bitmap bit) to 2 MiB (the VMM granularity: a page never straddles a mapping).
+constexpr unsigned kHeapMinPageShift = 12;
+constexpr unsigned kHeapMaxPageShift = 21;
+// Classes for the largest page: sizes up to 2^20 = 8 * (21 - 7) classes.
+constexpr unsigned kHeapMaxClasses = kHeapClassesPerDoubling * (kHeapMaxPageShift - kHeapLinearShift);
+// A slab holds at least one warp's worth of slots, so a converged warp of one
+// class is served by one word of a fresh slab.
+constexpr unsigned kHeapSlabMinSlots = 32;
+// Slot bitmap words per page: P / 16 slots at most (the 16-byte class) / 64.
+constexpr unsigned kHeapSlotWordShift = 10;  // P >> 10 words of 64 bits = P / 16 bits
+// Rounds of a group that won nothing before its leader attaches a slab: a few
+// random draws are cheap; a slab is memory.
+constexpr unsigned kHeapEmptyRoundsBeforeAttach = 4;
+// Attaches of one class at a time: at least this many, else half the slabs
+// the class has (growth 1.5x per attach latency in a burst).
+constexpr unsigned kHeapMinConcurrentAttach = 8;
+// Rounds after which a group attaches even when others are attaching (so a
+// request never waits unboundedly on other warps), and the last round before
+// the sweep.
+constexpr unsigned kHeapThrottleRounds = 32;
+constexpr unsigned kHeapMaxRounds = 64;
+// Wait of a group refused an attach, in ns (about one attach's latency).
+constexpr unsigned kHeapAttachWaitNs = 256;
+
+// The C view's layout, restated for NVRTC (which has no <stdint.h>); checked
+// against gpudyn_heap_view_t below whenever the C header is available.
+struct heap_view {
+    unsigned version;
+    unsigned page_shift;
+    unsigned long long base;
+    unsigned long long page_bitmap;
+    unsigned long long run_meta;
+    unsigned long long slab_meta;
+    unsigned long long slot_bitmap;
+    unsigned long long class_table;
+    unsigned long long class_state;
+    unsigned long long directory;
+    unsigned long long mapped_pages;
+    unsigned long long counters;
+    unsigned class_count;
+    unsigned max_pages;
+    unsigned max_random_steps;
+    unsigned reserved;
+};
+
+#if !defined(__CUDACC_RTC__)
+static_assert(sizeof(heap_view) == sizeof(gpudyn_heap_view_t), "heap_view must mirror the C view");
+static_assert(__builtin_offsetof(heap_view, directory) == __builtin_offsetof(gpudyn_heap_view_t, directory),
+              "heap_view must mirror the C view");
+static_assert(__builtin_offsetof(heap_view, counters) == __builtin_offsetof(gpudyn_heap_view_t, counters),
+              "heap_view must mirror the C view");
+static_assert(__builtin_offsetof(heap_view, reserved) == __builtin_offsetof(gpudyn_heap_view_t, reserved),
+              "heap_view must mirror the C view");
+#endif
+
+// One size class (class_table entry), filled by the host from heap_class_geometry.
+struct heap_class {
+    unsigned size;        // bytes per slot
+    unsigned slab_pages;  // pages per slab
+    unsigned slots;       // slots per slab (<= P / 16)
+    unsigned dir_offset;  // first directory entry of the class
+};
+
+// Usage of one page, for the stats kernel (usage_of_page).
+struct heap_page_usage {
+    unsigned long long allocations;      // live allocations starting on this page
+    unsigned long long bytes_allocated;  // their usable bytes
+    unsigned long long largest_slot;     // largest class size with a free slot in a slab starting here
+};
+
+namespace detail {
+
+// Class of a small request (1 <= bytes <= P/2).
+__host__ __device__ __forceinline__ unsigned heap_class_of(unsigned long long bytes) {
+    if (bytes <= kHeapLinearLimit) return unsigned((bytes + 15) / 16) - (bytes != 0 ? 1u : 0u);
+    // 2^e < bytes <= 2^(e+1), e >= 7: 8 classes of 2^(e-3) bytes in that doubling.
+#if defined(__CUDA_ARCH__)
+    const unsigned e = 63u - unsigned(__clzll(static_cast<long long>(bytes - 1)));
+#else
+    const unsigned e = 63u - unsigned(__builtin_clzll(bytes - 1));
+#endif
+    unsigned long long step = 1ull << (e - 3);
+    unsigned idx = unsigned((bytes - (1ull << e) + step - 1) / step) - 1;
+    return kHeapLinearClasses + (e - kHeapLinearShift) * kHeapClassesPerDoubling + idx;
+}
+
+__host__ __device__ __forceinline__ unsigned long long heap_class_size(unsigned c) {
+    if (c < kHeapLinearClasses) return 16ull * (c + 1);
+    unsigned d = (c - kHeapLinearClasses) / kHeapClassesPerDoubling;
+    unsigned i = (c - kHeapLinearClasses) % kHeapClassesPerDoubling;
+    unsigned e = kHeapLinearShift + d;
+    return (1ull << e) + (i + 1ull) * (1ull << (e - 3));
+}
+
+// Classes of a heap with pages of 2^page_shift bytes (sizes up to P / 2).
+__host__ __device__ __forceinline__ unsigned heap_class_count(unsigned page_shift) {
+    return kHeapClassesPerDoubling * (page_shift - kHeapLinearShift);
+}
+
+// Geometry of class c (dir_offset left 0: the host sums the directories).
+__host__ __device__ __forceinline__ heap_class heap_class_geometry(unsigned c, unsigned page_shift) {
+    const unsigned long long P = 1ull << page_shift;
+    const unsigned long long size = heap_class_size(c);
+    const unsigned long long pages = (kHeapSlabMinSlots * size + P - 1) / P;
+    heap_class k;
+    k.size = unsigned(size);
+    k.slab_pages = unsigned(pages);
+    k.slots = unsigned(pages * P / size);
+    k.dir_offset = 0;
+    return k;
+}
+
+// ld.acquire at GPU scope: later loads of this thread see what the writer
+// stored before its release (here: its __threadfence before the store).
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// OR of a 64-bit value over the lanes of mask (a warp collective over mask).
+__device__ __forceinline__ unsigned long long masked_or64(unsigned mask, unsigned long long v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned lo = __reduce_or_sync(mask, unsigned(v));
+    unsigned hi = __reduce_or_sync(mask, unsigned(v >> 32));
+    return (static_cast<unsigned long long>(hi) << 32) | lo;
+#else
+    unsigned long long r = 0;
+    for (unsigned rest = mask; rest != 0; rest &= rest - 1) r |= __shfl_sync(mask, v, int(lowest_bit(rest)));
+    return r;
+#endif
+}
+
+// A per-call random stream without caller state: the thread's global id and
+// the SM clock (different on every call).
+__device__ __forceinline__ counter_rng heap_rng() {
+    const unsigned long long block =
+        (static_cast<unsigned long long>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    const unsigned long long thread = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+    const unsigned long long id = block * (static_cast<unsigned long long>(blockDim.x) * blockDim.y * blockDim.z) + thread;
+    return counter_rng(static_cast<unsigned long long>(clock64()), id);
+}
+
+}  // namespace detail
+
+// Device handle over a view.  Cheap to construct; copy freely.
+class heap_ref {
+public:
+    __device__ explicit heap_ref(const heap_view& view) : v_(view) {
+        // A view of another layout version is refused: every call then fails.
+        if (v_.version != kHeapViewVersion) v_.class_count = 0;
+    }
+#if !defined(__CUDACC_RTC__)
+    __device__ explicit heap_ref(const gpudyn_heap_view_t& view) : heap_ref(*reinterpret_cast<const heap_view*>(&view)) {}
+#endif
+
+    __device__ bool valid() const { return v_.class_count != 0; }
+    __device__ unsigned long long page_size() const { return 1ull << v_.page_shift; }
+    // Largest small request (served from slabs).
+    __device__ unsigned long long max_small_size() const { return page_size() / 2; }
+
+    // Any thread, any time, any divergence; lanes arriving together are
+    // aggregated (one claim per class).  nullptr on failure (bytes == 0 gives
+    // nullptr without counting; exhaustion is counted).  16-byte aligned; 2^k
+    // requests up to the page size are 2^k-aligned.
+    __device__ void* malloc(unsigned long long bytes) const {
+        const unsigned mask = __activemask();
+        const bool ok = valid() && bytes != 0;
+        const unsigned cls = ok && bytes <= max_small_size() ? detail::heap_class_of(bytes) : kHeapNoPage;
+        // Group key: the class (small), kKeyRun (medium/huge: each lane alone), kKeyNone.
+        const unsigned key = !ok ? kKeyNone : (cls != kHeapNoPage ? cls : kKeyRun);
+        const unsigned group = __match_any_sync(mask, key);
+        if (key == kKeyNone) {
+            count_failures(group, bytes != 0);  // an invalid view: every request fails
+            return nullptr;
+        }
+        if (key == kKeyRun) {
+            void* p = run_malloc(bytes);
+            if (p == nullptr) atomicAdd(counters() + kHeapCounterFailed, 1ull);
+            return p;
+        }
+        return small_malloc(group, cls);
+    }
+
+    // malloc with the pointer a multiple of `alignment` (a power of two up to
+    // the page size; larger or non-power-of-two alignments fail and are counted).
+    // The block is the request rounded up to the alignment.
+    __device__ void* malloc_aligned(unsigned long long bytes, unsigned long long alignment) const {
+        const bool bad = alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > page_size();
+        if (bad) {
+            if (bytes != 0) atomicAdd(counters() + kHeapCounterFailed, 1ull);
+            return nullptr;
+        }
+        // Class sizes from a multiple of `alignment` on are multiples of it (see the
+        // classes: each doubling's step divides its sizes), and slots start at
+        // multiples of the class size from a page boundary.
+        const unsigned long long rounded = bytes == 0 ? 0 : (bytes + alignment - 1) / alignment * alignment;
+        return malloc(rounded);
+    }
+
+    // Any thread, any later kernel.  nullptr -> true.  A double free, a foreign
+    // pointer or an interior pointer returns false, is counted as a bad free,
+    // and changes nothing.
+    __device__ bool free(void* p) const {
+        const unsigned mask = __activemask();
+        const unsigned lane = detail::lane_index();
+        // The caller's writes to the block are visible before anyone can get it again.
+        __threadfence();
+        slot_ref s = locate(p);
+        // Lanes freeing one pointer together: the lowest frees it, the others are double frees.
+        const unsigned same = __match_any_sync(mask, reinterpret_cast<unsigned long long>(p));
+        if (s.kind == kSlot && detail::lowest_bit(same) != lane) s.kind = kBad;
+        // Lanes freeing into one slot word together clear their bits with one atomicAnd.
+        const unsigned long long key = s.kind == kSlot ? reinterpret_cast<unsigned long long>(s.word)
+                                                       : (static_cast<unsigned long long>(lane) << 1) | 1ull;
+        const unsigned group = __match_any_sync(mask, key);
+        if (s.kind == kSlot) {
+            const unsigned long long bits = detail::masked_or64(group, s.bit);
+            const unsigned leader = detail::lowest_bit(group);
+            unsigned long long old = 0;
+            if (lane == leader) old = atomicAnd(s.word, ~bits);
+            old = __shfl_sync(group, old, int(leader));
+            if ((old & s.bit) != 0) return true;
+            return bad_free();  // the slot was free already: nothing changed
+        }
+        if (s.kind == kNull) return true;
+        if (s.kind == kHuge) return huge_free(s.page);
+        if (s.kind == kRun) return run_ref(kHeapCounterFailed).free(p);
+        return bad_free();
+    }
+
+    // Usable bytes of the block at p (a pointer malloc returned and not yet
+    // freed); 0 for nullptr, a foreign or an interior pointer.
+    __device__ unsigned long long usable_size(const void* p) const {
+        const slot_ref s = locate(p);
+        if (s.kind == kSlot) return s.size;
+        if (s.kind == kHuge) {
+            const unsigned words = detail::load_word(slab_meta() + s.page) & kHeapLowMask;
+            return (static_cast<unsigned long long>(words) * 64) << v_.page_shift;
+        }
+        if (s.kind == kRun) {
+            const unsigned rec = detail::load_word(run_meta() + s.page);
+            if ((rec >> kRwMetaTagShift) == kRwMetaLarge && p == page_address(s.page))
+                return static_cast<unsigned long long>(rec & kRwMetaLowMask) << v_.page_shift;
+        }
+        return 0;
+    }
+
+    // For the stats kernel (lib/heap.cu): the allocations that start on `page`
+    // (a snapshot; exact when no kernel runs concurrently).
+    __device__ heap_page_usage usage_of_page(unsigned page) const {
+        heap_page_usage u{0, 0, 0};
+        const unsigned rec = detail::load_word(slab_meta() + page);
+        const unsigned tag = rec >> kHeapTagShift;
+        if (tag == kHeapTagSlab) {
+            const heap_class k = class_info(rec & kHeapLowMask);
+            const unsigned long long* w = slot_words(page);
+            unsigned used = 0;
+            for (unsigned i = 0; i * 64 < k.slots; ++i) {
+                unsigned long long valid = (k.slots - i * 64) >= 64 ? ~0ull : ((1ull << (k.slots - i * 64)) - 1);
+                used += detail::popcount(detail::load_word(w + i) & valid);
+            }
+            u.allocations = used;
+            u.bytes_allocated = static_cast<unsigned long long>(used) * k.size;
+            u.largest_slot = used < k.slots ? k.size : 0;
+        } else if (tag == kHeapTagHuge) {
+            u.allocations = 1;
+            u.bytes_allocated = (static_cast<unsigned long long>(rec & kHeapLowMask) * 64) << v_.page_shift;
+        } else if (tag == kHeapTagNone) {
+            const unsigned r = detail::load_word(run_meta() + page);
+            if ((r >> kRwMetaTagShift) == kRwMetaLarge) {
+                u.allocations = 1;
+                u.bytes_allocated = static_cast<unsigned long long>(r & kRwMetaLowMask) << v_.page_shift;
+            }
+        }
+        return u;
+    }
+
+private:
+    heap_view v_;
+
+    static constexpr unsigned kKeyNone = 0xfffffffeu;
+    static constexpr unsigned kKeyRun = 0xfffffffdu;
+    enum kind_t : unsigned { kNull, kBad, kSlot, kHuge, kRun };
+    struct slot_ref {
+        unsigned kind;
+        unsigned page;            // page of p (kHuge, kRun)
+        unsigned long long* word; // slot bitmap word (kSlot)
+        unsigned long long bit;   // the slot's bit in it (kSlot)
+        unsigned long long size;  // class size (kSlot)
+    };
+
+    __device__ unsigned long long* counters() const { return reinterpret_cast<unsigned long long*>(v_.counters); }
+    __device__ unsigned* slab_meta() const { return reinterpret_cast<unsigned*>(v_.slab_meta); }
+    __device__ unsigned* run_meta() const { return reinterpret_cast<unsigned*>(v_.run_meta); }
+    __device__ unsigned long long* page_words() const { return reinterpret_cast<unsigned long long*>(v_.page_bitmap); }
+    __device__ unsigned* class_state(unsigned c) const { return reinterpret_cast<unsigned*>(v_.class_state) + 4 * c; }
+    __device__ unsigned* directory() const { return reinterpret_cast<unsigned*>(v_.directory); }
+    __device__ unsigned mapped_pages() const { return detail::load_word(reinterpret_cast<const unsigned*>(v_.mapped_pages)); }
+    __device__ char* page_address(unsigned page) const {
+        return reinterpret_cast<char*>(v_.base) + (static_cast<unsigned long long>(page) << v_.page_shift);
+    }
+    __device__ unsigned long long* slot_words(unsigned page) const {
+        return reinterpret_cast<unsigned long long*>(v_.slot_bitmap) +
+               (static_cast<unsigned long long>(page) << (v_.page_shift - kHeapSlotWordShift));
+    }
+    __device__ heap_class class_info(unsigned c) const {
+        // Read-only for the kernel's lifetime: the non-coherent cache is fine.
+        const uint4 k = __ldg(reinterpret_cast<const uint4*>(v_.class_table) + c);
+        return heap_class{k.x, k.y, k.z, k.w};
+    }
+    __device__ bool bad_free() const {
+        atomicAdd(counters() + kHeapCounterBadFree, 1ull);
+        return false;
+    }
+    // Counts the lanes of `group` for which `failed` holds, with one atomic.
+    __device__ void count_failures(unsigned group, bool failed) const {
+        const unsigned f = __ballot_sync(group, failed);
+        if (f != 0 && detail::lane_index() == detail::lowest_bit(group))
+            atomicAdd(counters() + kHeapCounterFailed, static_cast<unsigned long long>(detail::popcount(f)));
+    }
+
+    // rw_heap's view of the page bitmap and the run records; its failures go to
+    // counters[failed_slot] (kHeapCounterFailed for medium runs, the scratch slot
+    // for slab attaches), its bad frees to ours.
+    __device__ rw_heap_ref run_ref(unsigned failed_slot) const {
+        const unsigned pages = mapped_pages();
+        rw_heap_view rv;
+        rv.version = kRwHeapViewVersion;
+        rv.word_bits = 64;
+        rv.pool = v_.base;
+        rv.bitmap = v_.page_bitmap;
+        rv.lockmap = 0;
+        rv.page_meta = v_.run_meta;
+        rv.counters = reinterpret_cast<unsigned long long>(counters() + failed_slot);
+        rv.page_size = page_size();
+        rv.page_count = pages;
+        rv.word_count = (pages + 63) / 64;
+        rv.max_random_steps = v_.max_random_steps;
+        rv.reserved = 0;
+        return rw_heap_ref(rv);
+    }
+
+    // What p is (thread-level; no side effects).
+    __device__ slot_ref locate(const void* p) const {
+        slot_ref s{kBad, 0, nullptr, 0, 0};
+        if (p == nullptr) {
+            s.kind = kNull;
+            return s;
+        }
+        const unsigned long long off = reinterpret_cast<unsigned long long>(p) - v_.base;
+        if (!valid() || reinterpret_cast<unsigned long long>(p) < v_.base ||
+            (off >> v_.page_shift) >= v_.max_pages)
+            return s;
+        unsigned page = unsigned(off >> v_.page_shift);
+        s.page = page;
+        unsigned rec = detail::load_word(slab_meta() + page);
+        unsigned tag = rec >> kHeapTagShift;
+        unsigned head = page;
+        if (tag == kHeapTagMember) {
+            head = page - (rec & kHeapLowMask);
+            rec = detail::load_word(slab_meta() + head);
+            tag = rec >> kHeapTagShift;
+            if (tag != kHeapTagSlab) return s;
+        }
+        if (tag == kHeapTagSlab) {
+            const unsigned c = rec & kHeapLowMask;
+            if (c >= v_.class_count) return s;
+            const heap_class k = class_info(c);
+            const unsigned long long in = reinterpret_cast<unsigned long long>(p) -
+                                          reinterpret_cast<unsigned long long>(page_address(head));
+            const unsigned long long slot = in / k.size;
+            if (slot * k.size != in || slot >= k.slots) return s;  // interior pointer or slab tail
+            s.kind = kSlot;
+            s.word = slot_words(head) + slot / 64;
+            s.bit = 1ull << (slot % 64);
+            s.size = k.size;
+            return s;
+        }
+        if (tag == kHeapTagHuge) {
+            if (p == page_address(page)) s.kind = kHuge;
+            return s;
+        }
+        s.kind = kRun;  // rw_heap_ref::free decides (run start, or bad free)
+        return s;
+    }
+
+    // ---- small: slabs of a size class ------------------------------------
+    // A warp collective over `group` (lanes of one class that arrived together).
+    __device__ void* small_malloc(unsigned group, unsigned c) const {
+        const unsigned lane = detail::lane_index();
+        const unsigned n = detail::popcount(group);
+        const unsigned rank = detail::popcount(group & detail::lanes_below());
+        const unsigned leader = detail::lowest_bit(group);
+        const heap_class k = class_info(c);
+        const unsigned nwords = (k.slots + 63) / 64;
+        unsigned* state = class_state(c);
+        const unsigned* dir = directory() + k.dir_offset;
+        detail::counter_rng rng = detail::heap_rng();
+        char* mine = nullptr;
+        unsigned empty_rounds = 0;
+        bool sweeping = false;
+        unsigned long long sweep_pos = 0, sweep_end = 0;
+        for (unsigned round = 0;; ++round) {
+            const unsigned needy = __ballot_sync(group, mine == nullptr);
+            if (needy == 0) break;
+            const unsigned need = detail::popcount(needy);
+            const unsigned needy_rank = detail::popcount(needy & detail::lanes_below());
+            // 1. Readers pick a word: a random slab and word (rounds double the
+            //    readers), or the next words of the sweep.
+            unsigned slab = kHeapNoPage, w = 0;
+            unsigned count = 0;
+            if (!sweeping) {
+                unsigned readers = round < 5 ? (1u << round) : 32u;
+                readers = readers > need ? need : readers;
+                readers = readers > n ? n : readers;
+                // The leader's count for the whole group: the decisions below are group-uniform.
+                count = __shfl_sync(group, lane == leader ? detail::load_word(state) : 0u, int(leader));
+                if (rank < readers && count != 0) {
+                    slab = detail::load_acquire(dir + rng.below(count));
+                    w = nwords > 1 ? rng.below(nwords) : 0;
+                }
+            } else {
+                const unsigned long long q = sweep_pos + rank;
+                if (q < sweep_end) {
+                    slab = detail::load_acquire(dir + unsigned(q / nwords));
+                    w = unsigned(q % nwords);
+                }
+                sweep_pos += n;
+            }
+            unsigned long long* wp = slab != kHeapNoPage ? slot_words(slab) + w : nullptr;
+            const unsigned long long free_bits = wp != nullptr ? ~detail::load_word(wp) : 0ull;
+            // 2. A prefix sum of the free bits splits the need; one atomicOr per reader.
+            const unsigned f = detail::popcount(free_bits);
+            const unsigned incl = detail::masked_inclusive_sum(group, f);
+            const unsigned s = incl - f;
+            const unsigned take = s < need ? (f < need - s ? f : need - s) : 0;
+            const unsigned long long want = detail::lowest_set_bits(free_bits, take);
+            const unsigned long long won = take != 0 ? want & ~atomicOr(wp, want) : 0ull;
+            // 3. Hand-out: needy lane of rank r takes the (r - s)-th wanted bit of
+            //    the reader whose share covers r (a bit lost to another warp leaves
+            //    its lane needy).
+            const unsigned contributors = __ballot_sync(group, take != 0);
+            for (unsigned rest = contributors; rest != 0; rest &= rest - 1) {
+                const int src = int(detail::lowest_bit(rest));
+                const unsigned cs = __shfl_sync(group, s, src);
+                const unsigned ck = __shfl_sync(group, take, src);
+                const unsigned long long cwant = __shfl_sync(group, want, src);
+                const unsigned long long cwon = __shfl_sync(group, won, src);
+                const unsigned cslab = __shfl_sync(group, slab, src);
+                const unsigned cw = __shfl_sync(group, w, src);
+                if (mine == nullptr && needy_rank >= cs && needy_rank < cs + ck) {
+                    const unsigned bit = detail::nth_set_bit(cwant, needy_rank - cs);
+                    if ((cwon >> bit) & 1ull)
+                        mine = page_address(cslab) + static_cast<unsigned long long>(cw * 64 + bit) * k.size;
+                }
+            }
+            const bool progress = __ballot_sync(group, won != 0) != 0;
+            if (sweeping) {
+                if (sweep_pos >= sweep_end) break;  // every word of every slab seen once
+                continue;
+            }
+            empty_rounds = progress ? 0 : empty_rounds + 1;
+            if (count == 0) empty_rounds = kHeapEmptyRoundsBeforeAttach;  // no slab yet: attach at once
+            if (empty_rounds < kHeapEmptyRoundsBeforeAttach) continue;
+            // 4. Attach a slab (the leader), pre-claiming the still needy lanes' slots.
+            const unsigned still = __ballot_sync(group, mine == nullptr);
+            const unsigned still_n = detail::popcount(still);
+            unsigned head = kHeapNoPage;
+            bool refused = false;
+            if (lane == leader) {
+                const unsigned underway = atomicAdd(state + 1, 1u);
+                const unsigned limit = count / 2 > kHeapMinConcurrentAttach ? count / 2 : kHeapMinConcurrentAttach;
+                if (underway >= limit && round < kHeapThrottleRounds) {
+                    refused = true;
+                } else {
+                    head = attach_slab(c, k, still_n, rng);
+                }
+                atomicSub(state + 1, 1u);
+            }
+            head = __shfl_sync(group, head, int(leader));
+            refused = __shfl_sync(group, refused, int(leader));
+            if (head != kHeapNoPage) {
+                const unsigned r = detail::popcount(still & detail::lanes_below());
+                if (mine == nullptr) mine = page_address(head) + static_cast<unsigned long long>(r) * k.size;
+                empty_rounds = 0;
+                continue;
+            }
+            if (refused && round + 1 < kHeapMaxRounds) {
+                __nanosleep(kHeapAttachWaitNs);
+                empty_rounds = kHeapEmptyRoundsBeforeAttach - 1;  // one more draw, then ask again
+                continue;
+            }
+            // No page for a slab (or too many rounds): sweep every word of the class once.
+            sweeping = true;
+            sweep_pos = 0;
+            sweep_end = static_cast<unsigned long long>(
+                            __shfl_sync(group, lane == leader ? detail::load_word(state) : 0u, int(leader))) *
+                        nwords;
+            if (sweep_end == 0) break;
+        }
+        count_failures(group, mine == nullptr);
+        return mine;
+    }
+
+    // Attaches a new slab to class c (one thread), its first `claimed` slots
+    // already taken by the caller.  Returns its first page or kHeapNoPage.
+    __device__ unsigned attach_slab(unsigned c, const heap_class& k, unsigned claimed,
+                                    detail::counter_rng& rng) const {
+        const rw_heap_ref pages = run_ref(kHeapCounterAttachScratch);
+        unsigned head = kHeapNoPage;
+        if (k.slab_pages == 1) {
+            head = pages.get_page<rw_algorithm::rw_bm>(rng);
+        } else {
+            rw_malloc_storage st;  // a one-lane RW_malloc: local scratch
+            void* p = pages.malloc(1u << detail::lane_index(),
+                                   static_cast<unsigned long long>(k.slab_pages) << v_.page_shift, st, rng);
+            if (p != nullptr) {
+                head = unsigned((reinterpret_cast<unsigned long long>(p) - v_.base) >> v_.page_shift);
+                run_meta()[head] = 0;  // the slab's records are ours (slab_meta), not a run's
+            }
+        }
+        if (head == kHeapNoPage) return kHeapNoPage;
+        // Slot bits: the caller's slots and the tail past `slots` are used.
+        unsigned long long* w = slot_words(head);
+        const unsigned nwords = (k.slots + 63) / 64;
+        for (unsigned i = 0; i < nwords; ++i) {
+            unsigned long long init = 0;
+            if (i == 0) init |= claimed >= 64 ? ~0ull : ((1ull << claimed) - 1);
+            const unsigned rest = k.slots - i * 64;
+            if (rest < 64) init |= ~((1ull << rest) - 1);
+            w[i] = init;
+        }
+        unsigned* m = slab_meta();
+        for (unsigned i = 1; i < k.slab_pages; ++i) m[head + i] = (kHeapTagMember << kHeapTagShift) | i;
+        m[head] = (kHeapTagSlab << kHeapTagShift) | c;
+        // Release: bits and records reach memory before the directory entry.
+        __threadfence();
+        const unsigned idx = atomicAdd(class_state(c), 1u);
+        atomicExch(directory() + k.dir_offset + idx, head);
+        return head;
+    }
+
+    // ---- medium and huge: runs of pages (thread-level) ---------------------
+    __device__ void* run_malloc(unsigned long long bytes) const {
+        const unsigned long long pages = (bytes + page_size() - 1) >> v_.page_shift;
+        detail::counter_rng rng = detail::heap_rng();
+        if (pages <= static_cast<unsigned long long>(kRwRegionWords) * 64) {
+            rw_malloc_storage st;  // a one-lane RW_malloc: local scratch
+            // Whole pages, so rw_heap records a run (not a shared small run).
+            // Its failure count is ours, so it must not count: the caller does.
+            return run_ref(kHeapCounterAttachScratch)
+                .malloc(1u << detail::lane_index(), pages << v_.page_shift, st, rng);
+        }
+        return huge_malloc(pages, rng);
+    }
+
+    __device__ void* huge_malloc(unsigned long long pages, detail::counter_rng& rng) const {
+        const unsigned words = mapped_pages() / 64;  // whole mapped words (the tail word is never all free)
+        const unsigned long long need64 = (pages + 63) / 64;
+        if (need64 > words || need64 > kHeapLowMask) return nullptr;
+        const unsigned need = unsigned(need64);
+        unsigned long long* bm = page_words();
+        // Every word once from a random start, plus `need` words so a run across
+        // the start is seen too; a run never wraps past the last word.
+        const unsigned start = rng.below(words);
+        unsigned run = 0, run_start = 0;
+        for (unsigned long long i = 0; i < static_cast<unsigned long long>(words) + need; ++i) {
+            const unsigned w = unsigned((start + i) % words);
+            if (w == 0) run = 0;
+            if (detail::load_word(bm + w) != 0) {
+                run = 0;
+                continue;
+            }
+            if (run++ == 0) run_start = w;
+            if (run < need) continue;
+            // Claim the run word by word; roll back on a conflict.
+            unsigned got = 0;
+            while (got < need && atomicCAS(bm + run_start + got, 0ull, ~0ull) == 0ull) ++got;
+            if (got == need) {
+                const unsigned head = run_start * 64;
+                slab_meta()[head] = (kHeapTagHuge << kHeapTagShift) | need;
+                return page_address(head);
+            }
+            for (unsigned j = 0; j < got; ++j) atomicExch(bm + run_start + j, 0ull);  // ours: all ones
+            run = 0;
+        }
+        return nullptr;
+    }
+
+    __device__ bool huge_free(unsigned page) const {
+        unsigned* m = slab_meta() + page;
+        const unsigned rec = detail::load_word(m);
+        if ((rec >> kHeapTagShift) != kHeapTagHuge || atomicCAS(m, rec, 0u) != rec) return bad_free();
+        __threadfence();  // the record is cleared before the pages can be claimed again
+        const unsigned words = rec & kHeapLowMask;
+        for (unsigned j = 0; j < words; ++j) atomicExch(page_words() + page / 64 + j, 0ull);
+        return true;
+    }
+};
+
+}  // namespace v0
+}  // namespace gpudyn

@@ -1,0 +1,471 @@
+// C ABI of the device allocator (heap): reserves the virtual range and maps
+// physical memory into it (vmm_range: the driver's VMM calls through
+// driver_entry_point), owns the metadata, and runs bulk kernels built from
+// include/gpudyn/heap.cuh (no second copy of an algorithm lives here).
+#include "array_common.cuh"  // vmm_range
+
+#include <gpudyn/heap.cuh>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+using namespace gpudyn;
+using namespace gpudyn::detail;
+
+namespace {
+
+// Defaults (gpudyn_heap_options_init / create): 64 KiB pages (a 16-byte slab
+// page holds 4096 slots, 64 bitmap words: one word per draw serves a warp),
+// 1 GiB mapped, 8x that reserved.
+constexpr uint64_t kDefaultPageSize = uint64_t(1) << 16;
+constexpr uint64_t kDefaultInitialBytes = uint64_t(1) << 30;
+constexpr uint64_t kDefaultMaxFactor = 8;
+// Page ids are 32-bit with 0xFFFFFFFF reserved (kHeapNoPage).
+constexpr uint64_t kMaxPages = uint64_t(1) << 31;
+// Rounds of a medium-run search (rw_heap's RW_malloc region draws) and random
+// steps of a slab's page walk before its sweep.
+constexpr uint32_t kMaxRandomSteps = 256;
+// Bulk kernels: 8 warps a block (the calls are latency bound).
+constexpr unsigned kBlock = 256;
+// Metadata arrays start at multiples of this (a cache line pair).
+constexpr uint64_t kMetaAlign = 256;
+// Slots of the per-call scratch: failed requests of a bulk malloc; stats sums.
+enum { kScratchFailed, kScratchAllocs, kScratchBytes, kScratchLargestSlot, kScratchCount };
+
+// Makes `device` current for a scope, restoring the caller's device after it.
+// (To be replaced by lib's device_guard when that lands.)
+class device_scope {
+public:
+    explicit device_scope(int device) {
+        GPUDYN_CUDA(cudaGetDevice(&previous_));
+        if (previous_ != device) GPUDYN_CUDA(cudaSetDevice(device));
+        else previous_ = -1;
+    }
+    ~device_scope() {
+        if (previous_ >= 0) cudaSetDevice(previous_);
+    }
+    device_scope(const device_scope&) = delete;
+    device_scope& operator=(const device_scope&) = delete;
+
+private:
+    int previous_ = -1;
+};
+
+uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+// ---- kernels -------------------------------------------------------------
+
+// Pages [from, to) become free (their bits were set: unmapped pages are used),
+// then the device's mapped page count becomes `to`.
+__global__ void map_pages_kernel(unsigned long long* bitmap, unsigned from, unsigned to, unsigned* mapped) {
+    const unsigned first_word = from / 64, end_word = (to + 63) / 64;
+    for (unsigned long long w = first_word + blockIdx.x * blockDim.x + threadIdx.x; w < end_word;
+         w += gridDim.x * blockDim.x) {
+        const unsigned lo = w * 64 < from ? from - unsigned(w * 64) : 0;
+        const unsigned hi = (w + 1) * 64 > to ? to - unsigned(w * 64) : 64;
+        atomicAnd(bitmap + w, ~gpudyn::detail::bit_range<unsigned long long>(lo, hi));
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) *mapped = to;
+}
+
+__global__ void malloc_kernel(gpudyn_heap_view_t v, const unsigned long long* sizes, unsigned long long* out,
+                              unsigned long long n, unsigned long long* scratch) {
+    const heap_ref heap{v};
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long bytes = sizes[i];
+        void* p = heap.malloc(bytes);
+        out[i] = reinterpret_cast<unsigned long long>(p);
+        if (p == nullptr && bytes != 0) atomicAdd(scratch + kScratchFailed, 1ull);
+    }
+}
+
+__global__ void free_kernel(gpudyn_heap_view_t v, const unsigned long long* ptrs, unsigned long long n) {
+    const heap_ref heap{v};
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long p = ptrs[i];
+        if (p != 0) heap.free(reinterpret_cast<void*>(p));
+    }
+}
+
+__global__ void stats_kernel(gpudyn_heap_view_t v, unsigned pages, unsigned long long* scratch) {
+    const heap_ref heap{v};
+    unsigned long long allocs = 0, bytes = 0, largest = 0;
+    for (unsigned long long p = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; p < pages;
+         p += (unsigned long long)gridDim.x * blockDim.x) {
+        const heap_page_usage u = heap.usage_of_page(unsigned(p));
+        allocs += u.allocations;
+        bytes += u.bytes_allocated;
+        largest = u.largest_slot > largest ? u.largest_slot : largest;
+    }
+    if (allocs) atomicAdd(scratch + kScratchAllocs, allocs);
+    if (bytes) atomicAdd(scratch + kScratchBytes, bytes);
+    if (largest) atomicMax(scratch + kScratchLargestSlot, largest);
+}
+
+}  // namespace
+
+struct gpudyn_heap_s {
+    int device = 0;
+    bool vmm = false;
+    vmm_range range;             // VMM backing
+    void* plain = nullptr;       // cudaMalloc backing without VMM
+    uint64_t page_size = 0;
+    unsigned page_shift = 0;
+    uint64_t max_pages = 0;      // pages of the reserved range
+    uint64_t mapped_pages = 0;   // host copy of the device count
+    uint64_t words = 0;          // page bitmap words (max_pages / 64, rounded up)
+    uint64_t dir_entries = 0;
+    unsigned class_count = 0;
+    std::vector<heap_class> classes;
+    void* meta = nullptr;        // every metadata array, one allocation
+    uint64_t meta_bytes = 0;
+    unsigned long long* scratch = nullptr;
+    gpudyn_heap_view_t view{};
+
+    void* at(uint64_t address) const { return reinterpret_cast<void*>(address); }
+
+    // Every mapped page free, no slab attached, counters zero.  Stream-ordered.
+    void clear(cudaStream_t s) {
+        GPUDYN_CUDA(cudaMemsetAsync(at(view.page_bitmap), 0xff, words * sizeof(uint64_t), s));
+        GPUDYN_CUDA(cudaMemsetAsync(at(view.run_meta), 0, max_pages * sizeof(uint32_t), s));
+        GPUDYN_CUDA(cudaMemsetAsync(at(view.slab_meta), 0, max_pages * sizeof(uint32_t), s));
+        GPUDYN_CUDA(cudaMemsetAsync(at(view.class_state), 0, class_count * 4 * sizeof(uint32_t), s));
+        GPUDYN_CUDA(cudaMemsetAsync(at(view.directory), 0xff, dir_entries * sizeof(uint32_t), s));
+        GPUDYN_CUDA(cudaMemsetAsync(at(view.counters), 0, kHeapCounterCount * sizeof(uint64_t), s));
+        map_pages(0, mapped_pages, s);
+    }
+
+    void map_pages(uint64_t from, uint64_t to, cudaStream_t s) {
+        const uint64_t first = from / 64, end = (to + 63) / 64;
+        map_pages_kernel<<<grid_for(end > first ? end - first : 1, kBlock), kBlock, 0, s>>>(
+            static_cast<unsigned long long*>(at(view.page_bitmap)), unsigned(from), unsigned(to),
+            static_cast<unsigned*>(at(view.mapped_pages)));
+        GPUDYN_CHECK_LAUNCH("map_pages_kernel");
+    }
+
+    void release() {
+        if (meta) cudaFree(meta);
+        if (scratch) cudaFree(scratch);
+        if (plain) cudaFree(plain);
+        if (vmm) range.release();
+        meta = nullptr;
+        scratch = nullptr;
+        plain = nullptr;
+    }
+};
+
+namespace {
+
+void require_heap(gpudyn_heap_t heap) {
+    if (heap == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'heap' is NULL");
+}
+
+// Lays out the metadata of h (sizes in h set) and fills the view's addresses.
+void allocate_meta(gpudyn_heap_s* h) {
+    uint64_t off = 0;
+    auto take = [&](uint64_t bytes) {
+        uint64_t at = off;
+        off = align_up(off + bytes, kMetaAlign);
+        return at;
+    };
+    const uint64_t o_bitmap = take(h->words * sizeof(uint64_t));
+    const uint64_t o_run = take(h->max_pages * sizeof(uint32_t));
+    const uint64_t o_slab = take(h->max_pages * sizeof(uint32_t));
+    const uint64_t o_slots = take((h->max_pages << (h->page_shift - kHeapSlotWordShift)) * sizeof(uint64_t));
+    const uint64_t o_table = take(h->class_count * sizeof(heap_class));
+    const uint64_t o_state = take(h->class_count * 4 * sizeof(uint32_t));
+    const uint64_t o_dir = take(h->dir_entries * sizeof(uint32_t));
+    const uint64_t o_mapped = take(sizeof(uint64_t));
+    const uint64_t o_counters = take(kHeapCounterCount * sizeof(uint64_t));
+    h->meta_bytes = off;
+    GPUDYN_CUDA(cudaMalloc(&h->meta, off));
+    const uint64_t m = reinterpret_cast<uint64_t>(h->meta);
+    auto& v = h->view;
+    v.page_bitmap = m + o_bitmap;
+    v.run_meta = m + o_run;
+    v.slab_meta = m + o_slab;
+    v.slot_bitmap = m + o_slots;
+    v.class_table = m + o_table;
+    v.class_state = m + o_state;
+    v.directory = m + o_dir;
+    v.mapped_pages = m + o_mapped;
+    v.counters = m + o_counters;
+}
+
+template <class T>
+void read_back(T* host, const void* dev, size_t count, cudaStream_t s) {
+    GPUDYN_CUDA(cudaMemcpyAsync(host, dev, count * sizeof(T), cudaMemcpyDeviceToHost, s));
+    GPUDYN_CUDA(cudaStreamSynchronize(s));
+}
+
+}  // namespace
+
+extern "C" {
+
+GPUDYN_API gpudyn_status_t gpudyn_heap_options_init(gpudyn_heap_options_t* options) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(options);
+        std::memset(options, 0, sizeof(*options));
+        options->struct_size = sizeof(*options);
+        options->initial_bytes = 0;
+        options->max_bytes = 0;
+        options->page_size = kDefaultPageSize;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_heap_options_t* options,
+                                              gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(heap);
+        *heap = nullptr;
+        require_struct_size(options, "options");
+        const auto& o = *options;
+        GPUDYN_REQUIRE(o.reserved == 0, "options->reserved is %u, expected 0", unsigned(o.reserved));
+        const uint64_t P = o.page_size;
+        GPUDYN_REQUIRE(P >= (uint64_t(1) << kHeapMinPageShift) && P <= (uint64_t(1) << kHeapMaxPageShift) &&
+                           (P & (P - 1)) == 0,
+                       "options->page_size is %llu, expected a power of two from 4096 to 2097152",
+                       (unsigned long long)P);
+        GPUDYN_REQUIRE(o.initial_bytes == 0 || o.initial_bytes >= P,
+                       "options->initial_bytes is %llu, expected 0 (default) or >= page_size (%llu)",
+                       (unsigned long long)o.initial_bytes, (unsigned long long)P);
+        GPUDYN_REQUIRE(o.max_bytes == 0 || o.initial_bytes <= o.max_bytes,
+                       "options->max_bytes is %llu, expected 0 (default) or >= initial_bytes (%llu)",
+                       (unsigned long long)o.max_bytes, (unsigned long long)o.initial_bytes);
+        GPUDYN_REQUIRE(o.max_bytes / P <= kMaxPages && o.initial_bytes / P <= kMaxPages,
+                       "options->max_bytes / page_size is more than 2^31 pages (max_bytes %llu, page_size %llu)",
+                       (unsigned long long)o.max_bytes, (unsigned long long)P);
+        const int device = require_device();
+        size_t free_b = 0, total_b = 0;
+        GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
+        uint64_t initial = o.initial_bytes;
+        if (initial == 0) initial = std::max<uint64_t>(P, std::min<uint64_t>(kDefaultInitialBytes, free_b / 2) / P * P);
+        uint64_t max_bytes = o.max_bytes;
+        if (max_bytes == 0) max_bytes = std::max<uint64_t>(initial, std::min<uint64_t>(initial * kDefaultMaxFactor, total_b));
+        max_bytes = std::min<uint64_t>(max_bytes, kMaxPages * P);
+
+        auto* h = new gpudyn_heap_s;
+        h->device = device;
+        h->page_size = P;
+        h->page_shift = unsigned(__builtin_ctzll(P));
+        cudaStream_t s = to_cuda(stream);
+        try {
+            int vmm = 0;
+            GPUDYN_CUDA(cudaDeviceGetAttribute(
+                &vmm, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED), device));
+            uint64_t base = 0, mapped = 0, reserved = 0;
+            if (vmm) {
+                h->vmm = true;
+                h->range.reserve(device, max_bytes);
+                if (h->range.base % P != 0)
+                    raise(GPUDYN_ERROR_INTERNAL, "reserved range at %llx is not aligned to the page size %llu",
+                          (unsigned long long)h->range.base, (unsigned long long)P);
+                h->range.map_to(initial);
+                base = h->range.base;
+                reserved = h->range.reserved;
+                mapped = h->range.mapped;
+            } else {
+                // One plain allocation, aligned up to a page (2^k requests are 2^k-aligned from the base).
+                GPUDYN_CUDA(cudaMalloc(&h->plain, initial + P));
+                base = align_up(reinterpret_cast<uint64_t>(h->plain), P);
+                reserved = mapped = initial / P * P;
+            }
+            h->max_pages = std::min<uint64_t>(reserved / P, kMaxPages);
+            h->mapped_pages = std::min<uint64_t>(mapped / P, h->max_pages);
+            h->words = (h->max_pages + 63) / 64;
+            h->class_count = heap_class_count(h->page_shift);
+            uint64_t dir = 0;
+            for (unsigned c = 0; c < h->class_count; ++c) {
+                heap_class k = heap_class_geometry(c, h->page_shift);
+                k.dir_offset = unsigned(dir);
+                dir += h->max_pages / k.slab_pages;
+                if (dir > 0xffffffffull)
+                    raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+                          "options->max_bytes (%llu) is too large for page_size %llu (class directories exceed 2^32 "
+                          "entries); use larger pages",
+                          (unsigned long long)max_bytes, (unsigned long long)P);
+                h->classes.push_back(k);
+            }
+            h->dir_entries = dir;
+            auto& v = h->view;
+            v.version = GPUDYN_HEAP_VIEW_VERSION;
+            v.page_shift = h->page_shift;
+            v.base = base;
+            v.class_count = h->class_count;
+            v.max_pages = uint32_t(h->max_pages);
+            v.max_random_steps = kMaxRandomSteps;
+            allocate_meta(h);
+            GPUDYN_CUDA(cudaMalloc(reinterpret_cast<void**>(&h->scratch), kScratchCount * sizeof(uint64_t)));
+            GPUDYN_CUDA(cudaMemcpyAsync(h->at(v.class_table), h->classes.data(), h->classes.size() * sizeof(heap_class),
+                                        cudaMemcpyHostToDevice, s));
+            h->clear(s);
+            // The host's class table is a pageable source: the copy is done before return.
+            GPUDYN_CUDA(cudaStreamSynchronize(s));
+        } catch (...) {
+            cudaStreamSynchronize(s);
+            h->release();
+            delete h;
+            throw;
+        }
+        *heap = h;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_heap_destroy(gpudyn_heap_t heap) {
+    GPUDYN_ABI({
+        if (heap == nullptr) return;
+        cudaError_t err = cudaSuccess;
+        {
+            device_scope scope(heap->device);
+            err = cudaDeviceSynchronize();  // kernels may still use the heap
+            heap->release();
+        }
+        delete heap;
+        GPUDYN_CUDA(err);
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_heap_get_view(gpudyn_heap_t heap, gpudyn_heap_view_t* view) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        GPUDYN_REQUIRE_NOT_NULL(view);
+        *view = heap->view;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_heap_grow(gpudyn_heap_t heap, uint64_t new_mapped_bytes, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        const uint64_t max_bytes = heap->max_pages * heap->page_size;
+        GPUDYN_REQUIRE(new_mapped_bytes <= max_bytes,
+                       "argument 'new_mapped_bytes' is %llu, more than the heap's bytes_max (%llu)",
+                       (unsigned long long)new_mapped_bytes, (unsigned long long)max_bytes);
+        if (new_mapped_bytes <= heap->mapped_pages * heap->page_size) return;
+        if (!heap->vmm)
+            raise(GPUDYN_ERROR_NOT_SUPPORTED, "the heap's device has no virtual memory management: it cannot grow");
+        device_scope scope(heap->device);
+        heap->range.map_to(new_mapped_bytes);  // OUT_OF_MEMORY leaves everything as it was
+        const uint64_t pages = std::min<uint64_t>(heap->range.mapped / heap->page_size, heap->max_pages);
+        heap->map_pages(heap->mapped_pages, pages, to_cuda(stream));
+        heap->mapped_pages = pages;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_heap_get_stats(gpudyn_heap_t heap, gpudyn_heap_stats_t* stats,
+                                                 gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        require_struct_size(stats, "stats");
+        device_scope scope(heap->device);
+        cudaStream_t s = to_cuda(stream);
+        const uint64_t pages = heap->mapped_pages;
+        GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, kScratchCount * sizeof(uint64_t), s));
+        stats_kernel<<<grid_for(pages, kBlock), kBlock, 0, s>>>(heap->view, unsigned(pages), heap->scratch);
+        GPUDYN_CHECK_LAUNCH("stats_kernel");
+        unsigned long long sc[kScratchCount];
+        unsigned long long counters[kHeapCounterCount];
+        std::vector<uint64_t> bits((pages + 63) / 64);
+        GPUDYN_CUDA(cudaMemcpyAsync(bits.data(), heap->at(heap->view.page_bitmap), bits.size() * sizeof(uint64_t),
+                                    cudaMemcpyDeviceToHost, s));
+        GPUDYN_CUDA(cudaMemcpyAsync(counters, heap->at(heap->view.counters), sizeof(counters), cudaMemcpyDeviceToHost, s));
+        read_back(sc, heap->scratch, kScratchCount, s);
+        // Held pages, the longest free run of pages and of all-free words.
+        uint64_t held = 0, run = 0, longest = 0, zrun = 0, zlongest = 0;
+        for (uint64_t w = 0; w < bits.size(); ++w) {
+            uint64_t word = bits[w];
+            const uint64_t valid = pages - w * 64 >= 64 ? 64 : pages - w * 64;
+            if (valid < 64) word &= (uint64_t(1) << valid) - 1;  // unmapped pages are not held
+            held += uint64_t(__builtin_popcountll(word));
+            for (uint64_t b = 0; b < valid; ++b) {
+                if ((word >> b) & 1) {
+                    run = 0;
+                } else {
+                    longest = std::max(longest, ++run);
+                }
+            }
+            zrun = (valid == 64 && word == 0) ? zrun + 1 : 0;
+            zlongest = std::max(zlongest, zrun);
+        }
+        // What each path can serve (see heap.cuh): a medium run lies in one region of
+        // kRwRegionWords words (any run up to a region less one word fits), a huge one
+        // needs all-free words.
+        const uint64_t medium_max = uint64_t(kRwRegionWords) * 64;
+        const uint64_t medium_pages = std::min(longest, medium_max - 63);
+        const uint64_t huge_pages = zlongest * 64 > medium_max ? zlongest * 64 : 0;
+        const uint64_t P = heap->page_size;
+        const uint32_t size = stats->struct_size;
+        std::memset(stats, 0, sizeof(*stats));
+        stats->struct_size = size;
+        stats->bytes_mapped = pages * P;
+        stats->bytes_max = heap->max_pages * P;
+        stats->bytes_held = held * P;
+        stats->bytes_allocated = sc[kScratchBytes];
+        stats->allocations = sc[kScratchAllocs];
+        stats->failed_allocations = counters[kHeapCounterFailed];
+        stats->bad_frees = counters[kHeapCounterBadFree];
+        stats->largest_free_bytes = std::max({medium_pages * P, huge_pages * P, uint64_t(sc[kScratchLargestSlot])});
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_heap_clear_status(gpudyn_heap_t heap, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        device_scope scope(heap->device);
+        GPUDYN_CUDA(cudaMemsetAsync(heap->at(heap->view.counters), 0, kHeapCounterCount * sizeof(uint64_t),
+                                    to_cuda(stream)));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_heap_malloc(gpudyn_heap_t heap, const uint64_t* sizes, uint64_t* pointers,
+                                              uint64_t n, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        if (n == 0) return;
+        GPUDYN_REQUIRE_NOT_NULL(sizes);
+        GPUDYN_REQUIRE_NOT_NULL(pointers);
+        device_scope scope(heap->device);
+        cudaStream_t s = to_cuda(stream);
+        auto* out = reinterpret_cast<unsigned long long*>(pointers);
+        GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, sizeof(uint64_t), s));
+        malloc_kernel<<<grid_for(n, kBlock), kBlock, 0, s>>>(heap->view, reinterpret_cast<const unsigned long long*>(sizes),
+                                                             out, n, heap->scratch);
+        GPUDYN_CHECK_LAUNCH("malloc_kernel");
+        unsigned long long failed = 0;
+        read_back(&failed, heap->scratch, 1, s);
+        if (failed != 0) {
+            // Give back what this call took: the heap keeps exactly what it had.
+            free_kernel<<<grid_for(n, kBlock), kBlock, 0, s>>>(heap->view, out, n);
+            GPUDYN_CHECK_LAUNCH("free_kernel");
+            GPUDYN_CUDA(cudaMemsetAsync(out, 0, n * sizeof(uint64_t), s));
+            GPUDYN_CUDA(cudaStreamSynchronize(s));
+            raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%llu of %llu malloc requests found no memory", failed,
+                  (unsigned long long)n);
+        }
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_heap_free(gpudyn_heap_t heap, const uint64_t* pointers, uint64_t n,
+                                            gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        if (n == 0) return;
+        GPUDYN_REQUIRE_NOT_NULL(pointers);
+        device_scope scope(heap->device);
+        free_kernel<<<grid_for(n, kBlock), kBlock, 0, to_cuda(stream)>>>(
+            heap->view, reinterpret_cast<const unsigned long long*>(pointers), n);
+        GPUDYN_CHECK_LAUNCH("free_kernel");
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_heap_reset(gpudyn_heap_t heap, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        device_scope scope(heap->device);
+        heap->clear(to_cuda(stream));
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,48 @@
+// Size classes of the heap (include/gpudyn/heap.cuh), on the host: every size
+// from 1 B to page_size / 2 maps to the smallest class that holds it, rounding
+// wastes at most 12.5 % above 128 B (16 B steps below), 2^k sizes are classes
+// of their own, and each class's slab holds >= 32 slots within its pages.
+// Checked for every page size the heap accepts against a brute-force reference
+// built here from the rule in the header's comment.
+#include "check.h"
+
+#include <gpudyn/heap.cuh>
+
+#include <vector>
+
+int main() {
+    using namespace gpudyn;
+    using namespace gpudyn::detail;
+    for (unsigned shift = kHeapMinPageShift; shift <= kHeapMaxPageShift; ++shift) {
+        const unsigned long long P = 1ull << shift;
+        const unsigned count = heap_class_count(shift);
+        CHECK(count <= kHeapMaxClasses);
+        // Reference list: 16..128 step 16, then 8 per doubling.
+        std::vector<unsigned long long> ref;
+        for (unsigned long long s = 16; s <= 128; s += 16) ref.push_back(s);
+        for (unsigned long long lo = 128; lo < P / 2; lo *= 2)
+            for (unsigned i = 1; i <= 8; ++i) ref.push_back(lo + i * (lo / 8));
+        CHECK(ref.size() == count);
+        CHECK(ref.back() == P / 2);
+        for (unsigned c = 0; c < count && c < ref.size(); ++c) {
+            CHECK(heap_class_size(c) == ref[c]);
+            const heap_class k = heap_class_geometry(c, shift);
+            CHECK(k.size == ref[c]);
+            CHECK(k.slots >= kHeapSlabMinSlots);
+            CHECK((unsigned long long)k.slots * k.size <= (unsigned long long)k.slab_pages * P);
+            CHECK(k.slab_pages == 1 || (unsigned long long)(k.slab_pages - 1) * P < kHeapSlabMinSlots * k.size);
+            CHECK(k.slots <= P / 16);  // fits the slot words of the slab's first page
+        }
+        unsigned c = 0;
+        int bad = 0;
+        for (unsigned long long b = 1; b <= P / 2; ++b) {
+            while (ref[c] < b) ++c;
+            if (heap_class_of(b) != c) ++bad;
+            if (b > 128 && (ref[c] - b) * 8 > b) ++bad;  // <= 12.5 % waste
+            if ((b & (b - 1)) == 0 && b >= 16 && ref[c] != b) ++bad;
+        }
+        if (bad) fprintf(stderr, "page size %llu: %d sizes in a wrong class\n", P, bad);
+        CHECK(bad == 0);
+    }
+    return TEST_RESULT();
+}

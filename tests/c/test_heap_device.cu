@@ -1,0 +1,792 @@
+// Device correctness of the heap (include/gpudyn/heap.cuh through the C ABI):
+//  - every pointer distinct, inside the mapped range and disjoint from every
+//    other live allocation (ranges sorted on the host); 16-byte aligned, 2^k
+//    sizes up to the page 2^k-aligned; every thread writes a pattern into its
+//    whole block and the pattern is read back after all threads allocated;
+//  - callers converged, each lane in its own branch (switch on lane id), one
+//    lane at a time, odd lanes only, early-returning threads, 2-D blocks;
+//  - every size-class boundary, medium runs, and one >= 1 GiB block when the
+//    device has the memory (two threads asking for it at once: exactly one wins);
+//  - usable_size and the stats (allocations, bytes_allocated, bytes_held)
+//    against a host reference of the size classes;
+//  - exhaustion: the nulls are counted in failed_allocations, earlier blocks are
+//    intact, freeing everything gives the runs' pages back (slabs stay with
+//    their class, as documented), and the heap serves again; the bulk malloc
+//    gives back what it took;
+//  - double, foreign and interior frees, and two threads freeing one pointer at
+//    once (same warp and different blocks): counted as bad frees, exactly one
+//    free succeeds, nothing changes;
+//  - free in a later kernel by another thread; two heaps side by side (a
+//    pointer of A freed into B is a bad free in B, A untouched); grow between
+//    launches with a view taken before; a churn of 10 rounds (held/allocated
+//    reported).
+// Sizes shrink under compute-sanitizer (GPUDYN_SANITIZER set).
+#include "check.h"
+
+#include <gpudyn/heap.h>
+#include <gpudyn/heap.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#define CUDA_OK(call) CHECK((call) == cudaSuccess)
+
+using gpudyn::heap_ref;
+
+static bool g_sanitizer = false;
+
+// ---- host reference of the size classes (the rule in heap.cuh's comment) ----
+static std::vector<uint64_t> ref_classes(uint64_t P) {
+    std::vector<uint64_t> c;
+    for (uint64_t s = 16; s <= 128; s += 16) c.push_back(s);
+    for (uint64_t lo = 128; lo < P / 2; lo *= 2)
+        for (uint64_t i = 1; i <= 8; ++i) c.push_back(lo + i * (lo / 8));
+    return c;
+}
+// Usable bytes the heap must give a request: smallest class, whole pages for a
+// medium run (<= 2048 pages), whole 64-page words for a huge one.
+static uint64_t ref_usable(uint64_t bytes, uint64_t P) {
+    if (bytes == 0) return 0;
+    if (bytes <= P / 2) {
+        for (uint64_t s : ref_classes(P))
+            if (s >= bytes) return s;
+    }
+    const uint64_t pages = (bytes + P - 1) / P;
+    if (pages <= 2048) return pages * P;
+    return (pages + 63) / 64 * 64 * P;
+}
+// Pages a run holds (0 for small requests).
+static uint64_t ref_run_bytes(uint64_t bytes, uint64_t P) { return bytes > P / 2 ? ref_usable(bytes, P) : 0; }
+
+// ---- device helpers -------------------------------------------------------
+__host__ __device__ inline uint64_t pattern(uint64_t tag, uint64_t word) {
+    return gpudyn::detail::mix64(tag * 0x9E3779B97F4A7C15ull + word + 1);
+}
+__device__ void fill(void* p, uint64_t bytes, uint64_t tag) {
+    auto* w = static_cast<uint64_t*>(p);
+    for (uint64_t i = 0; i < bytes / 8; ++i) w[i] = pattern(tag, i);
+    auto* b = static_cast<uint8_t*>(p);
+    for (uint64_t i = bytes / 8 * 8; i < bytes; ++i) b[i] = uint8_t(pattern(tag, i / 8) >> (8 * (i % 8)));
+}
+__device__ uint64_t mismatches(const void* p, uint64_t bytes, uint64_t tag) {
+    const auto* w = static_cast<const uint64_t*>(p);
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < bytes / 8; ++i) bad += w[i] != pattern(tag, i);
+    const auto* b = static_cast<const uint8_t*>(p);
+    for (uint64_t i = bytes / 8 * 8; i < bytes; ++i) bad += b[i] != uint8_t(pattern(tag, i / 8) >> (8 * (i % 8)));
+    return bad;
+}
+__device__ unsigned long long linear_id() {
+    const unsigned long long block = (unsigned long long)blockIdx.y * gridDim.x + blockIdx.x;
+    return block * (blockDim.x * blockDim.y) + threadIdx.y * blockDim.x + threadIdx.x;
+}
+
+enum Mode { kConverged, kLaneSwitch, kOneAtATime, kOddLanes, kEarlyReturn, k2D, kModeCount };
+static const char* mode_name(int m) {
+    static const char* n[] = {"converged", "lane switch", "one lane at a time", "odd lanes", "early return", "2-D blocks"};
+    return n[m];
+}
+// Which threads allocate in a mode (the rule the kernel applies, restated for the host).
+static bool allocates(int mode, uint64_t i) {
+    if (mode == kOddLanes) return (i % 32) % 2 == 1;
+    if (mode == kEarlyReturn) return i % 3 != 0;
+    return true;
+}
+
+#define GPUDYN_CASE(k) \
+    case k:            \
+        p = heap.malloc(bytes); \
+        break;
+
+template <int M>
+__global__ void alloc_kernel(gpudyn_heap_view_t v, const uint64_t* sizes, uint64_t* ptrs, uint64_t n, uint64_t tag0,
+                             bool do_fill = true) {
+    const heap_ref heap{v};
+    const unsigned long long i = linear_id();
+    if (i >= n) return;
+    const uint64_t bytes = sizes[i];
+    void* p = nullptr;
+    const unsigned lane = threadIdx.x % 32;  // blocks of whole warps in x (2-D: 32 x k)
+    if (M == kConverged || M == k2D) {
+        p = heap.malloc(bytes);
+    } else if (M == kLaneSwitch) {
+        switch (lane) {
+            GPUDYN_CASE(0) GPUDYN_CASE(1) GPUDYN_CASE(2) GPUDYN_CASE(3) GPUDYN_CASE(4) GPUDYN_CASE(5)
+            GPUDYN_CASE(6) GPUDYN_CASE(7) GPUDYN_CASE(8) GPUDYN_CASE(9) GPUDYN_CASE(10) GPUDYN_CASE(11)
+            GPUDYN_CASE(12) GPUDYN_CASE(13) GPUDYN_CASE(14) GPUDYN_CASE(15) GPUDYN_CASE(16) GPUDYN_CASE(17)
+            GPUDYN_CASE(18) GPUDYN_CASE(19) GPUDYN_CASE(20) GPUDYN_CASE(21) GPUDYN_CASE(22) GPUDYN_CASE(23)
+            GPUDYN_CASE(24) GPUDYN_CASE(25) GPUDYN_CASE(26) GPUDYN_CASE(27) GPUDYN_CASE(28) GPUDYN_CASE(29)
+            GPUDYN_CASE(30) GPUDYN_CASE(31)
+        }
+    } else if (M == kOneAtATime) {
+        const unsigned active = __activemask();
+        for (unsigned k = 0; k < 32; ++k) {
+            if (lane == k) p = heap.malloc(bytes);  // the only lane in the call
+            __syncwarp(active);
+        }
+    } else if (M == kOddLanes) {
+        if (lane % 2 == 1) p = heap.malloc(bytes);
+    } else if (M == kEarlyReturn) {
+        if (i % 3 == 0) {
+            ptrs[i] = 0;
+            return;
+        }
+        p = heap.malloc(bytes);
+    }
+    if (p != nullptr && do_fill) fill(p, bytes, tag0 + i);
+    ptrs[i] = reinterpret_cast<uint64_t>(p);
+}
+
+// tags: each block's tag, or nullptr for tag0 + i.
+__global__ void verify_kernel(const uint64_t* sizes, const uint64_t* ptrs, const uint64_t* tags, uint64_t n,
+                              uint64_t tag0, unsigned long long* bad) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        if (ptrs[i] == 0) continue;
+        uint64_t m = mismatches(reinterpret_cast<const void*>(ptrs[i]), sizes[i], tags ? tags[i] : tag0 + i);
+        if (m) atomicAdd(bad, 1ull);
+    }
+}
+
+// Thread i frees ptrs[(i + shift) % n] (another thread's block); ok[i] = result.
+__global__ void free_kernel(gpudyn_heap_view_t v, const uint64_t* ptrs, uint64_t n, uint64_t shift, uint32_t* ok) {
+    const heap_ref heap{v};
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t p = ptrs[(i + shift) % n];
+        ok[i] = heap.free(reinterpret_cast<void*>(p)) ? 1u : 0u;
+    }
+}
+
+// Each lane frees in its own branch (odd and even lanes in different code).
+__global__ void free_divergent_kernel(gpudyn_heap_view_t v, const uint64_t* ptrs, uint64_t n, uint32_t* ok) {
+    const heap_ref heap{v};
+    const uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    bool r;
+    if (threadIdx.x % 2) r = heap.free(reinterpret_cast<void*>(ptrs[i]));
+    else r = heap.free(reinterpret_cast<void*>(ptrs[i]));
+    ok[i] = r ? 1u : 0u;
+}
+
+__global__ void usable_kernel(gpudyn_heap_view_t v, const uint64_t* ptrs, uint64_t n, uint64_t* out) {
+    const heap_ref heap{v};
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+        out[i] = heap.usable_size(reinterpret_cast<const void*>(ptrs[i]));
+}
+
+__global__ void aligned_kernel(gpudyn_heap_view_t v, const uint64_t* sizes, const uint64_t* aligns, uint64_t* ptrs,
+                               uint64_t n) {
+    const heap_ref heap{v};
+    const uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    if (i < n) ptrs[i] = reinterpret_cast<uint64_t>(heap.malloc_aligned(sizes[i], aligns[i]));
+}
+
+// Grid-wide fill / check of one big block (the >= 1 GiB test).
+__global__ void big_fill_kernel(uint64_t* p, uint64_t words, uint64_t tag) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < words; i += (uint64_t)gridDim.x * blockDim.x)
+        p[i] = pattern(tag, i);
+}
+__global__ void big_check_kernel(const uint64_t* p, uint64_t words, uint64_t tag, unsigned long long* bad) {
+    uint64_t b = 0;
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < words; i += (uint64_t)gridDim.x * blockDim.x)
+        b += p[i] != pattern(tag, i);
+    if (b) atomicAdd(bad, b);
+}
+
+// ---- host plumbing ---------------------------------------------------------
+template <class T>
+struct dev_vec {
+    T* p = nullptr;
+    size_t n = 0;
+    explicit dev_vec(size_t count) : n(count) {
+        CUDA_OK(cudaMalloc(&p, std::max<size_t>(1, n) * sizeof(T)));
+        CUDA_OK(cudaMemset(p, 0, std::max<size_t>(1, n) * sizeof(T)));
+    }
+    explicit dev_vec(const std::vector<T>& h) : dev_vec(h.size()) { upload(h); }
+    ~dev_vec() { cudaFree(p); }
+    void upload(const std::vector<T>& h) { CUDA_OK(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice)); }
+    std::vector<T> download() const {
+        std::vector<T> h(n);
+        CUDA_OK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+        return h;
+    }
+    dev_vec(const dev_vec&) = delete;
+    dev_vec& operator=(const dev_vec&) = delete;
+};
+
+static gpudyn_heap_t make_heap(uint64_t initial, uint64_t max_bytes, uint64_t page = 65536) {
+    gpudyn_heap_options_t o;
+    gpudyn_heap_options_init(&o);
+    o.initial_bytes = initial;
+    o.max_bytes = max_bytes;
+    o.page_size = page;
+    gpudyn_heap_t h = nullptr;
+    CHECK_OK(gpudyn_heap_create(&h, &o, nullptr));
+    return h;
+}
+static gpudyn_heap_view_t view_of(gpudyn_heap_t h) {
+    gpudyn_heap_view_t v{};
+    CHECK_OK(gpudyn_heap_get_view(h, &v));
+    return v;
+}
+static gpudyn_heap_stats_t stats_of(gpudyn_heap_t h) {
+    gpudyn_heap_stats_t s{};
+    s.struct_size = sizeof(s);
+    CHECK_OK(gpudyn_heap_get_stats(h, &s, nullptr));
+    return s;
+}
+static unsigned blocks_for(uint64_t n, unsigned block) { return unsigned((n + block - 1) / block); }
+
+// Runs alloc_kernel<mode> over sizes; returns the pointers.
+static std::vector<uint64_t> alloc_on_device(const gpudyn_heap_view_t& v, const std::vector<uint64_t>& sizes, int mode,
+                                             uint64_t tag0) {
+    dev_vec<uint64_t> ds(sizes), dp(sizes.size());
+    const uint64_t n = sizes.size();
+    switch (mode) {
+        case kConverged: alloc_kernel<kConverged><<<blocks_for(n, 256), 256>>>(v, ds.p, dp.p, n, tag0); break;
+        case kLaneSwitch: alloc_kernel<kLaneSwitch><<<blocks_for(n, 256), 256>>>(v, ds.p, dp.p, n, tag0); break;
+        case kOneAtATime: alloc_kernel<kOneAtATime><<<blocks_for(n, 256), 256>>>(v, ds.p, dp.p, n, tag0); break;
+        case kOddLanes: alloc_kernel<kOddLanes><<<blocks_for(n, 256), 256>>>(v, ds.p, dp.p, n, tag0); break;
+        case kEarlyReturn: alloc_kernel<kEarlyReturn><<<blocks_for(n, 256), 256>>>(v, ds.p, dp.p, n, tag0); break;
+        case k2D: {
+            const dim3 block(32, 8);
+            const unsigned blocks = blocks_for(n, 256);
+            const dim3 grid(std::min(blocks, 64u), (blocks + 63) / 64);
+            alloc_kernel<k2D><<<grid, block>>>(v, ds.p, dp.p, n, tag0);
+            break;
+        }
+    }
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaDeviceSynchronize());
+    return dp.download();
+}
+
+// Blocks whose pattern does not read back (a later kernel than the writes).
+static uint64_t corrupted(const std::vector<uint64_t>& sizes, const std::vector<uint64_t>& ptrs, uint64_t tag0,
+                          const std::vector<uint64_t>* tags = nullptr) {
+    dev_vec<uint64_t> ds(sizes), dp(ptrs), dt(tags ? *tags : std::vector<uint64_t>());
+    dev_vec<unsigned long long> bad(1);
+    verify_kernel<<<blocks_for(ptrs.size(), 256), 256>>>(ds.p, dp.p, tags ? dt.p : nullptr, ptrs.size(), tag0, bad.p);
+    CUDA_OK(cudaDeviceSynchronize());
+    return bad.download()[0];
+}
+
+struct live_block {
+    uint64_t p, bytes;
+};
+// Ranges inside [base, base + mapped), pairwise disjoint; alignment.
+static int check_blocks(std::vector<live_block> blocks, const gpudyn_heap_view_t& v, uint64_t mapped, const char* what) {
+    int bad_range = 0, overlap = 0, misaligned = 0;
+    const uint64_t P = 1ull << v.page_shift;
+    for (const auto& b : blocks) {
+        if (b.p < v.base || b.p + b.bytes > v.base + mapped) ++bad_range;
+        if (b.p % 16) ++misaligned;
+        if (b.bytes <= P && (b.bytes & (b.bytes - 1)) == 0 && b.p % b.bytes) ++misaligned;
+    }
+    std::sort(blocks.begin(), blocks.end(), [](const live_block& a, const live_block& b) { return a.p < b.p; });
+    for (size_t i = 1; i < blocks.size(); ++i)
+        if (blocks[i - 1].p + std::max<uint64_t>(blocks[i - 1].bytes, 1) > blocks[i].p) ++overlap;
+    if (bad_range || overlap || misaligned)
+        fprintf(stderr, "%s: %d outside the heap, %d overlapping, %d misaligned of %zu blocks\n", what, bad_range,
+                overlap, misaligned, blocks.size());
+    return bad_range + overlap + misaligned;
+}
+static std::vector<live_block> blocks_of(const std::vector<uint64_t>& sizes, const std::vector<uint64_t>& ptrs) {
+    std::vector<live_block> b;
+    for (size_t i = 0; i < ptrs.size(); ++i)
+        if (ptrs[i]) b.push_back({ptrs[i], sizes[i]});
+    return b;
+}
+static uint32_t count_ok(const dev_vec<uint32_t>& ok) {
+    uint32_t c = 0;
+    for (uint32_t x : ok.download()) c += x;
+    return c;
+}
+static void free_all(const gpudyn_heap_view_t& v, const std::vector<uint64_t>& ptrs, uint64_t* successes) {
+    dev_vec<uint64_t> dp(ptrs);
+    dev_vec<uint32_t> ok(ptrs.size());
+    free_kernel<<<blocks_for(ptrs.size(), 256), 256>>>(v, dp.p, ptrs.size(), 0, ok.p);
+    CUDA_OK(cudaDeviceSynchronize());
+    *successes = count_ok(ok);
+}
+
+// Sizes covering every class boundary (b and b + 1 around each class size, and
+// 1 .. 16), 2^k sizes, and medium runs, repeated to n.
+static std::vector<uint64_t> boundary_sizes(uint64_t n, uint64_t P) {
+    std::vector<uint64_t> base;
+    for (uint64_t b = 1; b <= 16; ++b) base.push_back(b);
+    for (uint64_t s : ref_classes(P)) {
+        base.push_back(s);
+        if (s + 1 <= P / 2) base.push_back(s + 1);
+        base.push_back(s - 1);
+    }
+    for (uint64_t k = 16; k <= P; k *= 2) base.push_back(k);
+    base.push_back(P / 2 + 1);
+    base.push_back(P);
+    base.push_back(3 * P + 5);
+    base.push_back(17 * P);
+    std::vector<uint64_t> sizes(n);
+    for (uint64_t i = 0; i < n; ++i) sizes[i] = base[i % base.size()];
+    return sizes;
+}
+
+// ---- tests -----------------------------------------------------------------
+
+// Every call pattern over the boundary sizes: placement, patterns, usable sizes,
+// stats; then frees by other threads in a later kernel.
+static void test_call_patterns() {
+    const uint64_t P = 65536;
+    const uint64_t n = g_sanitizer ? 1024 : 16384;
+    gpudyn_heap_t h = make_heap(uint64_t(1) << 30, uint64_t(1) << 30);
+    if (!h) return;
+    const gpudyn_heap_view_t v = view_of(h);
+    for (int mode = 0; mode < kModeCount; ++mode) {
+        std::vector<uint64_t> sizes = boundary_sizes(n, P);
+        // Different sizes in neighbouring lanes for half the warps, the same size in a warp for the other half.
+        for (uint64_t i = 0; i < n; ++i)
+            if ((i / 32) % 2 == 0) sizes[i] = sizes[(i / 32) % sizes.size()];
+        const gpudyn_heap_stats_t before = stats_of(h);
+        const uint64_t tag0 = uint64_t(mode) << 40;
+        std::vector<uint64_t> ptrs = alloc_on_device(v, sizes, mode, tag0);
+        uint64_t expected = 0, nulls = 0, usable_sum = 0, run_bytes = 0;
+        for (uint64_t i = 0; i < n; ++i) {
+            if (!allocates(mode, i)) {
+                CHECK(ptrs[i] == 0);
+                continue;
+            }
+            ++expected;
+            if (ptrs[i] == 0) ++nulls;
+            usable_sum += ref_usable(sizes[i], P);
+            run_bytes += ref_run_bytes(sizes[i], P);
+        }
+        if (nulls) fprintf(stderr, "%s: %llu of %llu requests got null\n", mode_name(mode), (unsigned long long)nulls,
+                           (unsigned long long)expected);
+        CHECK(nulls == 0);
+        CHECK(check_blocks(blocks_of(sizes, ptrs), v, before.bytes_mapped, mode_name(mode)) == 0);
+        CHECK(corrupted(sizes, ptrs, tag0) == 0);
+        // usable_size: the reference class / run size, 0 for an interior pointer.
+        {
+            dev_vec<uint64_t> dp(ptrs), du(n);
+            usable_kernel<<<blocks_for(n, 256), 256>>>(v, dp.p, n, du.p);
+            CUDA_OK(cudaDeviceSynchronize());
+            std::vector<uint64_t> u = du.download();
+            uint64_t wrong = 0;
+            for (uint64_t i = 0; i < n; ++i) wrong += u[i] != (ptrs[i] ? ref_usable(sizes[i], P) : 0);
+            if (wrong) fprintf(stderr, "%s: %llu usable sizes differ from the reference\n", mode_name(mode), (unsigned long long)wrong);
+            CHECK(wrong == 0);
+        }
+        const gpudyn_heap_stats_t during = stats_of(h);
+        CHECK(during.allocations == before.allocations + expected);
+        CHECK(during.bytes_allocated == before.bytes_allocated + usable_sum);
+        CHECK(during.bytes_held >= during.bytes_allocated);
+        CHECK(during.failed_allocations == 0);
+        // Freed by other threads (another block for most) in a later kernel.
+        dev_vec<uint64_t> dp(ptrs);
+        dev_vec<uint32_t> ok(n);
+        if (mode % 2 == 0) free_kernel<<<blocks_for(n, 256), 256>>>(v, dp.p, n, 1000, ok.p);
+        else free_divergent_kernel<<<blocks_for(n, 256), 256>>>(v, dp.p, n, ok.p);
+        CUDA_OK(cudaDeviceSynchronize());
+        CHECK(count_ok(ok) == n);  // every free true (nullptr frees are true too)
+        const gpudyn_heap_stats_t after = stats_of(h);
+        CHECK(after.allocations == before.allocations);
+        CHECK(after.bytes_allocated == before.bytes_allocated);
+        CHECK(after.bad_frees == 0);
+        // Runs give their pages back; slabs stay with their class.
+        CHECK(after.bytes_held == during.bytes_held - run_bytes);
+        printf("%-20s %llu blocks ok; held %.1f MiB for %.1f MiB allocated\n", mode_name(mode),
+               (unsigned long long)expected, during.bytes_held / 1048576.0, during.bytes_allocated / 1048576.0);
+    }
+    CHECK_OK(gpudyn_heap_reset(h, nullptr));
+    const gpudyn_heap_stats_t r = stats_of(h);
+    CHECK(r.bytes_held == 0 && r.allocations == 0);
+    // malloc(0) gives nullptr, uncounted; malloc_aligned.
+    {
+        std::vector<uint64_t> sizes = {0, 100, 1, 3000, 70000, 24, 5000};
+        std::vector<uint64_t> aligns = {16, 256, 4096, 1024, 65536, 32, 2048};
+        dev_vec<uint64_t> ds(sizes), da(aligns), dp(sizes.size());
+        aligned_kernel<<<1, 32>>>(v, ds.p, da.p, dp.p, sizes.size());
+        CUDA_OK(cudaDeviceSynchronize());
+        std::vector<uint64_t> p = dp.download();
+        CHECK(p[0] == 0);
+        for (size_t i = 1; i < p.size(); ++i) CHECK(p[i] != 0 && p[i] % aligns[i] == 0);
+        CHECK(stats_of(h).failed_allocations == 0);
+        CHECK(check_blocks(blocks_of(sizes, p), v, r.bytes_mapped, "malloc_aligned") == 0);
+    }
+    CHECK_OK(gpudyn_heap_destroy(h));
+}
+
+// Double, foreign, interior frees and concurrent frees of one pointer.
+static void test_bad_frees() {
+    const uint64_t P = 65536;
+    const uint64_t n = g_sanitizer ? 512 : 8192;
+    gpudyn_heap_t h = make_heap(uint64_t(256) << 20, uint64_t(256) << 20);
+    if (!h) return;
+    const gpudyn_heap_view_t v = view_of(h);
+    std::vector<uint64_t> sizes(n);
+    for (uint64_t i = 0; i < n; ++i) sizes[i] = (i % 16 == 3) ? 2 * P + 100 : 16 + 48 * (i % 7);
+    std::vector<uint64_t> ptrs = alloc_on_device(v, sizes, kConverged, 7);
+    for (uint64_t p : ptrs) CHECK(p != 0);
+    const gpudyn_heap_stats_t s0 = stats_of(h);
+
+    // Foreign (another allocation, a free page of the heap, past the range) and
+    // interior pointers: all false, counted, nothing changes.
+    void* foreign = nullptr;
+    CUDA_OK(cudaMalloc(&foreign, 4096));
+    // A page nobody took, from the page bitmap.
+    uint64_t free_page = 0;
+    {
+        std::vector<uint64_t> bits(s0.bytes_mapped / P / 64);
+        CUDA_OK(cudaMemcpy(bits.data(), reinterpret_cast<void*>(v.page_bitmap), bits.size() * 8, cudaMemcpyDeviceToHost));
+        for (uint64_t p = 0; p < bits.size() * 64; ++p)
+            if (!((bits[p / 64] >> (p % 64)) & 1)) {
+                free_page = p;
+                break;
+            }
+    }
+    std::vector<uint64_t> bad = {reinterpret_cast<uint64_t>(foreign),
+                                 v.base + free_page * P,
+                                 v.base + uint64_t(v.max_pages) * P + 64,   // past the reserved range
+                                 v.base - 4096};
+    for (uint64_t i = 0; i < 64; ++i) {
+        bad.push_back(ptrs[i] + (sizes[i] > 16 ? 16 : 8));  // interior of a slot or of a run's first page
+        if (sizes[i] > P) bad.push_back(ptrs[i] + P);       // a run's second page
+    }
+    {
+        uint64_t ok = 0;
+        free_all(v, bad, &ok);
+        CHECK(ok == 0);
+        const gpudyn_heap_stats_t s1 = stats_of(h);
+        CHECK(s1.bad_frees == bad.size());
+        CHECK(s1.allocations == s0.allocations && s1.bytes_allocated == s0.bytes_allocated &&
+              s1.bytes_held == s0.bytes_held);
+        CHECK(corrupted(sizes, ptrs, 7) == 0);
+    }
+    CUDA_OK(cudaFree(foreign));
+    CHECK_OK(gpudyn_heap_clear_status(h, nullptr));
+    CHECK(stats_of(h).bad_frees == 0);
+
+    // Concurrent double free: thread i and thread i + n/2 free ptr[i] in one
+    // kernel (different blocks); lanes 2j and 2j+1 of one warp free the same
+    // pointer (the in-warp aggregation).  Exactly one success per pointer.
+    {
+        std::vector<uint64_t> twice(n);
+        const uint64_t half = n / 2;
+        for (uint64_t i = 0; i < half; ++i) twice[i] = twice[i + half] = ptrs[i];      // blocks apart
+        dev_vec<uint64_t> dp(twice);
+        dev_vec<uint32_t> ok(n);
+        free_kernel<<<blocks_for(n, 256), 256>>>(v, dp.p, n, 0, ok.p);
+        CUDA_OK(cudaDeviceSynchronize());
+        std::vector<uint32_t> r = ok.download();
+        uint64_t wrong = 0;
+        for (uint64_t i = 0; i < half; ++i) wrong += r[i] + r[i + half] != 1;
+        if (wrong) fprintf(stderr, "concurrent double free across blocks: %llu pointers not freed exactly once\n", (unsigned long long)wrong);
+        CHECK(wrong == 0);
+        CHECK(stats_of(h).bad_frees == half);
+    }
+    {
+        const uint64_t half = n / 2;
+        std::vector<uint64_t> pairs(half);  // the second half of ptrs, each pointer twice in neighbouring lanes
+        for (uint64_t j = 0; j + 1 < half; j += 2) pairs[j] = pairs[j + 1] = ptrs[half + j / 2 * 2];
+        dev_vec<uint64_t> dp(pairs);
+        dev_vec<uint32_t> ok(half);
+        free_kernel<<<blocks_for(half, 256), 256>>>(v, dp.p, half, 0, ok.p);
+        CUDA_OK(cudaDeviceSynchronize());
+        std::vector<uint32_t> r = ok.download();
+        uint64_t wrong = 0, freed = 0;
+        for (uint64_t j = 0; j + 1 < half; j += 2) {
+            wrong += r[j] + r[j + 1] != 1;
+            ++freed;
+        }
+        if (wrong) fprintf(stderr, "concurrent double free in one warp: %llu pointers not freed exactly once\n", (unsigned long long)wrong);
+        CHECK(wrong == 0);
+        CHECK(stats_of(h).bad_frees == n / 2 + freed);
+        // Sequential double free of the same pointers in a later kernel: all false.
+        std::vector<uint64_t> again;
+        for (uint64_t j = 0; j + 1 < half; j += 2) again.push_back(pairs[j]);
+        uint64_t okc = 0;
+        free_all(v, again, &okc);
+        CHECK(okc == 0);
+        CHECK(stats_of(h).bad_frees == n / 2 + 2 * freed);
+        // The blocks nobody freed are intact.
+        std::vector<uint64_t> rest_sizes, rest_ptrs;
+        for (uint64_t i = half; i < n; ++i)
+            if ((i - half) % 2 == 1) {
+                rest_sizes.push_back(sizes[i]);
+                rest_ptrs.push_back(ptrs[i]);
+            }
+        // (their tags are 7 + i: check through a tag-shifted copy)
+        std::vector<uint64_t> sz(n, 0), pp(n, 0);
+        for (uint64_t i = half; i < n; ++i)
+            if ((i - half) % 2 == 1) {
+                sz[i] = sizes[i];
+                pp[i] = ptrs[i];
+            }
+        CHECK(corrupted(sz, pp, 7) == 0);
+        const gpudyn_heap_stats_t s2 = stats_of(h);
+        CHECK(s2.allocations == rest_ptrs.size());
+    }
+    CHECK_OK(gpudyn_heap_destroy(h));
+}
+
+// Fill until null; the nulls are counted; blocks intact; free all; serves again.
+static void test_exhaustion() {
+    const uint64_t P = 65536;
+    const uint64_t heap_bytes = uint64_t(g_sanitizer ? 16 : 64) << 20;
+    const uint64_t sizes_to_try[] = {16, 256, 4096, 24 * 1024, 200 * 1024};
+    for (uint64_t S : sizes_to_try) {
+        if (g_sanitizer && S < 256) continue;  // a million 16-byte blocks is too slow under the sanitizer
+        gpudyn_heap_t h = make_heap(heap_bytes, heap_bytes);
+        if (!h) return;
+        const gpudyn_heap_view_t v = view_of(h);
+        const uint64_t per_round = std::min<uint64_t>(heap_bytes / S / 8 + 32, g_sanitizer ? 4096 : (1u << 20));
+        std::vector<uint64_t> all_sizes, all_ptrs;
+        uint64_t nulls = 0;
+        const uint64_t max_rounds = heap_bytes / S / per_round * 2 + 4;  // twice what fits
+        for (uint64_t round = 0; round < max_rounds && nulls == 0; ++round) {
+            std::vector<uint64_t> sizes(per_round, S);
+            std::vector<uint64_t> p = alloc_on_device(v, sizes, round % 2 ? kLaneSwitch : kConverged,
+                                                      uint64_t(round) * per_round);
+            for (uint64_t i = 0; i < per_round; ++i) {
+                all_sizes.push_back(S);
+                all_ptrs.push_back(p[i]);
+                nulls += p[i] == 0;
+            }
+        }
+        CHECK(nulls > 0);
+        const gpudyn_heap_stats_t s = stats_of(h);
+        CHECK(s.failed_allocations == nulls);
+        const uint64_t live = all_ptrs.size() - nulls;
+        CHECK(s.allocations == live);
+        CHECK(check_blocks(blocks_of(all_sizes, all_ptrs), v, s.bytes_mapped, "exhaustion") == 0);
+        CHECK(corrupted(all_sizes, all_ptrs, 0) == 0);
+        const double usable = double(live * ref_usable(S, P)) / double(s.bytes_mapped);
+        printf("exhaustion S=%llu: %llu live, usable fraction %.3f, held %.3f of mapped\n", (unsigned long long)S,
+               (unsigned long long)live, usable, double(s.bytes_held) / double(s.bytes_mapped));
+        CHECK(usable >= 0.8);
+        uint64_t ok = 0;
+        free_all(v, all_ptrs, &ok);
+        CHECK(ok == all_ptrs.size());
+        const gpudyn_heap_stats_t e = stats_of(h);
+        CHECK(e.allocations == 0 && e.bytes_allocated == 0 && e.bad_frees == 0);
+        if (S > P / 2) CHECK(e.bytes_held == 0);  // runs: every page back
+        else CHECK(e.bytes_held == s.bytes_held);  // slabs stay with their class (documented)
+        // The same requests are served again (from the slabs the class kept).
+        std::vector<uint64_t> again(std::min<uint64_t>(live, per_round), S);
+        std::vector<uint64_t> p = alloc_on_device(v, again, kConverged, 99);
+        uint64_t n2 = 0;
+        for (uint64_t x : p) n2 += x == 0;
+        CHECK(n2 == 0);
+        CHECK(check_blocks(blocks_of(again, p), v, s.bytes_mapped, "after exhaustion") == 0);
+        free_all(v, p, &ok);
+        // Bulk malloc beyond the heap: OUT_OF_MEMORY, every pointer 0, nothing kept.
+        {
+            const uint64_t n = heap_bytes / std::max<uint64_t>(S, 4096) + 64;
+            std::vector<uint64_t> big(n, std::max<uint64_t>(S, 4096));
+            dev_vec<uint64_t> ds(big), dp(n);
+            const gpudyn_heap_stats_t b0 = stats_of(h);
+            CHECK_STATUS(gpudyn_heap_malloc(h, ds.p, dp.p, n, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY);
+            uint64_t nonzero = 0;
+            for (uint64_t x : dp.download()) nonzero += x != 0;
+            CHECK(nonzero == 0);
+            const gpudyn_heap_stats_t b1 = stats_of(h);
+            CHECK(b1.allocations == b0.allocations && b1.bytes_allocated == b0.bytes_allocated);
+            CHECK(b1.failed_allocations > b0.failed_allocations);
+            CHECK(b1.bad_frees == 0);
+        }
+        CHECK_OK(gpudyn_heap_destroy(h));
+    }
+}
+
+// Two heaps: disjoint blocks; A's pointers freed into B are bad frees in B.
+static void test_two_heaps() {
+    const uint64_t n = g_sanitizer ? 512 : 8192;
+    gpudyn_heap_t a = make_heap(uint64_t(64) << 20, uint64_t(64) << 20);
+    gpudyn_heap_t b = make_heap(uint64_t(64) << 20, uint64_t(64) << 20);
+    if (!a || !b) return;
+    const gpudyn_heap_view_t va = view_of(a), vb = view_of(b);
+    std::vector<uint64_t> sizes(n);
+    for (uint64_t i = 0; i < n; ++i) sizes[i] = 8 + 40 * (i % 9) + (i % 64 == 0 ? 100000 : 0);
+    std::vector<uint64_t> pa = alloc_on_device(va, sizes, kConverged, 1ull << 50);
+    std::vector<uint64_t> pb = alloc_on_device(vb, sizes, kLaneSwitch, 2ull << 50);
+    std::vector<live_block> all = blocks_of(sizes, pa);
+    for (auto& x : blocks_of(sizes, pb)) all.push_back(x);
+    CHECK(all.size() == 2 * n);
+    // Disjoint across heaps (each heap's range check uses its own view).
+    CHECK(check_blocks(blocks_of(sizes, pa), va, stats_of(a).bytes_mapped, "heap A") == 0);
+    CHECK(check_blocks(blocks_of(sizes, pb), vb, stats_of(b).bytes_mapped, "heap B") == 0);
+    std::sort(all.begin(), all.end(), [](const live_block& x, const live_block& y) { return x.p < y.p; });
+    int overlap = 0;
+    for (size_t i = 1; i < all.size(); ++i) overlap += all[i - 1].p + all[i - 1].bytes > all[i].p;
+    CHECK(overlap == 0);
+    const gpudyn_heap_stats_t a0 = stats_of(a);
+    uint64_t ok = 0;
+    free_all(vb, pa, &ok);  // A's pointers into B
+    CHECK(ok == 0);
+    CHECK(stats_of(b).bad_frees == n);
+    const gpudyn_heap_stats_t a1 = stats_of(a);
+    CHECK(a1.allocations == a0.allocations && a1.bytes_held == a0.bytes_held && a1.bad_frees == 0);
+    CHECK(corrupted(sizes, pa, 1ull << 50) == 0);
+    CHECK(corrupted(sizes, pb, 2ull << 50) == 0);
+    free_all(va, pa, &ok);
+    CHECK(ok == n);
+    free_all(vb, pb, &ok);
+    CHECK(ok == n);
+    CHECK(stats_of(a).allocations == 0 && stats_of(b).allocations == 0);
+    CHECK_OK(gpudyn_heap_destroy(a));
+    CHECK_OK(gpudyn_heap_destroy(b));
+}
+
+// Grow between launches: the view taken before still works; new memory is used.
+static void test_grow() {
+    const uint64_t small = uint64_t(32) << 20, big = uint64_t(128) << 20;
+    gpudyn_heap_t h = make_heap(small, uint64_t(256) << 20);
+    if (!h) return;
+    const gpudyn_heap_view_t v = view_of(h);  // taken before grow
+    const gpudyn_heap_stats_t s0 = stats_of(h);
+    CHECK(s0.bytes_mapped == small);
+    CHECK(s0.bytes_max == (uint64_t(256) << 20) || s0.bytes_max == small);
+    const uint64_t S = 4096, n = small / S * 2;  // twice what fits
+    std::vector<uint64_t> sizes(n, S);
+    std::vector<uint64_t> p1 = alloc_on_device(v, sizes, kConverged, 0);
+    uint64_t got1 = 0;
+    for (uint64_t x : p1) got1 += x != 0;
+    CHECK(got1 < n);
+    gpudyn_status_t st = gpudyn_heap_grow(h, big, nullptr);
+    if (st == GPUDYN_ERROR_NOT_SUPPORTED) {
+        printf("grow: skipped (no VMM on this device: %s)\n", gpudyn_last_error_message());
+        CHECK_OK(gpudyn_heap_destroy(h));
+        return;
+    }
+    CHECK_STATUS(st, GPUDYN_SUCCESS);
+    CHECK_INVALID(gpudyn_heap_grow(h, uint64_t(1) << 40, nullptr), "new_mapped_bytes");
+    const gpudyn_heap_stats_t s1 = stats_of(h);
+    CHECK(s1.bytes_mapped == big);
+    CHECK(s1.allocations == got1);
+    std::vector<uint64_t> p2 = alloc_on_device(v, sizes, kLaneSwitch, 1ull << 40);
+    uint64_t got2 = 0, beyond = 0;
+    for (uint64_t x : p2) {
+        got2 += x != 0;
+        beyond += x >= v.base + small;
+    }
+    CHECK(got2 == n);
+    CHECK(beyond > 0);
+    std::vector<live_block> all = blocks_of(sizes, p1);
+    for (auto& x : blocks_of(sizes, p2)) all.push_back(x);
+    CHECK(check_blocks(all, v, big, "grow") == 0);
+    CHECK(corrupted(sizes, p1, 0) == 0);
+    CHECK(corrupted(sizes, p2, 1ull << 40) == 0);
+    printf("grow: %llu blocks before, %llu after (%llu in the new pages)\n", (unsigned long long)got1,
+           (unsigned long long)got2, (unsigned long long)beyond);
+    CHECK_OK(gpudyn_heap_destroy(h));
+}
+
+// 10 rounds of random frees and re-allocations (mixed sizes); every live block
+// checked each round; held / allocated reported.
+static void test_churn() {
+    const uint64_t n = g_sanitizer ? 2048 : 65536;
+    gpudyn_heap_t h = make_heap(uint64_t(512) << 20, uint64_t(512) << 20);
+    if (!h) return;
+    const gpudyn_heap_view_t v = view_of(h);
+    std::mt19937_64 rng(12345);
+    std::vector<uint64_t> sizes(n);
+    for (auto& s : sizes) s = 16 + rng() % 4081;
+    std::vector<uint64_t> ptrs = alloc_on_device(v, sizes, kConverged, 0);
+    std::vector<uint64_t> tag_of(n);
+    for (uint64_t i = 0; i < n; ++i) tag_of[i] = i;
+    for (int round = 0; round < 10; ++round) {
+        std::vector<uint64_t> victims, idx;
+        for (uint64_t i = 0; i < n; ++i)
+            if (rng() % 2) {
+                victims.push_back(ptrs[i]);
+                idx.push_back(i);
+            }
+        uint64_t ok = 0;
+        free_all(v, victims, &ok);
+        CHECK(ok == victims.size());
+        std::vector<uint64_t> ns(idx.size());
+        for (auto& s : ns) s = 16 + rng() % 4081;
+        const uint64_t tag0 = uint64_t(round + 1) << 32;
+        std::vector<uint64_t> np = alloc_on_device(v, ns, round % 2 ? kLaneSwitch : kConverged, tag0);
+        for (size_t j = 0; j < idx.size(); ++j) {
+            ptrs[idx[j]] = np[j];
+            sizes[idx[j]] = ns[j];
+            tag_of[idx[j]] = tag0 + j;
+            CHECK(np[j] != 0);
+        }
+        const gpudyn_heap_stats_t s = stats_of(h);
+        CHECK(check_blocks(blocks_of(sizes, ptrs), v, s.bytes_mapped, "churn") == 0);
+        // Every live block still holds its own pattern (each block its own tag).
+        CHECK(corrupted(sizes, ptrs, 0, &tag_of) == 0);
+        CHECK(s.allocations == n);
+        printf("churn round %d: held / allocated = %.3f (%.1f / %.1f MiB)\n", round,
+               double(s.bytes_held) / double(s.bytes_allocated), s.bytes_held / 1048576.0,
+               s.bytes_allocated / 1048576.0);
+    }
+    uint64_t ok = 0;
+    free_all(v, ptrs, &ok);
+    CHECK(ok == n);
+    CHECK(stats_of(h).allocations == 0);
+    CHECK_OK(gpudyn_heap_destroy(h));
+}
+
+// One allocation of >= 1 GiB (skipped when the device lacks the memory).
+static void test_huge() {
+    const uint64_t GiB = uint64_t(1) << 30;
+    size_t free_b = 0, total_b = 0;
+    CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+    const uint64_t heap_bytes = GiB + GiB / 4;
+    if (g_sanitizer || free_b < heap_bytes + GiB / 2) {
+        printf("huge: skipped (%s; %.2f GiB free, needs %.2f)\n", g_sanitizer ? "sanitizer run" : "not enough memory",
+               free_b / double(GiB), (heap_bytes + GiB / 2) / double(GiB));
+        return;
+    }
+    gpudyn_heap_t h = make_heap(heap_bytes, heap_bytes);
+    if (!h) return;
+    const gpudyn_heap_view_t v = view_of(h);
+    // Two threads ask for 1 GiB at once in a heap that holds one: exactly one wins.
+    std::vector<uint64_t> sizes = {GiB, GiB};
+    dev_vec<uint64_t> ds(sizes), dp(2);
+    alloc_kernel<kLaneSwitch><<<1, 32>>>(v, ds.p, dp.p, 2, 0, false);  // filled below by the grid
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<uint64_t> p = dp.download();
+    const uint64_t winner = p[0] ? p[0] : p[1];
+    CHECK((p[0] != 0) + (p[1] != 0) == 1);
+    CHECK(winner % (uint64_t(1) << v.page_shift) == 0);
+    const gpudyn_heap_stats_t s = stats_of(h);
+    CHECK(s.failed_allocations == 1);
+    CHECK(s.allocations == 1 && s.bytes_allocated >= GiB);
+    CHECK(check_blocks(blocks_of(sizes, p), v, s.bytes_mapped, "huge") == 0);
+    if (winner) {
+        dev_vec<unsigned long long> bad(1);
+        big_fill_kernel<<<1024, 256>>>(reinterpret_cast<uint64_t*>(winner), GiB / 8, 77);
+        big_check_kernel<<<1024, 256>>>(reinterpret_cast<const uint64_t*>(winner), GiB / 8, 77, bad.p);
+        CUDA_OK(cudaDeviceSynchronize());
+        CHECK(bad.download()[0] == 0);
+    }
+    uint64_t ok = 0;
+    free_all(v, p, &ok);
+    CHECK(ok == 2);  // the null entry frees as true
+    const gpudyn_heap_stats_t e = stats_of(h);
+    CHECK(e.bytes_held == 0 && e.allocations == 0);
+    CHECK(e.largest_free_bytes >= GiB);
+    printf("huge: one 1 GiB block, filled and read back; largest free after free %.2f GiB\n",
+           e.largest_free_bytes / double(GiB));
+    CHECK_OK(gpudyn_heap_destroy(h));
+}
+
+int main() {
+    REQUIRE_DEVICE();
+    g_sanitizer = getenv("GPUDYN_SANITIZER") != nullptr;
+    if (g_sanitizer) printf("GPUDYN_SANITIZER set: reduced sizes, the 1 GiB test left out\n");
+    test_call_patterns();
+    test_bad_frees();
+    test_exhaustion();
+    test_two_heaps();
+    test_grow();
+    test_churn();
+    test_huge();
+    return TEST_RESULT();
+}
