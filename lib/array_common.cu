@@ -41,14 +41,14 @@ __global__ void normalize_kernel(uint64_t* meta, bool clear_status) {
 
 void contiguous_init(contiguous_state& a, cudaStream_t stream) {
     void* p = nullptr;
-    GPUDYN_CUDA(cudaMallocAsync(&p, kMetaWords * sizeof(uint64_t), stream));
+    device_alloc(&p, kMetaWords * sizeof(uint64_t), stream, "the array's size counters");
     a.meta = static_cast<uint64_t*>(p);
     GPUDYN_CUDA(cudaMemsetAsync(a.meta, 0, 3 * sizeof(uint64_t), stream));
     GPUDYN_CUDA(cudaMemsetAsync(a.meta + 3, 0xff, sizeof(uint64_t), stream));
 }
 
-void contiguous_free_meta(contiguous_state& a) {
-    if (a.meta) cudaFree(a.meta);
+void contiguous_free_meta(contiguous_state& a, cudaStream_t stream) {
+    if (a.meta) GPUDYN_CUDA(cudaFreeAsync(a.meta, stream));
     a.meta = nullptr;
 }
 
@@ -167,7 +167,7 @@ CUmemAllocationProp device_prop(int device) {
 
 }  // namespace
 
-void vmm_range::reserve(int dev, uint64_t bytes) {
+void vmm_range::reserve(int dev, uint64_t bytes, const char* option) {
     int vmm = 0;
     GPUDYN_CUDA(cudaDeviceGetAttribute(
         &vmm, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED), dev));
@@ -177,13 +177,26 @@ void vmm_range::reserve(int dev, uint64_t bytes) {
     size_t g = 0;
     GPUDYN_CU(api().granularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     granularity = g;
+    const uint64_t asked = bytes;
     if (bytes == 0) {
         size_t free_b = 0, total_b = 0;
         GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
         bytes = total_b;
     }
-    reserved = (bytes + g - 1) / g * g;
-    GPUDYN_CU(api().address_reserve(&base, reserved, 0, 0, 0));
+    // Rounded up to the granularity without wrapping to 0.
+    if (bytes > ~uint64_t(0) - (g - 1))
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "%s is %llu bytes: rounded up to the %zu-byte granularity it overflows",
+              option, (unsigned long long)asked, g);
+    const uint64_t rounded = (bytes + g - 1) / g * g;
+    const CUresult r = api().address_reserve(&base, rounded, 0, 0, 0);
+    if (r != CUDA_SUCCESS) {
+        base = 0;
+        const char* name = "CUDA_ERROR_UNKNOWN";
+        api().error_name(r, &name);
+        raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%s is %llu bytes: no virtual address range of %llu bytes could be reserved (%s)",
+              option, (unsigned long long)asked, (unsigned long long)rounded, name);
+    }
+    reserved = rounded;
 }
 
 void vmm_range::map_to(uint64_t bytes) {

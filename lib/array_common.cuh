@@ -125,7 +125,8 @@ struct contiguous_state {
 };
 
 void contiguous_init(contiguous_state& a, cudaStream_t stream);
-void contiguous_free_meta(contiguous_state& a);
+// Stream-ordered free of the meta words on `stream`.
+void contiguous_free_meta(contiguous_state& a, cudaStream_t stream);
 // All-or-nothing bulk insertion; raises OUT_OF_MEMORY (capacity) with the size restored.
 void contiguous_push(contiguous_state& a, const void* values, uint64_t count, const uint8_t* mask,
                      gpudyn_insert_algo_t algorithm, cudaStream_t stream, const char* what);
@@ -165,7 +166,9 @@ struct vmm_range {
     std::vector<std::pair<CUmemGenericAllocationHandle, uint64_t>> chunks;  // handle, bytes
 
     // NOT_SUPPORTED without VMM; `bytes` 0 means the device's total memory.
-    void reserve(int device, uint64_t bytes);
+    // A size that cannot be reserved raises INVALID_ARGUMENT (rounding overflows)
+    // or OUT_OF_MEMORY (the driver refuses), the message naming `option`.
+    void reserve(int device, uint64_t bytes, const char* option);
     // Maps physical memory until mapped >= bytes (rounded up to the granularity);
     // OUT_OF_MEMORY beyond the range or the device (nothing changes then).
     void map_to(uint64_t bytes);

@@ -5,7 +5,9 @@
 #include <cuda.h>  // driver types and enums only; libcuda is never linked
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <vector>
 
 namespace gpudyn {
 inline namespace v0 {  // the device headers' versioned namespace: one gpudyn::detail
@@ -16,6 +18,26 @@ thread_local std::string last_error_message;
 }
 
 void set_last_error(const std::string& message) { last_error_message = message; }
+
+gpudyn_status_t fail(const char* function, gpudyn_status_t status, const std::string& message) noexcept {
+    try {
+        if (status == GPUDYN_SUCCESS) {
+            set_last_error(std::string(function) + ": internal error: a failure reported GPUDYN_SUCCESS" +
+                           (message.empty() ? std::string() : ": " + message));
+            return GPUDYN_ERROR_INTERNAL;
+        }
+        if (message.empty())
+            set_last_error(std::string(function) + ": failed with " + gpudyn_status_string(status) +
+                           " (no further detail)");
+        else
+            set_last_error(std::string(function) + ": " + message);
+    } catch (...) {
+        // No host memory even for the message: the static text cannot fail.
+        last_error_message.clear();
+        try { last_error_message = "gpudyn: host memory exhausted while recording an error"; } catch (...) {}
+    }
+    return status;
+}
 
 void raise(gpudyn_status_t status, const char* fmt, ...) {
     char buffer[1024];
@@ -52,6 +74,20 @@ void check_cuda(cudaError_t err, const char* what) {
     raise(status, "%s failed: %s (%s)", what, cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
+void device_alloc(void** ptr, uint64_t bytes, cudaStream_t stream, const std::string& what) {
+    *ptr = nullptr;
+    if (bytes > uint64_t(SIZE_MAX))
+        raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%s: %llu bytes do not fit in size_t", what.c_str(), (unsigned long long)bytes);
+    const cudaError_t err = cudaMallocAsync(ptr, size_t(bytes), stream);
+    if (err == cudaSuccess) return;
+    *ptr = nullptr;
+    // With a valid stream, an invalid value can only be the size: as unsatisfiable as too large.
+    const gpudyn_status_t status = err == cudaErrorInvalidValue ? GPUDYN_ERROR_OUT_OF_MEMORY : status_of(err);
+    if (status != GPUDYN_ERROR_CUDA) cudaGetLastError();  // not sticky
+    raise(status, "%s: %llu bytes of device memory could not be allocated (%s: %s)", what.c_str(),
+          (unsigned long long)bytes, cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
 void raise_device_malloc_heap(uint64_t bytes, const char* option) {
     if (bytes == 0) return;
     size_t current = 0;
@@ -82,17 +118,122 @@ int require_device() {
     return device;
 }
 
-unsigned grid_for(uint64_t n, unsigned block, unsigned blocks_per_sm) {
-    static thread_local int sm_count = 0;
-    if (sm_count == 0) {
-        int device = 0;
-        if (cudaGetDevice(&device) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-            sm_count = 1;
+namespace {
+// Multiprocessor counts by device ordinal (0: not asked yet); any thread may
+// fill an entry, every writer stores the same value.
+constexpr int kCachedDevices = 64;
+std::atomic<int> sm_counts[kCachedDevices];
+}  // namespace
+
+int sm_count(int device) {
+    if (device >= 0 && device < kCachedDevices) {
+        const int cached = sm_counts[device].load(std::memory_order_relaxed);
+        if (cached > 0) return cached;
     }
-    uint64_t needed = (n + block - 1) / block;
-    uint64_t full = uint64_t(sm_count) * blocks_per_sm;
+    int count = 0;
+    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || count <= 0) {
+        cudaGetLastError();  // not sticky: a grid of one SM's worth still works
+        return 1;
+    }
+    if (device >= 0 && device < kCachedDevices) sm_counts[device].store(count, std::memory_order_relaxed);
+    return count;
+}
+
+unsigned grid_for(uint64_t n, unsigned block, unsigned blocks_per_sm) {
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) cudaGetLastError();
+    const uint64_t needed = n / block + (n % block != 0);
+    const uint64_t full = uint64_t(sm_count(device)) * blocks_per_sm;
     return unsigned(std::max<uint64_t>(1, std::min(needed, full)));
+}
+
+device_guard::device_guard(int device) {
+    int current = 0;
+    GPUDYN_CUDA(cudaGetDevice(&current));
+    if (current == device) return;
+    GPUDYN_CUDA(cudaSetDevice(device));
+    previous_ = current;
+}
+
+device_guard::~device_guard() {
+    if (previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) cudaGetLastError();
+}
+
+namespace {
+// The device of a non-default stream; -1 for the default streams (0,
+// cudaStreamLegacy, cudaStreamPerThread: the current device's) and where a
+// driver older than CUDA 12.8 cannot tell.  INVALID_ARGUMENT naming `arg` for
+// a handle that is not a stream.
+int stream_device(cudaStream_t stream, const char* arg) {
+    if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return -1;
+    int owner = -1;
+    const cudaError_t err = cudaStreamGetDevice(stream, &owner);
+    if (err == cudaSuccess) return owner;
+    cudaGetLastError();
+    if (err == cudaErrorInvalidResourceHandle || err == cudaErrorContextIsDestroyed)
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' (%p) is not a CUDA stream (%s)", arg,
+              static_cast<void*>(stream), cudaGetErrorName(err));
+    return -1;
+}
+}  // namespace
+
+void require_stream_on(int device, cudaStream_t stream, const char* arg) {
+    const int owner = stream_device(stream, arg);
+    if (owner >= 0 && owner != device)
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+              "argument '%s' is a stream of device %d, but the structure lives on device %d: pass a stream of "
+              "device %d (0 is that device's default stream)",
+              arg, owner, device, device);
+}
+
+int create_device(cudaStream_t stream) {
+    const int current = require_device();
+    const int owner = stream_device(stream, "stream");
+    return owner >= 0 ? owner : current;
+}
+
+cudaStream_t internal_stream(int device) {
+    static std::mutex mutex;
+    static std::vector<cudaStream_t> streams;  // by device ordinal; never destroyed
+    std::lock_guard<std::mutex> lock(mutex);
+    if (device < 0) raise(GPUDYN_ERROR_INTERNAL, "internal_stream of device %d", device);
+    if (size_t(device) >= streams.size()) streams.resize(size_t(device) + 1, nullptr);
+    if (streams[device] == nullptr) {
+        cudaStream_t s = nullptr;
+        GPUDYN_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        streams[device] = s;
+    }
+    return streams[device];
+}
+
+void handle_state::init() {
+    GPUDYN_CUDA(cudaGetDevice(&device));
+    GPUDYN_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+}
+
+cudaStream_t handle_state::release_stream() {
+    cudaStream_t s = internal_stream(device);
+    GPUDYN_CUDA(cudaStreamWaitEvent(s, done, 0));
+    return s;
+}
+
+void handle_state::release() noexcept {
+    if (done != nullptr && cudaEventDestroy(done) != cudaSuccess) cudaGetLastError();
+    done = nullptr;
+}
+
+handle_call::handle_call(handle_state& h, gpudyn_stream_t stream, const char* stream_arg)
+    : lock_(h.mutex), device_(h.device), h_(h), stream_(to_cuda(stream)) {
+    require_stream_on(h.device, stream_, stream_arg);
+    GPUDYN_CUDA(cudaStreamWaitEvent(stream_, h.done, 0));
+    ordered_ = true;
+}
+
+handle_call::handle_call(handle_state& h) : lock_(h.mutex), device_(h.device), h_(h) {}
+
+handle_call::~handle_call() {
+    // Also after a failure: whatever the call queued is ordered before the next one.
+    if (ordered_ && cudaEventRecord(h_.done, stream_) != cudaSuccess) cudaGetLastError();
 }
 
 void* driver_entry_point(const char* symbol, int cuda_version) {
@@ -225,7 +366,7 @@ GPUDYN_API gpudyn_status_t gpudyn_device_alloc(void** ptr, uint64_t bytes, gpudy
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_device_free(void* ptr, gpudyn_stream_t stream) {
-    GPUDYN_ABI({
+    GPUDYN_ABI_RELEASE({
         if (ptr == nullptr) return;
         GPUDYN_CUDA(cudaFreeAsync(ptr, to_cuda(stream)));
     });
@@ -265,6 +406,25 @@ GPUDYN_API gpudyn_status_t gpudyn_stream_synchronize(gpudyn_stream_t stream) {
     GPUDYN_ABI({
         require_device();
         GPUDYN_CUDA(cudaStreamSynchronize(to_cuda(stream)));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_stream_wait(gpudyn_stream_t stream, gpudyn_stream_t producer) {
+    GPUDYN_ABI({
+        if (stream == producer) return;
+        require_device();
+        // The handle values 1 and 2 are cudaStreamLegacy and cudaStreamPerThread themselves,
+        // so CAI's spellings pass through to_cuda unchanged.
+        cudaEvent_t done = nullptr;
+        GPUDYN_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+        // Destroyed on every path; destroying an event a stream still waits on is allowed
+        // (CUDA releases it once the wait is satisfied).
+        struct EventGuard {
+            cudaEvent_t e;
+            ~EventGuard() { cudaEventDestroy(e); }
+        } guard{done};
+        GPUDYN_CUDA(cudaEventRecord(done, to_cuda(producer)));
+        GPUDYN_CUDA(cudaStreamWaitEvent(to_cuda(stream), done, 0));
     });
 }
 

@@ -92,7 +92,7 @@ __device__ void copy_vectors(uint4* out, const uint4* in, unsigned long long nve
 // between every thread writes whole aligned 16-byte vectors of dst.  src may sit
 // at another offset modulo 16 (its bucket and dst start anywhere): each output
 // vector is then assembled from the two aligned source vectors it straddles
-// (both 16-aligned loads inside the bucket, whose size is a multiple of 16).
+// (both 16-aligned loads inside the span's written elements: see the last vector).
 template <class T>
 __device__ void copy_span(T* dst, const T* src, unsigned long long n) {
     static_assert(kVecBytes % sizeof(T) == 0, "element sizes divide 16");
@@ -101,13 +101,17 @@ __device__ void copy_span(T* dst, const T* src, unsigned long long n) {
     unsigned long long head = dst_mis == 0 ? 0 : (kVecBytes - dst_mis) / sizeof(T);
     if (head > n) head = n;
     for (unsigned long long i = threadIdx.x; i < head; i += blockDim.x) dst[i] = src[i];
-    const unsigned long long nvec = (n - head) / kPerVec;
+    const unsigned long long src_addr = reinterpret_cast<unsigned long long>(src + head);
+    const unsigned shift = unsigned(src_addr % kVecBytes);  // bytes; a multiple of sizeof(T)
+    unsigned long long nvec = (n - head) / kPerVec;
+    // A shifted vector j also loads in[j + 1]: for the last one that load would
+    // reach past the span's last element (memory never written, which initcheck
+    // reports), so its elements go one by one with the tail.
+    if (shift != 0 && nvec != 0) --nvec;
     const unsigned long long tail = head + nvec * kPerVec;
     for (unsigned long long i = tail + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
     if (nvec == 0) return;
     uint4* out = reinterpret_cast<uint4*>(dst + head);
-    const unsigned long long src_addr = reinterpret_cast<unsigned long long>(src + head);
-    const unsigned shift = unsigned(src_addr % kVecBytes);  // bytes; a multiple of sizeof(T)
     const uint4* in = reinterpret_cast<const uint4*>(src_addr - shift);
     const unsigned bits = 8 * (shift % 4);
     if (shift == 0) {
@@ -153,6 +157,7 @@ unsigned blocks_for(unsigned long long n, unsigned threads) { return unsigned((n
 }  // namespace
 
 struct gpudyn_ggarray_s {
+    handle_state hs;  // device, call ordering, lock
     uint32_t element_size = 0;
     uint32_t lfvectors = 0;
     uint32_t log2_first = 0;
@@ -192,6 +197,11 @@ struct gpudyn_ggarray_s {
         return v;
     }
     size_t sizes_bytes() const { return (size_t(lfvectors) + 1) * sizeof(uint64_t); }
+    // Elements per LFVector for `total` elements: ceil(total / L), without the
+    // overflow of (total + L - 1) / L near UINT64_MAX.
+    unsigned long long per_lfvector(unsigned long long total) const {
+        return total / lfvectors + (total % lfvectors != 0);
+    }
     // True when kMaxBuckets buckets of an LFVector can hold `per` elements.
     bool buckets_hold(unsigned long long per) const { return (per >> log2_first) < (1ull << (kMaxBuckets - 1)); }
     // Bucket rows that hold `per` elements per LFVector: the smallest R with first * (2^R - 1) >= per.
@@ -250,7 +260,9 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
                        "options->first_bucket_elements is %llu, expected a power of two in [%llu, 2^30]",
                        (unsigned long long)first, (unsigned long long)kMinFirstBucket);
         GPUDYN_REQUIRE(options->reserved == 0, "options->reserved is %u, expected 0", unsigned(options->reserved));
-        require_device();
+        cudaStream_t s = to_cuda(stream);
+        const int device = create_device(s);  // the stream's device, else the current one
+        device_guard on_device(device);
         raise_device_malloc_heap(options->malloc_heap_bytes, "options->malloc_heap_bytes");
         auto* h = new gpudyn_ggarray_s{};
         h->element_size = options->element_size;
@@ -259,52 +271,67 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         const size_t L = h->lfvectors;
         const size_t u64s = 3 * (L + 1) + L * kMaxBuckets + 3;
         const size_t bytes = u64s * sizeof(uint64_t) + L * kMaxBuckets * sizeof(uint32_t);
-        cudaStream_t s = to_cuda(stream);
         try {
-            GPUDYN_CUDA(cudaMallocAsync(&h->block, bytes, s));
+            h->hs.init();
+            device_alloc(&h->block, bytes, s, "the GGArray's bookkeeping");
             GPUDYN_CUDA(cudaMemsetAsync(h->block, 0, bytes, s));
+            uint64_t* p = static_cast<uint64_t*>(h->block);
+            h->sizes = p; p += L + 1;
+            h->ranges = p; p += L + 1;
+            h->snapshot = p; p += L + 1;
+            h->buckets = p; p += L * kMaxBuckets;
+            h->status = p++;
+            h->allocated = p++;
+            h->scratch = p++;
+            h->state = reinterpret_cast<uint32_t*>(p);
+            if (options->pool_bytes != kNoPool) {
+                try {
+                    h->pool.reserve(device, options->pool_bytes, "options->pool_bytes");
+                } catch (const error& e) {
+                    if (e.status != GPUDYN_ERROR_NOT_SUPPORTED) throw;
+                    h->pool = vmm_range{};  // no VMM: every bucket from device malloc
+                }
+                while (h->pool_max_rows < kMaxBuckets && h->pool_row_end(h->pool_max_rows + 1) <= h->pool.reserved)
+                    ++h->pool_max_rows;
+            }
+            GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
         } catch (...) {
+            h->pool.release();
+            if (h->block) cudaFreeAsync(h->block, s);
+            h->hs.release();
             delete h;
             throw;
-        }
-        uint64_t* p = static_cast<uint64_t*>(h->block);
-        h->sizes = p; p += L + 1;
-        h->ranges = p; p += L + 1;
-        h->snapshot = p; p += L + 1;
-        h->buckets = p; p += L * kMaxBuckets;
-        h->status = p++;
-        h->allocated = p++;
-        h->scratch = p++;
-        h->state = reinterpret_cast<uint32_t*>(p);
-        if (options->pool_bytes != kNoPool) {
-            try {
-                h->pool.reserve(require_device(), options->pool_bytes);
-            } catch (const error& e) {
-                if (e.status != GPUDYN_ERROR_NOT_SUPPORTED) {
-                    h->pool.release();
-                    cudaFree(h->block);
-                    delete h;
-                    throw;
-                }
-                h->pool = vmm_range{};  // no VMM: every bucket from device malloc
-            }
-            while (h->pool_max_rows < kMaxBuckets && h->pool_row_end(h->pool_max_rows + 1) <= h->pool.reserved)
-                ++h->pool_max_rows;
         }
         *array = h;
     });
 }
 
+// Frees the buckets (a kernel calling free) and the bookkeeping stream-ordered
+// after the array's last call, on the library's stream of the array's device:
+// no device synchronization (a pool waits for the array's own event before it
+// is unmapped).  A failure leaves the handle owning what it still holds.
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
-    GPUDYN_ABI({
+    GPUDYN_ABI_RELEASE({
         if (array == nullptr) return;
-        GPUDYN_CUDA(cudaDeviceSynchronize());  // kernels may still use the buckets
-        const unsigned long long n = (unsigned long long)array->lfvectors * kMaxBuckets;
-        free_kernel<<<blocks_for(n, kThreads), kThreads>>>(array->view());
-        GPUDYN_CHECK_LAUNCH("free_kernel");
-        GPUDYN_CUDA(cudaDeviceSynchronize());
-        array->pool.release();
-        GPUDYN_CUDA(cudaFree(array->block));
+        {
+            handle_call call(array->hs);
+            cudaStream_t s = array->hs.release_stream();
+            if (array->block) {
+                const unsigned long long n = (unsigned long long)array->lfvectors * kMaxBuckets;
+                free_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(array->view());
+                GPUDYN_CHECK_LAUNCH("free_kernel");
+                // The kernel and the free are on `s`; the event now follows them (the pool waits for it).
+                GPUDYN_CUDA(cudaFreeAsync(array->block, s));
+                array->block = nullptr;
+                GPUDYN_CUDA(cudaEventRecord(array->hs.done, s));
+            }
+            if (array->pool.base) {
+                // The mapping is not stream-ordered: wait for the calls (and frees) that used it.
+                GPUDYN_CUDA(cudaEventSynchronize(array->hs.done));
+                array->pool.release();
+            }
+        }
+        array->hs.release();
         delete array;
     });
 }
@@ -312,14 +339,19 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64_t capacity, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
-        cudaStream_t s = to_cuda(stream);
-        const unsigned long long per = (capacity + array->lfvectors - 1) / array->lfvectors;
+        handle_call call(array->hs, stream);
+        cudaStream_t s = call.stream();
+        const unsigned long long per = array->per_lfvector(capacity);
         GPUDYN_REQUIRE(array->buckets_hold(per),
                        "argument 'capacity' is %llu, more than %u buckets per LFVector can hold",
                        (unsigned long long)capacity, kMaxBuckets);
         if (capacity == 0) return;
         const uint32_t need = array->rows_for(per);
-        array->map_pool_rows(need);  // host calls only; OOM keeps everything
+        try {
+            array->map_pool_rows(need);  // host calls only; OOM keeps everything
+        } catch (const error& e) {
+            raise(e.status, "argument 'capacity' is %llu: %s", (unsigned long long)capacity, e.message.c_str());
+        }
         if (need <= (array->pool.base ? array->pool_rows : 0u)) return;  // all in the pool: no kernel
         GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), s));
         const unsigned long long n = (unsigned long long)array->lfvectors * kMaxBuckets;
@@ -343,8 +375,9 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
         require_push_args(values, count, algorithm);
+        handle_call call(array->hs, stream);
         if (count == 0) return;
-        cudaStream_t s = to_cuda(stream);
+        cudaStream_t s = call.stream();
         // The parts deal the LFVectors on from the known size (they stay within
         // one element of each other), so the rows this call needs are known on
         // the host: map them first (no device heap needed).  If user kernels
@@ -352,7 +385,10 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
         // device heap, as a user kernel's push does.
         const uint32_t L = array->lfvectors;
         const bulk_plan plan = push_plan(count, L, unsigned(array->known_size % L));
-        const unsigned long long per = (array->known_size + count + L - 1) / L;
+        GPUDYN_REQUIRE(count <= ~0ull - array->known_size,
+                       "argument 'count' is %llu: with the %llu elements present the size overflows 64 bits",
+                       (unsigned long long)count, (unsigned long long)array->known_size);
+        const unsigned long long per = array->per_lfvector(array->known_size + count);
         try {
             if (array->buckets_hold(per)) array->map_pool_rows(array->rows_for(per));  // no pool: nothing
         } catch (const error& e) {
@@ -389,7 +425,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_size(gpudyn_ggarray_t array, uint64_t*
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(size);
-        *size = read_u64(array->sizes + array->lfvectors, to_cuda(stream));
+        handle_call call(array->hs, stream);
+        *size = read_u64(array->sizes + array->lfvectors, call.stream());
         array->known_size = *size;
     });
 }
@@ -399,7 +436,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_capacity(gpudyn_ggarray_t array, uint6
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(capacity);
-        cudaStream_t s = to_cuda(stream);
+        handle_call call(array->hs, stream);
+        cudaStream_t s = call.stream();
         GPUDYN_CUDA(cudaMemsetAsync(array->scratch, 0, sizeof(uint64_t), s));
         with_type(array, [&](auto tag) {
             using T = typename decltype(tag)::type;
@@ -416,7 +454,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(bytes);
-        *bytes = read_u64(array->allocated, to_cuda(stream)) + array->pool.mapped;
+        handle_call call(array->hs, stream);
+        *bytes = read_u64(array->allocated, call.stream()) + array->pool.mapped;
     });
 }
 
@@ -457,7 +496,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_flatten(gpudyn_ggarray_t array, void* 
                                                   gpudyn_stream_t stream) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
-        ggarray_copy_out(array, dst, dst_bytes, false, to_cuda(stream));
+        handle_call call(array->hs, stream);
+        ggarray_copy_out(array, dst, dst_bytes, false, call.stream());
     });
 }
 
@@ -465,14 +505,16 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_copy_to_host(gpudyn_ggarray_t array, v
                                                        gpudyn_stream_t stream) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
-        ggarray_copy_out(array, dst, dst_bytes, true, to_cuda(stream));
+        handle_call call(array->hs, stream);
+        ggarray_copy_out(array, dst, dst_bytes, true, call.stream());
     });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
-        cudaStream_t s = to_cuda(stream);
+        handle_call call(array->hs, stream);
+        cudaStream_t s = call.stream();
         GPUDYN_CUDA(cudaMemsetAsync(array->sizes, 0, array->sizes_bytes(), s));
         GPUDYN_CUDA(cudaMemsetAsync(array->ranges, 0, array->sizes_bytes(), s));
         array->known_size = 0;
@@ -484,7 +526,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudy
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(view);
-        array->update_ranges(to_cuda(stream));
+        handle_call call(array->hs, stream);
+        array->update_ranges(call.stream());
         *view = array->view();
     });
 }

@@ -258,7 +258,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
             uint64_t base = 0, mapped = 0, reserved = 0;
             if (vmm) {
                 h->vmm = true;
-                h->range.reserve(device, max_bytes);
+                h->range.reserve(device, max_bytes, "options->max_bytes");
                 if (h->range.base % P != 0)
                     raise(GPUDYN_ERROR_INTERNAL, "reserved range at %llx is not aligned to the page size %llu",
                           (unsigned long long)h->range.base, (unsigned long long)P);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <mutex>
 #include <new>
 #include <string>
 
@@ -42,28 +43,34 @@ void check_cuda(cudaError_t err, const char* what);
 // After a kernel launch: launch-configuration errors surface here.
 #define GPUDYN_CHECK_LAUNCH(kernel_name) ::gpudyn::detail::check_cuda(cudaGetLastError(), "launch of " kernel_name)
 
-template <class F>
+// Records the failure of `function`: never an empty message, never SUCCESS
+// (a failure that carried neither gets a generic message naming both).
+gpudyn_status_t fail(const char* function, gpudyn_status_t status, const std::string& message) noexcept;
+
+// Runs an exported function's body.  Every failure leaves a message naming the
+// function (enforced here, once, for every ABI call).  A success clears the
+// message unless keep_message_on_success: destroy/free calls keep it, because
+// garbage collectors run them between a failed call and the read of its message.
+template <bool KeepMessageOnSuccess = false, class F>
 gpudyn_status_t abi_call(const char* function, F&& body) noexcept {
     try {
-        set_last_error(std::string());
+        if (!KeepMessageOnSuccess) set_last_error(std::string());
         body();
         return GPUDYN_SUCCESS;
     } catch (const error& e) {
-        set_last_error(std::string(function) + ": " + e.message);
-        return e.status;
+        return fail(function, e.status, e.message);
     } catch (const std::bad_alloc&) {
-        set_last_error(std::string(function) + ": host memory exhausted");
-        return GPUDYN_ERROR_OUT_OF_MEMORY;
+        return fail(function, GPUDYN_ERROR_OUT_OF_MEMORY, "host memory exhausted");
     } catch (const std::exception& e) {
-        set_last_error(std::string(function) + ": internal error: " + e.what());
-        return GPUDYN_ERROR_INTERNAL;
+        return fail(function, GPUDYN_ERROR_INTERNAL, std::string("internal error: ") + e.what());
     } catch (...) {
-        set_last_error(std::string(function) + ": internal error: unknown exception");
-        return GPUDYN_ERROR_INTERNAL;
+        return fail(function, GPUDYN_ERROR_INTERNAL, "internal error: unknown exception");
     }
 }
 // Body of an exported function: GPUDYN_ABI({ ...statements... })
 #define GPUDYN_ABI(...) return ::gpudyn::detail::abi_call(__func__, [&]() __VA_ARGS__)
+// Body of a destroy/free function: as GPUDYN_ABI, but a success keeps this thread's message.
+#define GPUDYN_ABI_RELEASE(...) return ::gpudyn::detail::abi_call<true>(__func__, [&]() __VA_ARGS__)
 
 // Argument checks: the message names the argument and the offending value.
 #define GPUDYN_REQUIRE_NOT_NULL(arg)                                                        \
@@ -90,9 +97,91 @@ inline cudaStream_t to_cuda(gpudyn_stream_t s) { return reinterpret_cast<cudaStr
 // Throws NO_DEVICE / CUDA errors unless a CUDA device is usable; returns the current device.
 int require_device();
 
-// Grid size for a grid-stride loop over n items with `block` threads: enough
-// blocks to fill every SM `blocks_per_sm` times, never more than needed.
+// Multiprocessors of `device` (cached per device, safe from any thread).
+int sm_count(int device);
+
+// Grid size for a grid-stride loop over n items with `block` threads on the
+// current device: enough blocks to fill every SM `blocks_per_sm` times, never
+// more than needed.
 unsigned grid_for(uint64_t n, unsigned block, unsigned blocks_per_sm = 8);
+
+// Makes `device` current for a scope and restores the caller's device after it.
+class device_guard {
+public:
+    explicit device_guard(int device);
+    ~device_guard();
+    device_guard(const device_guard&) = delete;
+    device_guard& operator=(const device_guard&) = delete;
+
+private:
+    int previous_ = -1;  // the caller's device when it differed, else -1
+};
+
+// Raises INVALID_ARGUMENT naming `arg` unless `stream` may be used on `device`:
+// 0, cudaStreamLegacy (1) and cudaStreamPerThread (2) mean the default stream
+// of the current device; any other stream must belong to `device`.
+void require_stream_on(int device, cudaStream_t stream, const char* arg);
+
+// Device a structure created on `stream` lives on: the stream's device, or the
+// current one for the default streams (0, cudaStreamLegacy, cudaStreamPerThread).
+// NO_DEVICE without a usable device; INVALID_ARGUMENT naming "stream" for a
+// handle that is not a stream.
+int create_device(cudaStream_t stream);
+
+// A library-internal non-blocking stream of `device` (the current device),
+// created once, never destroyed: destroy functions free stream-ordered there.
+cudaStream_t internal_stream(int device);
+
+// What every structure's handle holds besides its own state: the device it was
+// created on, an event recorded at the end of every stream-taking call (the
+// next call, on whatever stream, waits on it: calls on one structure run one
+// after another) and a lock for its host-side state.
+struct handle_state {
+    int device = 0;
+    cudaEvent_t done = nullptr;
+    std::mutex mutex;
+
+    // On the current device (the handle's): records it and creates the event.
+    void init();
+    // Makes internal_stream(device) wait for the handle's last call and returns
+    // it; destroy frees there, stream-ordered, never synchronizing the device.
+    cudaStream_t release_stream();
+    // Destroys the event (after everything that waits on it has been enqueued).
+    void release() noexcept;
+};
+
+// One ABI call on a handle, for its whole body (RAII): takes the handle's lock,
+// makes its device current (the caller's comes back at the end), checks that
+// `stream` belongs to that device, makes the stream wait for the handle's
+// previous call and, at the end, records the handle's event on it.  Without a
+// stream (host-only calls) only the lock and the device.
+class handle_call {
+public:
+    handle_call(handle_state& h, gpudyn_stream_t stream, const char* stream_arg = "stream");
+    explicit handle_call(handle_state& h);
+    ~handle_call();
+    handle_call(const handle_call&) = delete;
+    handle_call& operator=(const handle_call&) = delete;
+    cudaStream_t stream() const { return stream_; }
+
+private:
+    std::unique_lock<std::mutex> lock_;
+    device_guard device_;
+    handle_state& h_;
+    cudaStream_t stream_ = nullptr;
+    bool ordered_ = false;
+};
+
+// cudaMallocAsync of `bytes` on `stream`; a failure raises OUT_OF_MEMORY (or the
+// CUDA error's status) with a message that starts with `what` (which names the
+// argument or option behind the size, e.g. "options->capacity is 12").
+void device_alloc(void** ptr, uint64_t bytes, cudaStream_t stream, const std::string& what);
+
+// lib/rw_heap.cu, for the warp heaps it backs: the heap's handle state (a warp
+// heap's calls are ordered with the page heap's through its event) and its count
+// of warp heaps using it as backing (destroy refuses while it is not 0).
+handle_state& rw_heap_state(gpudyn_rw_heap_t heap);
+void rw_heap_add_backing_user(gpudyn_rw_heap_t heap, int delta);
 
 // Raises CUDA's device-malloc heap (cudaLimitMallocHeapSize) to at least
 // `bytes` (0: leave it).  CUDA fixes the heap at the first launch of a kernel

@@ -14,11 +14,14 @@ struct gpudyn_rw_heap_s {
     void* bitmap = nullptr;
     void* lockmap = nullptr;
     void* meta = nullptr;
+    void* live = nullptr;  // live-start bitmap: 1 bit per 16-byte granule (view.live_starts)
     unsigned long long* counters = nullptr;
     unsigned long long* scratch = nullptr;
     uint64_t bitmap_bytes = 0;
     uint64_t lockmap_bytes = 0;
-    cudaStream_t stream = nullptr;  // last stream used, synchronized by destroy
+    uint64_t live_bytes = 0;
+    gpudyn::detail::handle_state hs;  // device, call ordering, lock
+    uint32_t backing_users = 0;       // warp heaps backed by this heap (under hs.mutex)
 };
 
 using namespace gpudyn::detail;
@@ -49,15 +52,30 @@ void clear_heap(gpudyn_rw_heap_t h, cudaStream_t s) {
     GPUDYN_CUDA(cudaMemsetAsync(h->bitmap, 0, h->bitmap_bytes, s));
     if (h->lockmap) GPUDYN_CUDA(cudaMemsetAsync(h->lockmap, 0, h->lockmap_bytes, s));
     GPUDYN_CUDA(cudaMemsetAsync(h->meta, 0, h->options.page_count * sizeof(uint32_t), s));
+    GPUDYN_CUDA(cudaMemsetAsync(h->live, 0, h->live_bytes, s));
     GPUDYN_CUDA(cudaMemsetAsync(h->counters, 0, kCounterCount * sizeof(unsigned long long), s));
     check_cuda(launch_set_tail(h->view, s), "launch of set_tail_kernel");
-    h->stream = s;
 }
 
-void release_all(gpudyn_rw_heap_t h) {
-    void* ptrs[] = {h->pool, h->bitmap, h->lockmap, h->meta, h->counters, h->scratch};
-    for (void* p : ptrs)
-        if (p) cudaFree(p);
+// Stream-ordered frees on `s`; each pointer is cleared once its free is queued
+// (a failure leaves the rest owned by the handle).
+void release_all(gpudyn_rw_heap_t h, cudaStream_t s) {
+    void** ptrs[] = {&h->pool, &h->bitmap, &h->lockmap, &h->meta, &h->live, reinterpret_cast<void**>(&h->counters),
+                     reinterpret_cast<void**>(&h->scratch)};
+    for (void** p : ptrs) {
+        if (*p) GPUDYN_CUDA(cudaFreeAsync(*p, s));
+        *p = nullptr;
+    }
+}
+
+// Free pages, counted on `s` (synchronizes it).
+uint64_t count_free(gpudyn_rw_heap_t heap, cudaStream_t s) {
+    GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, sizeof(unsigned long long), s));
+    check_cuda(launch_count_free(heap->view, heap->scratch, s), "launch of count_free_kernel");
+    unsigned long long c = 0;
+    GPUDYN_CUDA(cudaMemcpyAsync(&c, heap->scratch, sizeof(c), cudaMemcpyDeviceToHost, s));
+    GPUDYN_CUDA(cudaStreamSynchronize(s));
+    return c;
 }
 
 template <class T>
@@ -103,23 +121,33 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
         GPUDYN_REQUIRE(o.page_size <= (~uint64_t(0)) / o.page_count,
                        "options->page_size * page_count overflows (%llu * %llu)", (unsigned long long)o.page_size,
                        (unsigned long long)o.page_count);
-        require_device();
         cudaStream_t s = to_cuda(stream);
+        const int device = create_device(s);  // the stream's device, else the current one
+        device_guard on_device(device);
         auto* h = new gpudyn_rw_heap_s;
         h->options = o;
         h->options.struct_size = sizeof(gpudyn_rw_heap_options_t);
         const uint64_t words = (o.page_count + o.word_bits - 1) / o.word_bits;
         h->bitmap_bytes = words * (o.word_bits / 8);
         h->lockmap_bytes = o.use_lockmap ? (words + 31) / 32 * sizeof(uint32_t) : 0;
+        // One bit per 16-byte granule (kRwMallocAlign) in uint32 words: pool / 128 bytes.
+        h->live_bytes = ((o.page_size / 16) * o.page_count + 31) / 32 * sizeof(uint32_t);
         try {
-            // cudaMalloc (not the stream-ordered pool): the heap outlives any one
-            // stream and its pool can be most of the device.
-            GPUDYN_CUDA(cudaMalloc(&h->pool, o.page_size * o.page_count));
-            GPUDYN_CUDA(cudaMalloc(&h->bitmap, h->bitmap_bytes));
-            if (o.use_lockmap) GPUDYN_CUDA(cudaMalloc(&h->lockmap, h->lockmap_bytes));
-            GPUDYN_CUDA(cudaMalloc(&h->meta, o.page_count * sizeof(uint32_t)));
-            GPUDYN_CUDA(cudaMalloc(reinterpret_cast<void**>(&h->counters), kCounterCount * sizeof(unsigned long long)));
-            GPUDYN_CUDA(cudaMalloc(reinterpret_cast<void**>(&h->scratch), kScratchCount * sizeof(unsigned long long)));
+            h->hs.init();
+            // Stream-ordered (destroy frees without synchronizing the device); every
+            // later call waits for this one through the heap's event.
+            char what[128];
+            std::snprintf(what, sizeof(what), "options->page_size * page_count is %llu * %llu",
+                          (unsigned long long)o.page_size, (unsigned long long)o.page_count);
+            device_alloc(&h->pool, o.page_size * o.page_count, s, what);
+            device_alloc(&h->bitmap, h->bitmap_bytes, s, "the page bitmap");
+            if (o.use_lockmap) device_alloc(&h->lockmap, h->lockmap_bytes, s, "the lock map");
+            device_alloc(&h->meta, o.page_count * sizeof(uint32_t), s, "the page records");
+            device_alloc(&h->live, h->live_bytes, s, "the live-start bitmap");
+            device_alloc(reinterpret_cast<void**>(&h->counters), kCounterCount * sizeof(unsigned long long), s,
+                         "the counters");
+            device_alloc(reinterpret_cast<void**>(&h->scratch), kScratchCount * sizeof(unsigned long long), s,
+                         "the scratch counters");
             auto& v = h->view;
             v.version = GPUDYN_RW_HEAP_VIEW_VERSION;
             v.word_bits = o.word_bits;
@@ -127,14 +155,17 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
             v.bitmap = reinterpret_cast<uint64_t>(h->bitmap);
             v.lockmap = reinterpret_cast<uint64_t>(h->lockmap);
             v.page_meta = reinterpret_cast<uint64_t>(h->meta);
+            v.live_starts = reinterpret_cast<uint64_t>(h->live);
             v.counters = reinterpret_cast<uint64_t>(h->counters);
             v.page_size = o.page_size;
             v.page_count = uint32_t(o.page_count);
             v.word_count = uint32_t(words);
             v.max_random_steps = o.max_random_steps;
             clear_heap(h, s);
+            GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
         } catch (...) {
-            release_all(h);
+            try { release_all(h, s); } catch (...) {}
+            h->hs.release();
             delete h;
             throw;
         }
@@ -143,12 +174,17 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_destroy(gpudyn_rw_heap_t heap) {
-    GPUDYN_ABI({
+    GPUDYN_ABI_RELEASE({
         if (heap == nullptr) return;
-        cudaError_t err = cudaStreamSynchronize(heap->stream);
-        release_all(heap);
+        {
+            handle_call call(heap->hs);
+            GPUDYN_REQUIRE(heap->backing_users == 0,
+                           "argument 'heap' is the backing of %u warp heap(s); destroy them first",
+                           unsigned(heap->backing_users));
+            release_all(heap, heap->hs.release_stream());
+        }
+        heap->hs.release();
         delete heap;
-        GPUDYN_CUDA(err);
     });
 }
 
@@ -156,6 +192,7 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_view(gpudyn_rw_heap_t heap, gpudyn
     GPUDYN_ABI({
         require_heap(heap);
         GPUDYN_REQUIRE_NOT_NULL(view);
+        handle_call call(heap->hs);
         *view = heap->view;
     });
 }
@@ -181,8 +218,8 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_pages(gpudyn_rw_heap_t heap, uint3
         GPUDYN_REQUIRE_NOT_NULL(pages);
         GPUDYN_REQUIRE(n <= heap->options.page_count, "argument 'n' is %llu, more than the %llu pages of the heap",
                        (unsigned long long)n, (unsigned long long)heap->options.page_count);
-        cudaStream_t s = to_cuda(stream);
-        heap->stream = s;
+        handle_call call(heap->hs, stream);
+        cudaStream_t s = call.stream();
         GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, kScratchCount * sizeof(unsigned long long), s));
         check_cuda(launch_get_pages(heap->view, algorithm, pages, n, per_thread, seed, stats != nullptr, heap->scratch, s),
                    "launch of get_pages_kernel");
@@ -217,9 +254,8 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free_pages(gpudyn_rw_heap_t heap, cons
         require_heap(heap);
         if (n == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(pages);
-        cudaStream_t s = to_cuda(stream);
-        heap->stream = s;
-        check_cuda(launch_free_pages(heap->view, pages, n, s), "launch of free_pages_kernel");
+        handle_call call(heap->hs, stream);
+        check_cuda(launch_free_pages(heap->view, pages, n, call.stream()), "launch of free_pages_kernel");
     });
 }
 
@@ -230,8 +266,8 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_malloc(gpudyn_rw_heap_t heap, const ui
         if (n == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(sizes);
         GPUDYN_REQUIRE_NOT_NULL(pointers);
-        cudaStream_t s = to_cuda(stream);
-        heap->stream = s;
+        handle_call call(heap->hs, stream);
+        cudaStream_t s = call.stream();
         GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, kScratchCount * sizeof(unsigned long long), s));
         auto* out = reinterpret_cast<unsigned long long*>(pointers);
         check_cuda(launch_malloc(heap->view, reinterpret_cast<const unsigned long long*>(sizes), out, n, seed,
@@ -262,9 +298,8 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free(gpudyn_rw_heap_t heap, const uint
         require_heap(heap);
         if (n == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(pointers);
-        cudaStream_t s = to_cuda(stream);
-        heap->stream = s;
-        check_cuda(launch_free(heap->view, reinterpret_cast<const unsigned long long*>(pointers), n, s),
+        handle_call call(heap->hs, stream);
+        check_cuda(launch_free(heap->view, reinterpret_cast<const unsigned long long*>(pointers), n, call.stream()),
                    "launch of free_kernel");
     });
 }
@@ -283,7 +318,8 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_occupy(gpudyn_rw_heap_t heap, double f
         require_heap(heap);
         GPUDYN_REQUIRE(fraction >= 0.0 && fraction <= 1.0, "argument 'fraction' is %g, expected 0 <= fraction <= 1",
                        fraction);
-        cudaStream_t s = to_cuda(stream);
+        handle_call call(heap->hs, stream);
+        cudaStream_t s = call.stream();
         clear_heap(heap, s);
         const auto used = (unsigned long long)std::llround(fraction * double(heap->options.page_count));
         check_cuda(launch_occupy(heap->view, used, seed, s), "launch of occupy_kernel");
@@ -293,7 +329,8 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_occupy(gpudyn_rw_heap_t heap, double f
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_reset(gpudyn_rw_heap_t heap, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         require_heap(heap);
-        clear_heap(heap, to_cuda(stream));
+        handle_call call(heap->hs, stream);
+        clear_heap(heap, call.stream());
     });
 }
 
@@ -302,13 +339,8 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free_page_count(gpudyn_rw_heap_t heap,
     GPUDYN_ABI({
         require_heap(heap);
         GPUDYN_REQUIRE_NOT_NULL(count);
-        cudaStream_t s = to_cuda(stream);
-        heap->stream = s;
-        GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, sizeof(unsigned long long), s));
-        check_cuda(launch_count_free(heap->view, heap->scratch, s), "launch of count_free_kernel");
-        unsigned long long c = 0;
-        read_back(&c, heap->scratch, 1, s);
-        *count = c;
+        handle_call call(heap->hs, stream);
+        *count = count_free(heap, call.stream());
     });
 }
 
@@ -317,11 +349,10 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_info(gpudyn_rw_heap_t heap, gpudyn
     GPUDYN_ABI({
         require_heap(heap);
         require_struct_size(info, "info");
-        uint64_t free_pages = 0;
-        gpudyn_status_t st = gpudyn_rw_heap_free_page_count(heap, &free_pages, stream);
-        if (st != GPUDYN_SUCCESS) raise(st, "%s", gpudyn_last_error_message());
+        handle_call call(heap->hs, stream);
+        const uint64_t free_pages = count_free(heap, call.stream());
         unsigned long long c[kCounterCount];
-        read_back(c, heap->counters, kCounterCount, to_cuda(stream));
+        read_back(c, heap->counters, kCounterCount, call.stream());
         uint32_t size = info->struct_size;
         std::memset(info, 0, sizeof(*info));
         info->struct_size = size;
@@ -337,3 +368,14 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_info(gpudyn_rw_heap_t heap, gpudyn
 }
 
 }  // extern "C"
+
+namespace gpudyn::detail {
+
+handle_state& rw_heap_state(gpudyn_rw_heap_t heap) { return heap->hs; }
+
+void rw_heap_add_backing_user(gpudyn_rw_heap_t heap, int delta) {
+    std::lock_guard<std::mutex> lock(heap->hs.mutex);
+    heap->backing_users = uint32_t(int64_t(heap->backing_users) + delta);
+}
+
+}  // namespace gpudyn::detail

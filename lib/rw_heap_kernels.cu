@@ -1,7 +1,8 @@
-// Bulk kernels of the random-walk page heap, built from include/gpudyn/rw_heap.cuh.
-// Kept apart from lib/rw_heap.cu because the ABI plumbing's gpudyn::detail
-// (internal.hpp) and the device headers' gpudyn::v0::detail cannot share a file.
+// Bulk kernels of the random-walk page heap, built from include/gpudyn/rw_heap.cuh,
+// kept apart from the ABI plumbing of lib/rw_heap.cu (launchers in rw_heap_kernels.hpp).
 #include "rw_heap_kernels.hpp"
+
+#include "internal.hpp"  // grid_for: per-device SM counts
 
 #include <gpudyn/rw_heap.cuh>
 
@@ -89,7 +90,12 @@ __global__ void get_pages_kernel(gpudyn_rw_heap_view_t v, unsigned* pages, unsig
     rw_heap_ref heap{v};
     counter_rng rng(seed, tid);
     unsigned last = kRwInvalidPage;
-    for (unsigned j = 0; j < per_thread; ++j) {
+    // Rounds of the warp: the requests of its first lane (the one with the most),
+    // never per_thread when fewer requests exist (n = 1, per_thread = 2^26 is one round).
+    const unsigned long long warp_first = (tid - lane_index()) * per_thread;
+    const unsigned long long left = n - warp_first;
+    const unsigned rounds = left < per_thread ? unsigned(left) : per_thread;
+    for (unsigned j = 0; j < rounds; ++j) {
         const bool mine = first + j < n;
         const unsigned mask = __ballot_sync(warp_mask, mine);
         if (!mine) continue;
@@ -143,18 +149,9 @@ __global__ void free_kernel(gpudyn_rw_heap_view_t v, const unsigned long long* p
 
 unsigned blocks_for(unsigned long long threads) { return unsigned((threads + kBlock - 1) / kBlock); }
 
-// Grid-stride kernels: enough blocks to fill the GPU a few times over, not more.
-unsigned grid_stride_blocks(unsigned long long n) {
-    static int sms = 0;
-    if (sms == 0) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-            sms = 1;
-    }
-    unsigned long long full = 8ull * unsigned(sms);  // 8 blocks of 256 per SM: 2048 threads, the sm_90 maximum
-    unsigned long long need = (n + kBlock - 1) / kBlock;
-    return unsigned(need < full ? (need ? need : 1) : full);
-}
+// Grid-stride kernels: enough blocks to fill the GPU (8 blocks of 256 per SM:
+// 2048 threads, the sm_90 maximum), not more.
+unsigned grid_stride_blocks(unsigned long long n) { return gpudyn::detail::grid_for(n, kBlock, 8); }
 
 template <rw_algorithm Algo>
 void get_pages_algo(const gpudyn_rw_heap_view_t& v, unsigned* pages, unsigned long long n, unsigned per_thread,

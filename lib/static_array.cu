@@ -5,6 +5,7 @@ using namespace gpudyn;
 using namespace gpudyn::detail;
 
 struct gpudyn_static_array_s {
+    handle_state hs;  // device, call ordering, lock
     contiguous_state a;
 };
 
@@ -31,18 +32,23 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* arr
         GPUDYN_REQUIRE(options->capacity > 0, "options->capacity is 0, expected > 0");
         GPUDYN_REQUIRE(options->capacity <= (UINT64_MAX / 16), "options->capacity is %llu, too large",
                        (unsigned long long)options->capacity);
-        require_device();
+        cudaStream_t s = to_cuda(stream);
+        const int device = create_device(s);  // the stream's device, else the current one
+        device_guard on_device(device);
         auto* h = new gpudyn_static_array_s{};
         h->a.element_size = options->element_size;
         h->a.capacity = options->capacity;
-        cudaStream_t s = to_cuda(stream);
         try {
+            h->hs.init();
             contiguous_init(h->a, s);
-            GPUDYN_CUDA(cudaMallocAsync(&h->a.data, size_t(options->capacity * options->element_size), s));
+            char what[96];
+            std::snprintf(what, sizeof(what), "options->capacity is %llu", (unsigned long long)options->capacity);
+            device_alloc(&h->a.data, options->capacity * options->element_size, s, what);
+            GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
         } catch (...) {
-            cudaStreamSynchronize(s);
-            if (h->a.data) cudaFree(h->a.data);
-            contiguous_free_meta(h->a);
+            if (h->a.data) cudaFreeAsync(h->a.data, s);
+            if (h->a.meta) cudaFreeAsync(h->a.meta, s);
+            h->hs.release();
             delete h;
             throw;
         }
@@ -50,12 +56,19 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* arr
     });
 }
 
+// Frees stream-ordered after the array's last call (no device synchronization).
+// A failure leaves the handle owning what it still holds: call destroy again.
 GPUDYN_API gpudyn_status_t gpudyn_static_array_destroy(gpudyn_static_array_t array) {
-    GPUDYN_ABI({
+    GPUDYN_ABI_RELEASE({
         if (array == nullptr) return;
-        GPUDYN_CUDA(cudaDeviceSynchronize());  // kernels may still use the memory
-        GPUDYN_CUDA(cudaFree(array->a.data));
-        contiguous_free_meta(array->a);
+        {
+            handle_call call(array->hs);
+            cudaStream_t s = array->hs.release_stream();
+            if (array->a.data) GPUDYN_CUDA(cudaFreeAsync(array->a.data, s));
+            array->a.data = nullptr;
+            contiguous_free_meta(array->a, s);
+        }
+        array->hs.release();
         delete array;
     });
 }
@@ -65,7 +78,8 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_push_back(gpudyn_static_array_t a
                                                          gpudyn_insert_algo_t algorithm, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
-        contiguous_push(array->a, values, count, mask, algorithm, to_cuda(stream), "static array");
+        handle_call call(array->hs, stream);
+        contiguous_push(array->a, values, count, mask, algorithm, call.stream(), "static array");
     });
 }
 
@@ -74,7 +88,8 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_size(gpudyn_static_array_t array,
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(size);
-        *size = contiguous_size(array->a, to_cuda(stream));
+        handle_call call(array->hs, stream);
+        *size = contiguous_size(array->a, call.stream());
     });
 }
 
@@ -106,7 +121,8 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten(gpudyn_static_array_t arr
                                                        gpudyn_stream_t stream) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
-        contiguous_copy_out(array->a, dst, dst_bytes, cudaMemcpyDeviceToDevice, to_cuda(stream));
+        handle_call call(array->hs, stream);
+        contiguous_copy_out(array->a, dst, dst_bytes, cudaMemcpyDeviceToDevice, call.stream());
     });
 }
 
@@ -114,14 +130,16 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_copy_to_host(gpudyn_static_array_
                                                             uint64_t dst_bytes, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
-        contiguous_copy_out(array->a, dst, dst_bytes, cudaMemcpyDeviceToHost, to_cuda(stream));
+        handle_call call(array->hs, stream);
+        contiguous_copy_out(array->a, dst, dst_bytes, cudaMemcpyDeviceToHost, call.stream());
     });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_clear(gpudyn_static_array_t array, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
-        contiguous_clear(array->a, to_cuda(stream));
+        handle_call call(array->hs, stream);
+        contiguous_clear(array->a, call.stream());
     });
 }
 

@@ -4,20 +4,25 @@
 // Driver calls come through driver_entry_point (libcuda is never linked).
 #include "array_common.cuh"
 
+#include <algorithm>
+
 using namespace gpudyn;
 using namespace gpudyn::detail;
 
 struct gpudyn_vmm_array_s {
+    handle_state hs;  // device, call ordering, lock
     contiguous_state a;
-    vmm_range range;  // the virtual range and its physically mapped prefix
+    vmm_range range;            // the virtual range and its physically mapped prefix
+    uint64_t max_elements = 0;  // options->max_capacity (the range is rounded up to the granularity)
 
     // Maps physical memory until capacity >= elements.
     void grow(uint64_t elements) {
-        if (elements > range.reserved / a.element_size)
-            raise(GPUDYN_ERROR_OUT_OF_MEMORY, "capacity %llu exceeds the reserved range of %llu elements (max_capacity)",
-                  (unsigned long long)elements, (unsigned long long)(range.reserved / a.element_size));
+        if (elements > max_elements)
+            raise(GPUDYN_ERROR_OUT_OF_MEMORY,
+                  "argument 'capacity' is %llu elements, more than options->max_capacity (%llu elements)",
+                  (unsigned long long)elements, (unsigned long long)max_elements);
         range.map_to(elements * a.element_size);
-        a.capacity = range.mapped / a.element_size;
+        a.capacity = std::min<uint64_t>(range.mapped / a.element_size, max_elements);
     }
 };
 
@@ -45,17 +50,30 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
                        (unsigned long long)options->initial_capacity, (unsigned long long)options->max_capacity);
         GPUDYN_REQUIRE(options->max_capacity <= (1ull << 50), "options->max_capacity is %llu, expected <= 2^50",
                        (unsigned long long)options->max_capacity);
-        const int device = require_device();
+        cudaStream_t s = to_cuda(stream);
+        const int device = create_device(s);  // the stream's device, else the current one
+        device_guard on_device(device);
         auto* h = new gpudyn_vmm_array_s{};
         h->a.element_size = options->element_size;
         try {
-            h->range.reserve(device, options->max_capacity * options->element_size);
+            h->hs.init();
+            h->range.reserve(device, options->max_capacity * options->element_size,
+                             "options->max_capacity * element_size");
+            h->max_elements = options->max_capacity != 0 ? options->max_capacity
+                                                          : h->range.reserved / options->element_size;
             h->a.data = reinterpret_cast<void*>(h->range.base);
-            contiguous_init(h->a, to_cuda(stream));
-            h->grow(options->initial_capacity);
+            contiguous_init(h->a, s);
+            try {
+                h->grow(options->initial_capacity);
+            } catch (const error& e) {
+                raise(e.status, "options->initial_capacity is %llu: %s", (unsigned long long)options->initial_capacity,
+                      e.message.c_str());
+            }
+            GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
         } catch (...) {
+            if (h->a.meta) cudaFreeAsync(h->a.meta, s);
             h->range.release();
-            contiguous_free_meta(h->a);
+            h->hs.release();
             delete h;
             throw;
         }
@@ -63,12 +81,20 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
     });
 }
 
+// Waits for the array's last call (its own event, not the device), unmaps and
+// frees.  A failure leaves the handle owning what it still holds: call destroy again.
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_destroy(gpudyn_vmm_array_t array) {
-    GPUDYN_ABI({
+    GPUDYN_ABI_RELEASE({
         if (array == nullptr) return;
-        GPUDYN_CUDA(cudaDeviceSynchronize());  // kernels may still use the mapping
-        array->range.release();
-        contiguous_free_meta(array->a);
+        {
+            handle_call call(array->hs);
+            cudaStream_t s = array->hs.release_stream();
+            contiguous_free_meta(array->a, s);
+            // The mapping is not stream-ordered: wait for the calls that used it.
+            GPUDYN_CUDA(cudaEventSynchronize(array->hs.done));
+            array->range.release();
+        }
+        array->hs.release();
         delete array;
     });
 }
@@ -77,12 +103,13 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_reserve(gpudyn_vmm_array_t array, ui
                                                     gpudyn_stream_t stream) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
+        handle_call call(array->hs, stream);
         // Mapping is a host call; kernels already queued keep their (smaller) capacity.
         const uint64_t before = array->a.capacity;
         array->grow(capacity);
         // A reservation that failed in a kernel left the counter above the size:
         // fold it so that kernels after this call can use the new capacity.
-        if (array->a.capacity != before) contiguous_normalize(array->a, to_cuda(stream), false);
+        if (array->a.capacity != before) contiguous_normalize(array->a, call.stream(), false);
     });
 }
 
@@ -91,7 +118,8 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_push_back(gpudyn_vmm_array_t array, 
                                                       gpudyn_stream_t stream) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
-        contiguous_push(array->a, values, count, mask, algorithm, to_cuda(stream), "VMM array");
+        handle_call call(array->hs, stream);
+        contiguous_push(array->a, values, count, mask, algorithm, call.stream(), "VMM array");
     });
 }
 
@@ -99,7 +127,8 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_size(gpudyn_vmm_array_t array, uint6
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(size);
-        *size = contiguous_size(array->a, to_cuda(stream));
+        handle_call call(array->hs, stream);
+        *size = contiguous_size(array->a, call.stream());
     });
 }
 
@@ -107,6 +136,7 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_capacity(gpudyn_vmm_array_t array, u
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(capacity);
+        handle_call call(array->hs);
         *capacity = array->a.capacity;
     });
 }
@@ -115,6 +145,7 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_allocated_bytes(gpudyn_vmm_array_t a
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(bytes);
+        handle_call call(array->hs);
         *bytes = array->range.mapped;
     });
 }
@@ -131,7 +162,8 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_flatten(gpudyn_vmm_array_t array, vo
                                                     gpudyn_stream_t stream) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
-        contiguous_copy_out(array->a, dst, dst_bytes, cudaMemcpyDeviceToDevice, to_cuda(stream));
+        handle_call call(array->hs, stream);
+        contiguous_copy_out(array->a, dst, dst_bytes, cudaMemcpyDeviceToDevice, call.stream());
     });
 }
 
@@ -139,14 +171,16 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_copy_to_host(gpudyn_vmm_array_t arra
                                                          gpudyn_stream_t stream) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
-        contiguous_copy_out(array->a, dst, dst_bytes, cudaMemcpyDeviceToHost, to_cuda(stream));
+        handle_call call(array->hs, stream);
+        contiguous_copy_out(array->a, dst, dst_bytes, cudaMemcpyDeviceToHost, call.stream());
     });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear(gpudyn_vmm_array_t array, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
-        contiguous_clear(array->a, to_cuda(stream));
+        handle_call call(array->hs, stream);
+        contiguous_clear(array->a, call.stream());
     });
 }
 
@@ -154,6 +188,7 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_view(gpudyn_vmm_array_t array, g
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(view);
+        handle_call call(array->hs);
         contiguous_fill_view(array->a, view, GPUDYN_VMM_ARRAY_VIEW_VERSION);
     });
 }

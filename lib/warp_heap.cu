@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,7 @@ bool is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 }  // namespace
 
 struct gpudyn_warp_heap_s {
+    gpudyn::detail::handle_state hs;            // device, call ordering, lock
     gpudyn_warp_heap_view_t view{};
     void* arena = nullptr;                      // device: ARENA pool
     unsigned* arena_bits = nullptr;             // device: ARENA bitmap
@@ -62,13 +64,24 @@ struct gpudyn_warp_heap_s {
     void* page_heap_view = nullptr;             // device copy of its view
     gpudyn_warp_heap_stats_t* stats = nullptr;  // device
     unsigned* failed = nullptr;                 // device flag of alloc_batch
-    cudaStream_t stream = nullptr;              // creation stream (destroy uses it)
     std::vector<batch> batches;
 };
 
 using namespace gpudyn::detail;
 
 namespace {
+
+// One call on a warp heap: the heap's own ordering and lock (handle_call), and,
+// with the PAGE_HEAP backing, the page heap's too: the kernels take and give
+// back its pages, so they are ordered with its calls on any stream.
+struct warp_heap_call {
+    handle_call own;
+    std::optional<handle_call> backing;
+    warp_heap_call(gpudyn_warp_heap_s* heap, gpudyn_stream_t stream) : own(heap->hs, stream) {
+        if (heap->page_heap) backing.emplace(rw_heap_state(heap->page_heap), stream);
+    }
+    cudaStream_t stream() const { return own.stream(); }
+};
 
 void launch_free_kept(gpudyn_warp_heap_s* heap, void* const* headers, uint64_t n, cudaStream_t stream) {
     if (n == 0) return;
@@ -164,14 +177,27 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
                            (unsigned long long)o.arena_bytes, (unsigned long long)chunk_bytes,
                            (unsigned long long)header_slots, (unsigned long long)header_bytes);
         }
-        require_device();
+        cudaStream_t s = to_cuda(stream);
+        const int device = create_device(s);  // the stream's device, else the current one
+        device_guard on_device(device);
+        if (o.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) {
+            const int page_device = rw_heap_state(static_cast<gpudyn_rw_heap_t>(o.page_heap)).device;
+            GPUDYN_REQUIRE(page_device == device,
+                           "options->page_heap lives on device %d, but the warp heap is created on device %d",
+                           page_device, device);
+        }
         raise_device_malloc_heap(o.device_heap_bytes, "options->device_heap_bytes");
         auto* h = new gpudyn_warp_heap_s();
+        if (o.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) {
+            // First: from here the page heap refuses destroy (undone below on failure).
+            h->page_heap = static_cast<gpudyn_rw_heap_t>(o.page_heap);
+            rw_heap_add_backing_user(h->page_heap, +1);
+        }
         try {
-            h->stream = to_cuda(stream);
-            GPUDYN_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&h->stats), sizeof(gpudyn_warp_heap_stats_t), h->stream));
-            GPUDYN_CUDA(cudaMemsetAsync(h->stats, 0, sizeof(gpudyn_warp_heap_stats_t), h->stream));
-            GPUDYN_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&h->failed), sizeof(unsigned), h->stream));
+            h->hs.init();
+            device_alloc(reinterpret_cast<void**>(&h->stats), sizeof(gpudyn_warp_heap_stats_t), s, "the statistics");
+            GPUDYN_CUDA(cudaMemsetAsync(h->stats, 0, sizeof(gpudyn_warp_heap_stats_t), s));
+            device_alloc(reinterpret_cast<void**>(&h->failed), sizeof(unsigned), s, "the failure flag");
             h->view.version = GPUDYN_WARP_HEAP_VIEW_VERSION;
             h->view.backing = o.backing;
             h->view.superblock_bytes = uint32_t(o.superblock_bytes);
@@ -184,21 +210,16 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
                 const uint64_t chunk_words = (chunk_slots + kArenaWordBits - 1) / kArenaWordBits;
                 h->arena_words = header_words + chunk_words;
                 const uint64_t pool = header_slots * header_bytes + chunk_slots * chunk_bytes;
-                cudaError_t err = cudaMallocAsync(&h->arena, pool, h->stream);
-                if (err != cudaSuccess) {
-                    cudaGetLastError();
-                    raise(err == cudaErrorMemoryAllocation ? GPUDYN_ERROR_OUT_OF_MEMORY : GPUDYN_ERROR_CUDA,
-                          "options->arena_bytes is %llu: the arena pool could not be allocated: %s",
-                          (unsigned long long)o.arena_bytes, cudaGetErrorName(err));
-                }
+                char what[96];
+                std::snprintf(what, sizeof(what), "options->arena_bytes is %llu", (unsigned long long)o.arena_bytes);
+                device_alloc(&h->arena, pool, s, what);
                 // All slots free; the bits past the last slot of each part are set for good.
                 std::vector<unsigned> bits(h->arena_words, 0u);
                 if (header_slots % kArenaWordBits) bits[header_words - 1] = ~0u << (header_slots % kArenaWordBits);
                 if (chunk_slots % kArenaWordBits) bits[h->arena_words - 1] = ~0u << (chunk_slots % kArenaWordBits);
-                GPUDYN_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&h->arena_bits), h->arena_words * 4, h->stream));
-                GPUDYN_CUDA(cudaMemcpyAsync(h->arena_bits, bits.data(), h->arena_words * 4, cudaMemcpyHostToDevice,
-                                            h->stream));
-                GPUDYN_CUDA(cudaStreamSynchronize(h->stream));  // `bits` is a host temporary
+                device_alloc(reinterpret_cast<void**>(&h->arena_bits), h->arena_words * 4, s, "the arena bitmap");
+                GPUDYN_CUDA(cudaMemcpyAsync(h->arena_bits, bits.data(), h->arena_words * 4, cudaMemcpyHostToDevice, s));
+                GPUDYN_CUDA(cudaStreamSynchronize(s));  // `bits` is a host temporary
                 h->view.arena_base = h->arena;
                 h->view.arena_bitmap = h->arena_bits;
                 h->view.arena_header_bytes = header_bytes;
@@ -207,23 +228,25 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
                 h->view.arena_chunk_slots = uint32_t(chunk_slots);
             }
             if (o.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) {
-                h->page_heap = static_cast<gpudyn_rw_heap_t>(o.page_heap);
                 gpudyn_rw_heap_view_t pv;
                 if (gpudyn_rw_heap_get_view(h->page_heap, &pv) != GPUDYN_SUCCESS) {
                     const std::string why = gpudyn_last_error_message();
                     raise(GPUDYN_ERROR_INVALID_ARGUMENT, "options->page_heap: %s", why.c_str());
                 }
-                GPUDYN_CUDA(cudaMallocAsync(&h->page_heap_view, sizeof(pv), h->stream));
-                GPUDYN_CUDA(cudaMemcpyAsync(h->page_heap_view, &pv, sizeof(pv), cudaMemcpyHostToDevice, h->stream));
-                GPUDYN_CUDA(cudaStreamSynchronize(h->stream));
+                device_alloc(&h->page_heap_view, sizeof(pv), s, "the page heap's view");
+                GPUDYN_CUDA(cudaMemcpyAsync(h->page_heap_view, &pv, sizeof(pv), cudaMemcpyHostToDevice, s));
+                GPUDYN_CUDA(cudaStreamSynchronize(s));  // `pv` is a host temporary
                 h->view.page_heap = h->page_heap_view;
             }
+            GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
         } catch (...) {
-            if (h->stats) cudaFreeAsync(h->stats, h->stream);
-            if (h->failed) cudaFreeAsync(h->failed, h->stream);
-            if (h->arena) cudaFreeAsync(h->arena, h->stream);
-            if (h->arena_bits) cudaFreeAsync(h->arena_bits, h->stream);
-            if (h->page_heap_view) cudaFreeAsync(h->page_heap_view, h->stream);
+            if (h->stats) cudaFreeAsync(h->stats, s);
+            if (h->failed) cudaFreeAsync(h->failed, s);
+            if (h->arena) cudaFreeAsync(h->arena, s);
+            if (h->arena_bits) cudaFreeAsync(h->arena_bits, s);
+            if (h->page_heap_view) cudaFreeAsync(h->page_heap_view, s);
+            if (h->page_heap) rw_heap_add_backing_user(h->page_heap, -1);
+            h->hs.release();
             delete h;
             throw;
         }
@@ -231,17 +254,32 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
     });
 }
 
+// Frees the kept headers (a kernel) and the heap's memory stream-ordered after
+// its last call, on the library's stream of its device (no synchronization).
+// A failure leaves the handle owning what it still holds: call destroy again.
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_destroy(gpudyn_warp_heap_t heap) {
-    GPUDYN_ABI({
+    GPUDYN_ABI_RELEASE({
         if (heap == nullptr) return;
-        std::unique_ptr<gpudyn_warp_heap_s> owned(heap);
-        release_batches(heap, heap->stream);
-        GPUDYN_CUDA(cudaFreeAsync(heap->stats, heap->stream));
-        GPUDYN_CUDA(cudaFreeAsync(heap->failed, heap->stream));
-        if (heap->arena) GPUDYN_CUDA(cudaFreeAsync(heap->arena, heap->stream));
-        if (heap->arena_bits) GPUDYN_CUDA(cudaFreeAsync(heap->arena_bits, heap->stream));
-        if (heap->page_heap_view) GPUDYN_CUDA(cudaFreeAsync(heap->page_heap_view, heap->stream));
-        GPUDYN_CUDA(cudaStreamSynchronize(heap->stream));
+        {
+            handle_call call(heap->hs);
+            cudaStream_t s = heap->hs.release_stream();
+            {
+                // The kept headers go back to the page heap: ordered with its calls.
+                std::optional<handle_call> backing;
+                if (heap->page_heap)
+                    backing.emplace(rw_heap_state(heap->page_heap), reinterpret_cast<gpudyn_stream_t>(s));
+                release_batches(heap, s);
+            }
+            void** ptrs[] = {reinterpret_cast<void**>(&heap->stats), reinterpret_cast<void**>(&heap->failed),
+                             &heap->arena, reinterpret_cast<void**>(&heap->arena_bits), &heap->page_heap_view};
+            for (void** p : ptrs) {
+                if (*p) GPUDYN_CUDA(cudaFreeAsync(*p, s));
+                *p = nullptr;
+            }
+        }
+        if (heap->page_heap) rw_heap_add_backing_user(heap->page_heap, -1);
+        heap->hs.release();
+        delete heap;
     });
 }
 
@@ -249,6 +287,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_view(gpudyn_warp_heap_t heap, gp
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(heap);
         GPUDYN_REQUIRE_NOT_NULL(view);
+        handle_call call(heap->hs);
         *view = heap->view;
     });
 }
@@ -260,7 +299,8 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_alloc_batch(gpudyn_warp_heap_t heap,
         if (count == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(sizes);
         GPUDYN_REQUIRE_NOT_NULL(pointers);
-        cudaStream_t s = to_cuda(stream);
+        warp_heap_call call(heap, stream);
+        cudaStream_t s = call.stream();
         const uint64_t want_warps = (count + kBatchSizesPerWarp - 1) / kBatchSizesPerWarp;
         const unsigned grid = std::min(grid_for(count, kBulkBlock),
                                        unsigned((want_warps * kWarpLanes + kBulkBlock - 1) / kBulkBlock));
@@ -299,7 +339,8 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_alloc_batch(gpudyn_warp_heap_t heap,
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_release(gpudyn_warp_heap_t heap, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(heap);
-        release_batches(heap, to_cuda(stream));
+        warp_heap_call call(heap, stream);
+        release_batches(heap, call.stream());
     });
 }
 
@@ -307,6 +348,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_batch_count(gpudyn_warp_heap_t heap,
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(heap);
         GPUDYN_REQUIRE_NOT_NULL(count);
+        handle_call call(heap->hs);
         *count = heap->batches.size();
     });
 }
@@ -316,7 +358,8 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_stats(gpudyn_warp_heap_t heap, g
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(heap);
         GPUDYN_REQUIRE_NOT_NULL(stats);
-        cudaStream_t s = to_cuda(stream);
+        handle_call call(heap->hs, stream);
+        cudaStream_t s = call.stream();
         GPUDYN_CUDA(cudaMemcpyAsync(stats, heap->stats, sizeof(*stats), cudaMemcpyDeviceToHost, s));
         GPUDYN_CUDA(cudaStreamSynchronize(s));
     });
@@ -328,7 +371,8 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_backing_free_bytes(gpudyn_warp_heap_
         GPUDYN_REQUIRE_NOT_NULL(heap);
         GPUDYN_REQUIRE_NOT_NULL(bytes);
         *bytes = 0;
-        cudaStream_t s = to_cuda(stream);
+        handle_call call(heap->hs, stream);  // the page heap's own call orders itself
+        cudaStream_t s = call.stream();
         const gpudyn_warp_heap_view_t& v = heap->view;
         if (v.backing == GPUDYN_WARP_HEAP_BACKING_ARENA) {
             std::vector<unsigned> bits(heap->arena_words);
@@ -342,9 +386,10 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_backing_free_bytes(gpudyn_warp_heap_
         } else if (v.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) {
             gpudyn_rw_heap_info_t info{};
             info.struct_size = sizeof(info);
-            if (gpudyn_rw_heap_get_info(heap->page_heap, &info, stream) != GPUDYN_SUCCESS) {
+            const gpudyn_status_t st = gpudyn_rw_heap_get_info(heap->page_heap, &info, stream);
+            if (st != GPUDYN_SUCCESS) {
                 const std::string why = gpudyn_last_error_message();
-                raise(GPUDYN_ERROR_CUDA, "page heap: %s", why.c_str());
+                raise(st, "page heap: %s", why.c_str());
             }
             *bytes = info.free_pages * info.page_size;
         } else {
@@ -360,7 +405,8 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_free_kept(gpudyn_warp_heap_t heap, v
         GPUDYN_REQUIRE_NOT_NULL(heap);
         if (count == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(headers);
-        launch_free_kept(heap, headers, count, to_cuda(stream));
+        warp_heap_call call(heap, stream);
+        launch_free_kept(heap, headers, count, call.stream());
     });
 }
 

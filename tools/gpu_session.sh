@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One GPU session in one command (what the lent-GPU runs use): install, every
-# test, `gpudyn info`, the C GPU tests under compute-sanitizer memcheck, and
+# test, `gpudyn info`, the whole GPU suite under compute-sanitizer (tests/sanitize.sh:
+# memcheck, racecheck, synccheck, initcheck; one summary line per tool), and
 # optionally benchmarks.  Logs under $OUT (default ./gpu-session).
 #   GPUDYN_BENCH="ggarray rw_heap"   benchmarks to run after the tests (none by default)
-#   GPUDYN_SANITIZER_TESTS           C tests run under memcheck (default below)
+#   GPUDYN_SANITIZE_TOOLS            sanitizer tools (default: all four; "none" skips them)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-session}
@@ -14,15 +15,11 @@ step() { echo "=== $1"; shift; "$@" || { echo "=== FAILED: $*"; status=1; }; }
 
 step "tests" bash tests/run.sh
 step "info" python3 -m gpudyn info
-# memcheck on the C GPU tests that stay small (the GGArray growth test walks 1e9
-# elements and takes too long under the tool; its OOM test covers the same code).
-tests=${GPUDYN_SANITIZER_TESTS:-"core_device rw_heap_device warp_heap_device ggarray_oom example_rw_heap_pages example_warp_heap_kernel"}
-export GPUDYN_SANITIZER=memcheck  # tests read it (see tests/run.sh)
-for t in $tests; do
-  step "memcheck $t" timeout "${GPUDYN_SANITIZER_TIMEOUT:-150}" python3 -m mesonbuild.mesonmain test -C build/c --no-rebuild --print-errorlogs \
-    --wrapper "compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 --print-limit 20" "$t"
-done
-unset GPUDYN_SANITIZER
+# The tests step built and installed everything: --no-build.
+if [ "${GPUDYN_SANITIZE_TOOLS:-}" != none ]; then
+  # shellcheck disable=SC2086
+  step "sanitizers" env GPUDYN_SANITIZE_LOGS="$OUT/sanitize" bash tests/sanitize.sh --no-build ${GPUDYN_SANITIZE_TOOLS:-}
+fi
 for b in ${GPUDYN_BENCH:-}; do
   step "bench $b" python3 -m gpudyn bench "$b" --out-dir "$OUT/results"
 done

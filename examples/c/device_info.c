@@ -1,8 +1,12 @@
-/* gpudyn from plain C: print the library version and the first device, or the
- * reason there is none.  Build: cc device_info.c $(pkg-config --cflags --libs gpudyn) */
+/* gpudyn from plain C: print the library version and the first device.  Without
+ * a device it says why on stderr and exits 77 (the test harnesses' "skipped").
+ * Build: cc device_info.c $(pkg-config --cflags --libs gpudyn) */
 #include <gpudyn/gpudyn.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Exit status meaning "skipped: needs a GPU" (meson, ctest SKIP_RETURN_CODE, automake). */
+#define EXIT_NO_GPU 77
 
 int main(void) {
     uint32_t v = gpudyn_get_version();
@@ -12,8 +16,8 @@ int main(void) {
     info.struct_size = sizeof info;
     gpudyn_status_t s = gpudyn_get_device_info(0, &info);
     if (s != GPUDYN_SUCCESS) {
-        printf("%s: %s\n", gpudyn_status_string(s), gpudyn_last_error_message());
-        return s == GPUDYN_ERROR_NO_DEVICE ? 0 : 1;
+        fprintf(stderr, "%s: %s\n", gpudyn_status_string(s), gpudyn_last_error_message());
+        return s == GPUDYN_ERROR_NO_DEVICE ? EXIT_NO_GPU : 1;
     }
     printf("%s, compute capability %d.%d, %d SMs, %.1f GiB\n", info.name, info.compute_capability_major,
            info.compute_capability_minor, info.multiprocessor_count, info.total_memory / 1073741824.0);

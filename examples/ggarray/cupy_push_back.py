@@ -1,5 +1,8 @@
 """A user's own CuPy RawModule kernel push_backs into a GGArray through the
-device header (gpudyn.get_include()): keep a copy of every x < 90."""
+device header (gpudyn.get_include()): keep a copy of every x < 90.  Needs a GPU
+and CuPy (without either it says so on stderr and exits 77, "skipped")."""
+import sys
+
 import numpy as np
 
 import gpudyn
@@ -17,7 +20,16 @@ extern "C" __global__ void keep_small(const unsigned char* view_bytes, const int
 
 
 def main():
-    import cupy as cp
+    try:
+        import cupy as cp
+    except ImportError:
+        print("cupy_push_back.py: CuPy is not installed; skipped", file=sys.stderr)
+        return 77
+    try:
+        gpudyn.device_count()
+    except gpudyn.NoDeviceError as e:
+        print(f"cupy_push_back.py: no CUDA device ({e}); skipped", file=sys.stderr)
+        return 77
     g = gpudyn.GGArray(dtype=np.int32, num_lfvectors=64)
     opts = tuple(gpudyn.nvrtc_options()) if hasattr(gpudyn, "nvrtc_options") else ("-I" + gpudyn.get_include(), "--std=c++17")
     mod = cp.RawModule(code=KERNEL, options=opts)

@@ -1,14 +1,22 @@
 """gpudyn from CuPy: a RawModule kernel that allocates inside itself through the
 warp heap's device header, compiled by NVRTC with gpudyn.nvrtc_options().
 
-Needs a GPU and CuPy (pip install cupy-cuda13x). Run: python cupy_rawmodule.py
+Needs a GPU and CuPy (pip install cupy-cuda13x); without either it says so on
+stderr and exits 77 ("skipped"). Run: python cupy_rawmodule.py
 """
 import os
+import sys
 
-import cupy as cp
 import numpy as np
 
 import gpudyn
+
+try:
+    import cupy as cp
+    gpudyn.device_count()
+except (ImportError, gpudyn.NoDeviceError) as e:
+    print(f"cupy_rawmodule.py: needs CuPy and a CUDA device ({e}); skipped", file=sys.stderr)
+    raise SystemExit(77)
 
 THREADS, BLOCKS = 256, 4
 source = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "warp_heap_rtc.cu")).read()

@@ -4,7 +4,8 @@ gpudyn.WarpHeap.alloc, filled by a second kernel, read back as a list of arrays.
 
     python examples/warp_heap/ragged.py [items]
 
-Needs a GPU and CuPy; prints a few rows and checks all against NumPy.
+Needs a GPU and CuPy (without either it says so on stderr and exits 77,
+"skipped"); prints a few rows and checks all against NumPy.
 """
 import sys
 
@@ -17,11 +18,13 @@ def main(items: int = 10_000) -> int:
     try:
         import cupy as cp
     except ImportError:
-        print("ragged.py: CuPy is not installed; nothing to do")
-        return 0
-    if gpudyn.device_count() == 0:
-        print("ragged.py: no CUDA device; nothing to do")
-        return 0
+        print("ragged.py: CuPy is not installed; skipped", file=sys.stderr)
+        return 77
+    try:
+        gpudyn.device_count()
+    except gpudyn.NoDeviceError as e:
+        print(f"ragged.py: no CUDA device ({e}); skipped", file=sys.stderr)
+        return 77
     src = r'''
     extern "C" __global__ void count(int n, unsigned long long* sizes) {
         int i = blockIdx.x * blockDim.x + threadIdx.x;

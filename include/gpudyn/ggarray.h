@@ -58,7 +58,8 @@ typedef struct gpudyn_ggarray_options_t {
     uint64_t malloc_heap_bytes;      /* if > 0: raise cudaLimitMallocHeapSize to at least this
                                         (only possible before the first kernel that calls malloc) */
     uint64_t pool_bytes;             /* virtual range of the bucket pool (see reserve); 0: the
-                                        device's total memory (default); UINT64_MAX: no pool */
+                                        device's total memory (default); UINT64_MAX: no pool;
+                                        a range the driver cannot reserve is OUT_OF_MEMORY naming it */
 } gpudyn_ggarray_options_t;
 
 /* Trivially copyable; pass by value to kernels (gpudyn::ggarray_ref<T>).
@@ -91,7 +92,9 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_options_init(gpudyn_ggarray_options_t*
  * naming the option once a kernel has used malloc, as the warp heap's create). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const gpudyn_ggarray_options_t* options,
                                                  gpudyn_stream_t stream);
-/* Frees every bucket (a kernel calling free) and the bookkeeping; NULL is accepted. */
+/* Frees every bucket (a kernel calling free) and the bookkeeping, stream-ordered
+ * after the array's last call (see gpudyn.h: no device synchronization; the
+ * pool waits for the array's own event before it is unmapped); NULL is accepted. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array);
 /* Grows every LFVector to hold at least ceil(capacity / num_lfvectors) elements.
  * Bucket rows (bucket b of every LFVector) that fit the pool's virtual range are
@@ -99,8 +102,9 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array);
  * array's calls; no kernel, no copy, O(new buckets)); a bucket there is claimed
  * in place by the first kernel that needs it.  Rows beyond the pool are
  * allocated in a kernel from the device malloc heap (one thread per bucket),
- * and then the call synchronizes.  OUT_OF_MEMORY when memory is exhausted
- * (elements kept).  A pool slice whose bucket push_back had already taken from
+ * and then the call synchronizes.  A capacity the bucket layout cannot hold is
+ * INVALID_ARGUMENT; OUT_OF_MEMORY when memory is exhausted (elements kept);
+ * both name 'capacity'.  A pool slice whose bucket push_back had already taken from
  * malloc stays mapped unused (allocated_bytes counts it). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64_t capacity, gpudyn_stream_t stream);
 /* Appends the `count` elements at device address `values` (element_size bytes each);
@@ -160,7 +164,8 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_options_init(gpudyn_static_array_
 GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* array,
                                                       const gpudyn_static_array_options_t* options,
                                                       gpudyn_stream_t stream);
-/* Frees the storage; NULL is accepted. */
+/* Frees the storage stream-ordered after the array's last call (see gpudyn.h);
+ * NULL is accepted. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_destroy(gpudyn_static_array_t array);
 /* Synchronizes; OUT_OF_MEMORY when the elements do not fit (nothing stored). */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_push_back(gpudyn_static_array_t array, const void* values,
@@ -195,8 +200,9 @@ typedef struct gpudyn_vmm_array_options_t {
     uint32_t struct_size;
     uint32_t element_size;           /* 1, 2, 4, 8 or 16 (default 4) */
     uint64_t initial_capacity;       /* elements mapped at creation (default 0) */
-    uint64_t max_capacity;           /* elements of the virtual reservation; 0: the device's
-                                        total memory (default 0) */
+    uint64_t max_capacity;           /* most elements the array ever holds (reserve and push_back
+                                        beyond it are OUT_OF_MEMORY); the virtual reservation;
+                                        0: the device's total memory (default 0) */
 } gpudyn_vmm_array_options_t;
 
 typedef struct gpudyn_vmm_array_view_t {
@@ -216,11 +222,12 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_options_init(gpudyn_vmm_array_option
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
                                                    const gpudyn_vmm_array_options_t* options,
                                                    gpudyn_stream_t stream);
-/* Synchronizes the device, unmaps and releases everything; NULL is accepted. */
+/* Waits for the array's last call (its own event, not the device), unmaps and
+ * releases everything; NULL is accepted. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_destroy(gpudyn_vmm_array_t array);
 /* Maps physical memory (host calls cuMemCreate/cuMemMap/cuMemSetAccess, no copy,
  * the address stays) until capacity >= `capacity`.  OUT_OF_MEMORY when the
- * device or the reservation is exhausted (elements kept). */
+ * device is exhausted or `capacity` exceeds options->max_capacity (elements kept). */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_reserve(gpudyn_vmm_array_t array, uint64_t capacity,
                                                     gpudyn_stream_t stream);
 /* Insertion never grows the mapping: beyond capacity it fails like the static array. */

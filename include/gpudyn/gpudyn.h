@@ -54,7 +54,30 @@ typedef enum gpudyn_status_t {
     GPUDYN_ERROR_INTERNAL = 6
 } gpudyn_status_t;
 
-/* A cudaStream_t, passed as an opaque pointer; NULL is the default stream. */
+/* A cudaStream_t, passed as an opaque pointer; NULL is the default stream.
+ *
+ * Devices and streams.  Every structure belongs to one device: the device of
+ * the stream given to its create call, or the current device when that stream
+ * is a default stream (NULL / 0, cudaStreamLegacy (1), cudaStreamPerThread (2)).
+ * Every call on a structure runs on its device and gives the caller back the
+ * current device it had.  A stream argument must belong to the structure's
+ * device; a stream of another device is GPUDYN_ERROR_INVALID_ARGUMENT naming
+ * the argument (checked with cudaStreamGetDevice, CUDA 12.8+ drivers); the
+ * default streams mean the default stream of the structure's device.
+ *
+ * Order.  Calls on one structure run in the order they are made, whatever
+ * streams they use: each call waits (cudaStreamWaitEvent) for the structure's
+ * previous call and records an event at its end.  Calls from several host
+ * threads on one structure are serialized by a lock per structure.  Kernels a
+ * user launches with a view are ordered by the user: before a destroy, as with
+ * cudaFreeAsync, they must have completed or be followed, on their stream, by
+ * any stream-taking call on the structure.
+ *
+ * Destroy.  destroy frees stream-ordered after the structure's last call (on a
+ * stream of the library's own) and never synchronizes the device; memory that
+ * is not stream-ordered (VMM mappings) waits for the structure's own event.  A
+ * destroy that fails leaves the handle valid for another destroy call only,
+ * owning what it has not yet freed. */
 typedef struct gpudyn_stream_s* gpudyn_stream_t;
 
 /* GPUDYN_VERSION_NUMBER of the loaded library. */
@@ -63,7 +86,10 @@ GPUDYN_API uint32_t gpudyn_get_version(void);
 /* Static string naming a status ("GPUDYN_ERROR_OUT_OF_MEMORY"); never NULL. */
 GPUDYN_API const char* gpudyn_status_string(gpudyn_status_t status);
 
-/* Why the last call on this thread failed ("" after a success); never NULL.
+/* Why the last failed call on this thread failed; never NULL, never "" after a
+ * failure (it names the function).  A successful call clears it ("") except the
+ * destroy functions and gpudyn_device_free, which leave it as it is: garbage
+ * collectors run them between a failed call and the read of its message.
  * Valid until the next gpudyn call on the same thread. */
 GPUDYN_API const char* gpudyn_last_error_message(void);
 
@@ -108,7 +134,7 @@ typedef enum gpudyn_memcpy_kind_t {
 
 /* Stream-ordered allocation of `bytes` (> 0) of device memory. */
 GPUDYN_API gpudyn_status_t gpudyn_device_alloc(void** ptr, uint64_t bytes, gpudyn_stream_t stream);
-/* Stream-ordered free; NULL is accepted. */
+/* Stream-ordered free; NULL is accepted; a success keeps this thread's message. */
 GPUDYN_API gpudyn_status_t gpudyn_device_free(void* ptr, gpudyn_stream_t stream);
 /* Stream-ordered copy; host memory is pageable or pinned. */
 GPUDYN_API gpudyn_status_t gpudyn_memcpy(void* dst, const void* src, uint64_t bytes,
@@ -117,6 +143,13 @@ GPUDYN_API gpudyn_status_t gpudyn_memcpy(void* dst, const void* src, uint64_t by
 GPUDYN_API gpudyn_status_t gpudyn_memset(void* dst, int32_t value, uint64_t bytes, gpudyn_stream_t stream);
 /* Waits for all work on `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_stream_synchronize(gpudyn_stream_t stream);
+/* Makes later work on `stream` wait until the work queued on `producer` so far
+ * has finished, without blocking the host (an event recorded on `producer`,
+ * waited on by `stream`).  Either stream may be NULL or the handle values 1
+ * (cudaStreamLegacy) and 2 (cudaStreamPerThread), the spellings of the CUDA
+ * Array Interface v3 `stream` field; producer == stream does nothing.  Used to
+ * honour the producer stream of arrays passed in from other libraries. */
+GPUDYN_API gpudyn_status_t gpudyn_stream_wait(gpudyn_stream_t stream, gpudyn_stream_t producer);
 
 #ifdef __cplusplus
 }

@@ -22,8 +22,11 @@
 //     in `mask` call, with the same mask, converged or not (no lockstep assumed;
 //     data moves through *_sync intrinsics and __syncwarp(mask)).
 //   - Exhaustion returns kRwInvalidPage / nullptr after a bounded search (random
-//     steps, then one sweep over the bitmap) and counts a failed request; nothing
-//     traps, loops forever or prints.
+//     steps, then one sweep over the bitmap, or over regions for malloc) and
+//     counts a failed request; nothing traps, loops forever or prints.
+//   - A bad free (double, interior, foreign, or of the other kind: free_page on
+//     a malloc page, free on a get_page page) returns false, is counted in
+//     counters[kRwCounterBadFree] and changes nothing else.
 //   - A page id or pointer is owned by exactly one caller until freed.  The pages'
 //     bytes are not zeroed.
 // Correctness needs no lock: claims are atomicOr and a claim only counts for bits
@@ -46,7 +49,7 @@ inline namespace v0 {
 // Page id meaning "no page" (GPUDYN_RW_HEAP_INVALID_PAGE as uint32).
 constexpr unsigned kRwInvalidPage = 0xffffffffu;
 // View layout this header reads (GPUDYN_RW_HEAP_VIEW_VERSION).
-constexpr unsigned kRwHeapViewVersion = 1;
+constexpr unsigned kRwHeapViewVersion = 2;
 // RW_malloc reads one region of this many consecutive bitmap words per round
 // (Alg. 4: one word per lane of a warp; 2048 bits with 64-bit words as in SIV-C).
 constexpr unsigned kRwRegionWords = 32;
@@ -57,6 +60,11 @@ constexpr unsigned kCorwFirstReadFactor = 4;
 constexpr unsigned kCorwReadMargin = 2;
 // Alignment of every RW_malloc pointer (malloc's guarantee for any built-in type).
 constexpr unsigned long long kRwMallocAlign = 16;
+// Bits per word of the live-start bitmap (view.live_starts): one bit per
+// kRwMallocAlign granule of the pool, set while a malloc pointer starting there
+// is live.  free() clears its bit first: a pointer whose bit was clear (double
+// free, interior or foreign pointer) is a bad free and changes nothing else.
+constexpr unsigned kRwLiveWordBits = 32;
 
 // Slots of gpudyn_rw_heap_view_t::counters.
 constexpr unsigned kRwCounterFailed = 0;
@@ -67,7 +75,7 @@ constexpr unsigned kRwMetaTagShift = 30;
 constexpr unsigned kRwMetaNone = 0;    // not a malloc page (get_page pages, free pages)
 constexpr unsigned kRwMetaLarge = 1;   // first page of a run of n pages: low 16 bits = n
 constexpr unsigned kRwMetaShared = 2;  // first page of a warp-aggregated run: n | refcount << 16
-constexpr unsigned kRwMetaMember = 3;  // later page of an aggregated run: low 16 bits = offset to first
+constexpr unsigned kRwMetaMember = 3;  // later page of either run: low 16 bits = offset to first
 constexpr unsigned kRwMetaRefShift = 16;
 constexpr unsigned kRwMetaLowMask = 0xffffu;
 constexpr unsigned kRwMetaRefMask = 0x3fffu;
@@ -89,6 +97,7 @@ struct rw_heap_view {
     unsigned word_count;
     unsigned max_random_steps;
     unsigned reserved;
+    unsigned long long live_starts;
 };
 
 #if !defined(__CUDACC_RTC__)
@@ -96,6 +105,9 @@ static_assert(sizeof(rw_heap_view) == sizeof(gpudyn_rw_heap_view_t), "rw_heap_vi
 static_assert(__builtin_offsetof(rw_heap_view, page_size) == __builtin_offsetof(gpudyn_rw_heap_view_t, page_size),
               "rw_heap_view must mirror the C view");
 static_assert(__builtin_offsetof(rw_heap_view, reserved) == __builtin_offsetof(gpudyn_rw_heap_view_t, reserved),
+              "rw_heap_view must mirror the C view");
+static_assert(__builtin_offsetof(rw_heap_view, live_starts) ==
+                  __builtin_offsetof(gpudyn_rw_heap_view_t, live_starts),
               "rw_heap_view must mirror the C view");
 #endif
 
@@ -247,9 +259,11 @@ public:
     }
 
     // FREEPAGE: clears the page's bit.  Returns false (and counts a bad free)
-    // when the id is out of range or the page was already free.
+    // when the id is out of range, the page was already free, or it belongs to
+    // an RW_malloc run (those go back through free(); their pages carry a record).
     __device__ bool free_page(unsigned page) const {
         if (page >= v_.page_count) return bad_free();
+        if ((detail::load_word(meta() + page) >> kRwMetaTagShift) != kRwMetaNone) return bad_free();
         bool was_used = v_.word_bits == 64 ? release_page(bitmap<unsigned long long>(), page)
                                            : release_page(bitmap<unsigned>(), page);
         return was_used ? true : bad_free();
@@ -259,7 +273,9 @@ public:
     // Each lane of mask asks for `bytes` (0: nothing, returns nullptr).  Requests
     // below page_size are packed into one run for the warp (SIV-C); larger ones
     // get ceil(bytes / page_size) consecutive pages.  Pointers are 16-byte
-    // aligned; nullptr when the heap is exhausted or bytes > max_malloc_size().
+    // aligned; nullptr when bytes > max_malloc_size() or no free run of the
+    // needed length was found: max_random_steps random regions, then one sweep
+    // (a run that fits in a region and stays free during the sweep is found).
     // `storage` must be visible to all lanes of mask (see rw_malloc_storage).
     __device__ void* malloc(unsigned mask, unsigned long long bytes, rw_malloc_storage& storage,
                             detail::counter_rng& rng, unsigned& steps) const {
@@ -273,7 +289,9 @@ public:
     }
 
     // Frees a pointer returned by malloc (any thread, nullptr ignored).  Returns
-    // false (and counts a bad free) for a pointer malloc did not return.
+    // false (and counts a bad free), changing nothing else, for a pointer malloc
+    // did not return or that is already free: a double free (of two racing
+    // frees exactly one succeeds), an interior or foreign pointer, a get_page page.
     __device__ bool free(void* p) const {
         if (p == nullptr) return true;
         return v_.word_bits == 64 ? free_impl(bitmap<unsigned long long>(), p) : free_impl(bitmap<unsigned>(), p);
@@ -288,6 +306,7 @@ private:
     }
     __device__ unsigned long long* counters() const { return reinterpret_cast<unsigned long long*>(v_.counters); }
     __device__ unsigned* meta() const { return reinterpret_cast<unsigned*>(v_.page_meta); }
+    __device__ unsigned* live_starts() const { return reinterpret_cast<unsigned*>(v_.live_starts); }
     __device__ unsigned fail() const {
         if (v_.counters != 0) atomicAdd(counters() + kRwCounterFailed, 1ull);
         return kRwInvalidPage;
@@ -498,13 +517,39 @@ private:
         const unsigned leader = detail::lowest_bit(mask);
         unsigned first = kRwInvalidPage;  // first page of this lane's run
         const unsigned regions = bm.word_count > kRwRegionWords ? bm.word_count - kRwRegionWords + 1 : 1;
+        // After max_random_steps random regions, the bounded fallback: one sweep
+        // over regions `stride` words apart (from a random one), the stride chosen
+        // so that any run of the largest pending need lies wholly inside one swept
+        // region, and word locks ignored (claims are atomic; the lock is only a
+        // courtesy).  A request then fails only when no run it needs stayed free
+        // during the sweep.  Warp-uniform: stride and sweep_count.
+        unsigned stride = 1, sweep_count = 0, sweep_next = 0;
         for (unsigned round = 0;; ++round) {
-            const unsigned pending = __ballot_sync(mask, my_need != 0 && first == kRwInvalidPage);
-            if (pending == 0 || round == v_.max_random_steps) break;
-            if (my_need != 0 && first == kRwInvalidPage) ++steps;
-            // 1. Read a random region: lanes take words rank, rank + count, ...
-            if (lane == leader) st.base = rng.below(regions);
-            st.need[lane] = (my_need != 0 && first == kRwInvalidPage) ? my_need : 0;
+            const bool want = my_need != 0 && first == kRwInvalidPage;
+            const unsigned pending = __ballot_sync(mask, want);
+            if (pending == 0) break;
+            const bool sweeping = round >= v_.max_random_steps;
+            if (round == v_.max_random_steps) {
+                // A run of n bits crosses at most (n + B - 2) / B words past its first.
+                const unsigned n_max = detail::masked_max(mask, want ? my_need : 0u);
+                const unsigned span = (n_max + B - 2) / B;
+                stride = span < kRwRegionWords ? kRwRegionWords - span : 1u;
+                sweep_count = (regions - 1 + stride - 1) / stride + 1;  // bases 0, stride, ..., regions - 1
+                sweep_next = rng.below(sweep_count);                    // used by the leader
+            }
+            if (sweeping && round - v_.max_random_steps == sweep_count) break;
+            if (want) ++steps;
+            // 1. Read a region: lanes take words rank, rank + count, ...
+            if (lane == leader) {
+                if (sweeping) {
+                    const unsigned b = sweep_next * stride;
+                    st.base = b < regions ? b : regions - 1;
+                    sweep_next = sweep_next + 1 == sweep_count ? 0 : sweep_next + 1;
+                } else {
+                    st.base = rng.below(regions);
+                }
+            }
+            st.need[lane] = want ? my_need : 0;
             __syncwarp(mask);
             const unsigned base = st.base;
             for (unsigned i = my_rank; i < kRwRegionWords; i += my_count) {
@@ -537,7 +582,7 @@ private:
                 Word lost = 0;
                 if (plan != 0) {
                     bool locked = bm.try_lock(base + i);
-                    lost = locked ? Word(plan & ~bm.claim(base + i, plan)) : plan;
+                    lost = (locked || sweeping) ? Word(plan & ~bm.claim(base + i, plan)) : plan;
                     if (locked) bm.unlock(base + i);
                 }
                 st.lost[i] = (unsigned long long)lost;
@@ -563,69 +608,87 @@ private:
             }
             __syncwarp(mask);  // storage is rewritten next round
         }
-        // Records for free(): written before any lane can see its pointer.
+        // Records for free(), written (and fenced) before any live bit is set:
+        // the first page says what the run is, its later pages point back to it
+        // (so free_page refuses them too).
         if (first != kRwInvalidPage) {
             unsigned* m = meta();
-            if (lane == owner) {
-                const unsigned sharers = detail::popcount(small_mask);
-                for (unsigned i = 1; i < my_need; ++i) m[first + i] = (kRwMetaMember << kRwMetaTagShift) | i;
-                m[first] = (kRwMetaShared << kRwMetaTagShift) | (sharers << kRwMetaRefShift) | my_need;
-            } else {
-                m[first] = (kRwMetaLarge << kRwMetaTagShift) | my_need;
-            }
+            for (unsigned i = 1; i < my_need; ++i) m[first + i] = (kRwMetaMember << kRwMetaTagShift) | i;
+            m[first] = lane == owner ? (kRwMetaShared << kRwMetaTagShift) |
+                                           (detail::popcount(small_mask) << kRwMetaRefShift) | my_need
+                                     : (kRwMetaLarge << kRwMetaTagShift) | my_need;
+            __threadfence();
         } else if (my_need != 0) {
             fail();
         }
         const unsigned shared_first = __shfl_sync(mask, first, int(owner < 32 ? owner : leader));
         __syncwarp(mask);
+        char* p = nullptr;
         if (small) {
             if (shared_first == kRwInvalidPage) {
                 if (lane != owner) fail();
                 return nullptr;
             }
-            return reinterpret_cast<char*>(v_.pool) + static_cast<unsigned long long>(shared_first) * S +
-                   (small_end - rounded);
+            p = reinterpret_cast<char*>(v_.pool) + static_cast<unsigned long long>(shared_first) * S +
+                (small_end - rounded);
+        } else if (first != kRwInvalidPage) {
+            p = static_cast<char*>(page_address(first));
         }
-        if (first == kRwInvalidPage) return nullptr;
-        return page_address(first);
+        // Each pointer's start goes live last: only a free that clears it frees.
+        if (p != nullptr) {
+            const unsigned long long g = (reinterpret_cast<unsigned long long>(p) - v_.pool) / kRwMallocAlign;
+            atomicOr(live_starts() + g / kRwLiveWordBits, 1u << (g % kRwLiveWordBits));
+        }
+        return p;
     }
 
+    // The first page of a malloc run and its n pages go back: records cleared
+    // before the bits, so a page is never reused with a stale record.
+    template <class Word>
+    __device__ void release_malloc_run(const detail::rw_bitmap<Word>& bm, unsigned first, unsigned n) const {
+        unsigned* m = meta();
+        for (unsigned i = 1; i < n; ++i) m[first + i] = kRwMetaNone;
+        m[first] = kRwMetaNone;
+        __threadfence();
+        release_run(bm, first, n);
+    }
+
+    // Every bad pointer is refused before anything changes: the free must
+    // clear the pointer's live-start bit (set by malloc for exactly the pointers
+    // it returned).  A double free (also two racing frees: one atomicAnd wins),
+    // an interior or foreign pointer, or a get_page page finds the bit clear.
+    // Only a free that cleared its bit drops a shared run's count, so the count
+    // never goes below the lanes still holding a pointer into the run.
     template <class Word>
     __device__ bool free_impl(const detail::rw_bitmap<Word>& bm, void* p) const {
         const unsigned page = page_of(p);
         if (page == kRwInvalidPage || !valid()) return bad_free();
+        const unsigned long long off = reinterpret_cast<unsigned long long>(p) - v_.pool;
+        if (off % kRwMallocAlign != 0) return bad_free();
+        const unsigned long long g = off / kRwMallocAlign;
+        const unsigned bit = 1u << (g % kRwLiveWordBits);
+        if ((atomicAnd(live_starts() + g / kRwLiveWordBits, ~bit) & bit) == 0) return bad_free();
+        __threadfence();  // the run's record was written before the bit was set
         unsigned* m = meta();
+        const unsigned rec = detail::load_word(m + page);
         unsigned head = page;
-        unsigned rec = detail::load_word(m + page);
-        unsigned tag = rec >> kRwMetaTagShift;
-        if (tag == kRwMetaMember) {
+        unsigned head_rec = rec;
+        if ((rec >> kRwMetaTagShift) == kRwMetaMember) {
             head = page - (rec & kRwMetaLowMask);
-            tag = detail::load_word(m + head) >> kRwMetaTagShift;
-            if (tag != kRwMetaShared) return bad_free();
+            head_rec = detail::load_word(m + head);
         }
-        if (tag == kRwMetaLarge) {
-            if (reinterpret_cast<unsigned long long>(p) != reinterpret_cast<unsigned long long>(page_address(page)))
-                return bad_free();
-            // Claim the record first, so a double free is caught, then the bits.
-            if (atomicCAS(m + page, rec, 0u) != rec) return bad_free();
-            __threadfence();  // the record is cleared before the pages can be reused
-            release_run(bm, page, rec & kRwMetaLowMask);
+        const unsigned tag = head_rec >> kRwMetaTagShift;
+        if (tag == kRwMetaLarge && head == page) {
+            release_malloc_run(bm, head, head_rec & kRwMetaLowMask);
             return true;
         }
         if (tag == kRwMetaShared) {
             const unsigned old = atomicSub(m + head, 1u << kRwMetaRefShift);
-            const unsigned refs = (old >> kRwMetaRefShift) & kRwMetaRefMask;
-            if ((old >> kRwMetaTagShift) != kRwMetaShared || refs == 0) return bad_free();
-            if (refs == 1) {  // last sharer: the run goes back
-                const unsigned n = old & kRwMetaLowMask;
-                for (unsigned i = 1; i < n; ++i) m[head + i] = 0;
-                m[head] = 0;
-                __threadfence();
-                release_run(bm, head, n);
-            }
+            if (((old >> kRwMetaRefShift) & kRwMetaRefMask) == 1)  // last sharer: the run goes back
+                release_malloc_run(bm, head, old & kRwMetaLowMask);
             return true;
         }
-        return bad_free();
+        return bad_free();  // a live bit without a record: only a foreign view gets here
     }
 };
 

@@ -23,7 +23,7 @@ extern "C" {
 typedef struct gpudyn_rw_heap_s* gpudyn_rw_heap_t;
 
 typedef enum gpudyn_rw_heap_view_version_t {
-    GPUDYN_RW_HEAP_VIEW_VERSION = 1
+    GPUDYN_RW_HEAP_VIEW_VERSION = 2
 } gpudyn_rw_heap_view_version_t;
 
 /* GETPAGE algorithms of the paper (the values are part of the ABI). */
@@ -62,6 +62,8 @@ typedef struct gpudyn_rw_heap_view_t {
     uint32_t word_count;
     uint32_t max_random_steps;
     uint32_t reserved;
+    uint64_t live_starts;       /* device address of uint32 words, 1 bit per 16-byte granule of the pool:
+                                   set while an RW_malloc pointer starting there is live (free checks it) */
 } gpudyn_rw_heap_view_t;
 
 /* Step statistics of one get_pages call (the paper's metrics, SIII-B). */
@@ -96,7 +98,10 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_options_init(gpudyn_rw_heap_options_t*
 /* Allocates the pool and bitmap (all pages free), stream-ordered on `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const gpudyn_rw_heap_options_t* options,
                                                  gpudyn_stream_t stream);
-/* Synchronizes the heap's last stream and frees everything; NULL is accepted. */
+/* Frees everything stream-ordered after the heap's last call (see gpudyn.h);
+ * NULL is accepted.  While the heap is the backing of warp heaps it is not
+ * destroyed: INVALID_ARGUMENT ("... is the backing of N warp heap(s); destroy
+ * them first"), the heap intact. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_destroy(gpudyn_rw_heap_t heap);
 
 /* Fills *view for kernels; valid until destroy. */

@@ -71,7 +71,8 @@ typedef struct gpudyn_warp_heap_options_t {
                                     so at most half of what it holds sits unused) up to this
                                     many; 1..32, default 8; 1 = one superblock at a time */
     uint32_t reserved0;
-    void* page_heap;             /* PAGE_HEAP: a gpudyn_rw_heap_t that outlives this heap */
+    void* page_heap;             /* PAGE_HEAP: a gpudyn_rw_heap_t of the same device; it cannot
+                                    be destroyed while this heap lives */
 } gpudyn_warp_heap_options_t;
 
 /* Kernel-side view: trivially copyable, pass by value to kernels and wrap in
@@ -120,8 +121,8 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap,
                                                    const gpudyn_warp_heap_options_t* options,
                                                    gpudyn_stream_t stream);
 
-/* Releases every outstanding batch and frees the heap (synchronizes the
- * creation stream).  NULL is accepted.  Warp headers that user kernels kept
+/* Releases every outstanding batch and frees the heap, stream-ordered after
+ * its last call (see gpudyn.h).  NULL is accepted.  Warp headers that user kernels kept
  * and never ended are not known to the heap and stay allocated. */
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_destroy(gpudyn_warp_heap_t heap);
 

@@ -43,3 +43,5 @@ from .rw_heap import PageHeap  # noqa: E402
 from . import theory  # noqa: E402,F401
 from .nvrtc import nvrtc_options  # noqa: E402
 __all__ += ["PageHeap", "theory", "nvrtc_options"]
+from .heap import Heap  # noqa: E402
+__all__ += ["Heap"]

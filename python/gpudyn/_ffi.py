@@ -148,20 +148,59 @@ def check(status: int) -> None:
                                   last_error_message())
 
 
-def stream_handle(stream) -> object:
-    """A gpudyn_stream_t from None (default stream), an int handle, a CuPy stream
-    (``.ptr``), a PyTorch stream (``.cuda_stream``) or a Numba stream (``.handle``)."""
+def stream_value(stream) -> int:
+    """The integer cudaStream_t of a stream given as None (the legacy default
+    stream, 0), an int handle, an object with ``__cuda_stream__`` (the
+    cuda.core protocol: returns ``(version, handle)``), a PyTorch stream
+    (``.cuda_stream``), a CuPy stream (``.ptr``) or a Numba / cuda.core stream
+    (``.handle``).  The values 1 and 2 are CUDA's cudaStreamLegacy and
+    cudaStreamPerThread.  TypeError for anything else."""
     if stream is None:
-        value = 0
-    elif isinstance(stream, int):
+        return 0
+    if isinstance(stream, bool):
+        raise TypeError(f"gpudyn: cannot use {stream!r} as a CUDA stream")
+    if isinstance(stream, int):
         value = stream
+    elif hasattr(stream, "__cuda_stream__"):
+        proto = stream.__cuda_stream__
+        got = proto() if callable(proto) else proto
+        if not (isinstance(got, tuple) and len(got) == 2):
+            raise TypeError(f"gpudyn: {type(stream).__name__}.__cuda_stream__ gave {got!r}, "
+                            "expected (version, handle)")
+        value = _handle_int(got[1], stream)
     elif hasattr(stream, "cuda_stream"):
-        value = int(stream.cuda_stream)
+        value = _handle_int(stream.cuda_stream, stream)
     elif hasattr(stream, "ptr"):
-        value = int(stream.ptr)
+        value = _handle_int(stream.ptr, stream)
     elif hasattr(stream, "handle"):
-        h = stream.handle
-        value = int(getattr(h, "value", h) or 0)
+        value = _handle_int(stream.handle, stream)
     else:
-        raise TypeError(f"gpudyn: cannot use {type(stream).__name__} as a CUDA stream")
-    return ffi.cast("gpudyn_stream_t", value)
+        raise TypeError(f"gpudyn: cannot use {type(stream).__name__} as a CUDA stream (expected None, an int "
+                        "handle, or a stream with __cuda_stream__, .cuda_stream, .ptr or .handle)")
+    if not 0 <= value < (1 << 64):
+        raise ValueError(f"gpudyn: stream handle {value} is not a pointer value")
+    return value
+
+
+def _handle_int(h, stream) -> int:
+    # ctypes c_void_p (Numba) has .value (None for NULL); cuda.bindings handles convert with int().
+    h = getattr(h, "value", h)
+    if h is None:
+        return 0
+    try:
+        return int(h)
+    except (TypeError, ValueError):
+        raise TypeError(f"gpudyn: cannot read a CUDA stream handle from {type(stream).__name__}") from None
+
+
+def stream_handle(stream) -> object:
+    """A gpudyn_stream_t for any stream :func:`stream_value` accepts."""
+    return ffi.cast("gpudyn_stream_t", stream_value(stream))
+
+
+def wait_for(stream, producer: int) -> None:
+    """Later work on ``stream`` (a gpudyn_stream_t) waits for the work queued so
+    far on the stream handle ``producer`` (an int: 0/1 legacy default, 2 per-thread)."""
+    ours = int(ffi.cast("uintptr_t", stream))
+    if (producer or 1) != (ours or 1):  # 0 and 1 both name the legacy default stream
+        check(lib.gpudyn_stream_wait(stream, ffi.cast("gpudyn_stream_t", producer)))

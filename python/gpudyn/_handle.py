@@ -1,6 +1,8 @@
 """Lifetime of a C handle owned by a Python object (every structure class)."""
 from __future__ import annotations
 
+import threading
+
 from ._ffi import check, ffi
 
 
@@ -12,6 +14,7 @@ class OwnedHandle:
 
     def _own(self, handle, destroy) -> None:
         self._destroy = destroy
+        self._close_lock = threading.Lock()  # two threads closing at once destroy once
         self._handle = ffi.gc(handle, destroy)
 
     def _h(self):
@@ -21,11 +24,18 @@ class OwnedHandle:
         return self._handle
 
     def close(self) -> None:
-        """Frees the object's device memory now."""
-        if self._handle is not None:
-            h, self._handle = self._handle, None
-            ffi.gc(h, None)  # detach the finalizer in place: destroyed once, here
-            check(self._destroy(h))
+        """Frees the object's device memory now.  If the library refuses or fails
+        the destroy, the exception is raised and the object stays open (handle
+        and finalizer kept), so nothing leaks and close() can be retried."""
+        if self._handle is None:
+            return
+        with self._close_lock:
+            h = self._handle
+            if h is not None:
+                check(self._destroy(h))
+                # Destroyed: detach the finalizer in place so it never runs a second time.
+                self._handle = None
+                ffi.gc(h, None)
 
     def __enter__(self):
         return self

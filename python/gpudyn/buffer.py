@@ -5,11 +5,13 @@ from __future__ import annotations
 import ctypes
 import itertools
 import math
+import sys
 import threading
 
 import numpy as np
 
-from ._ffi import check, ffi, lib, stream_handle
+from . import _args
+from ._ffi import check, ffi, lib, stream_handle, stream_value, wait_for
 
 # DLPack (unversioned ABI, understood by every current consumer).
 _KDL_CUDA = 2
@@ -74,6 +76,28 @@ def _capsule_destructor(capsule):
         managed.contents.deleter(managed)
 
 
+def element_dtype(where: str, dtype, sizes=None) -> np.dtype:
+    """``dtype`` as a NumPy dtype a device array can hold: booleans, integers,
+    floats or complex numbers in native byte order (DLPack and the CUDA array
+    interface describe nothing else), of ``sizes`` bytes when given.  TypeError
+    naming the dtype otherwise."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"gpudyn: {where} argument 'dtype' is {dtype!r}: {exc}") from None
+    accepted = "a native-byte-order bool, integer, float or complex dtype"
+    if sizes is not None:
+        accepted += " of " + ", ".join(map(str, sizes[:-1])) + f" or {sizes[-1]} bytes"
+    if dt.kind not in _DL_CODES or dt.hasobject or dt.subdtype is not None or dt.fields is not None:
+        raise TypeError(f"gpudyn: {where} argument 'dtype' is {dt} ({dt.str}), expected {accepted}")
+    if not dt.isnative:
+        raise TypeError(f"gpudyn: {where} argument 'dtype' is {dt.str} (non-native byte order), expected {accepted}; "
+                        "convert with .astype(dtype.newbyteorder('='))")
+    if sizes is not None and dt.itemsize not in sizes:
+        raise TypeError(f"gpudyn: {where} argument 'dtype' is {dt} ({dt.itemsize} bytes), expected {accepted}")
+    return dt
+
+
 def current_device() -> int:
     dev = ffi.new("int32_t*")
     check(lib.gpudyn_get_device(dev))
@@ -83,22 +107,22 @@ def current_device() -> int:
 class DeviceBuffer:
     """An owned, C-contiguous device array.
 
-    Memory is allocated and freed stream-ordered on ``stream``.  The buffer can
-    be viewed without copying by CuPy (``cupy.asarray(buf)``), PyTorch
-    (``torch.from_dlpack(buf)`` or ``torch.as_tensor(buf, device='cuda')``) and
-    Numba (``numba.cuda.as_cuda_array(buf)``); NumPy data moves by explicit copy
-    (:meth:`from_numpy`, :meth:`to_numpy`).
+    Memory is allocated and freed stream-ordered on ``stream`` (None: the legacy
+    default stream; or an int handle, a ``__cuda_stream__`` object, a CuPy,
+    PyTorch or Numba stream).  The buffer can be viewed without copying by CuPy
+    (``cupy.asarray(buf)``), PyTorch (``torch.from_dlpack(buf)`` or
+    ``torch.as_tensor(buf, device='cuda')``) and Numba
+    (``numba.cuda.as_cuda_array(buf)``): its ``__cuda_array_interface__`` names
+    ``stream`` so consumers wait for work queued there, and ``__dlpack__(stream=s)``
+    makes ``s`` wait for it.  NumPy data moves by explicit copy only
+    (:meth:`from_numpy`, :meth:`to_numpy`); ``np.asarray(buf)`` raises TypeError.
     """
 
     def __init__(self, shape, dtype=np.uint8, stream=None):
-        if isinstance(shape, (int, np.integer)):
-            shape = (int(shape),)
-        self.shape = tuple(int(s) for s in shape)
-        if any(s < 0 for s in self.shape):
-            raise ValueError(f"gpudyn: DeviceBuffer shape {self.shape} has a negative extent")
-        self.dtype = np.dtype(dtype)
-        if self.dtype.hasobject or self.dtype.kind not in _DL_CODES:
-            raise TypeError(f"gpudyn: DeviceBuffer cannot hold dtype {self.dtype}")
+        if isinstance(shape, (int, np.integer, float, np.floating, bool, np.bool_)):
+            shape = (shape,)
+        self.shape = tuple(_args.integer("DeviceBuffer", "shape", s, 0, 1 << 62) for s in shape)
+        self.dtype = element_dtype("DeviceBuffer", dtype)
         self.stream = stream
         self._stream = stream_handle(stream)
         self.device = current_device()
@@ -166,7 +190,12 @@ class DeviceBuffer:
     # ---- NumPy by copy ----------------------------------------------------
     @classmethod
     def from_numpy(cls, array, stream=None) -> "DeviceBuffer":
-        host = np.ascontiguousarray(array)
+        """A copy of ``array`` (queued on ``stream``; non-native byte order is
+        converted to native, values unchanged)."""
+        host = np.asarray(array)
+        if not host.dtype.isnative:
+            host = host.astype(host.dtype.newbyteorder("="))
+        host = np.ascontiguousarray(host)
         buf = cls(host.shape, host.dtype, stream=stream)
         buf.copy_from_host(host)
         return buf
@@ -190,7 +219,14 @@ class DeviceBuffer:
         return host
 
     def fill_bytes(self, value: int) -> None:
-        check(lib.gpudyn_memset(self._ptr, int(value), self.nbytes, self._stream))
+        value = _args.integer("DeviceBuffer.fill_bytes", "value", value, 0, 255)
+        check(lib.gpudyn_memset(self._ptr, value, self.nbytes, self._stream))
+
+    def __array__(self, dtype=None, copy=None):
+        # As CuPy does: device memory never becomes a NumPy array implicitly (a silent
+        # device-to-host copy, or a 0-d object array, would both surprise).
+        raise TypeError("gpudyn: a DeviceBuffer lives in device memory and is not converted to a NumPy "
+                        "array implicitly; use buf.to_numpy() to copy it to the host")
 
     # ---- zero-copy exports ------------------------------------------------
     @property
@@ -214,9 +250,11 @@ class DeviceBuffer:
             raise BufferError("gpudyn: DeviceBuffer exports without copying only (copy=True requested)")
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
             raise BufferError(f"gpudyn: DeviceBuffer lives on {self.__dlpack_device__()}, not {dl_device}")
-        if stream != -1 and (stream is None or int(stream) != self._stream_int()):
-            # The consumer's stream is not ours: make our pending work visible to it.
-            check(lib.gpudyn_stream_synchronize(self._stream))
+        if stream != -1:
+            # DLPack: None is the legacy default stream (1); -1 asks for no synchronization.
+            # Make the consumer's stream wait for the work queued on ours, host not blocked.
+            consumer = _CAI_LEGACY_DEFAULT_STREAM if stream is None else stream_value(stream)
+            wait_for(ffi.cast("gpudyn_stream_t", consumer), self._stream_int())
         ndim = len(self.shape)
         shape = (ctypes.c_int64 * max(ndim, 1))(*self.shape)
         managed = _DLManagedTensor()
@@ -237,12 +275,46 @@ class DeviceBuffer:
                             ctypes.cast(_capsule_destructor, ctypes.c_void_p))
 
 
-def as_device_array(obj, dtype=None):
-    """(ptr, n, dtype, keepalive) for a 1-D device array given as a DeviceBuffer,
-    anything with ``__cuda_array_interface__`` (CuPy, Numba, PyTorch CUDA tensors)
-    or DLPack-only objects; NumPy arrays are copied to a new DeviceBuffer."""
+def _producer_stream(obj, cai) -> int | None:
+    """The stream the producer of ``obj`` queued its writes on, or None when no
+    synchronization is needed.  CAI v3 ``stream``: 1 legacy default, 2 per-thread
+    default, else a handle; an explicit None means none.  Without the field
+    (PyTorch exports CAI v2), a CuPy array or PyTorch tensor is taken as written
+    on its library's current stream, the convention of both libraries; the
+    library is asked only when already imported."""
+    if "stream" in cai:
+        s = cai["stream"]
+        return None if s is None else int(s)
+    lib_name = type(obj).__module__.partition(".")[0]
+    mod = sys.modules.get(lib_name)
+    if mod is None:
+        return None
+    if lib_name == "cupy":
+        return int(mod.cuda.get_current_stream().ptr)
+    if lib_name == "torch":
+        return int(mod.cuda.current_stream(obj.device).cuda_stream)
+    return None
+
+
+def as_device_array(obj, stream=None, dtype=None, where="", name="values"):
+    """(ptr, n, dtype, keepalive) for a 1-D C-contiguous array given as a
+    DeviceBuffer, anything with ``__cuda_array_interface__`` (CuPy, Numba,
+    PyTorch CUDA tensors) or DLPack-only objects, ready to be read by work
+    queued on ``stream`` next:
+
+    - device arrays: ``stream`` waits for the producer's stream (CAI v3
+      ``stream``; see :func:`_producer_stream`);
+    - NumPy arrays are copied to a temporary DeviceBuffer on ``stream``; the
+      keepalive owns it, and dropping it frees it stream-ordered on ``stream``,
+      after the work queued there that reads it.
+    Non-native byte order: NumPy data is converted, device data refused."""
+    where = where or "gpudyn"
     if isinstance(obj, np.ndarray):
-        buf = DeviceBuffer.from_numpy(np.ascontiguousarray(obj, dtype=dtype or obj.dtype).reshape(-1))
+        host = obj.reshape(-1)
+        if dtype is not None and np.dtype(dtype) != host.dtype.newbyteorder("="):
+            # no silent conversion: int64 page ids cast to uint32 would wrap around
+            raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {host.dtype}, expected {np.dtype(dtype)}")
+        buf = DeviceBuffer.from_numpy(host, stream=stream)
         return buf.ptr, buf.size, buf.dtype, buf
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is None and hasattr(obj, "__dlpack__"):
@@ -253,9 +325,12 @@ def as_device_array(obj, dtype=None):
         except Exception as exc:  # pragma: no cover - depends on optional packages
             raise TypeError(f"gpudyn: cannot read {type(obj).__name__} as a device array: {exc}") from exc
     if cai is None:
-        raise TypeError(f"gpudyn: {type(obj).__name__} is neither a NumPy array nor a CUDA array "
-                        "(no __cuda_array_interface__ / __dlpack__)")
+        raise TypeError(f"gpudyn: {where} argument '{name}' is a {type(obj).__name__}, neither a NumPy array nor "
+                        "a CUDA array (no __cuda_array_interface__ / __dlpack__)")
     dt = np.dtype(cai["typestr"])
+    if not dt.isnative:
+        raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {dt.str} (non-native byte order); "
+                        "convert it to native byte order first")
     shape = tuple(cai["shape"])
     n = math.prod(shape)
     strides = cai.get("strides")
@@ -266,7 +341,18 @@ def as_device_array(obj, dtype=None):
             expected.append(acc)
             acc *= s
         if tuple(reversed(expected)) != tuple(strides):
-            raise ValueError("gpudyn: device array must be C-contiguous")
+            raise ValueError(f"gpudyn: {where} argument '{name}' must be C-contiguous")
     if dtype is not None and np.dtype(dtype) != dt:
-        raise TypeError(f"gpudyn: device array has dtype {dt}, expected {np.dtype(dtype)}")
+        raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {dt}, expected {np.dtype(dtype)}")
+    producer = _producer_stream(obj, cai)
+    if producer is not None and n:
+        wait_for(stream_handle(stream), producer)
     return int(cai["data"][0]), n, dt, obj
+
+
+def as_integer_array(obj, stream, dtype, where: str, name: str):
+    """:func:`as_device_array` for unsigned integer inputs (sizes, addresses): host
+    data (list, NumPy) is checked first, negative or too large entries refused
+    rather than wrapped; device arrays must have ``dtype``."""
+    host = _args.host_integers(where, name, obj, dtype)
+    return as_device_array(obj if host is None else host, stream, dtype=dtype, where=where, name=name)

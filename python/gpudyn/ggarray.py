@@ -2,37 +2,35 @@
 inside kernels), and its two baselines :class:`VmmArray` (grown from the host by
 mapping memory, contiguous) and :class:`StaticArray` (fixed capacity).
 
-All three take NumPy dtypes of 1, 2, 4, 8 or 16 bytes, append from NumPy, CuPy,
-PyTorch or any ``__cuda_array_interface__``/DLPack array, and give their
-elements back with :meth:`to_numpy` or :meth:`flatten` (a :class:`DeviceBuffer`
-usable zero-copy by CuPy/PyTorch).  Insertion algorithm: ``algorithm=`` one of
-``"atomic"``, ``"warp_scan"`` (default), ``"tensor_scan"``.
+All three hold bool, integer, float or complex NumPy dtypes of 1, 2, 4, 8 or
+16 bytes in native byte order (others are refused at construction), append
+from NumPy, CuPy, PyTorch or any ``__cuda_array_interface__``/DLPack array, and
+give their elements back with :meth:`to_numpy` or :meth:`flatten` (a
+:class:`DeviceBuffer` usable zero-copy by CuPy/PyTorch).  Insertion algorithm:
+``algorithm=`` one of ``"atomic"`` (0), ``"warp_scan"`` (1, default),
+``"tensor_scan"`` (2).
+
+Streams: every call runs on the array's ``stream`` (None: the legacy default
+stream).  A device array passed in is read only after the work its producer
+queued: the stream named by its ``__cuda_array_interface__`` (v3), or, for a
+CuPy array or PyTorch tensor that names none, that library's current stream.
+NumPy inputs are copied on the array's stream.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from . import _args
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, as_device_array
+from .buffer import DeviceBuffer, as_device_array, element_dtype
 
 ALGORITHMS = {"atomic": 0, "warp_scan": 1, "tensor_scan": 2}
 _ELEMENT_SIZES = (1, 2, 4, 8, 16)
 
 
-def _algo(algorithm) -> int:
-    if isinstance(algorithm, (int, np.integer)) and int(algorithm) in ALGORITHMS.values():
-        return int(algorithm)
-    if algorithm in ALGORITHMS:
-        return ALGORITHMS[algorithm]
-    raise ValueError(f"gpudyn: algorithm={algorithm!r}, expected one of {sorted(ALGORITHMS)}")
-
-
-def _dtype(dtype) -> np.dtype:
-    dt = np.dtype(dtype)
-    if dt.hasobject or dt.itemsize not in _ELEMENT_SIZES:
-        raise TypeError(f"gpudyn: dtype={dt} ({dt.itemsize} bytes), expected a plain dtype of 1, 2, 4, 8 or 16 bytes")
-    return dt
+def _dtype(where: str, dtype) -> np.dtype:
+    return element_dtype(where, dtype, _ELEMENT_SIZES)
 
 
 class _Array(OwnedHandle):
@@ -44,7 +42,6 @@ class _Array(OwnedHandle):
     def _init(self, handle_type: str, create, options, dtype, stream):
         self.dtype = dtype
         self.stream = stream
-        self._stream = stream_handle(stream)
         out = ffi.new(handle_type + "*")
         check(create(out, options, self._stream))
         self._own(out[0], getattr(lib, self._p + "destroy"))
@@ -60,21 +57,26 @@ class _Array(OwnedHandle):
     def extend(self, values, mask=None, algorithm="warp_scan") -> None:
         """Appends every element of the 1-D array `values` (NumPy: copied to the
         device first), or those whose `mask` entry is nonzero (bool/uint8 array of
-        the same length).  All or nothing: :class:`OutOfMemoryError` leaves the array unchanged."""
-        ptr, n, dt, keep = as_device_array(values)
+        the same length).  All or nothing: :class:`OutOfMemoryError` leaves the array unchanged.
+        Device arrays are read after their producer's stream (see the module doc)."""
+        where = type(self).__name__ + ".extend"
+        algo = _args.choice(where, "algorithm", algorithm, ALGORITHMS)
+        self._h()
+        if isinstance(values, np.ndarray) and values.dtype.newbyteorder("=") == self.dtype:
+            values = values.astype(self.dtype, copy=False)  # native byte order, same values
+        ptr, n, dt, keep = as_device_array(values, self.stream, where=where, name="values")
         if dt != self.dtype:
-            raise TypeError(f"gpudyn: values have dtype {dt}, this array holds {self.dtype}")
+            raise TypeError(f"gpudyn: {where} argument 'values' has dtype {dt}, this array holds {self.dtype}")
         mptr, keep_m = ffi.NULL, None
         if mask is not None:
-            mp, mn, mdt, keep_m = as_device_array(mask)
-            if mdt.itemsize != 1:
-                raise TypeError(f"gpudyn: mask has dtype {mdt}, expected bool or uint8")
+            mp, mn, mdt, keep_m = as_device_array(mask, self.stream, where=where, name="mask")
+            if mdt.itemsize != 1 or mdt.kind not in "bu":
+                raise TypeError(f"gpudyn: {where} argument 'mask' has dtype {mdt}, expected bool or uint8")
             if mn != n:
-                raise ValueError(f"gpudyn: mask has {mn} entries, values has {n}")
+                raise ValueError(f"gpudyn: {where} argument 'mask' has {mn} entries, values has {n}")
             mptr = ffi.cast("const uint8_t*", mp)
-        check(self._fn("push_back")(self._handle, ffi.cast("const void*", ptr), n, mptr, _algo(algorithm),
-                                    self._stream))
-        del keep, keep_m
+        check(self._fn("push_back")(self._handle, ffi.cast("const void*", ptr), n, mptr, algo, self._stream))
+        del keep, keep_m  # NumPy temporaries: freed on our stream, after the kernel
 
     def __len__(self) -> int:
         out = ffi.new("uint64_t*")
@@ -118,18 +120,26 @@ class GGArray(_Array):
 
     def __init__(self, dtype=np.int32, num_lfvectors=512, first_bucket=1024, heap_bytes=0, pool_bytes=0,
                  stream=None):
-        dt = _dtype(dtype)
+        w = "GGArray"
+        dt = _dtype(w, dtype)
+        num_lfvectors = _args.integer(w, "num_lfvectors", num_lfvectors, 1, _args.U32_MAX)
+        first_bucket = _args.integer(w, "first_bucket", first_bucket, 1)
+        heap_bytes = _args.integer(w, "heap_bytes", heap_bytes)
+        pool_bytes = _args.U64_MAX if pool_bytes is None else _args.integer(w, "pool_bytes", pool_bytes,
+                                                                             0, _args.U64_MAX - 1)
+        self._stream = stream_handle(stream)
         o = ffi.new("gpudyn_ggarray_options_t*")
         check(lib.gpudyn_ggarray_options_init(o))
         o.element_size = dt.itemsize
-        o.num_lfvectors = int(num_lfvectors)
-        o.first_bucket_elements = int(first_bucket)
-        o.malloc_heap_bytes = int(heap_bytes)
-        o.pool_bytes = (1 << 64) - 1 if pool_bytes is None else int(pool_bytes)
+        o.num_lfvectors = num_lfvectors
+        o.first_bucket_elements = first_bucket
+        o.malloc_heap_bytes = heap_bytes
+        o.pool_bytes = pool_bytes
         self._init("gpudyn_ggarray_t", lib.gpudyn_ggarray_create, o, dt, stream)
 
     def reserve(self, capacity: int) -> None:
-        check(self._fn("reserve")(self._handle, int(capacity), self._stream))
+        capacity = _args.integer("GGArray.reserve", "capacity", capacity)
+        check(self._fn("reserve")(self._handle, capacity, self._stream))
 
     @property
     def capacity(self) -> int:
@@ -175,8 +185,11 @@ class _Contiguous(_Array):
     @property
     def __cuda_array_interface__(self) -> dict:
         """Zero-copy view of the current elements (valid until the array changes)."""
+        # `stream`: our pending writes are on our stream; consumers wait for it (CAI v3:
+        # 1 names the legacy default stream, as 0 is not allowed).
+        s = int(ffi.cast("uintptr_t", self._stream))
         return {"shape": (len(self),), "typestr": self.dtype.str, "data": (self._data(), False),
-                "version": 3, "strides": None, "stream": None}
+                "version": 3, "strides": None, "stream": s if s != 0 else 1}
 
     def as_buffer(self) -> DeviceBuffer:
         """Zero-copy :class:`DeviceBuffer` over the current elements (CAI and DLPack;
@@ -203,11 +216,13 @@ class StaticArray(_Contiguous):
     _view_type = "gpudyn_static_array_view_t"
 
     def __init__(self, capacity: int, dtype=np.int32, stream=None):
-        dt = _dtype(dtype)
+        dt = _dtype("StaticArray", dtype)
+        capacity = _args.integer("StaticArray", "capacity", capacity, 1)
+        self._stream = stream_handle(stream)
         o = ffi.new("gpudyn_static_array_options_t*")
         check(lib.gpudyn_static_array_options_init(o))
         o.element_size = dt.itemsize
-        o.capacity = int(capacity)
+        o.capacity = capacity
         self._init("gpudyn_static_array_t", lib.gpudyn_static_array_create, o, dt, stream)
 
 
@@ -219,13 +234,17 @@ class VmmArray(_Contiguous):
     _view_type = "gpudyn_vmm_array_view_t"
 
     def __init__(self, dtype=np.int32, initial_capacity=0, max_capacity=0, stream=None):
-        dt = _dtype(dtype)
+        dt = _dtype("VmmArray", dtype)
+        initial_capacity = _args.integer("VmmArray", "initial_capacity", initial_capacity)
+        max_capacity = _args.integer("VmmArray", "max_capacity", max_capacity)
+        self._stream = stream_handle(stream)
         o = ffi.new("gpudyn_vmm_array_options_t*")
         check(lib.gpudyn_vmm_array_options_init(o))
         o.element_size = dt.itemsize
-        o.initial_capacity = int(initial_capacity)
-        o.max_capacity = int(max_capacity)
+        o.initial_capacity = initial_capacity
+        o.max_capacity = max_capacity
         self._init("gpudyn_vmm_array_t", lib.gpudyn_vmm_array_create, o, dt, stream)
 
     def reserve(self, capacity: int) -> None:
-        check(self._fn("reserve")(self._handle, int(capacity), self._stream))
+        capacity = _args.integer("VmmArray.reserve", "capacity", capacity)
+        check(self._fn("reserve")(self._handle, capacity, self._stream))

@@ -9,35 +9,21 @@ through :meth:`PageHeap.view_bytes`.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
+from . import _args
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, as_device_array
+from .buffer import DeviceBuffer, as_device_array, as_integer_array
+from .errors import InvalidArgumentError
 
 #: GETPAGE algorithms by name (values of gpudyn_rw_heap_algorithm_t).
 ALGORITHMS = {"rw": 1, "rw_bm": 2, "corw": 3, "crw": 4}
 #: Page id of "no page".
 INVALID_PAGE = 0xFFFFFFFF
-
-
-def _int_arg(where: str, name: str, value, minimum: int = 0) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"gpudyn: {where} argument '{name}' is {value!r}, expected an integer >= {minimum}")
-    return int(value)
-
-
-def _sizes_array(where: str, sizes):
-    if isinstance(sizes, (list, tuple, range)) or np.isscalar(sizes):
-        sizes = np.asarray(sizes)
-    if isinstance(sizes, np.ndarray):
-        arr = sizes.reshape(-1)
-        if arr.size and arr.dtype.kind not in "iu":
-            raise TypeError(f"gpudyn: {where} argument 'sizes' has dtype {arr.dtype}, expected integers")
-        if arr.size and arr.dtype.kind == "i" and arr.min() < 0:
-            raise ValueError(f"gpudyn: {where} argument 'sizes' holds {int(arr.min())}, expected >= 0")
-        sizes = arr.astype(np.uint64)
-    return sizes
+_PAGE_COUNT_MAX = 1 << 31  # gpudyn_rw_heap_options_t.page_count: 1 .. 2^31
 
 
 class PageHeap(OwnedHandle):
@@ -50,20 +36,34 @@ class PageHeap(OwnedHandle):
     word_bits: bitmap word width, 32 or 64.
     use_lockmap: lock a bitmap word before claiming bits (the LockMap of SIV-A).
     max_random_steps: random steps before the bounded fallback sweep.
-    stream: CUDA stream for every call (None: the default stream).
+    stream: CUDA stream for every call (None: the legacy default stream; an
+        int handle, a ``__cuda_stream__`` object, a CuPy/PyTorch/Numba stream).
+        Device arrays passed in are read after their producer's stream (CAI v3
+        ``stream``; CuPy/PyTorch arrays naming none: that library's current
+        stream); NumPy inputs are copied on this stream.
+
+    Page ids and addresses are kept apart: :meth:`get_pages` / :meth:`free_pages`
+    take uint32 page ids (0 .. page_count-1), :meth:`malloc` / :meth:`free` uint64
+    device addresses inside the pool; passing one kind to the other call raises.
     """
 
     def __init__(self, page_count: int = 1 << 20, page_size: int = 256, word_bits: int = 32,
                  use_lockmap: bool = False, max_random_steps: int = 4096, stream=None):
-        opts = ffi.new("gpudyn_rw_heap_options_t*")
-        check(lib.gpudyn_rw_heap_options_init(opts))
-        opts.page_count = _int_arg("PageHeap", "page_count", page_count)
-        opts.page_size = _int_arg("PageHeap", "page_size", page_size)
-        opts.word_bits = _int_arg("PageHeap", "word_bits", word_bits)
-        opts.use_lockmap = 1 if use_lockmap else 0
-        opts.max_random_steps = _int_arg("PageHeap", "max_random_steps", max_random_steps)
+        w = "PageHeap"
+        page_count = _args.integer(w, "page_count", page_count, 1, _PAGE_COUNT_MAX)
+        page_size = _args.integer(w, "page_size", page_size, 1)
+        word_bits = _args.integer(w, "word_bits", word_bits, 0, _args.U32_MAX)  # 32/64: the library says
+        use_lockmap = _args.flag(w, "use_lockmap", use_lockmap)
+        max_random_steps = _args.integer(w, "max_random_steps", max_random_steps, 0, _args.U32_MAX)
         self.stream = stream
         self._stream = stream_handle(stream)
+        opts = ffi.new("gpudyn_rw_heap_options_t*")
+        check(lib.gpudyn_rw_heap_options_init(opts))
+        opts.page_count = page_count
+        opts.page_size = page_size
+        opts.word_bits = word_bits
+        opts.use_lockmap = int(use_lockmap)
+        opts.max_random_steps = max_random_steps
         out = ffi.new("gpudyn_rw_heap_t*")
         check(lib.gpudyn_rw_heap_create(out, opts, self._stream))
         self._own(out[0], lib.gpudyn_rw_heap_destroy)
@@ -72,8 +72,20 @@ class PageHeap(OwnedHandle):
         self.word_bits = int(opts.word_bits)
         #: Step statistics of the last :meth:`get_pages` with ``stats=True``.
         self.last_stats: dict | None = None
+        # Warp heaps whose backing this heap is (they hold a strong reference to it).
+        self._users: weakref.WeakSet = weakref.WeakSet()
 
     # ---- life time ----------------------------------------------------------
+    def close(self) -> None:
+        """Frees the heap's device memory now.  Refused (InvalidArgumentError, the
+        heap stays usable) while an open :class:`WarpHeap` uses it as backing:
+        close that first."""
+        users = [u for u in self._users if u._handle is not None]
+        if self._handle is not None and users:
+            raise InvalidArgumentError(f"gpudyn: PageHeap.close: {len(users)} open WarpHeap(s) use this page heap "
+                                       "as backing; close them first (the page heap stays open)")
+        super().close()
+
     # ---- pages --------------------------------------------------------------
     def get_pages(self, n: int, algorithm: str = "corw", per_thread: int = 1, seed: int = 0,
                   stats: bool = False) -> DeviceBuffer:
@@ -82,18 +94,20 @@ class PageHeap(OwnedHandle):
         ``stats=True`` fills :attr:`last_stats` (TAS, WAS, ...).  Raises
         ``OutOfMemoryError`` when the pages run out; the heap then holds exactly
         what it held before."""
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"gpudyn: PageHeap.get_pages argument 'algorithm' is {algorithm!r}, "
-                             f"expected one of {sorted(ALGORITHMS)}")
-        n = _int_arg("PageHeap.get_pages", "n", n)
-        per_thread = _int_arg("PageHeap.get_pages", "per_thread", per_thread, 1)
-        seed = _int_arg("PageHeap.get_pages", "seed", seed)
+        w = "PageHeap.get_pages"
+        algo = _args.choice(w, "algorithm", algorithm, ALGORITHMS)
+        algorithm = next(k for k, v in ALGORITHMS.items() if v == algo)
+        n = _args.integer(w, "n", n)
+        per_thread = _args.integer(w, "per_thread", per_thread, 1, _args.U32_MAX)
+        seed = _args.integer(w, "seed", seed)
+        stats = _args.flag(w, "stats", stats)
+        h = self._h()
         out = DeviceBuffer(n, np.uint32, stream=self.stream)
         st = ffi.new("gpudyn_rw_heap_stats_t*") if stats else ffi.NULL
         if stats:
             st.struct_size = ffi.sizeof("gpudyn_rw_heap_stats_t")
-        check(lib.gpudyn_rw_heap_get_pages(self._h(), ffi.cast("uint32_t*", out.ptr), n, ALGORITHMS[algorithm],
-                                           per_thread, seed & 0xFFFFFFFFFFFFFFFF, st, self._stream))
+        check(lib.gpudyn_rw_heap_get_pages(h, ffi.cast("uint32_t*", out.ptr), n, algo, per_thread, seed, st,
+                                           self._stream))
         if stats:
             self.last_stats = {f: getattr(st, f) for f in ("requests", "failed", "total_steps", "warps",
                                                            "warp_max_steps_sum", "max_steps", "tas", "was")}
@@ -101,14 +115,29 @@ class PageHeap(OwnedHandle):
         return out
 
     def free_pages(self, pages) -> None:
-        """FREEPAGE for each uint32 page id (device array or NumPy); INVALID_PAGE
-        entries are skipped, unknown or already free ids counted in ``info()['bad_frees']``."""
-        ptr, n, dt, keep = as_device_array(pages, dtype=np.uint32)
-        if np.dtype(dt) != np.uint32:
-            raise TypeError(f"gpudyn: PageHeap.free_pages argument 'pages' has dtype {np.dtype(dt)}, expected uint32")
+        """FREEPAGE for each page id: a uint32 device array (as :meth:`get_pages`
+        returns) or host integers (list, NumPy), each < ``page_count`` or
+        INVALID_PAGE (skipped).  Unknown or already free ids in a device array are
+        counted in ``info()['bad_frees']``.  Addresses are refused (TypeError for
+        a uint64/int64 device array, ValueError for host values that cannot be
+        page ids): free those with :meth:`free`."""
+        w = "PageHeap.free_pages"
+        h = self._h()
+        host = _args.host_integers(w, "pages", pages, np.uint64)
+        if host is not None:
+            bad = host[(host >= self.page_count) & (host != INVALID_PAGE)]
+            if bad.size:
+                raise ValueError(f"gpudyn: {w} argument 'pages' holds {int(bad[0])}, not a page id "
+                                 f"(0 <= id < {self.page_count} or INVALID_PAGE); "
+                                 "addresses from malloc() are freed with free()")
+            pages = host.astype(np.uint32)
+        ptr, n, dt, keep = as_device_array(pages, self.stream, where=w, name="pages")
+        if dt != np.uint32:
+            raise TypeError(f"gpudyn: {w} argument 'pages' has dtype {dt}, expected uint32 page ids; "
+                            "uint64 addresses from malloc() are freed with free()")
         if n:
-            check(lib.gpudyn_rw_heap_free_pages(self._h(), ffi.cast("const uint32_t*", ptr), n, self._stream))
-        del keep
+            check(lib.gpudyn_rw_heap_free_pages(h, ffi.cast("const uint32_t*", ptr), n, self._stream))
+        del keep  # a NumPy temporary is freed on our stream, after the kernel
 
     # ---- RW_malloc ----------------------------------------------------------
     @property
@@ -122,36 +151,51 @@ class PageHeap(OwnedHandle):
         addresses, 16-byte aligned, 0 where the size is 0.  Raises
         ``OutOfMemoryError`` (the heap keeps what it had) or
         ``InvalidArgumentError`` for sizes above :attr:`max_malloc_size`."""
-        sizes = _sizes_array("PageHeap.malloc", sizes)
-        ptr, n, _, keep = as_device_array(sizes, dtype=np.uint64)
+        w = "PageHeap.malloc"
+        seed = _args.integer(w, "seed", seed)
+        h = self._h()
+        ptr, n, _, keep = as_integer_array(sizes, self.stream, np.uint64, w, "sizes")
         out = DeviceBuffer(n, np.uint64, stream=self.stream)
         if n:
-            check(lib.gpudyn_rw_heap_malloc(self._h(), ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr),
-                                            n, _int_arg("PageHeap.malloc", "seed", seed), self._stream))
+            check(lib.gpudyn_rw_heap_malloc(h, ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr),
+                                            n, seed, self._stream))
         del keep
         return out
 
     def free(self, pointers) -> None:
-        """Frees addresses returned by :meth:`malloc` (uint64; 0 entries skipped).
-        A uint32 array is taken as page ids (:meth:`free_pages`)."""
-        ptr, n, dt, keep = as_device_array(pointers)
-        if np.dtype(dt) == np.uint32:
-            return self.free_pages(pointers)
-        if np.dtype(dt) not in (np.dtype(np.uint64), np.dtype(np.int64)):
-            raise TypeError(f"gpudyn: PageHeap.free argument 'pointers' has dtype {np.dtype(dt)}, "
-                            "expected uint64 addresses or uint32 page ids")
+        """Frees addresses returned by :meth:`malloc`: a uint64 (or int64) device or
+        NumPy array, or a list of Python ints (0 entries skipped), each inside the
+        pool.  Page ids are refused (TypeError for arrays of 32 bits or fewer,
+        ValueError for values outside the pool): free those with :meth:`free_pages`."""
+        w = "PageHeap.free"
+        h = self._h()
+        if isinstance(pointers, np.ndarray) and pointers.dtype.kind in "iu" and pointers.dtype.itemsize < 8:
+            raise TypeError(f"gpudyn: {w} argument 'pointers' has dtype {pointers.dtype}, expected uint64 addresses; "
+                            "uint32 page ids are freed with free_pages()")
+        host = _args.host_integers(w, "pointers", pointers, np.uint64)
+        if host is not None:
+            base, end = self.pool_address, self.pool_address + self.page_count * self.page_size
+            bad = host[(host != 0) & ((host < base) | (host >= end))]
+            if bad.size:
+                hint = "; page ids are freed with free_pages()" if int(bad[0]) < self.page_count else ""
+                raise ValueError(f"gpudyn: {w} argument 'pointers' holds {int(bad[0])}, not an address in this "
+                                 f"heap's pool [0x{base:x}, 0x{end:x}){hint}")
+            pointers = host
+        ptr, n, dt, keep = as_device_array(pointers, self.stream, where=w, name="pointers")
+        if dt not in (np.dtype(np.uint64), np.dtype(np.int64)):
+            hint = "; uint32 page ids are freed with free_pages()" if dt == np.uint32 else ""
+            raise TypeError(f"gpudyn: {w} argument 'pointers' has dtype {dt}, expected uint64 addresses{hint}")
         if n:
-            check(lib.gpudyn_rw_heap_free(self._h(), ffi.cast("const uint64_t*", ptr), n, self._stream))
+            check(lib.gpudyn_rw_heap_free(h, ffi.cast("const uint64_t*", ptr), n, self._stream))
         del keep
 
     # ---- state --------------------------------------------------------------
     def occupy(self, fraction: float, seed: int = 0) -> None:
         """Discards all allocations and marks exactly round(fraction * page_count)
         pages used at pseudo-random places (the paper's pre-filled pools)."""
-        if not isinstance(fraction, (int, float, np.floating)) or not 0.0 <= float(fraction) <= 1.0:
-            raise ValueError(f"gpudyn: PageHeap.occupy argument 'fraction' is {fraction!r}, expected 0 <= fraction <= 1")
-        check(lib.gpudyn_rw_heap_occupy(self._h(), float(fraction), _int_arg("PageHeap.occupy", "seed", seed),
-                                        self._stream))
+        fraction = _args.real("PageHeap.occupy", "fraction", fraction, 0.0, 1.0)
+        seed = _args.integer("PageHeap.occupy", "seed", seed)
+        check(lib.gpudyn_rw_heap_occupy(self._h(), fraction, seed, self._stream))
 
     def reset(self) -> None:
         """Discards all allocations and counters."""

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _args
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, as_device_array
+from .buffer import DeviceBuffer, as_integer_array
 
 # The paper's defaults (sec. 5.1 and 3.3), also what gpudyn_warp_heap_options_init sets.
 DEFAULT_SUPERBLOCK_BYTES = 32768
@@ -37,8 +38,8 @@ class WarpHeap(OwnedHandle):
     backing: where its memory comes from: ``"arena"`` (default: a pool of
         ``arena_bytes`` allocated now, cut into slots taken with one atomic),
         ``"cuda_malloc"`` (CUDA device malloc, the paper's configuration), or a
-        :class:`gpudyn.PageHeap` (pages of a random-walk page heap, which must
-        outlive this heap).
+        :class:`gpudyn.PageHeap` (pages of a random-walk page heap; this heap
+        keeps it alive, and ``PageHeap.close()`` is refused while this heap is open).
     arena_bytes: pool size of the arena backing.
     max_superblock_run: arena backing: superblocks a warp takes at once at most
         (1, 2, 4, ... doubling up to this; 1 = one at a time).
@@ -50,7 +51,11 @@ class WarpHeap(OwnedHandle):
         ``cudaLimitMallocHeapSize``) to at least this many bytes; 0 leaves it
         (CUDA's default is 8 MiB).  Must happen before the process's first
         kernel that uses device malloc.
-    stream: CUDA stream for every call (None: the default stream).
+    stream: CUDA stream for every call (None: the legacy default stream; an
+        int handle, a ``__cuda_stream__`` object, a CuPy/PyTorch/Numba stream).
+        Device arrays passed in are read after their producer's stream (CAI v3
+        ``stream``; CuPy/PyTorch arrays naming none: that library's current
+        stream); NumPy inputs are copied on this stream.
     """
 
     def __init__(self, superblock_bytes: int = DEFAULT_SUPERBLOCK_BYTES,
@@ -58,38 +63,48 @@ class WarpHeap(OwnedHandle):
                  list_capacity: int = DEFAULT_LIST_CAPACITY,
                  device_heap_bytes: int = 0, stream=None, backing="arena",
                  arena_bytes: int = DEFAULT_ARENA_BYTES, max_superblock_run: int = DEFAULT_MAX_SUPERBLOCK_RUN):
-        for name, value in (("superblock_bytes", superblock_bytes), ("min_block_bytes", min_block_bytes),
-                            ("list_capacity", list_capacity), ("device_heap_bytes", device_heap_bytes),
-                            ("arena_bytes", arena_bytes), ("max_superblock_run", max_superblock_run)):
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"gpudyn: WarpHeap argument '{name}' is {value!r}, expected an integer >= 0")
+        w = "WarpHeap"
+        u32 = _args.U32_MAX
+        sizes = {}
+        for name, value, hi in (("superblock_bytes", superblock_bytes, _args.U64_MAX),
+                                ("min_block_bytes", min_block_bytes, u32), ("list_capacity", list_capacity, u32),
+                                ("device_heap_bytes", device_heap_bytes, _args.U64_MAX),
+                                ("arena_bytes", arena_bytes, _args.U64_MAX),
+                                ("max_superblock_run", max_superblock_run, u32)):
+            sizes[name] = _args.integer(w, name, value, 0, hi)
+        from .rw_heap import PageHeap
+        page_heap = None
+        if isinstance(backing, PageHeap):
+            page_heap = backing
+        elif isinstance(backing, str) and backing in BACKINGS and backing != "page_heap":
+            backing_value = BACKINGS[backing]
+        elif isinstance(backing, str):
+            raise ValueError(f"gpudyn: WarpHeap argument 'backing' is {backing!r}, expected 'arena', "
+                             "'cuda_malloc' or a gpudyn.PageHeap")
+        else:
+            raise TypeError(f"gpudyn: WarpHeap argument 'backing' is a {type(backing).__name__}, expected "
+                            "'arena', 'cuda_malloc' or a gpudyn.PageHeap")
         self.stream = stream
         self._stream = stream_handle(stream)
         opts = ffi.new("gpudyn_warp_heap_options_t*")
         check(lib.gpudyn_warp_heap_options_init(opts))
-        opts.superblock_bytes = int(superblock_bytes)
-        opts.min_block_bytes = int(min_block_bytes)
-        opts.list_capacity = int(list_capacity)
-        opts.device_heap_bytes = int(device_heap_bytes)
-        opts.arena_bytes = int(arena_bytes)
-        opts.max_superblock_run = int(max_superblock_run)
-        self._page_heap = None
-        if isinstance(backing, str):
-            if backing not in BACKINGS or backing == "page_heap":
-                raise ValueError(f"gpudyn: WarpHeap argument 'backing' is {backing!r}, expected 'arena', "
-                                 "'cuda_malloc' or a gpudyn.PageHeap")
-            opts.backing = BACKINGS[backing]
-        else:
-            from .rw_heap import PageHeap
-            if not isinstance(backing, PageHeap):
-                raise TypeError(f"gpudyn: WarpHeap argument 'backing' is a {type(backing).__name__}, expected "
-                                "'arena', 'cuda_malloc' or a gpudyn.PageHeap")
+        for name, value in sizes.items():
+            setattr(opts, name, value)
+        self._page_heap = page_heap  # keeps the page heap alive as long as this heap
+        if page_heap is not None:
             opts.backing = BACKINGS["page_heap"]
-            opts.page_heap = ffi.cast("void*", backing._h())
-            self._page_heap = backing  # keeps the page heap alive as long as this heap
+            opts.page_heap = ffi.cast("void*", page_heap._h())
+        else:
+            opts.backing = backing_value
         out = ffi.new("gpudyn_warp_heap_t*")
         check(lib.gpudyn_warp_heap_create(out, opts, self._stream))
-        self._own(out[0], lib.gpudyn_warp_heap_destroy)
+        if page_heap is None:
+            self._own(out[0], lib.gpudyn_warp_heap_destroy)
+        else:
+            # The finalizer holds the page heap too: when both are collected together, the
+            # page heap outlives this heap's destroy whatever order the collector picks.
+            self._own(out[0], lambda h, _backing=page_heap: lib.gpudyn_warp_heap_destroy(h))
+            page_heap._users.add(self)  # PageHeap.close() refuses while this heap is open
 
     # ---- life time ----------------------------------------------------------
     # ---- arena --------------------------------------------------------------
@@ -99,22 +114,14 @@ class WarpHeap(OwnedHandle):
         (0 where the size is 0), valid until :meth:`release`.  Raises
         ``OutOfMemoryError`` when the backing allocator runs out; the heap then
         holds exactly what it held before."""
+        w = "WarpHeap.alloc"
         h = self._h()
-        if isinstance(sizes, (list, tuple, range)) or np.isscalar(sizes):
-            sizes = np.asarray(sizes)
-        if isinstance(sizes, np.ndarray):
-            arr = np.asarray(sizes).reshape(-1)
-            if arr.size and arr.dtype.kind not in "iu":
-                raise TypeError(f"gpudyn: WarpHeap.alloc argument 'sizes' has dtype {arr.dtype}, expected integers")
-            if arr.size and arr.dtype.kind == "i" and arr.min() < 0:
-                raise ValueError(f"gpudyn: WarpHeap.alloc argument 'sizes' holds {int(arr.min())}, expected >= 0")
-            sizes = arr.astype(np.uint64)
-        ptr, n, _, keep = as_device_array(sizes, dtype=np.uint64)
+        ptr, n, _, keep = as_integer_array(sizes, self.stream, np.uint64, w, "sizes")
         out = DeviceBuffer(n, np.uint64, stream=self.stream)
         if n:
             check(lib.gpudyn_warp_heap_alloc_batch(h, ffi.cast("const uint64_t*", ptr), n,
                                                    ffi.cast("void**", out.ptr), self._stream))
-        del keep
+        del keep  # a NumPy temporary is freed on our stream, after the kernel
         return out
 
     def release(self) -> None:
@@ -156,7 +163,9 @@ class WarpHeap(OwnedHandle):
     def free_kept(self, headers) -> None:
         """Frees warp headers that a kernel kept (``warp_heap::keep``) and will not
         resume; ``headers`` is a device array of uint64 header pointers (0 skipped)."""
-        ptr, n, _, keep = as_device_array(headers, dtype=np.uint64)
+        w = "WarpHeap.free_kept"
+        h = self._h()
+        ptr, n, _, keep = as_integer_array(headers, self.stream, np.uint64, w, "headers")
         if n:
-            check(lib.gpudyn_warp_heap_free_kept(self._h(), ffi.cast("void* const*", ptr), n, self._stream))
+            check(lib.gpudyn_warp_heap_free_kept(h, ffi.cast("void* const*", ptr), n, self._stream))
         del keep

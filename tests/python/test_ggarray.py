@@ -13,7 +13,7 @@ def test_bad_arguments_name_the_argument():
     with pytest.raises(TypeError, match="dtype"):
         gpudyn.GGArray(dtype=np.dtype("V3"))
     with pytest.raises(ValueError, match="algorithm"):
-        gpudyn.ggarray._algo("bubble")
+        gpudyn.GGArray.__new__(gpudyn.GGArray).extend(np.zeros(1, np.int32), algorithm="bubble")
 
 
 def test_theory_bound_and_fig3():

@@ -82,7 +82,7 @@ def test_pages_unique_and_free(algorithm, free):
         with pytest.raises(gpudyn.OutOfMemoryError, match="no free page"):
             heap.get_pages(1, algorithm=algorithm)
         assert heap.free_page_count == 0
-        heap.free(pages[: A // 2])
+        heap.free_pages(pages[: A // 2])
         assert heap.free_page_count == A // 2
         again = heap.get_pages(A // 2, algorithm=algorithm, seed=2).to_numpy()
         assert len(np.unique(np.concatenate([again, pages[A // 2:]]))) == A

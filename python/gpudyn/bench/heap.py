@@ -1,0 +1,196 @@
+"""`gpudyn bench heap`: the device allocator (gpudyn::heap_ref) on the matrix of
+Winter et al., "Are dynamic memory managers on GPUs slow?" (PPoPP'21) — N threads
+x S bytes, alloc / free / alloc+free, converged and divergent callers — against
+CUDA's device malloc in the same run, plus bytes held after churn, the usable
+fraction at exhaustion and the largest single allocation; targets of issue 11."""
+from __future__ import annotations
+
+import math
+
+# Targets of issue 11 on the H200.
+MALLOC_MS_GOALS = {"16": 0.05, "256": 0.07, "4096": 0.08, "mixed": 0.25}  # ms, 1M threads, converged
+DIVERGENT_RATIO_GOAL = 1.5     # divergent / converged malloc time, same sizes
+FREE_MS_GOAL = 0.03            # ms, 1M threads free, every S
+SPEEDUP_GOAL = 1000.0          # x over CUDA malloc, every point of the matrix
+CHURN_GOAL = 1.25              # bytes held / bytes live after 10 rounds of churn, every S
+USABLE_GOAL = 0.9              # live bytes / mapped bytes at the first failure, every S
+LARGEST_GIB_GOAL = 1.0         # largest single allocation, GiB
+
+# Failures every row reports (0 everywhere when the allocator is correct).
+CHECKS = ("nulls", "bad_readback", "overlaps", "misaligned", "bad_frees", "leaked")
+
+
+def _count(n: int) -> str:
+    """1048576 -> '1M', 16384 -> '16K'."""
+    for div, suffix in ((1 << 20, "M"), (1 << 10, "K")):
+        if n >= div and n % div == 0:
+            return f"{n // div}{suffix}"
+    return str(n)
+
+
+def _size(s: str) -> str:
+    return "mixed 16-4096 B" if s == "mixed" else f"{s} B"
+
+
+def _order(s: str) -> float:
+    return math.inf if s == "mixed" else int(s)
+
+
+def _measured(v) -> bool:
+    return isinstance(v, (int, float)) and v > 0
+
+
+def run(ctx):
+    raw = ctx.run_program("gpudyn_bench_heap")
+    rows = raw["rows"]
+    matrix = [r for r in rows if r["kind"] == "matrix"]
+    point = {(r["allocator"], r["mode"], r["n"], r["s"]): r for r in matrix}
+    ns = sorted({r["n"] for r in matrix})
+    ss = sorted({r["s"] for r in matrix}, key=_order)
+    N = ns[-1]
+
+    def ms(alloc, mode, n, s, key="alloc_ms"):
+        r = point.get((alloc, mode, n, s))
+        return r[key] if r and not r.get("skipped") and _measured(r.get(key)) else math.nan
+
+    # ---- targets ----
+    for s, goal in MALLOC_MS_GOALS.items():
+        if s in ss:
+            ctx.target(f"heap malloc {_count(N)} x {_size(s)} converged (ms)", ms("heap", "converged", N, s), goal,
+                       "ms", False)
+    for s in MALLOC_MS_GOALS:
+        if s in ss:
+            ctx.target(f"heap divergent / converged malloc, {_count(N)} x {_size(s)}",
+                       ms("heap", "divergent", N, s) / ms("heap", "converged", N, s), DIVERGENT_RATIO_GOAL, "x", False)
+    frees = [(ms("heap", "converged", N, s, "free_ms"), s) for s in ss]
+    worst_free = max(frees, key=lambda x: -math.inf if math.isnan(x[0]) else x[0])
+    t = ctx.target(f"heap free {_count(N)} threads converged, worst S (ms)", worst_free[0], FREE_MS_GOAL, "ms", False)
+    t["where"] = _size(worst_free[1])
+
+    speedups = []
+    for (alloc, mode, n, s), r in point.items():
+        if alloc != "heap":
+            continue
+        c, h = ms("cuda_malloc", mode, n, s), ms("heap", mode, n, s)
+        if not (math.isnan(c) or math.isnan(h)):
+            speedups.append((c / h, n, s, mode))
+    skipped = sum(1 for r in matrix if r.get("skipped"))
+    if speedups:
+        worst = min(speedups)
+        t = ctx.target("heap speedup over CUDA malloc, worst point of the matrix", worst[0], SPEEDUP_GOAL, "x", True)
+        t["where"] = f"{_count(worst[1])} x {_size(worst[2])}, {worst[3]}" + (
+            f"; {skipped} CUDA malloc point(s) skipped (time budget)" if skipped else "")
+
+    churn = [r for r in rows if r["kind"] == "churn"]
+    if churn:
+        worst = max(churn, key=lambda r: r["held_over_live"])
+        t = ctx.target("heap bytes held / bytes live after churn, worst S", worst["held_over_live"], CHURN_GOAL,
+                       "ratio", False)
+        t["where"] = f"{_count(worst['n'])} x {_size(worst['s'])}, {worst['rounds']} rounds"
+    exhaustion = [r for r in rows if r["kind"] == "exhaustion"]
+    if exhaustion:
+        worst = min(exhaustion, key=lambda r: r["usable_fraction"])
+        t = ctx.target("heap usable fraction at exhaustion, worst S", worst["usable_fraction"], USABLE_GOAL, "",
+                       True)
+        t["where"] = f"{_size(worst['s'])}, heap of {worst['heap_bytes_mapped'] / 2**20:.0f} MiB"
+    largest = [r for r in rows if r["kind"] == "largest"]
+    if largest:
+        t = ctx.target("heap largest single allocation (GiB)", largest[0]["bytes"] / 2**30, LARGEST_GIB_GOAL, "GiB",
+                       True)
+        t["where"] = f"empty heap of {largest[0]['heap_bytes_mapped'] / 2**30:.1f} GiB"
+
+    # ---- verification: every row of gpudyn must be clean ----
+    def failures(allocator):
+        out = dict.fromkeys(CHECKS, 0)
+        for r in rows:
+            if r.get("allocator", "heap") == allocator:
+                for k in CHECKS:
+                    out[k] += int(r.get(k, 0))
+        return out
+    verification = {"heap": failures("heap"), "cuda_malloc": failures("cuda_malloc")}
+    if any(verification["heap"].values()):
+        print(f"[heap] VERIFICATION FAILED: {verification['heap']} (see the rows of {ctx.name}.json)", flush=True)
+
+    _plots(ctx, point, ns, ss, churn, exhaustion)
+
+    lines = [f"verification (sums over every row): gpudyn {verification['heap']}, "
+             f"CUDA malloc {verification['cuda_malloc']}", "",
+             f"| {_count(N)} threads x S | heap malloc conv / div (ms) | heap free (ms) | heap alloc+free (ms) "
+             "| CUDA malloc / free (ms) | malloc speedup | held / live after alloc | held / live after churn |",
+             "|---|---|---|---|---|---|---|---|"]
+    churn_by = {r["s"]: r for r in churn}
+    for s in ss:
+        h = point.get(("heap", "converged", N, s), {})
+        c = ms("cuda_malloc", "converged", N, s), ms("cuda_malloc", "converged", N, s, "free_ms")
+        held = h.get("bytes_held", 0) / h["bytes_live"] if h.get("bytes_live") else math.nan
+        lines.append(f"| {_size(s)} | {ms('heap', 'converged', N, s):.4g} / {ms('heap', 'divergent', N, s):.4g} "
+                     f"| {ms('heap', 'converged', N, s, 'free_ms'):.4g} "
+                     f"| {ms('heap', 'converged', N, s, 'alloc_free_ms'):.4g} | {c[0]:.4g} / {c[1]:.4g} "
+                     f"| {c[0] / ms('heap', 'converged', N, s):.4g} | {held:.3f} "
+                     f"| {churn_by[s]['held_over_live'] if s in churn_by else math.nan:.3f} |")
+    for t in ctx.targets:
+        if "where" in t:
+            lines.append(f"\n{t['name']}: {t['value']:.4g} at {t['where']}")
+    return {"raw": raw, "verification": verification, "table": "\n".join(lines)}
+
+
+def _plots(ctx, point, ns, ss, churn, exhaustion):
+    plt = ctx.pyplot()
+    if plt is None:
+        return
+    ops = (("alloc_ms", "malloc"), ("free_ms", "free"), ("alloc_free_ms", "malloc + write + free"))
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, alloc in enumerate(("heap", "cuda_malloc")):
+        for j, (key, title) in enumerate(ops):
+            ax = axes[i][j]
+            for k, s in enumerate(ss):
+                for mode, style in (("converged", "-"), ("divergent", "--")):
+                    pts = [(n, point[(alloc, mode, n, s)].get(key)) for n in ns if (alloc, mode, n, s) in point]
+                    pts = [(n, v) for n, v in pts if _measured(v)]
+                    if pts:
+                        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", ms=3,
+                                color=colors[k % len(colors)], label=_size(s) if mode == "converged" else None)
+            ax.set(xscale="log", yscale="log", xlabel="threads N", ylabel="kernel time (ms)",
+                   title=f"{'gpudyn heap' if alloc == 'heap' else 'CUDA malloc'}: {title}")
+    axes[0][0].legend(fontsize=7, title="solid: converged, dashed: divergent", title_fontsize=7)
+    fig.tight_layout()
+    fig.savefig(ctx.figure_path("heap_matrix.png"), dpi=100)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4), squeeze=False)
+    for ax, mode in zip(axes[0], ("converged", "divergent")):
+        grid = []
+        for n in ns:
+            row = []
+            for s in ss:
+                h, c = point.get(("heap", mode, n, s), {}), point.get(("cuda_malloc", mode, n, s), {})
+                ok = _measured(h.get("alloc_ms")) and _measured(c.get("alloc_ms")) and not c.get("skipped")
+                row.append(c["alloc_ms"] / h["alloc_ms"] if ok else math.nan)
+            grid.append(row)
+        im = ax.imshow([[math.log10(v) if v == v and v > 0 else math.nan for v in r] for r in grid], cmap="viridis",
+                       aspect="auto", origin="lower")
+        for a, r in enumerate(grid):
+            for b, v in enumerate(r):
+                ax.text(b, a, "-" if v != v else f"{v:.0f}", ha="center", va="center", fontsize=7, color="white")
+        ax.set_xticks(range(len(ss)), [_size(s) for s in ss], rotation=30, fontsize=7)
+        ax.set_yticks(range(len(ns)), [_count(n) for n in ns])
+        ax.set(xlabel="S", ylabel="threads N", title=f"malloc speedup over CUDA malloc, {mode} (goal {SPEEDUP_GOAL:g}x)")
+        fig.colorbar(im, ax=ax, label="log10 speedup")
+    fig.tight_layout()
+    fig.savefig(ctx.figure_path("heap_speedup.png"), dpi=100)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), squeeze=False)
+    for ax, data, key, goal, title in (
+            (axes[0][0], churn, "held_over_live", CHURN_GOAL, "bytes held / bytes live after churn"),
+            (axes[0][1], exhaustion, "usable_fraction", USABLE_GOAL, "usable fraction at exhaustion")):
+        data = sorted(data, key=lambda r: _order(r["s"]))
+        ax.bar(range(len(data)), [r[key] for r in data])
+        ax.axhline(goal, color="grey", ls="--", lw=0.8, label=f"goal {goal:g}")
+        ax.set_xticks(range(len(data)), [_size(r["s"]) for r in data], rotation=30, fontsize=7)
+        ax.set(title=title)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(ctx.figure_path("heap_memory.png"), dpi=100)
+    plt.close(fig)

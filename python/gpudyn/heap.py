@@ -1,0 +1,142 @@
+"""Heap: gpudyn's device allocator — malloc/free of any size from any thread of
+any kernel, on a random-walk page heap that the host can grow between launches.
+
+From Python the bulk calls run one device malloc (or free) per entry; kernels
+written against ``<gpudyn/heap.cuh>`` (CuPy ``RawModule`` with
+``gpudyn.nvrtc_options()``) take the same heap through :attr:`Heap.view`::
+
+    with gpudyn.Heap(initial_bytes=64 << 20) as heap:
+        ptrs = heap.malloc([16, 100, 4096])    # DeviceBuffer of uint64 device pointers
+        heap.free(ptrs)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._ffi import check, ffi, lib, stream_handle
+from ._handle import OwnedHandle
+from .buffer import DeviceBuffer, as_device_array, current_device
+from .rw_heap import _int_arg, _sizes_array
+
+_STAT_FIELDS = ("bytes_mapped", "bytes_max", "bytes_held", "bytes_allocated", "allocations", "failed_allocations",
+                "bad_frees", "largest_free_bytes")
+
+
+class Heap(OwnedHandle):
+    """A device heap: one virtual range reserved at creation, physical memory
+    mapped into it up front and by :meth:`grow`.
+
+    Parameters
+    ----------
+    initial_bytes: memory mapped now (None: the library's default, 1 GiB or
+        half the device's free memory when that is less).
+    max_bytes: the most :meth:`grow` may reach; the range and the metadata are
+        sized for it (None: ``initial_bytes`` x 8, at most the device's memory).
+    page_size: bytes per page, a power of two from 4 KiB to 2 MiB (None: 64 KiB).
+    stream: CUDA stream for every call (None: the default stream).
+
+    The heap belongs to the device that is current when it is created
+    (:attr:`device`).
+    """
+
+    def __init__(self, initial_bytes: int | None = None, max_bytes: int | None = None,
+                 page_size: int | None = None, stream=None):
+        opts = ffi.new("gpudyn_heap_options_t*")
+        check(lib.gpudyn_heap_options_init(opts))
+        # None keeps the library's default (0 is its spelling of "default": refused here).
+        if initial_bytes is not None:
+            opts.initial_bytes = _int_arg("Heap", "initial_bytes", initial_bytes, 1)
+        if max_bytes is not None:
+            opts.max_bytes = _int_arg("Heap", "max_bytes", max_bytes, 1)
+        if page_size is not None:
+            opts.page_size = _int_arg("Heap", "page_size", page_size, 1)
+        self.stream = stream
+        self._stream = stream_handle(stream)
+        #: The CUDA device this heap belongs to.
+        self.device = current_device()
+        out = ffi.new("gpudyn_heap_t*")
+        check(lib.gpudyn_heap_create(out, opts, self._stream))
+        self._own(out[0], lib.gpudyn_heap_destroy)
+        self.page_size = int(opts.page_size)
+
+    # ---- allocations ------------------------------------------------------------
+    def malloc(self, sizes) -> DeviceBuffer:
+        """One device malloc per entry of ``sizes`` (bytes: an int, a sequence, a
+        NumPy array or a 1-D uint64 device array).  Returns a DeviceBuffer of uint64
+        device pointers, 16-byte aligned, 0 where the size is 0.  Raises
+        ``OutOfMemoryError`` when the heap cannot hold them all; the heap then holds
+        exactly what it held before."""
+        sizes = _sizes_array("Heap.malloc", sizes)
+        h = self._h()
+        ptr, n, _, keep = as_device_array(sizes, dtype=np.uint64)
+        out = DeviceBuffer(n, np.uint64, stream=self.stream)
+        if n:
+            check(lib.gpudyn_heap_malloc(h, ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr), n,
+                                         self._stream))
+        del keep
+        return out
+
+    def free(self, pointers) -> None:
+        """Frees pointers from :meth:`malloc` or from kernels (uint64 or int64: a
+        sequence, NumPy or device array; 0 entries are skipped).  Pointers the heap
+        did not hand out, or handed out and already freed, change nothing and are
+        counted in ``stats()['bad_frees']``.  Stream-ordered."""
+        if isinstance(pointers, (list, tuple, range)) or np.isscalar(pointers):
+            pointers = np.asarray(pointers)
+        if isinstance(pointers, np.ndarray):
+            arr = pointers.reshape(-1)
+            if arr.size and arr.dtype.kind not in "iu":
+                raise TypeError(f"gpudyn: Heap.free argument 'pointers' has dtype {arr.dtype}, expected uint64")
+            if arr.size and arr.dtype.kind == "i" and arr.min() < 0:
+                raise ValueError(f"gpudyn: Heap.free argument 'pointers' holds {int(arr.min())}, expected addresses >= 0")
+            pointers = arr.astype(np.uint64)
+        ptr, n, dt, keep = as_device_array(pointers)
+        if np.dtype(dt) not in (np.dtype(np.uint64), np.dtype(np.int64)):
+            raise TypeError(f"gpudyn: Heap.free argument 'pointers' has dtype {np.dtype(dt)}, expected uint64")
+        if n:
+            check(lib.gpudyn_heap_free(self._h(), ffi.cast("const uint64_t*", ptr), n, self._stream))
+        del keep
+
+    # ---- memory -------------------------------------------------------------------
+    def grow(self, nbytes: int) -> None:
+        """Maps memory until at least ``nbytes`` are usable (up to ``max_bytes``;
+        smaller values change nothing).  Kernels launched on the heap's stream
+        afterwards, and views taken before, see the new memory.  Raises
+        ``NotSupportedError`` on devices without virtual memory management."""
+        check(lib.gpudyn_heap_grow(self._h(), _int_arg("Heap.grow", "nbytes", nbytes), self._stream))
+
+    def stats(self) -> dict:
+        """Sizes and counters (synchronizes the stream): ``bytes_mapped``,
+        ``bytes_max``, ``bytes_held`` (pages in use), ``bytes_allocated`` (usable
+        bytes of live allocations), ``allocations`` (live), ``failed_allocations``
+        and ``bad_frees`` (since creation, :meth:`clear_status` or :meth:`reset`),
+        ``largest_free_bytes`` (largest single malloc that would succeed now)."""
+        s = ffi.new("gpudyn_heap_stats_t*")
+        s.struct_size = ffi.sizeof("gpudyn_heap_stats_t")
+        check(lib.gpudyn_heap_get_stats(self._h(), s, self._stream))
+        return {f: int(getattr(s, f)) for f in _STAT_FIELDS}
+
+    def clear_status(self) -> None:
+        """Zeroes ``failed_allocations`` and ``bad_frees``."""
+        check(lib.gpudyn_heap_clear_status(self._h(), self._stream))
+
+    def reset(self) -> None:
+        """Drops every allocation (pointers handed out become invalid) and the counters."""
+        check(lib.gpudyn_heap_reset(self._h(), self._stream))
+
+    # ---- kernels ------------------------------------------------------------------
+    @property
+    def view(self) -> np.ndarray:
+        """The ``gpudyn_heap_view_t`` as raw bytes (uint8), to pass to a kernel that
+        wraps it in ``gpudyn::heap_ref`` (see examples/heap/cupy_malloc.py).  Stays
+        valid across :meth:`grow`, until the heap is closed."""
+        v = ffi.new("gpudyn_heap_view_t*")
+        check(lib.gpudyn_heap_get_view(self._h(), v))
+        return np.frombuffer(bytes(ffi.buffer(v)), dtype=np.uint8).copy()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._handle is None else f"page_size={self.page_size}, device={self.device}"
+        return f"Heap({state})"
+
+
+__all__ = ["Heap"]

@@ -1,0 +1,320 @@
+"""Argument checks of the Python API, property-based (hypothesis), run without
+a GPU: every check happens before any device call, so a bad scalar, dtype or
+stream gives a ValueError/TypeError naming the argument here too (without the
+check, these calls would reach the library: a cffi OverflowError, a silent
+truncation, or NoDeviceError on this machine)."""
+import ctypes
+import sys
+import types
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gpudyn
+from gpudyn import _args, _ffi
+from gpudyn._handle import OwnedHandle
+from gpudyn.buffer import DeviceBuffer, _producer_stream, as_device_array, element_dtype
+
+FAST = settings(max_examples=40, deadline=None)
+U32, U64 = (1 << 32) - 1, (1 << 64) - 1
+
+# Values that are not counts: bools, fractions, non-finite floats, other types.
+not_integers = st.one_of(
+    st.booleans(), st.sampled_from([np.bool_(True), np.bool_(False)]),
+    st.floats(allow_nan=True, allow_infinity=True).filter(lambda f: not (f == f and abs(f) < 1e300 and f.is_integer())),
+    st.text(max_size=3), st.none(), st.lists(st.integers(0, 3), max_size=2).map(tuple),
+)
+
+
+def _bad_error(exc_info, name):
+    assert f"'{name}'" in str(exc_info.value), str(exc_info.value)
+    assert not isinstance(exc_info.value, OverflowError)
+
+
+# ---- the helper ----------------------------------------------------------------
+@FAST
+@given(lo=st.integers(0, 100), span=st.integers(0, 1 << 40), value=st.integers(-(1 << 70), 1 << 70))
+def test_integer_accepts_exactly_the_range(lo, span, value):
+    hi = lo + span
+    if lo <= value <= hi:
+        assert _args.integer("f", "x", value, lo, hi) == value
+        assert _args.integer("f", "x", np.int64(value) if value < 1 << 63 else value, lo, hi) == value
+        if abs(value) < 1 << 52:
+            assert _args.integer("f", "x", float(value), lo, hi) == value  # a whole float is a count
+    else:
+        with pytest.raises(ValueError, match=rf"'x' is {value}, expected an integer in \[{lo}, {hi}\]"):
+            _args.integer("f", "x", value, lo, hi)
+
+
+@FAST
+@given(value=not_integers)
+def test_integer_refuses_non_integers(value):
+    with pytest.raises((TypeError, ValueError)) as info:
+        _args.integer("f", "count", value)
+    _bad_error(info, "count")
+    if isinstance(value, (bool, np.bool_)):
+        assert info.type is TypeError  # True is not a count (was accepted as 1)
+
+
+@FAST
+@given(value=st.one_of(st.text(max_size=12), st.integers(-5, 10), st.booleans(), st.floats(0, 3), st.none()))
+def test_choice_takes_exact_names_and_values_only(value):
+    names = gpudyn.ggarray.ALGORITHMS
+    ok = (isinstance(value, str) and value in names) or (
+        type(value) is int and value in names.values())
+    if ok:
+        assert _args.choice("f", "algorithm", value, names) == names.get(value, value)
+    else:
+        with pytest.raises((TypeError, ValueError)) as info:
+            _args.choice("f", "algorithm", value, names)
+        _bad_error(info, "algorithm")
+        assert "'atomic' (0)" in str(info.value)
+
+
+# ---- constructors: every scalar checked before the library is called -------------
+SCALARS = [
+    (gpudyn.GGArray, "num_lfvectors", 1, U32),
+    (gpudyn.GGArray, "first_bucket", 1, U64),
+    (gpudyn.GGArray, "heap_bytes", 0, U64),
+    (gpudyn.GGArray, "pool_bytes", 0, U64 - 1),
+    (lambda **k: gpudyn.StaticArray(**{"capacity": 10, **k}), "capacity", 1, U64),
+    (gpudyn.VmmArray, "initial_capacity", 0, U64),
+    (gpudyn.VmmArray, "max_capacity", 0, U64),
+    (gpudyn.PageHeap, "page_count", 1, 1 << 31),
+    (gpudyn.PageHeap, "page_size", 1, U64),
+    (gpudyn.PageHeap, "word_bits", 0, U32),
+    (gpudyn.PageHeap, "max_random_steps", 0, U32),
+    (gpudyn.WarpHeap, "superblock_bytes", 0, U64),
+    (gpudyn.WarpHeap, "min_block_bytes", 0, U32),
+    (gpudyn.WarpHeap, "list_capacity", 0, U32),
+    (gpudyn.WarpHeap, "device_heap_bytes", 0, U64),
+    (gpudyn.WarpHeap, "arena_bytes", 0, U64),
+    (gpudyn.WarpHeap, "max_superblock_run", 0, U32),
+]
+
+
+@pytest.mark.parametrize("make,name,lo,hi", SCALARS, ids=[f"{i}-{s[1]}" for i, s in enumerate(SCALARS)])
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_constructor_scalars_are_checked_first(make, name, lo, hi, data):
+    bad = data.draw(st.one_of(not_integers, st.integers(hi + 1, hi + (1 << 70)), st.integers(-(1 << 70), lo - 1),
+                              st.sampled_from([1.5, -1, hi + 1])).filter(
+        lambda v: not (name == "pool_bytes" and v is None)))  # pool_bytes=None: no pool, valid
+    with pytest.raises((TypeError, ValueError)) as info:
+        make(**{name: bad})
+    _bad_error(info, name)
+    assert not isinstance(info.value, gpudyn.NoDeviceError)
+
+
+def test_issue_examples():
+    with pytest.raises(ValueError, match=r"'num_lfvectors' is -1, expected an integer in \[1, 4294967295\]"):
+        gpudyn.GGArray(num_lfvectors=-1)
+    with pytest.raises(ValueError, match="'num_lfvectors' is 1.5"):
+        gpudyn.GGArray(num_lfvectors=1.5)
+    with pytest.raises(TypeError, match="'use_lockmap'"):
+        gpudyn.PageHeap(use_lockmap="yes")
+    # extend checks `algorithm` before it touches the array (a bare instance has no handle)
+    g = gpudyn.GGArray.__new__(gpudyn.GGArray)
+    with pytest.raises(TypeError, match="'algorithm' is True"):
+        g.extend(np.zeros(3, np.int32), algorithm=True)
+    with pytest.raises(ValueError, match="'algorithm' is 'bubble'"):
+        g.extend(np.zeros(3, np.int32), algorithm="bubble")
+    with pytest.raises(ValueError, match="closed"):  # a good algorithm reaches the handle check
+        g.extend(np.zeros(3, np.int32), algorithm="atomic")
+    h = gpudyn.PageHeap.__new__(gpudyn.PageHeap)
+    with pytest.raises(TypeError, match="'stats'"):
+        h.get_pages(1, stats="no")
+    with pytest.raises(ValueError, match="'n' is -3"):
+        h.get_pages(-3)
+    with pytest.raises(ValueError, match="'algorithm'"):
+        h.get_pages(1, algorithm="walk")
+    with pytest.raises(ValueError, match="'fraction'"):
+        h.occupy(float("nan"))
+    with pytest.raises(TypeError, match="'fraction'"):
+        h.occupy(True)
+    with pytest.raises(ValueError, match="'capacity' is -1"):
+        gpudyn.GGArray.__new__(gpudyn.GGArray).reserve(-1)
+
+
+# ---- dtypes ----------------------------------------------------------------------
+REFUSED_DTYPES = [np.dtype([("a", "i4"), ("b", "i4")]), "V8", "S4", "U1", "M8[ns]", "m8[s]", object,
+                  ">i4", ">f8", "<u2" if sys.byteorder == "big" else ">u2", np.dtype(("i4", (2,)))]
+
+
+@pytest.mark.parametrize("dtype", REFUSED_DTYPES, ids=str)
+@pytest.mark.parametrize("cls", [gpudyn.GGArray, gpudyn.VmmArray, lambda dtype: gpudyn.StaticArray(10, dtype=dtype),
+                                 lambda dtype: DeviceBuffer(4, dtype)])
+def test_dtypes_a_structure_cannot_hold_are_refused_at_construction(cls, dtype):
+    with pytest.raises(TypeError, match="'dtype'") as info:
+        cls(dtype=dtype)
+    assert "expected a native-byte-order bool, integer, float or complex dtype" in str(info.value)
+
+
+@FAST
+@given(st.sampled_from(list("?bBhHiIlLqQefdFD")))
+def test_plain_dtypes_are_accepted(code):
+    dt = np.dtype(code)
+    assert element_dtype("f", dt, (1, 2, 4, 8, 16)) == dt
+
+
+def test_big_endian_device_array_is_refused_before_any_device_call():
+    class BigEndian:
+        __cuda_array_interface__ = {"shape": (4,), "typestr": ">i4", "data": (256, False), "version": 3,
+                                    "strides": None, "stream": 5}
+
+    with pytest.raises(TypeError, match="non-native byte order"):
+        as_device_array(BigEndian(), where="GGArray.extend", name="values")
+
+
+def test_numpy_dtype_mismatch_is_refused_not_wrapped():
+    # int64 page ids cast silently to uint32 would wrap; the check comes before any copy.
+    with pytest.raises(TypeError, match="'pages' has dtype int64, expected uint32"):
+        as_device_array(np.array([1, 1 << 40]), dtype=np.uint32, where="PageHeap.free_pages", name="pages")
+
+
+@FAST
+@given(st.lists(st.integers(-(1 << 65), 1 << 65), min_size=1, max_size=20))
+def test_host_integers_never_wrap(values):
+    ok = all(0 <= v <= U32 for v in values)
+    if ok:
+        assert _args.host_integers("f", "pages", values, np.uint32).tolist() == values
+    else:
+        with pytest.raises((TypeError, ValueError), match="'pages'"):
+            _args.host_integers("f", "pages", values, np.uint32)
+
+
+# ---- DeviceBuffer ----------------------------------------------------------------
+def test_device_buffer_is_not_converted_to_numpy_implicitly():
+    buf = DeviceBuffer.__new__(DeviceBuffer)  # no device here; __array__ needs none
+    for call in (np.asarray, np.array, lambda b: np.asarray(b, dtype=np.float32), lambda b: np.array(b, copy=True)):
+        with pytest.raises(TypeError, match=r"to_numpy\(\)"):
+            call(buf)
+
+
+@pytest.mark.parametrize("shape,exc", [(-1, ValueError), (1.5, ValueError), (True, TypeError), ((2, -3), ValueError),
+                                       ("4", TypeError)])
+def test_device_buffer_shape_checked_first(shape, exc):
+    with pytest.raises(exc, match="'shape'"):
+        DeviceBuffer(shape, np.int32)
+
+
+# ---- streams ---------------------------------------------------------------------
+class CudaStreamProto:
+    def __init__(self, h):
+        self.h = h
+
+    def __cuda_stream__(self):
+        return (0, self.h)
+
+
+@FAST
+@given(h=st.integers(0, U64), kind=st.sampled_from(["int", "proto", "torch", "cupy", "numba", "numba_null"]))
+def test_every_stream_spelling_gives_the_handle(h, kind):
+    if kind == "int":
+        s = h
+    elif kind == "proto":
+        s = CudaStreamProto(h)
+    elif kind == "torch":
+        s = types.SimpleNamespace(cuda_stream=h)
+    elif kind == "cupy":
+        s = types.SimpleNamespace(ptr=h)
+    elif kind == "numba":
+        s = types.SimpleNamespace(handle=ctypes.c_void_p(h))
+    else:
+        s, h = types.SimpleNamespace(handle=ctypes.c_void_p(None)), 0
+    assert _ffi.stream_value(s) == h
+    assert int(gpudyn.ffi.cast("uintptr_t", _ffi.stream_handle(s))) == h
+
+
+@pytest.mark.parametrize("bad", [True, "stream", 1.0, -1, 1 << 64, CudaStreamProto("x"), object()])
+def test_bad_streams_are_refused(bad):
+    with pytest.raises((TypeError, ValueError), match="stream"):
+        _ffi.stream_value(bad)
+    with pytest.raises((TypeError, ValueError), match="stream"):
+        gpudyn.GGArray(stream=bad)  # before any device call
+
+
+def test_producer_stream_rules(monkeypatch):
+    cai = {"shape": (1,), "typestr": "<i4", "data": (256, False), "version": 3, "strides": None}
+    obj = object()
+    assert _producer_stream(obj, {**cai, "stream": 7}) == 7
+    assert _producer_stream(obj, {**cai, "stream": 1}) == 1  # legacy default stream
+    assert _producer_stream(obj, {**cai, "stream": None}) is None  # the producer says: no sync needed
+    assert _producer_stream(obj, cai) is None  # unknown library, no stream: nothing to wait for
+
+    # PyTorch exports CAI v2 (no stream): its current stream is the producer, asked only if imported.
+    Tensor = type("Tensor", (), {"__module__": "torch", "device": "cuda:0"})
+    Ndarray = type("ndarray", (), {"__module__": "cupy._core.core"})
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    assert _producer_stream(Tensor(), cai) is None
+    asked = []
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        current_stream=lambda device: asked.append(device) or types.SimpleNamespace(cuda_stream=4242)))
+    fake_cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=99)))
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    assert _producer_stream(Tensor(), cai) == 4242 and asked == ["cuda:0"]
+    assert _producer_stream(Ndarray(), cai) == 99
+    assert _producer_stream(Ndarray(), {**cai, "stream": 5}) == 5  # an explicit stream wins
+
+
+# ---- lifetimes (item 9, item 11) -----------------------------------------------------
+def test_failed_destroy_keeps_the_handle_for_a_retry():
+    import gc
+
+    results, calls = [gpudyn.InvalidArgumentError.status, 0], []
+
+    class Thing(OwnedHandle):
+        def __init__(self):
+            self._own(gpudyn.ffi.new("int*"), lambda h: calls.append(1) or results.pop(0))  # never keep h
+
+    t = Thing()
+    with pytest.raises(gpudyn.InvalidArgumentError):
+        t.close()
+    assert t._h() is not None  # still open: nothing was dropped
+    t.close()  # retried: destroyed now
+    assert len(calls) == 2
+    with pytest.raises(ValueError, match="closed"):
+        t._h()
+    del t
+    gc.collect()
+    assert len(calls) == 2  # the finalizer was detached after the successful destroy
+
+    # A failed close followed by garbage collection: the finalizer still destroys it.
+    results[:] = [gpudyn.InvalidArgumentError.status, 0]
+    t = Thing()
+    with pytest.raises(gpudyn.InvalidArgumentError):
+        t.close()
+    del t
+    gc.collect()
+    assert len(calls) == 4
+
+
+def test_page_heap_close_refused_while_a_warp_heap_uses_it():
+    destroyed = []
+    heap = gpudyn.PageHeap.__new__(gpudyn.PageHeap)  # stand-ins: no device here
+    import weakref
+    heap._users = weakref.WeakSet()
+    heap._own(gpudyn.ffi.new("int*"), lambda h: destroyed.append(h) or 0)
+    user = gpudyn.WarpHeap.__new__(gpudyn.WarpHeap)
+    user._handle = object()  # open
+    heap._users.add(user)
+    with pytest.raises(gpudyn.InvalidArgumentError, match="WarpHeap"):
+        heap.close()
+    assert heap._h() is not None and destroyed == []  # still usable
+    user._handle = None  # the warp heap closed
+    heap.close()
+    assert len(destroyed) == 1
+
+
+def test_waiting_on_the_same_stream_does_nothing():
+    # No device call at all (this machine may have none): same stream, or both spellings
+    # of the legacy default stream (0 in gpudyn, 1 in CAI v3).
+    h = _ffi.stream_handle(None)
+    _ffi.wait_for(h, 0)
+    _ffi.wait_for(h, 1)
+    _ffi.wait_for(_ffi.stream_handle(7), 7)
+    gpudyn.check(gpudyn.lib.gpudyn_stream_wait(_ffi.stream_handle(7), _ffi.stream_handle(7)))

@@ -1,0 +1,281 @@
+"""Streams (issue 13, items 1 and 2), on a GPU.
+
+Every test queues ~20 ms of work on a non-blocking side stream first: work on
+the legacy default stream does not wait for such a stream, so reading too
+early, or freeing a temporary before the kernel that reads it has run, shows
+up as wrong values.  Side streams come from the driver API (libcuda, always
+present with a GPU) so the tests need neither CuPy nor PyTorch; the CuPy and
+PyTorch variants run where those are installed."""
+import ctypes
+import gc
+
+import numpy as np
+import pytest
+
+import gpudyn
+from gpudyn import _ffi
+
+pytestmark = pytest.mark.gpu
+
+N = 1 << 16
+BUSY_BYTES = 1 << 30
+BUSY_ROUNDS = 64  # 64 GiB of memset: ~20 ms on an H200, far longer than queueing the call under test
+
+
+class CudaStream:
+    """A stream spelled the cuda.core way (``__cuda_stream__``)."""
+
+    def __init__(self, handle):
+        self.handle_value = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle_value)
+
+
+@pytest.fixture
+def side_streams():
+    """Factory of non-blocking driver streams (CU_STREAM_NON_BLOCKING = 1), destroyed at the end."""
+    gpudyn.DeviceBuffer(16).close()  # the runtime makes the primary context current on this thread
+    cu = ctypes.CDLL("libcuda.so.1")
+    made = []
+
+    def make():
+        s = ctypes.c_void_p()
+        assert cu.cuStreamCreate(ctypes.byref(s), 1) == 0
+        made.append(s)
+        return s.value
+
+    yield make
+    for s in made:
+        cu.cuStreamSynchronize(s)
+        cu.cuStreamDestroy_v2(s)
+
+
+def _keep_busy(stream):
+    """Queues BUSY_ROUNDS large memsets on `stream`; returns the buffer (keep it alive)."""
+    big = gpudyn.DeviceBuffer(BUSY_BYTES, np.uint8, stream=stream)
+    for _ in range(BUSY_ROUNDS):
+        big.fill_bytes(0)
+    return big
+
+
+def _copy_on(stream, dst, src):
+    gpudyn.check(gpudyn.lib.gpudyn_memcpy(dst._ptr, src._ptr, src.nbytes, gpudyn.lib.GPUDYN_MEMCPY_DEVICE_TO_DEVICE,
+                                          _ffi.stream_handle(stream)))
+
+
+def _sync_all():
+    gpudyn.check(gpudyn.lib.gpudyn_stream_synchronize(gpudyn.ffi.NULL))
+
+
+class Produced:
+    """A device array whose writes were queued on `stream`, said so in CAI v3 (what CuPy and
+    Numba export); wraps `buf`, whose own interface names another stream."""
+
+    def __init__(self, buf, stream):
+        self.buf, self.stream = buf, stream
+
+    @property
+    def __cuda_array_interface__(self):
+        return {**self.buf.__cuda_array_interface__, "stream": self.stream}
+
+
+# ---- item 1: device inputs are read after their producer's stream ------------------
+def _staged(dtype, values, side):
+    """(src, finish): src (legacy stream) holds zeros now; finish() queues, behind ~20 ms of
+    work on `side`, the copy of `values` into src."""
+    src = gpudyn.DeviceBuffer(len(values), dtype)
+    src.fill_bytes(0)
+    vals = gpudyn.DeviceBuffer.from_numpy(np.asarray(values, dtype=dtype))
+    _sync_all()
+
+    def finish():
+        busy = _keep_busy(side)
+        _copy_on(side, src, vals)
+        return busy, vals
+
+    return src, finish
+
+
+@pytest.mark.parametrize("consumer", ["static_array", "ggarray", "page_heap_free_pages", "warp_heap_alloc"])
+@pytest.mark.parametrize("spelling", ["cai_stream", "device_buffer_stream"])
+def test_device_input_waits_for_its_producer_stream(side_streams, consumer, spelling):
+    side = side_streams()
+    # Structures are made (and set up) before the side stream gets busy: nothing below may
+    # wait for the side stream except the fix itself.
+    if consumer == "static_array":
+        s = gpudyn.StaticArray(N, np.int32)
+        values = np.arange(N, dtype=np.int32) * 3 + 1
+    elif consumer == "ggarray":
+        s = gpudyn.GGArray(np.int32, num_lfvectors=64)
+        s.reserve(N)
+        values = np.arange(N, dtype=np.int32) * 3 + 1
+    elif consumer == "page_heap_free_pages":
+        s = gpudyn.PageHeap(page_count=N)
+        values = s.get_pages(N).to_numpy()  # every page taken; the input frees them all
+        assert s.free_page_count == 0
+    else:
+        s = gpudyn.WarpHeap()
+        values = np.full(N // 16, 64, dtype=np.uint64)
+    dtype = values.dtype
+    if spelling == "cai_stream":
+        src, finish = _staged(dtype, values, side)
+        arg = Produced(src, side)
+    else:
+        # A DeviceBuffer written on its own stream: its __cuda_array_interface__ names it.
+        src = gpudyn.DeviceBuffer(len(values), dtype, stream=side)
+        src.fill_bytes(0)
+        vals = gpudyn.DeviceBuffer.from_numpy(values)
+        gpudyn.check(gpudyn.lib.gpudyn_stream_synchronize(_ffi.stream_handle(side)))
+        _sync_all()
+        arg = src
+
+        def finish():
+            busy = _keep_busy(side)
+            _copy_on(side, src, vals)
+            return busy, vals
+    keep = finish()
+    with s:
+        if consumer in ("static_array", "ggarray"):
+            s.extend(arg)
+            got = s.to_numpy()
+            assert np.array_equal(np.sort(got), np.sort(values)), "extend read its input before the producer wrote it"
+        elif consumer == "page_heap_free_pages":
+            s.free_pages(arg)
+            assert s.free_page_count == N, "free_pages read its input before the producer wrote it"
+            assert s.info()["bad_frees"] == 0
+        else:
+            ptrs = s.alloc(arg).to_numpy()
+            assert (ptrs != 0).all(), "alloc read zero sizes: its input was read before the producer wrote it"
+            assert s.stats()["bytes_requested"] == int(values.sum())
+            s.release()
+    del keep
+
+
+def test_structure_stream_as_cuda_stream_object_and_exports_name_it(side_streams):
+    side, producer = side_streams(), side_streams()
+    proto = CudaStream(side)
+    with gpudyn.StaticArray(N, np.int32, stream=proto) as a:
+        assert a.__cuda_array_interface__["stream"] == side  # our stream, for consumers to wait on
+        src = gpudyn.DeviceBuffer(N, np.int32, stream=producer)
+        src.fill_bytes(0)
+        gpudyn.check(gpudyn.lib.gpudyn_stream_synchronize(_ffi.stream_handle(producer)))
+        busy = _keep_busy(producer)
+        src.fill_bytes(7)  # on `producer`, behind the busy work
+        a.extend(src)  # on `side`, which must wait for `producer`
+        assert (a.to_numpy() == 0x07070707).all()
+        flat = a.flatten()
+        assert flat.__cuda_array_interface__["stream"] == side
+        assert a.as_buffer().__cuda_array_interface__["stream"] == side
+        del busy
+    with gpudyn.StaticArray(4, np.int32) as a:
+        assert a.__cuda_array_interface__["stream"] == 1  # the legacy default stream, CAI's spelling
+
+
+def test_dlpack_export_orders_the_consumer_stream(side_streams):
+    side, consumer = side_streams(), side_streams()
+    buf = gpudyn.DeviceBuffer(N, np.int32, stream=side)
+    buf.fill_bytes(0)
+    gpudyn.check(gpudyn.lib.gpudyn_stream_synchronize(_ffi.stream_handle(side)))
+    busy = _keep_busy(side)
+    buf.fill_bytes(9)  # on `side`, behind the busy work
+    buf.__dlpack__(stream=consumer)  # the consumer's stream now waits for ours
+    out = gpudyn.DeviceBuffer(N, np.int32, stream=consumer)
+    _copy_on(consumer, out, buf)
+    assert (out.to_numpy() == 0x09090909).all()
+    del busy
+
+
+def test_torch_tensor_filled_on_its_own_stream():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device")
+    with gpudyn.StaticArray(N, np.int32) as a:
+        t = torch.zeros(N, dtype=torch.int32, device="cuda")
+        torch.cuda.synchronize()
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(100_000_000)  # ~50 ms of GPU cycles on s
+            t.fill_(7)
+            a.extend(t)  # PyTorch's convention: t's writes are on the current stream, s
+        assert (a.to_numpy() == 7).all(), "the tensor was read before its stream wrote it"
+
+
+def test_cupy_array_filled_on_its_own_stream():
+    cp = pytest.importorskip("cupy")
+    spin = cp.RawKernel(r'''
+    extern "C" __global__ void spin(long long cycles) {
+        long long t0 = clock64();
+        while (clock64() - t0 < cycles) {}
+    }''', "spin")
+    with gpudyn.StaticArray(N, np.int32) as a:
+        x = cp.zeros(N, dtype=cp.int32)
+        cp.cuda.Device().synchronize()
+        with cp.cuda.Stream(non_blocking=True):
+            spin((1,), (1,), (np.int64(100_000_000),))
+            x.fill(7)
+            a.extend(x)  # CuPy names its current stream in CAI v3
+        assert (a.to_numpy() == 7).all(), "the array was read before its stream wrote it"
+
+
+# ---- item 2: NumPy temporaries live until the kernel that reads them has run ---------
+def _reuse_freed_memory(nbytes, byte):
+    """Allocations on the legacy default stream, filled at once: memory freed there too
+    early is handed out again here and overwritten before a queued kernel reads it."""
+    junk = [gpudyn.DeviceBuffer(nbytes, np.uint8) for _ in range(4)]
+    for j in junk:
+        j.fill_bytes(byte)
+    return junk
+
+
+def test_numpy_page_ids_survive_a_busy_stream(side_streams):
+    side = side_streams()
+    with gpudyn.PageHeap(page_count=4096, stream=side) as heap:
+        pages = heap.get_pages(4096).to_numpy()
+        assert heap.free_page_count == 0
+        busy = _keep_busy(side)
+        heap.free_pages(pages)
+        junk = _reuse_freed_memory(pages.nbytes, 0xFF)  # 0xFFFFFFFF = INVALID_PAGE, skipped
+        assert heap.free_page_count == 4096
+        assert heap.info()["bad_frees"] == 0
+        del busy, junk
+
+
+def test_numpy_pointers_survive_a_busy_stream(side_streams):
+    side = side_streams()
+    with gpudyn.PageHeap(page_count=4096, stream=side) as heap:
+        ptrs = heap.malloc(np.full(1000, 256, dtype=np.uint64)).to_numpy()
+        used = heap.page_count - heap.free_page_count
+        assert used >= 1000
+        busy = _keep_busy(side)
+        heap.free(ptrs)
+        junk = _reuse_freed_memory(ptrs.nbytes, 0)  # 0 entries are skipped
+        assert heap.free_page_count == heap.page_count
+        del busy, junk
+
+
+def test_numpy_sizes_survive_a_busy_stream(side_streams):
+    side = side_streams()
+    sizes = np.full(4096, 48, dtype=np.uint64)
+    with gpudyn.WarpHeap(stream=side) as heap:
+        busy = _keep_busy(side)
+        ptrs = heap.alloc(sizes)
+        junk = _reuse_freed_memory(sizes.nbytes, 0)  # size 0 gives a null pointer
+        ptrs = ptrs.to_numpy()
+        assert (ptrs != 0).all()
+        assert heap.stats()["bytes_requested"] == int(sizes.sum())
+        heap.release()
+        del busy, junk
+
+
+def test_numpy_values_and_mask_survive_a_busy_stream(side_streams):
+    side = side_streams()
+    x = np.arange(N, dtype=np.int32) + 1
+    mask = (x % 3 == 0)
+    with gpudyn.StaticArray(N, np.int32, stream=side) as a:
+        busy = _keep_busy(side)
+        a.extend(x, mask=mask)
+        junk = _reuse_freed_memory(x.nbytes, 0)
+        assert np.array_equal(np.sort(a.to_numpy()), x[mask])
+        del busy, junk
+    gc.collect()

@@ -1,0 +1,313 @@
+"""Heap (gpudyn's device allocator) from Python, and the driver of its benchmark.
+
+Host tests: argument errors (checked before any device call) and the benchmark
+driver's targets from a hand-made raw result.  GPU tests: pointers aligned,
+disjoint and holding what was written; 2^k sizes 2^k-aligned; double, foreign
+and interior frees counted and harmless; exhaustion raises OutOfMemoryError and
+keeps every allocation; grow between calls; reset; two heaps side by side."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gpudyn
+from gpudyn import DeviceBuffer
+from gpudyn.heap import Heap
+
+MiB = 1 << 20
+
+
+# ---- argument errors (no GPU needed) -------------------------------------------
+@pytest.mark.parametrize("kwargs, name", [({"initial_bytes": -1}, "initial_bytes"), ({"max_bytes": 0}, "max_bytes"),
+                                          ({"page_size": "64K"}, "page_size"), ({"initial_bytes": 1.5}, "initial_bytes"),
+                                          ({"page_size": True}, "page_size")])
+def test_options_are_checked_before_any_device_call(kwargs, name):
+    with pytest.raises(ValueError, match=f"Heap argument '{name}'"):
+        Heap(**kwargs)
+
+
+def test_stream_argument_is_checked():
+    with pytest.raises(TypeError, match="stream"):
+        Heap(initial_bytes=4 * MiB, stream=object())
+
+
+def _unopened():
+    """A Heap that never got a handle: argument checks run, device calls refuse."""
+    return Heap.__new__(Heap)
+
+
+@pytest.mark.parametrize("sizes, exc, match", [([16, -1], ValueError, "'sizes' holds -1"),
+                                               ([1.5, 16], TypeError, "'sizes' has dtype float64"),
+                                               (np.array([16], dtype=np.float32), TypeError, "'sizes'")])
+def test_malloc_sizes_are_checked(sizes, exc, match):
+    with pytest.raises(exc, match=match):
+        _unopened().malloc(sizes)
+
+
+@pytest.mark.parametrize("pointers, exc, match", [([16, -5], ValueError, "'pointers' holds -5"),
+                                                  (["a"], TypeError, "'pointers' has dtype"),
+                                                  (np.array([1.0]), TypeError, "'pointers' has dtype float64")])
+def test_free_pointers_are_checked(pointers, exc, match):
+    with pytest.raises(exc, match=match):
+        _unopened().free(pointers)
+
+
+def test_unopened_heap_refuses_device_calls():
+    with pytest.raises(ValueError, match="Heap is closed"):
+        _unopened().malloc([16])
+    with pytest.raises(ValueError, match="Heap is closed"):
+        _unopened().stats()
+    assert repr(_unopened()) == "Heap(closed)"
+
+
+# ---- the benchmark driver (no GPU: a hand-made raw result) ------------------------
+def _row(allocator, mode, n, s, alloc_ms, free_ms=0.01, **kw):
+    r = {"kind": "matrix", "allocator": allocator, "mode": mode, "n": n, "s": s, "bytes_live": 1000,
+         "alloc_ms": alloc_ms, "free_ms": free_ms, "alloc_free_ms": alloc_ms + free_ms, "bytes_held": 1100}
+    r.update(kw)
+    return r
+
+
+def test_bench_driver_targets(tmp_path):
+    from gpudyn.bench import available, heap
+    from gpudyn.bench._common import Context
+
+    assert "heap" in available()  # `gpudyn bench` runs it, `gpudyn bench heap` alone
+    n, m = 1 << 20, 1 << 10
+    rows = []
+    for s, ms in (("16", 0.04), ("256", 0.06), ("4096", 0.1), ("mixed", 0.2)):
+        rows += [_row("heap", "converged", n, s, ms), _row("heap", "divergent", n, s, 2 * ms),
+                 _row("cuda_malloc", "converged", n, s, 500.0), _row("cuda_malloc", "divergent", n, s, 900.0),
+                 _row("heap", "converged", m, s, 0.005, free_ms=0.004), _row("heap", "divergent", m, s, 0.006),
+                 _row("cuda_malloc", "converged", m, s, 2.0), _row("cuda_malloc", "divergent", m, s, 3.0)]
+    rows[0]["free_ms"] = 0.05  # the worst free: 1M x 16 B
+    rows[-1] = {"kind": "matrix", "allocator": "cuda_malloc", "mode": "divergent", "n": m, "s": "mixed",
+                "bytes_live": 1000, "skipped": True}
+    rows.append({"kind": "churn", "n": n, "s": "64", "rounds": 10, "held_over_live": 1.3})
+    rows.append({"kind": "churn", "n": n, "s": "16", "rounds": 10, "held_over_live": 1.1})
+    rows.append({"kind": "exhaustion", "s": "8192", "usable_fraction": 0.95, "heap_bytes_mapped": 1 << 30})
+    rows.append({"kind": "exhaustion", "s": "mixed", "usable_fraction": 0.85, "heap_bytes_mapped": 1 << 30,
+                 "overlaps": 2})
+    rows.append({"kind": "largest", "bytes": 3 << 30, "heap_bytes_mapped": 16 << 30})
+
+    ctx = Context("heap", str(tmp_path), True, {"name": "test"})
+    ctx.run_program = lambda program, args=None: {"rows": rows}
+    ctx.pyplot = lambda: None
+    result = heap.run(ctx)
+    t = {x["name"]: x for x in ctx.targets}
+    assert t["heap malloc 1M x 16 B converged (ms)"]["met"] is True           # 0.04 <= 0.05
+    assert t["heap malloc 1M x 4096 B converged (ms)"]["met"] is False        # 0.1 > 0.08
+    assert t["heap malloc 1M x mixed 16-4096 B converged (ms)"]["value"] == pytest.approx(0.2)
+    assert t["heap divergent / converged malloc, 1M x 256 B"]["value"] == pytest.approx(2.0)
+    free = t["heap free 1M threads converged, worst S (ms)"]
+    assert free["value"] == pytest.approx(0.05) and free["where"] == "16 B" and free["met"] is False
+    # worst speedup: 1K x 16 B converged, 2.0 / 0.005 = 400 (the skipped point does not count)
+    speed = t["heap speedup over CUDA malloc, worst point of the matrix"]
+    assert speed["value"] == pytest.approx(400) and speed["where"].startswith("1K x 16 B, converged")
+    assert "1 CUDA malloc point(s) skipped" in speed["where"]
+    churn = t["heap bytes held / bytes live after churn, worst S"]
+    assert churn["value"] == pytest.approx(1.3) and churn["where"].startswith("1M x 64 B")
+    assert t["heap usable fraction at exhaustion, worst S"]["value"] == pytest.approx(0.85)
+    assert t["heap largest single allocation (GiB)"]["value"] == pytest.approx(3.0)
+    assert result["verification"]["heap"]["overlaps"] == 2
+    assert result["verification"]["cuda_malloc"]["overlaps"] == 0
+
+
+# ---- GPU ------------------------------------------------------------------------
+def _bytes_at(address: int, nbytes: int, owner) -> DeviceBuffer:
+    """A non-owning uint8 view of device memory at `address`."""
+    return DeviceBuffer._wrap(address, (nbytes,), np.uint8, owner)
+
+
+def _assert_disjoint(ptrs, sizes):
+    live = ptrs != 0
+    order = np.argsort(ptrs[live])
+    p, s = ptrs[live][order], sizes[live][order]
+    assert (p[:-1] + s[:-1] <= p[1:]).all(), "two live ranges overlap"
+
+
+@pytest.mark.gpu
+def test_malloc_free_roundtrip():
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(1, 9000, 20_000).astype(np.uint64)
+    sizes[::97] = 0
+    with Heap(initial_bytes=512 * MiB) as heap:
+        assert heap.device == gpudyn.buffer.current_device()
+        ptrs = heap.malloc(sizes).to_numpy()
+        assert ((ptrs == 0) == (sizes == 0)).all(), "null exactly where the size is 0"
+        assert (ptrs % 16 == 0).all()
+        _assert_disjoint(ptrs, sizes)
+        st = heap.stats()
+        assert st["allocations"] == int((sizes > 0).sum())
+        assert st["bytes_allocated"] >= int(sizes.sum())
+        assert st["bytes_held"] >= st["bytes_allocated"] and st["bytes_mapped"] >= 512 * MiB
+        assert st["failed_allocations"] == 0 and st["bad_frees"] == 0
+        heap.free(ptrs)
+        st = heap.stats()
+        assert st["allocations"] == 0 and st["bytes_allocated"] == 0 and st["bad_frees"] == 0
+
+
+@pytest.mark.gpu
+def test_data_written_reads_back():
+    sizes = np.array([16, 17, 100, 4096, 5000, 64 * 1024, 300_000, 3 * MiB], dtype=np.uint64)
+    with Heap(initial_bytes=64 * MiB) as heap:
+        ptrs = heap.malloc(np.tile(sizes, 4)).to_numpy()
+        data = [np.random.default_rng(i).integers(0, 256, int(s), dtype=np.uint8) for i, s in
+                enumerate(np.tile(sizes, 4))]
+        for p, d in zip(ptrs, data):
+            _bytes_at(int(p), d.size, heap).copy_from_host(d)
+        for p, d in zip(ptrs, data):  # every block still holds its own bytes: nothing overlapped
+            assert np.array_equal(_bytes_at(int(p), d.size, heap).to_numpy(), d)
+        heap.free(ptrs)
+
+
+@pytest.mark.gpu
+def test_power_of_two_sizes_are_naturally_aligned():
+    with Heap(initial_bytes=64 * MiB) as heap:
+        sizes = np.array([2 ** k for k in range(4, 17)] * 8, dtype=np.uint64)  # 16 B .. 64 KiB (the page size)
+        ptrs = heap.malloc(sizes).to_numpy()
+        assert (ptrs % sizes == 0).all(), "2^k-sized requests up to the page size are 2^k-aligned"
+
+
+@pytest.mark.gpu
+def test_bad_frees_are_counted_and_change_nothing():
+    with Heap(initial_bytes=64 * MiB) as heap, DeviceBuffer(256) as foreign:
+        ptrs = heap.malloc([48] * 100 + [200_000] * 4).to_numpy()
+        heap.free(ptrs[:50])
+        assert heap.stats()["allocations"] == 54
+        heap.free(ptrs[:50])                       # double frees
+        heap.free([foreign.ptr])                   # not the heap's
+        heap.free(ptrs[50:52] + 16)                # interior pointers of live blocks
+        heap.free([int(ptrs[-1]) + 4096])          # interior pointer of a page run
+        st = heap.stats()
+        assert st["bad_frees"] == 50 + 1 + 2 + 1
+        assert st["allocations"] == 54, "a bad free released nothing"
+        heap.free(ptrs[50:])                       # the live ones still free normally
+        st = heap.stats()
+        assert st["allocations"] == 0 and st["bad_frees"] == 54
+        heap.clear_status()
+        assert heap.stats()["bad_frees"] == 0
+
+
+@pytest.mark.gpu
+def test_exhaustion_raises_and_keeps_every_allocation():
+    with Heap(initial_bytes=16 * MiB, max_bytes=16 * MiB) as heap:
+        sizes = np.full(1000, 1024, dtype=np.uint64)
+        ptrs = heap.malloc(sizes).to_numpy()
+        data = np.arange(1024, dtype=np.uint8)
+        for p in ptrs[::100]:
+            _bytes_at(int(p), 1024, heap).copy_from_host(data)
+        before = heap.stats()
+        with pytest.raises(gpudyn.OutOfMemoryError):
+            heap.malloc(np.full(64, MiB, dtype=np.uint64))  # 64 MiB into a 16 MiB heap
+        after = heap.stats()
+        assert after["allocations"] == before["allocations"] == 1000, "the failed call left nothing behind"
+        assert after["bytes_allocated"] == before["bytes_allocated"]
+        assert after["failed_allocations"] >= 1
+        for p in ptrs[::100]:
+            assert np.array_equal(_bytes_at(int(p), 1024, heap).to_numpy(), data)
+        more = heap.malloc([64 * 1024]).to_numpy()  # the heap still works
+        assert more[0] != 0
+        heap.clear_status()
+        assert heap.stats()["failed_allocations"] == 0
+
+
+@pytest.mark.gpu
+def test_grow_between_calls():
+    with Heap(initial_bytes=4 * MiB, max_bytes=64 * MiB) as heap:
+        view = heap.view
+        assert 4 * MiB <= heap.stats()["bytes_mapped"] < 32 * MiB
+        with pytest.raises(gpudyn.OutOfMemoryError):
+            heap.malloc([32 * MiB])
+        try:
+            heap.grow(48 * MiB)
+        except gpudyn.NotSupportedError:
+            pytest.skip("no virtual memory management on this device")
+        assert heap.stats()["bytes_mapped"] >= 48 * MiB
+        big = heap.malloc([32 * MiB]).to_numpy()
+        assert big[0] != 0
+        _bytes_at(int(big[0]), 32 * MiB, heap).fill_bytes(0x5A)
+        assert (_bytes_at(int(big[0]) + 31 * MiB, MiB, heap).to_numpy() == 0x5A).all()
+        assert np.array_equal(heap.view, view), "the view stays valid across grow"
+        heap.grow(8 * MiB)  # smaller than mapped: changes nothing
+        assert heap.stats()["bytes_mapped"] >= 48 * MiB
+        with pytest.raises(gpudyn.InvalidArgumentError):
+            heap.grow(128 * MiB)  # beyond max_bytes
+
+
+@pytest.mark.gpu
+def test_reset_drops_everything():
+    with Heap(initial_bytes=64 * MiB) as heap:
+        heap.malloc(np.full(5000, 100, dtype=np.uint64))
+        heap.free([12345 * 16])  # a bad free, to be cleared too
+        heap.reset()
+        st = heap.stats()
+        assert st["allocations"] == 0 and st["bytes_allocated"] == 0 and st["bytes_held"] == 0
+        assert st["bad_frees"] == 0 and st["failed_allocations"] == 0
+        assert heap.malloc([100]).to_numpy()[0] != 0
+
+
+@pytest.mark.gpu
+def test_two_heaps_side_by_side():
+    with Heap(initial_bytes=32 * MiB) as a, Heap(initial_bytes=32 * MiB) as b:
+        pa, pb = a.malloc([256] * 64).to_numpy(), b.malloc([256] * 64).to_numpy()
+        assert not set(pa) & set(pb)
+        b.free(pa[:8])  # a's pointers are foreign to b
+        assert b.stats()["bad_frees"] == 8 and a.stats()["allocations"] == 64
+        a.free(pa)
+        assert a.stats()["allocations"] == 0 and b.stats()["allocations"] == 64
+
+
+@pytest.mark.gpu
+def test_largest_single_allocation_is_at_least_1_gib():
+    with Heap(initial_bytes=(1 << 30) + 256 * MiB) as heap:
+        p = heap.malloc([1 << 30]).to_numpy()
+        assert p[0] != 0 and p[0] % 16 == 0
+        assert heap.stats()["bytes_allocated"] >= 1 << 30
+        heap.free(p)
+        assert heap.stats()["allocations"] == 0
+
+
+@pytest.mark.gpu
+def test_view_and_device_arrays():
+    with Heap(initial_bytes=16 * MiB) as heap:
+        view = heap.view
+        assert view.dtype == np.uint8 and view.size == gpudyn.ffi.sizeof("gpudyn_heap_view_t")
+        assert int(view[:4].view(np.uint32)[0]) == gpudyn.lib.GPUDYN_HEAP_VIEW_VERSION
+        sizes = DeviceBuffer.from_numpy(np.array([32, 0, 64], dtype=np.uint64))  # sizes already on the device
+        ptrs = heap.malloc(sizes)
+        assert ptrs.dtype == np.uint64 and ptrs.shape == (3,)
+        host = ptrs.to_numpy()
+        assert host[0] and not host[1] and host[2]
+        heap.free(ptrs)  # device array of pointers
+        assert heap.stats()["allocations"] == 0
+        assert heap.malloc([]).shape == (0,)
+    with pytest.raises(ValueError, match="Heap is closed"):
+        heap.malloc([16])
+
+
+@pytest.mark.gpu
+def test_bench_heap_quick_is_clean(tmp_path):
+    """`gpudyn bench heap --quick`: every verification of the benchmark passes
+    (no null, read-back error, overlap, misalignment, bad free or leak) and every
+    target is computed."""
+    from gpudyn.bench._common import Context
+    try:
+        Context("heap", str(tmp_path), True, {}).find_program("gpudyn_bench_heap")
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    r = subprocess.run([sys.executable, "-m", "gpudyn", "bench", "heap", "--quick", "--out-dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    result = json.loads((tmp_path / "heap.json").read_text())
+    assert not any(result["verification"]["heap"].values()), result["verification"]
+    rows = result["raw"]["rows"]
+    heap_rows = [x for x in rows if x["kind"] == "matrix" and x["allocator"] == "heap"]
+    assert heap_rows and all(x["alloc_ms"] > 0 and x["bytes_held"] >= x["bytes_live"] for x in heap_rows)
+    names = [t["name"] for t in result["targets"]]
+    for name in ("heap speedup over CUDA malloc, worst point of the matrix",
+                 "heap bytes held / bytes live after churn, worst S", "heap usable fraction at exhaustion, worst S",
+                 "heap largest single allocation (GiB)"):
+        assert name in names
