@@ -33,25 +33,6 @@ constexpr uint64_t kMetaAlign = 256;
 // Slots of the per-call scratch: failed requests of a bulk malloc; stats sums.
 enum { kScratchFailed, kScratchAllocs, kScratchBytes, kScratchLargestSlot, kScratchCount };
 
-// Makes `device` current for a scope, restoring the caller's device after it.
-// (To be replaced by lib's device_guard when that lands.)
-class device_scope {
-public:
-    explicit device_scope(int device) {
-        GPUDYN_CUDA(cudaGetDevice(&previous_));
-        if (previous_ != device) GPUDYN_CUDA(cudaSetDevice(device));
-        else previous_ = -1;
-    }
-    ~device_scope() {
-        if (previous_ >= 0) cudaSetDevice(previous_);
-    }
-    device_scope(const device_scope&) = delete;
-    device_scope& operator=(const device_scope&) = delete;
-
-private:
-    int previous_ = -1;
-};
-
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 // ---- kernels -------------------------------------------------------------
@@ -108,7 +89,7 @@ __global__ void stats_kernel(gpudyn_heap_view_t v, unsigned pages, unsigned long
 }  // namespace
 
 struct gpudyn_heap_s {
-    int device = 0;
+    handle_state hs;             // device, call ordering, lock
     bool vmm = false;
     vmm_range range;             // VMM backing
     void* plain = nullptr;       // cudaMalloc backing without VMM
@@ -149,14 +130,17 @@ struct gpudyn_heap_s {
         GPUDYN_CHECK_LAUNCH("map_pages_kernel");
     }
 
-    void release() {
-        if (meta) cudaFree(meta);
-        if (scratch) cudaFree(scratch);
-        if (plain) cudaFree(plain);
-        if (vmm) range.release();
-        meta = nullptr;
-        scratch = nullptr;
-        plain = nullptr;
+    // Frees everything, stream-ordered on s; the mapping (not stream-ordered)
+    // after the handle's last call has finished.
+    void release(cudaStream_t s) {
+        for (void** p : {&meta, reinterpret_cast<void**>(&scratch), &plain}) {
+            if (*p) GPUDYN_CUDA(cudaFreeAsync(*p, s));
+            *p = nullptr;
+        }
+        if (vmm) {
+            GPUDYN_CUDA(cudaEventSynchronize(hs.done));
+            range.release();
+        }
     }
 };
 
@@ -167,7 +151,7 @@ void require_heap(gpudyn_heap_t heap) {
 }
 
 // Lays out the metadata of h (sizes in h set) and fills the view's addresses.
-void allocate_meta(gpudyn_heap_s* h) {
+void allocate_meta(gpudyn_heap_s* h, cudaStream_t s) {
     uint64_t off = 0;
     auto take = [&](uint64_t bytes) {
         uint64_t at = off;
@@ -185,7 +169,7 @@ void allocate_meta(gpudyn_heap_s* h) {
     const uint64_t o_mapped = take(sizeof(uint64_t));
     const uint64_t o_counters = take(kHeapCounterCount * sizeof(uint64_t));
     h->meta_bytes = off;
-    GPUDYN_CUDA(cudaMalloc(&h->meta, off));
+    device_alloc(&h->meta, off, s, "the heap's metadata (sized for options->max_bytes)");
     const uint64_t m = reinterpret_cast<uint64_t>(h->meta);
     auto& v = h->view;
     v.page_bitmap = m + o_bitmap;
@@ -237,7 +221,9 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
         GPUDYN_REQUIRE(o.max_bytes / P <= kMaxPages && o.initial_bytes / P <= kMaxPages,
                        "options->max_bytes / page_size is more than 2^31 pages (max_bytes %llu, page_size %llu)",
                        (unsigned long long)o.max_bytes, (unsigned long long)P);
-        const int device = require_device();
+        cudaStream_t s = to_cuda(stream);
+        const int device = create_device(s);  // the stream's device, else the current one
+        device_guard on_device(device);
         size_t free_b = 0, total_b = 0;
         GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
         uint64_t initial = o.initial_bytes;
@@ -247,11 +233,10 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
         max_bytes = std::min<uint64_t>(max_bytes, kMaxPages * P);
 
         auto* h = new gpudyn_heap_s;
-        h->device = device;
         h->page_size = P;
         h->page_shift = unsigned(__builtin_ctzll(P));
-        cudaStream_t s = to_cuda(stream);
         try {
+            h->hs.init();
             int vmm = 0;
             GPUDYN_CUDA(cudaDeviceGetAttribute(
                 &vmm, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED), device));
@@ -268,7 +253,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
                 mapped = h->range.mapped;
             } else {
                 // One plain allocation, aligned up to a page (2^k requests are 2^k-aligned from the base).
-                GPUDYN_CUDA(cudaMalloc(&h->plain, initial + P));
+                device_alloc(&h->plain, initial + P, s, "options->initial_bytes");
                 base = align_up(reinterpret_cast<uint64_t>(h->plain), P);
                 reserved = mapped = initial / P * P;
             }
@@ -296,16 +281,20 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
             v.class_count = h->class_count;
             v.max_pages = uint32_t(h->max_pages);
             v.max_random_steps = kMaxRandomSteps;
-            allocate_meta(h);
-            GPUDYN_CUDA(cudaMalloc(reinterpret_cast<void**>(&h->scratch), kScratchCount * sizeof(uint64_t)));
+            allocate_meta(h, s);
+            device_alloc(reinterpret_cast<void**>(&h->scratch), kScratchCount * sizeof(uint64_t), s,
+                         "the scratch counters");
             GPUDYN_CUDA(cudaMemcpyAsync(h->at(v.class_table), h->classes.data(), h->classes.size() * sizeof(heap_class),
                                         cudaMemcpyHostToDevice, s));
             h->clear(s);
-            // The host's class table is a pageable source: the copy is done before return.
-            GPUDYN_CUDA(cudaStreamSynchronize(s));
+            // Every later call waits for this one through the heap's event.
+            GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
         } catch (...) {
-            cudaStreamSynchronize(s);
-            h->release();
+            try {
+                h->release(s);
+            } catch (...) {
+            }
+            h->hs.release();
             delete h;
             throw;
         }
@@ -314,16 +303,14 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_heap_destroy(gpudyn_heap_t heap) {
-    GPUDYN_ABI({
+    GPUDYN_ABI_RELEASE({
         if (heap == nullptr) return;
-        cudaError_t err = cudaSuccess;
         {
-            device_scope scope(heap->device);
-            err = cudaDeviceSynchronize();  // kernels may still use the heap
-            heap->release();
+            handle_call call(heap->hs);
+            heap->release(heap->hs.release_stream());
         }
+        heap->hs.release();
         delete heap;
-        GPUDYN_CUDA(err);
     });
 }
 
@@ -331,6 +318,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_get_view(gpudyn_heap_t heap, gpudyn_heap_
     GPUDYN_ABI({
         require_heap(heap);
         GPUDYN_REQUIRE_NOT_NULL(view);
+        handle_call call(heap->hs);
         *view = heap->view;
     });
 }
@@ -342,13 +330,13 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_grow(gpudyn_heap_t heap, uint64_t new_map
         GPUDYN_REQUIRE(new_mapped_bytes <= max_bytes,
                        "argument 'new_mapped_bytes' is %llu, more than the heap's bytes_max (%llu)",
                        (unsigned long long)new_mapped_bytes, (unsigned long long)max_bytes);
+        handle_call call(heap->hs, stream);
         if (new_mapped_bytes <= heap->mapped_pages * heap->page_size) return;
         if (!heap->vmm)
             raise(GPUDYN_ERROR_NOT_SUPPORTED, "the heap's device has no virtual memory management: it cannot grow");
-        device_scope scope(heap->device);
         heap->range.map_to(new_mapped_bytes);  // OUT_OF_MEMORY leaves everything as it was
         const uint64_t pages = std::min<uint64_t>(heap->range.mapped / heap->page_size, heap->max_pages);
-        heap->map_pages(heap->mapped_pages, pages, to_cuda(stream));
+        heap->map_pages(heap->mapped_pages, pages, call.stream());
         heap->mapped_pages = pages;
     });
 }
@@ -358,8 +346,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_get_stats(gpudyn_heap_t heap, gpudyn_heap
     GPUDYN_ABI({
         require_heap(heap);
         require_struct_size(stats, "stats");
-        device_scope scope(heap->device);
-        cudaStream_t s = to_cuda(stream);
+        handle_call call(heap->hs, stream);
+        cudaStream_t s = call.stream();
         const uint64_t pages = heap->mapped_pages;
         GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, kScratchCount * sizeof(uint64_t), s));
         stats_kernel<<<grid_for(pages, kBlock), kBlock, 0, s>>>(heap->view, unsigned(pages), heap->scratch);
@@ -413,9 +401,9 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_get_stats(gpudyn_heap_t heap, gpudyn_heap
 GPUDYN_API gpudyn_status_t gpudyn_heap_clear_status(gpudyn_heap_t heap, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         require_heap(heap);
-        device_scope scope(heap->device);
+        handle_call call(heap->hs, stream);
         GPUDYN_CUDA(cudaMemsetAsync(heap->at(heap->view.counters), 0, kHeapCounterCount * sizeof(uint64_t),
-                                    to_cuda(stream)));
+                                    call.stream()));
     });
 }
 
@@ -426,8 +414,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_malloc(gpudyn_heap_t heap, const uint64_t
         if (n == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(sizes);
         GPUDYN_REQUIRE_NOT_NULL(pointers);
-        device_scope scope(heap->device);
-        cudaStream_t s = to_cuda(stream);
+        handle_call call(heap->hs, stream);
+        cudaStream_t s = call.stream();
         auto* out = reinterpret_cast<unsigned long long*>(pointers);
         GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, sizeof(uint64_t), s));
         malloc_kernel<<<grid_for(n, kBlock), kBlock, 0, s>>>(heap->view, reinterpret_cast<const unsigned long long*>(sizes),
@@ -452,8 +440,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_free(gpudyn_heap_t heap, const uint64_t* 
         require_heap(heap);
         if (n == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(pointers);
-        device_scope scope(heap->device);
-        free_kernel<<<grid_for(n, kBlock), kBlock, 0, to_cuda(stream)>>>(
+        handle_call call(heap->hs, stream);
+        free_kernel<<<grid_for(n, kBlock), kBlock, 0, call.stream()>>>(
             heap->view, reinterpret_cast<const unsigned long long*>(pointers), n);
         GPUDYN_CHECK_LAUNCH("free_kernel");
     });
@@ -462,8 +450,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_free(gpudyn_heap_t heap, const uint64_t* 
 GPUDYN_API gpudyn_status_t gpudyn_heap_reset(gpudyn_heap_t heap, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         require_heap(heap);
-        device_scope scope(heap->device);
-        heap->clear(to_cuda(stream));
+        handle_call call(heap->hs, stream);
+        heap->clear(call.stream());
     });
 }
 

@@ -82,8 +82,7 @@
 //
 // Metadata, sized for the reserved range (max_pages pages): slot bits P/16 bits
 // per page (1/128 of the range: 0.78 %), rw_heap's live-run-start bits for the
-// medium runs (one bit per 16 bytes: another 0.78 %, allocated for the rw_heap
-// layout that has them), two uint32 records per page, one bitmap bit per page,
+// medium runs (one bit per 16 bytes: another 0.78 %), two uint32 records per page, one bitmap bit per page,
 // the class directories (sum over classes of max_pages / slab_pages(c) uint32:
 // 0.3 % with 64 KiB pages, 1.8 % with 4 KiB pages).  About 1.9 % of max_bytes
 // with 64 KiB pages, 3.4 % with 4 KiB pages.
@@ -281,16 +280,6 @@ __device__ __forceinline__ unsigned long long masked_or64(unsigned mask, unsigne
     return r;
 #endif
 }
-
-// rw_heap views that track live run starts (a bitmap, one bit per 16 bytes)
-// get ours; older layouts have no such field (chosen by overload resolution).
-template <class View>
-__device__ __forceinline__ auto set_run_starts(View& v, unsigned long long starts, int)
-    -> decltype(v.live_starts = starts, void()) {
-    v.live_starts = starts;
-}
-template <class View>
-__device__ __forceinline__ void set_run_starts(View&, unsigned long long, long) {}
 
 // A per-call random stream without caller state: the thread's global id and
 // the SM clock (different on every call).
@@ -493,13 +482,13 @@ private:
         rv.bitmap = v_.page_bitmap;
         rv.lockmap = 0;
         rv.page_meta = v_.run_meta;
+        rv.live_starts = v_.run_starts;
         rv.counters = reinterpret_cast<unsigned long long>(counters() + failed_slot);
         rv.page_size = page_size();
         rv.page_count = pages;
         rv.word_count = (pages + 63) / 64;
         rv.max_random_steps = v_.max_random_steps;
         rv.reserved = 0;
-        detail::set_run_starts(rv, v_.run_starts, 0);
         return rw_heap_ref(rv);
     }
 

@@ -43,7 +43,7 @@ typedef struct gpudyn_heap_view_t {
     uint64_t base;              /* device address of page 0 (the reserved range) */
     uint64_t page_bitmap;       /* uint64 words, one bit per page of the range, 1 = used */
     uint64_t run_meta;          /* uint32 per page: medium run records (rw_heap's page records) */
-    uint64_t run_starts;        /* uint32 words, one bit per 16 bytes of the range: rw_heap's live run starts (when its view has them) */
+    uint64_t run_starts;        /* uint32 words, one bit per 16 bytes of the range: rw_heap's live run starts (medium runs) */
     uint64_t slab_meta;         /* uint32 per page: slab and huge-run records */
     uint64_t slot_bitmap;       /* uint64 words, page_size / 1024 per page: slot bits of the slab headed there */
     uint64_t class_table;       /* uint32[4] per size class: size, slab pages, slots, directory offset */
