@@ -15,8 +15,8 @@ import numpy as np
 
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, as_device_array, current_device
-from .rw_heap import _int_arg, _sizes_array
+from . import _args
+from .buffer import DeviceBuffer, as_device_array, as_integer_array, current_device
 
 _STAT_FIELDS = ("bytes_mapped", "bytes_max", "bytes_held", "bytes_allocated", "allocations", "failed_allocations",
                 "bad_frees", "largest_free_bytes")
@@ -45,11 +45,11 @@ class Heap(OwnedHandle):
         check(lib.gpudyn_heap_options_init(opts))
         # None keeps the library's default (0 is its spelling of "default": refused here).
         if initial_bytes is not None:
-            opts.initial_bytes = _int_arg("Heap", "initial_bytes", initial_bytes, 1)
+            opts.initial_bytes = _args.integer("Heap", "initial_bytes", initial_bytes, 1)
         if max_bytes is not None:
-            opts.max_bytes = _int_arg("Heap", "max_bytes", max_bytes, 1)
+            opts.max_bytes = _args.integer("Heap", "max_bytes", max_bytes, 1)
         if page_size is not None:
-            opts.page_size = _int_arg("Heap", "page_size", page_size, 1)
+            opts.page_size = _args.integer("Heap", "page_size", page_size, 1)
         self.stream = stream
         self._stream = stream_handle(stream)
         #: The CUDA device this heap belongs to.
@@ -66,9 +66,8 @@ class Heap(OwnedHandle):
         device pointers, 16-byte aligned, 0 where the size is 0.  Raises
         ``OutOfMemoryError`` when the heap cannot hold them all; the heap then holds
         exactly what it held before."""
-        sizes = _sizes_array("Heap.malloc", sizes)
         h = self._h()
-        ptr, n, _, keep = as_device_array(sizes, dtype=np.uint64)
+        ptr, n, _, keep = as_integer_array(sizes, self.stream, np.uint64, "Heap.malloc", "sizes")
         out = DeviceBuffer(n, np.uint64, stream=self.stream)
         if n:
             check(lib.gpudyn_heap_malloc(h, ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr), n,
@@ -81,20 +80,14 @@ class Heap(OwnedHandle):
         sequence, NumPy or device array; 0 entries are skipped).  Pointers the heap
         did not hand out, or handed out and already freed, change nothing and are
         counted in ``stats()['bad_frees']``.  Stream-ordered."""
-        if isinstance(pointers, (list, tuple, range)) or np.isscalar(pointers):
-            pointers = np.asarray(pointers)
-        if isinstance(pointers, np.ndarray):
-            arr = pointers.reshape(-1)
-            if arr.size and arr.dtype.kind not in "iu":
-                raise TypeError(f"gpudyn: Heap.free argument 'pointers' has dtype {arr.dtype}, expected uint64")
-            if arr.size and arr.dtype.kind == "i" and arr.min() < 0:
-                raise ValueError(f"gpudyn: Heap.free argument 'pointers' holds {int(arr.min())}, expected addresses >= 0")
-            pointers = arr.astype(np.uint64)
-        ptr, n, dt, keep = as_device_array(pointers)
-        if np.dtype(dt) not in (np.dtype(np.uint64), np.dtype(np.int64)):
-            raise TypeError(f"gpudyn: Heap.free argument 'pointers' has dtype {np.dtype(dt)}, expected uint64")
+        w = "Heap.free"
+        h = self._h()
+        host = _args.host_integers(w, "pointers", pointers, np.uint64)
+        ptr, n, dt, keep = as_device_array(pointers if host is None else host, self.stream, where=w, name="pointers")
+        if dt not in (np.dtype(np.uint64), np.dtype(np.int64)):
+            raise TypeError(f"gpudyn: {w} argument 'pointers' has dtype {dt}, expected uint64 addresses")
         if n:
-            check(lib.gpudyn_heap_free(self._h(), ffi.cast("const uint64_t*", ptr), n, self._stream))
+            check(lib.gpudyn_heap_free(h, ffi.cast("const uint64_t*", ptr), n, self._stream))
         del keep
 
     # ---- memory -------------------------------------------------------------------
@@ -103,7 +96,7 @@ class Heap(OwnedHandle):
         smaller values change nothing).  Kernels launched on the heap's stream
         afterwards, and views taken before, see the new memory.  Raises
         ``NotSupportedError`` on devices without virtual memory management."""
-        check(lib.gpudyn_heap_grow(self._h(), _int_arg("Heap.grow", "nbytes", nbytes), self._stream))
+        check(lib.gpudyn_heap_grow(self._h(), _args.integer("Heap.grow", "nbytes", nbytes), self._stream))
 
     def stats(self) -> dict:
         """Sizes and counters (synchronizes the stream): ``bytes_mapped``,
