@@ -346,6 +346,13 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
                        "argument 'capacity' is %llu, more than %u buckets per LFVector can hold",
                        (unsigned long long)capacity, kMaxBuckets);
         if (capacity == 0) return;
+        // More bytes than the device has can never be reserved: say so before any
+        // kernel (device malloc of such buckets fails only after a long search).
+        size_t free_b = 0, total_b = 0;
+        GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
+        if (capacity > total_b / array->element_size)
+            raise(GPUDYN_ERROR_OUT_OF_MEMORY, "argument 'capacity' is %llu elements of %u bytes, more than the device's %zu bytes",
+                  (unsigned long long)capacity, unsigned(array->element_size), total_b);
         const uint32_t need = array->rows_for(per);
         try {
             array->map_pool_rows(need);  // host calls only; OOM keeps everything

@@ -66,8 +66,10 @@ class Heap(OwnedHandle):
         device pointers, 16-byte aligned, 0 where the size is 0.  Raises
         ``OutOfMemoryError`` when the heap cannot hold them all; the heap then holds
         exactly what it held before."""
+        host = _args.host_integers("Heap.malloc", "sizes", sizes, np.uint64)  # checked before any device call
         h = self._h()
-        ptr, n, _, keep = as_integer_array(sizes, self.stream, np.uint64, "Heap.malloc", "sizes")
+        ptr, n, _, keep = as_integer_array(sizes if host is None else host, self.stream, np.uint64, "Heap.malloc",
+                                           "sizes")
         out = DeviceBuffer(n, np.uint64, stream=self.stream)
         if n:
             check(lib.gpudyn_heap_malloc(h, ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr), n,
@@ -81,8 +83,8 @@ class Heap(OwnedHandle):
         did not hand out, or handed out and already freed, change nothing and are
         counted in ``stats()['bad_frees']``.  Stream-ordered."""
         w = "Heap.free"
+        host = _args.host_integers(w, "pointers", pointers, np.uint64)  # checked before any device call
         h = self._h()
-        host = _args.host_integers(w, "pointers", pointers, np.uint64)
         ptr, n, dt, keep = as_device_array(pointers if host is None else host, self.stream, where=w, name="pointers")
         if dt not in (np.dtype(np.uint64), np.dtype(np.int64)):
             raise TypeError(f"gpudyn: {w} argument 'pointers' has dtype {dt}, expected uint64 addresses")
