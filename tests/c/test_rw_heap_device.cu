@@ -20,12 +20,22 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 // Under compute-sanitizer (tests/sanitize.sh exports GPUDYN_SANITIZER) the
 // uniqueness sweep runs on 2^14 pages instead of 2^18 and the TAS/WAS theory
 // check (statistics over 2^20 pages) is left out; everything else runs as is.
+// racecheck and initcheck track every shared/global access and are slower still:
+// under them the uniqueness sweep takes 2^12 pages and two free fractions, and
+// the word-width x LockMap sweeps run the two combinations (32, off) and (64, on).
 static const bool kSanitizer = getenv("GPUDYN_SANITIZER") != nullptr;
+static bool slow_tool() {
+    const char* t = getenv("GPUDYN_SANITIZER");
+    return t != nullptr && (strcmp(t, "racecheck") == 0 || strcmp(t, "initcheck") == 0);
+}
+static const bool kSlowTool = slow_tool();
+static bool skip_combo(uint32_t word_bits, uint32_t lockmap) { return kSlowTool && lockmap != (word_bits == 64); }
 
 #define CUDA_OK(call) CHECK((call) == cudaSuccess)
 
@@ -97,16 +107,18 @@ static std::vector<uint32_t> get_pages(gpudyn_rw_heap_t h, uint32_t* d_pages, ui
 }
 
 static void test_uniqueness() {
-    const uint64_t T = kSanitizer ? 1u << 14 : 1u << 18;
+    const uint64_t T = kSlowTool ? 1u << 12 : kSanitizer ? 1u << 14 : 1u << 18;
     const double frees[] = {0.5, 0.1, 0.01, 0.005};
     uint32_t* d_pages = nullptr;
     CUDA_OK(cudaMalloc(&d_pages, T * sizeof(uint32_t)));
     for (uint32_t w : {32u, 64u})
         for (uint32_t lock : {0u, 1u}) {
+            if (skip_combo(w, lock)) continue;
             gpudyn_rw_heap_t h = make_heap(T, w, lock);
             for (auto a : kAlgos)
                 for (double f : frees)
                     for (int full = 0; full < 2; ++full) {
+                        if (kSlowTool && (f == 0.1 || f == 0.005)) continue;
                         CHECK_OK(gpudyn_rw_heap_occupy(h, 1.0 - f, 7 + w + lock, nullptr));
                         const uint64_t A = free_count(h);
                         CHECK(A == T - uint64_t(std::llround((1.0 - f) * double(T))));
@@ -331,6 +343,7 @@ static void test_malloc() {
     CUDA_OK(cudaMemcpy(d_sizes, sizes.data(), n * sizeof(uint64_t), cudaMemcpyHostToDevice));
     for (uint32_t w : {32u, 64u})
         for (uint32_t lock : {0u, 1u}) {
+            if (skip_combo(w, lock)) continue;
             gpudyn_rw_heap_t h = make_heap(T, w, lock, S);
             gpudyn_rw_heap_view_t v;
             gpudyn_rw_heap_get_view(h, &v);
@@ -608,6 +621,7 @@ static void test_malloc_fallback() {
     for (uint32_t w : {32u, 64u})
         for (uint32_t lock : {0u, 1u})
             for (uint64_t seed : {1u, 2u, 3u}) {
+                if (skip_combo(w, lock) || (kSlowTool && seed > 1)) continue;
                 gpudyn_rw_heap_options_t o;
                 gpudyn_rw_heap_options_init(&o);
                 o.page_count = T;
