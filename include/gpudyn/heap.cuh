@@ -49,10 +49,10 @@
 //    __threadfence, then the directory entry is published (count first, entry
 //    second; readers load the entry with ld.acquire and skip the 0xFFFFFFFF of
 //    an entry not yet written) and the slab becomes current.  Attaches of a
-//    class run at most kHeapMinConcurrentAttach + slabs / 8 at a time: a burst
-//    grows a class by <= 12.5 % per attach latency, so at most that share of
+//    class run at most kHeapMinConcurrentAttach + slabs / 16 at a time: a burst
+//    grows a class by <= ~6 % per attach latency, so at most that share of
 //    its slabs is nearly empty when the burst ends (the memory bound: held /
-//    live <= ~1.15 plus one slab per class); a refused group sleeps and reads
+//    live <= ~1.1 plus a slab or two per class); a refused group sleeps and reads
 //    the new current slab, and after kHeapMaxRefusals attaches regardless.
 //    When no slab can be attached, a sweep over every word of every slab of
 //    the class (the group reads one word per lane per round) is the fallback,
@@ -163,21 +163,24 @@ constexpr unsigned kHeapSlabMinSlots = 8;
 // Slot bitmap words per page: P / 16 slots at most (the 16-byte class) / 64.
 constexpr unsigned kHeapSlotWordShift = 10;  // P >> 10 words of 64 bits = P / 16 bits
 // Words of the current slab one lane reads in a round (the lanes of a group
-// split the slab), and words of a random slab one lane reads in a draw.
+// split the slab), and random (slab, word) probes of one lane in a draw round.
 constexpr unsigned kHeapScanWords = 8;
-constexpr unsigned kHeapDrawWords = 2;
+constexpr unsigned kHeapDrawProbes = 4;
 // Random draws go to the class's newest slabs this often (every other lane).
 constexpr unsigned kHeapRecentSlabs = 8;
 // atomicOr attempts of a lane on one word (each after a lost race).
 constexpr unsigned kHeapClaimTries = 4;
 // Rounds that found no free slot before the group attaches a slab: the
-// current slab, then random draws (a group of n lanes draws n slabs a round).
-// A slab is memory: attach only when the class's slabs look full.
-constexpr unsigned kHeapMissesBeforeAttach = 5;
-// Attaches of one class under way at a time: this many plus 1/8 of its slabs
-// (a burst grows a class by <= 12.5 % per attach latency, so at most that
+// current slab, then draw rounds (n lanes x kHeapDrawProbes probes each).
+// A slab is memory: attach only when the class's slabs look full (a host
+// model of this policy, one class, churn of 50 %: 8 rounds x 4 probes keep
+// held / live near 1.05 where 5 x 2 drifted to 1.25 with 16-slot slabs).
+constexpr unsigned kHeapMissesBeforeAttach = 8;
+// Attaches of one class under way at a time: this many plus 1/16 of its slabs
+// (a burst grows a class by <= ~6 % per attach latency, so at most that
 // share of its slabs is left nearly empty when the burst ends).
 constexpr unsigned kHeapMinConcurrentAttach = 2;
+constexpr unsigned kHeapAttachShare = 16;
 // Class state (uint32 words per class): slabs attached, attaches under way,
 // then kHeapCursors current slabs (+ 1; 0: none).  A class of s slabs uses
 // 1 + s / kHeapSlabsPerCursor of them (chosen by SM): few partly filled slabs
@@ -577,7 +580,7 @@ private:
     // slots are); a draw that finds a slab with room left makes it current, so
     // later groups fill it instead of attaching; (c) after
     // kHeapMissesBeforeAttach rounds that found no free slot, the leader
-    // attaches a slab, with at most kHeapMinConcurrentAttach + slabs / 8
+    // attaches a slab, with at most kHeapMinConcurrentAttach + slabs / 16
     // attaches of the class under way (a refused group sleeps and reads the
     // current slab again, which an attacher just replaced); (d) when no page is
     // left for a slab, a sweep of every word of the class.  A claim retries on
@@ -641,18 +644,17 @@ private:
                     if (free_bits != 0) break;
                 }
             } else if (count != 0) {
-                // A random slab (every other lane among the newest), a few words from a random one.
+                // Random probes: a random word of a random slab (every other probe
+                // among the newest slabs), until one has a free slot.
                 const unsigned recent = count < kHeapRecentSlabs ? count : kHeapRecentSlabs;
-                const unsigned idx = (rank & 1) != 0 ? count - 1 - rng.below(recent) : rng.below(count);
-                slab = detail::load_acquire(dir + idx);
-                if (slab != kHeapNoPage) {
-                    const unsigned long long* sw = slot_words(slab);
-                    const unsigned start = nwords > 1 ? rng.below(nwords) : 0u;
-                    for (unsigned j = 0; j < nwords && j < kHeapDrawWords; ++j) {
-                        w = (start + j) % nwords;
-                        free_bits = ~detail::load_word(sw + w);
-                        if (free_bits != 0) break;
-                    }
+                for (unsigned j = 0; j < kHeapDrawProbes; ++j) {
+                    const unsigned idx = ((rank + j) & 1) != 0 ? count - 1 - rng.below(recent) : rng.below(count);
+                    const unsigned sl = detail::load_acquire(dir + idx);
+                    if (sl == kHeapNoPage) continue;
+                    slab = sl;
+                    w = nwords > 1 ? rng.below(nwords) : 0u;
+                    free_bits = ~detail::load_word(slot_words(slab) + w);
+                    if (free_bits != 0) break;
                 }
             }
             // 2. A prefix sum of the free bits splits the need; each lane claims its
@@ -714,7 +716,7 @@ private:
             bool refused = false;
             if (lane == leader) {
                 const unsigned underway = atomicAdd(state + 1, 1u);
-                const unsigned limit = kHeapMinConcurrentAttach + count / 8;
+                const unsigned limit = kHeapMinConcurrentAttach + count / kHeapAttachShare;
                 if (underway >= limit && refusals < kHeapMaxRefusals) {
                     refused = true;
                 } else {
