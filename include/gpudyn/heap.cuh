@@ -166,7 +166,7 @@ constexpr unsigned kHeapSlotWordShift = 10;  // P >> 10 words of 64 bits = P / 1
 // split the slab), and random (slab, word) probes of one lane in a draw round.
 constexpr unsigned kHeapScanWords = 8;
 constexpr unsigned kHeapDrawProbes = 4;
-// Random draws go to the class's newest slabs this often (every other lane).
+// Every other random probe goes to one of the class's newest slabs (this many).
 constexpr unsigned kHeapRecentSlabs = 8;
 // atomicOr attempts of a lane on one word (each after a lost race).
 constexpr unsigned kHeapClaimTries = 4;
@@ -606,7 +606,7 @@ private:
             const unsigned need = detail::popcount(needy);
             const unsigned needy_rank = detail::popcount(needy & detail::lanes_below());
             // 1. Each lane finds a word with free bits (or none).
-            // The class's slab count and current slab: cursor `mine_cursor` of
+            // The class's slab count and current slab: the SM's cursor of
             // 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors) spreads the
             // groups of a large class over several current slabs; the three loads
             // are independent (one latency).
@@ -730,7 +730,8 @@ private:
                 const unsigned r = detail::popcount(still & detail::lanes_below());
                 if (mine == nullptr && r < claimed)
                     mine = page_address(head) + static_cast<unsigned long long>(r) * k.size;
-                misses = 0;
+                // A group larger than a slab: one draw round, then the next attach.
+                misses = still_n > claimed ? kHeapMissesBeforeAttach - 1 : 0;
                 continue;
             }
             if (refused) {
