@@ -116,7 +116,7 @@ struct gpudyn_heap_s {
         GPUDYN_CUDA(cudaMemsetAsync(at(view.run_meta), 0, max_pages * sizeof(uint32_t), s));
         GPUDYN_CUDA(cudaMemsetAsync(at(view.run_starts), 0, run_starts_bytes(), s));
         GPUDYN_CUDA(cudaMemsetAsync(at(view.slab_meta), 0, max_pages * sizeof(uint32_t), s));
-        GPUDYN_CUDA(cudaMemsetAsync(at(view.class_state), 0, class_count * 4 * sizeof(uint32_t), s));
+        GPUDYN_CUDA(cudaMemsetAsync(at(view.class_state), 0, class_count * kHeapClassStateWords * sizeof(uint32_t), s));
         GPUDYN_CUDA(cudaMemsetAsync(at(view.directory), 0xff, dir_entries * sizeof(uint32_t), s));
         GPUDYN_CUDA(cudaMemsetAsync(at(view.counters), 0, kHeapCounterCount * sizeof(uint64_t), s));
         map_pages(0, mapped_pages, s);
@@ -164,7 +164,7 @@ void allocate_meta(gpudyn_heap_s* h, cudaStream_t s) {
     const uint64_t o_slab = take(h->max_pages * sizeof(uint32_t));
     const uint64_t o_slots = take((h->max_pages << (h->page_shift - kHeapSlotWordShift)) * sizeof(uint64_t));
     const uint64_t o_table = take(h->class_count * sizeof(heap_class));
-    const uint64_t o_state = take(h->class_count * 4 * sizeof(uint32_t));
+    const uint64_t o_state = take(h->class_count * kHeapClassStateWords * sizeof(uint32_t));
     const uint64_t o_dir = take(h->dir_entries * sizeof(uint32_t));
     const uint64_t o_mapped = take(sizeof(uint64_t));
     const uint64_t o_counters = take(kHeapCounterCount * sizeof(uint64_t));

@@ -22,35 +22,44 @@
 //    doubling (rounding wastes <= 12.5 %); class sizes that are powers of two
 //    are exactly the 2^k requests, and slots are multiples of the class size
 //    from a page boundary, so 2^k requests up to P are 2^k-aligned.  A class
-//    carves slabs of slab_pages(c) = ceil(32 * size / P) pages (>= 32 slots),
-//    whose slot bits (1 = used) live out of band (slot_bitmap, P/1024 words per
-//    page, indexed by the slab's first page).  A class keeps a directory of its
-//    slabs (an append-only array of first pages plus a count).  malloc groups the
-//    lanes that arrive together (__activemask) by class (__match_any_sync); a
-//    group's reader lane draws a random slab of the class and a random bitmap
-//    word, the group claims the free bits it needs with one atomicOr and hands
-//    them out by rank (shuffles).  A converged warp of one class: a count load,
-//    a directory load, a word load, one atomicOr, shuffles; a lone lane does the
-//    same with k = 1.  Later rounds of a group read more words (1, 2, 4, ..
-//    readers, a prefix sum of the free bits splits the need, as CoRW does), the
-//    first of them in the class's newest slab (a burst fills a fresh slab before
-//    it attaches another).
-//    After kHeapEmptyRoundsBeforeAttach rounds that won nothing (or at once
-//    when the class has no slab) the group's leader attaches a new slab: pages
-//    from the page bitmap, slot bits initialised with the group's slots already
-//    taken, page records written, __threadfence, then the directory entry is
-//    published (count first, entry second; readers load the entry with
-//    ld.acquire and skip the 0xFFFFFFFF of an entry not yet written).  Attaches
-//    of a class run at most max(kHeapMinConcurrentAttach, slabs / 2) at a time
-//    (a burst of empty-class requests then grows the class by 1.5x per attach
-//    time instead of one slab per warp); a group refused waits (__nanosleep)
-//    and draws again, and after kHeapThrottleRounds attaches regardless.  When
-//    no slab can be attached, a sweep over every word of every slab of the class
-//    (the group reads one word per lane per round) is the fallback, so a small
-//    request fails only when no slot of its class and no page for a slab is
-//    free.  Slabs stay with their class until reset (no hot-path bookkeeping of
-//    empty slabs): after everything is freed, bytes_held counts the attached
-//    slabs' pages.
+//    carves slabs of slab_pages(c) = ceil(8 * size / P) pages (>= 8 slots, so
+//    a class with few requests holds little: every class up to P/8 has
+//    one-page slabs, the P/2 class 4-page slabs of 8), whose slot bits (1 =
+//    used) live out of band (slot_bitmap, P/1024 words per page, indexed by the
+//    slab's first page).  A class keeps a directory of its slabs (an
+//    append-only array of first pages plus a count) and a *current* slab
+//    (1 + slabs / 16 of them, at most 8, chosen by SM: few partly filled
+//    slabs for a small class, less contention on one slab for a large one).
+//    malloc groups the lanes that arrive together (__activemask) by class
+//    (__match_any_sync); the group's lanes read words of the current slab (a
+//    group-uniform random start, lane r at start + r, + n, ..), split the need
+//    by a prefix sum of the free bits they saw, claim with one atomicOr per
+//    lane (retried on the same word while it has free bits, so a lost race is
+//    not a miss) and hand the won slots out by rank (shuffles).  A converged
+//    warp of one class: two state loads, a word load, one atomicOr, shuffles;
+//    a lone lane does the same with k = 1.  So groups fill one slab at a time.
+//    When the current slab had no free slot, the next rounds draw random slabs
+//    of the class (half the lanes among the newest few, where a burst's free
+//    slots are) and a few words in each; a draw that finds a slab with room
+//    left makes it the current slab (CAS), so after frees the class refills
+//    its slabs before it grows.  Only after kHeapMissesBeforeAttach rounds
+//    that found no free slot (or at once when the class has no slab) does the
+//    group's leader attach a slab: pages from the page bitmap, slot bits
+//    initialised with the group's slots already taken, page records written,
+//    __threadfence, then the directory entry is published (count first, entry
+//    second; readers load the entry with ld.acquire and skip the 0xFFFFFFFF of
+//    an entry not yet written) and the slab becomes current.  Attaches of a
+//    class run at most kHeapMinConcurrentAttach + slabs / 16 at a time: a burst
+//    grows a class by <= ~6 % per attach latency, so at most that share of
+//    its slabs is nearly empty when the burst ends (the memory bound: held /
+//    live <= ~1.1 plus a slab or two per class); a refused group sleeps and reads
+//    the new current slab, and after kHeapMaxRefusals attaches regardless.
+//    When no slab can be attached, a sweep over every word of every slab of
+//    the class (the group reads one word per lane per round) is the fallback,
+//    so a small request fails only when no slot of its class and no page for
+//    a slab is free.  Slabs stay with their class until reset (no hot-path
+//    bookkeeping of empty slabs): after everything is freed, bytes_held counts
+//    the attached slabs' pages, and they serve the class's next requests.
 //  * Medium (> P/2, up to kRwRegionWords * 64 pages, 128 MiB with 64 KiB pages):
 //    a run of ceil(bytes / P) pages from rw_heap's RW_malloc region search, called
 //    by the lane alone (a one-lane mask with a local rw_malloc_storage), recorded
@@ -84,8 +93,8 @@
 // per page (1/128 of the range: 0.78 %), rw_heap's live-run-start bits for the
 // medium runs (one bit per 16 bytes: another 0.78 %), two uint32 records per page, one bitmap bit per page,
 // the class directories (sum over classes of max_pages / slab_pages(c) uint32:
-// 0.3 % with 64 KiB pages, 1.8 % with 4 KiB pages).  About 1.9 % of max_bytes
-// with 64 KiB pages, 3.4 % with 4 KiB pages.
+// 0.4 % with 64 KiB pages, 2.5 % with 4 KiB pages).  About 2 % of max_bytes
+// with 64 KiB pages, 4 % with 4 KiB pages.
 //
 // Memory ordering: a slot's bit is set (atomicOr) before its pointer is handed
 // out; a slab is initialised and fenced (__threadfence) before its directory
@@ -147,23 +156,43 @@ constexpr unsigned kHeapMinPageShift = 12;
 constexpr unsigned kHeapMaxPageShift = 21;
 // Classes for the largest page: sizes up to 2^20 = 8 * (21 - 7) classes.
 constexpr unsigned kHeapMaxClasses = kHeapClassesPerDoubling * (kHeapMaxPageShift - kHeapLinearShift);
-// A slab holds at least one warp's worth of slots, so a converged warp of one
-// class is served by one word of a fresh slab.
-constexpr unsigned kHeapSlabMinSlots = 32;
+// A slab holds at least this many slots (and at least one page): small enough
+// that a class with few requests holds little (a 32 KiB class: 4 pages), and a
+// page of a class up to P/8 is one slab.
+constexpr unsigned kHeapSlabMinSlots = 8;
 // Slot bitmap words per page: P / 16 slots at most (the 16-byte class) / 64.
 constexpr unsigned kHeapSlotWordShift = 10;  // P >> 10 words of 64 bits = P / 16 bits
-// Rounds of a group that won nothing before its leader attaches a slab: a few
-// random draws are cheap; a slab is memory.
-constexpr unsigned kHeapEmptyRoundsBeforeAttach = 4;
-// Attaches of one class at a time: at least this many, else half the slabs
-// the class has (growth 1.5x per attach latency in a burst).
-constexpr unsigned kHeapMinConcurrentAttach = 8;
-// Rounds after which a group attaches even when others are attaching (so a
-// request never waits unboundedly on other warps), and the last round before
-// the sweep.
-constexpr unsigned kHeapThrottleRounds = 32;
-constexpr unsigned kHeapMaxRounds = 64;
-// Wait of a group refused an attach, in ns (about one attach's latency).
+// Words of the current slab one lane reads in a round (the lanes of a group
+// split the slab), and random (slab, word) probes of one lane in a draw round.
+constexpr unsigned kHeapScanWords = 8;
+constexpr unsigned kHeapDrawProbes = 4;
+// Every other random probe goes to one of the class's newest slabs (this many).
+constexpr unsigned kHeapRecentSlabs = 8;
+// atomicOr attempts of a lane on one word (each after a lost race).
+constexpr unsigned kHeapClaimTries = 4;
+// Rounds that found no free slot before the group attaches a slab: the
+// current slab, then draw rounds (n lanes x kHeapDrawProbes probes each).
+// A slab is memory: attach only when the class's slabs look full (a host
+// model of this policy, one class, churn of 50 %: 8 rounds x 4 probes keep
+// held / live near 1.05 where 5 x 2 drifted to 1.25 with 16-slot slabs).
+constexpr unsigned kHeapMissesBeforeAttach = 8;
+// Attaches of one class under way at a time: this many plus 1/16 of its slabs
+// (a burst grows a class by <= ~6 % per attach latency, so at most that
+// share of its slabs is left nearly empty when the burst ends).
+constexpr unsigned kHeapMinConcurrentAttach = 2;
+constexpr unsigned kHeapAttachShare = 16;
+// Class state (uint32 words per class): slabs attached, attaches under way,
+// then kHeapCursors current slabs (+ 1; 0: none).  A class of s slabs uses
+// 1 + s / kHeapSlabsPerCursor of them (chosen by SM): few partly filled slabs
+// for a small class, less contention on one slab's words for a large one.
+constexpr unsigned kHeapClassStateWords = 16;
+constexpr unsigned kHeapStateCursor = 2;
+constexpr unsigned kHeapCursors = 8;
+constexpr unsigned kHeapSlabsPerCursor = 16;
+// Refusals after which a group attaches regardless (a bound on waiting).
+constexpr unsigned kHeapMaxRefusals = 64;
+// Wait of a group refused an attach, in ns (about one attach's latency),
+// doubled per refusal up to 16x.
 constexpr unsigned kHeapAttachWaitNs = 256;
 
 // The C view's layout, restated for NVRTC (which has no <stdint.h>); checked
@@ -279,6 +308,13 @@ __device__ __forceinline__ unsigned long long masked_or64(unsigned mask, unsigne
     for (unsigned rest = mask; rest != 0; rest &= rest - 1) r |= __shfl_sync(mask, v, int(lowest_bit(rest)));
     return r;
 #endif
+}
+
+// The SM the thread runs on.
+__device__ __forceinline__ unsigned sm_id() {
+    unsigned id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    return id;
 }
 
 // A per-call random stream without caller state: the thread's global id and
@@ -444,7 +480,7 @@ private:
     __device__ unsigned* slab_meta() const { return reinterpret_cast<unsigned*>(v_.slab_meta); }
     __device__ unsigned* run_meta() const { return reinterpret_cast<unsigned*>(v_.run_meta); }
     __device__ unsigned long long* page_words() const { return reinterpret_cast<unsigned long long*>(v_.page_bitmap); }
-    __device__ unsigned* class_state(unsigned c) const { return reinterpret_cast<unsigned*>(v_.class_state) + 4 * c; }
+    __device__ unsigned* class_state(unsigned c) const { return reinterpret_cast<unsigned*>(v_.class_state) + kHeapClassStateWords * c; }
     __device__ unsigned* directory() const { return reinterpret_cast<unsigned*>(v_.directory); }
     __device__ unsigned mapped_pages() const { return detail::load_word(reinterpret_cast<const unsigned*>(v_.mapped_pages)); }
     __device__ char* page_address(unsigned page) const {
@@ -538,6 +574,17 @@ private:
 
     // ---- small: slabs of a size class ------------------------------------
     // A warp collective over `group` (lanes of one class that arrived together).
+    // Rounds: (a) the class's current slab, scanned by the group's lanes from a
+    // group-uniform random word; (b) when it had no free slot, random slabs of
+    // the class (half the draws among the newest slabs, where a burst's free
+    // slots are); a draw that finds a slab with room left makes it current, so
+    // later groups fill it instead of attaching; (c) after
+    // kHeapMissesBeforeAttach rounds that found no free slot, the leader
+    // attaches a slab, with at most kHeapMinConcurrentAttach + slabs / 16
+    // attaches of the class under way (a refused group sleeps and reads the
+    // current slab again, which an attacher just replaced); (d) when no page is
+    // left for a slab, a sweep of every word of the class.  A claim retries on
+    // its word while the word has free bits (a lost race is not a miss).
     __device__ void* small_malloc(unsigned group, unsigned c) const {
         const unsigned lane = detail::lane_index();
         const unsigned n = detail::popcount(group);
@@ -548,8 +595,9 @@ private:
         unsigned* state = class_state(c);
         const unsigned* dir = directory() + k.dir_offset;
         detail::counter_rng rng = detail::heap_rng();
+        const unsigned sm_cursor = detail::sm_id() % kHeapCursors;
         char* mine = nullptr;
-        unsigned empty_rounds = 0;
+        unsigned misses = 0, refusals = 0;
         bool sweeping = false;
         unsigned long long sweep_pos = 0, sweep_end = 0;
         for (unsigned round = 0;; ++round) {
@@ -557,79 +605,122 @@ private:
             if (needy == 0) break;
             const unsigned need = detail::popcount(needy);
             const unsigned needy_rank = detail::popcount(needy & detail::lanes_below());
-            // 1. Readers pick a word: a random slab and word (rounds double the
-            //    readers), or the next words of the sweep.
+            // 1. Each lane finds a word with free bits (or none).
+            // The class's slab count and current slab: the SM's cursor of
+            // 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors) spreads the
+            // groups of a large class over several current slabs; the three loads
+            // are independent (one latency).
+            unsigned count = 0, cur = 0, cursor = 0;
+            if (lane == leader) {
+                count = detail::load_word(state);
+                const unsigned cur0 = detail::load_acquire(state + kHeapStateCursor);
+                const unsigned curs = detail::load_acquire(state + kHeapStateCursor + sm_cursor);
+                const unsigned active = count / kHeapSlabsPerCursor + 1;
+                cursor = sm_cursor < active ? sm_cursor : 0u;
+                cur = cursor != 0 ? curs : cur0;
+            }
+            count = __shfl_sync(group, count, int(leader));
+            cur = __shfl_sync(group, cur, int(leader));
+            cursor = __shfl_sync(group, cursor, int(leader));
+            const unsigned base = __shfl_sync(group, nwords > 1 ? rng.below(nwords) : 0u, int(leader));
             unsigned slab = kHeapNoPage, w = 0;
-            unsigned count = 0;
-            if (!sweeping) {
-                unsigned readers = round < 5 ? (1u << round) : 32u;
-                readers = readers > need ? need : readers;
-                readers = readers > n ? n : readers;
-                // The leader's count for the whole group: the decisions below are group-uniform.
-                count = __shfl_sync(group, lane == leader ? detail::load_word(state) : 0u, int(leader));
-                if (rank < readers && count != 0) {
-                    // After a round that did not serve the group, the first reader tries the
-                    // class's newest slab (the one most likely to have room) before others
-                    // attach more: a burst then fills a fresh slab instead of attaching many.
-                    const unsigned newest = round != 0 && rank == 0 ? detail::load_acquire(state + 2) : 0u;
-                    slab = newest != 0 ? newest - 1 : detail::load_acquire(dir + rng.below(count));
-                    w = nwords > 1 ? rng.below(nwords) : 0;
-                }
-            } else {
+            unsigned long long free_bits = 0;
+            const bool from_current = !sweeping && misses == 0 && cur != 0;
+            if (sweeping) {
                 const unsigned long long q = sweep_pos + rank;
                 if (q < sweep_end) {
                     slab = detail::load_acquire(dir + unsigned(q / nwords));
                     w = unsigned(q % nwords);
+                    if (slab != kHeapNoPage) free_bits = ~detail::load_word(slot_words(slab) + w);
                 }
                 sweep_pos += n;
+            } else if (from_current) {
+                // The current slab: lane r reads words base + r, base + r + n, ..
+                slab = cur - 1;
+                const unsigned long long* sw = slot_words(slab);
+                for (unsigned j = rank, steps = 0; j < nwords && steps < kHeapScanWords; j += n, ++steps) {
+                    w = (base + j) % nwords;
+                    free_bits = ~detail::load_word(sw + w);
+                    if (free_bits != 0) break;
+                }
+            } else if (count != 0) {
+                // Random probes: a random word of a random slab (every other probe
+                // among the newest slabs), until one has a free slot.
+                const unsigned recent = count < kHeapRecentSlabs ? count : kHeapRecentSlabs;
+                for (unsigned j = 0; j < kHeapDrawProbes; ++j) {
+                    const unsigned idx = ((rank + j) & 1) != 0 ? count - 1 - rng.below(recent) : rng.below(count);
+                    const unsigned sl = detail::load_acquire(dir + idx);
+                    if (sl == kHeapNoPage) continue;
+                    slab = sl;
+                    w = nwords > 1 ? rng.below(nwords) : 0u;
+                    free_bits = ~detail::load_word(slot_words(slab) + w);
+                    if (free_bits != 0) break;
+                }
             }
-            unsigned long long* wp = slab != kHeapNoPage ? slot_words(slab) + w : nullptr;
-            const unsigned long long free_bits = wp != nullptr ? ~detail::load_word(wp) : 0ull;
-            // 2. A prefix sum of the free bits splits the need; one atomicOr per reader.
+            // 2. A prefix sum of the free bits splits the need; each lane claims its
+            //    share on its word with atomicOr, again on the bits still free when
+            //    another warp took some first.
+            unsigned long long* wp = free_bits != 0 ? slot_words(slab) + w : nullptr;
             const unsigned f = detail::popcount(free_bits);
             const unsigned incl = detail::masked_inclusive_sum(group, f);
             const unsigned s = incl - f;
             const unsigned take = s < need ? (f < need - s ? f : need - s) : 0;
-            const unsigned long long want = detail::lowest_set_bits(free_bits, take);
-            const unsigned long long won = take != 0 ? want & ~atomicOr(wp, want) : 0ull;
-            // 3. Hand-out: needy lane of rank r takes the (r - s)-th wanted bit of
-            //    the reader whose share covers r (a bit lost to another warp leaves
-            //    its lane needy).
-            const unsigned contributors = __ballot_sync(group, take != 0);
+            unsigned long long got = 0, avail = free_bits;
+            unsigned left = 0;  // free bits seen after the last claim
+            for (unsigned tries = 0; take != 0 && tries < kHeapClaimTries; ++tries) {
+                const unsigned have = detail::popcount(got);
+                if (have >= take || avail == 0) break;
+                const unsigned long long want = detail::lowest_set_bits(avail, take - have);
+                const unsigned long long old = atomicOr(wp, want);
+                got |= want & ~old;
+                avail = ~(old | want);
+                left = detail::popcount(avail);
+            }
+            // 3. Hand-out by what was won: needy lane of rank r takes the (r - s2)-th
+            //    won bit of the lane whose won range [s2, s2 + g) covers r.
+            const unsigned g = detail::popcount(got);
+            const unsigned s2 = detail::masked_inclusive_sum(group, g) - g;
+            const unsigned contributors = __ballot_sync(group, g != 0);
             for (unsigned rest = contributors; rest != 0; rest &= rest - 1) {
                 const int src = int(detail::lowest_bit(rest));
-                const unsigned cs = __shfl_sync(group, s, src);
-                const unsigned ck = __shfl_sync(group, take, src);
-                const unsigned long long cwant = __shfl_sync(group, want, src);
-                const unsigned long long cwon = __shfl_sync(group, won, src);
+                const unsigned cs = __shfl_sync(group, s2, src);
+                const unsigned cg = __shfl_sync(group, g, src);
+                const unsigned long long cgot = __shfl_sync(group, got, src);
                 const unsigned cslab = __shfl_sync(group, slab, src);
                 const unsigned cw = __shfl_sync(group, w, src);
-                if (mine == nullptr && needy_rank >= cs && needy_rank < cs + ck) {
-                    const unsigned bit = detail::nth_set_bit(cwant, needy_rank - cs);
-                    if ((cwon >> bit) & 1ull)
-                        mine = page_address(cslab) + static_cast<unsigned long long>(cw * 64 + bit) * k.size;
+                if (mine == nullptr && needy_rank >= cs && needy_rank < cs + cg) {
+                    const unsigned bit = detail::nth_set_bit(cgot, needy_rank - cs);
+                    mine = page_address(cslab) + static_cast<unsigned long long>(cw * 64 + bit) * k.size;
                 }
             }
-            const bool progress = __ballot_sync(group, won != 0) != 0;
             if (sweeping) {
                 if (sweep_pos >= sweep_end) break;  // every word of every slab seen once
                 continue;
             }
-            empty_rounds = progress ? 0 : empty_rounds + 1;
-            if (count == 0) empty_rounds = kHeapEmptyRoundsBeforeAttach;  // no slab yet: attach at once
-            if (empty_rounds < kHeapEmptyRoundsBeforeAttach) continue;
-            // 4. Attach a slab (the leader), pre-claiming the still needy lanes' slots.
+            // A random draw that found a slab with room left makes it the current slab.
+            const unsigned room = k.slots / 4 < 8 ? (k.slots / 4 > 0 ? k.slots / 4 : 1u) : 8u;
+            const unsigned promote = __ballot_sync(group, !from_current && g != 0 && left >= room);
+            // (A plain load first: when many groups promote at once, one CAS per cursor lands.)
+            if (promote != 0 && lane == detail::lowest_bit(promote) &&
+                detail::load_word(state + kHeapStateCursor + cursor) == cur)
+                atomicCAS(state + kHeapStateCursor + cursor, cur, slab + 1);
+            const bool progress = contributors != 0;
+            misses = progress ? 0 : misses + 1;
+            if (count == 0) misses = kHeapMissesBeforeAttach;  // no slab yet: attach at once
+            if (misses < kHeapMissesBeforeAttach) continue;
+            // 4. Attach a slab (the leader), pre-claiming slots for the still needy lanes.
             const unsigned still = __ballot_sync(group, mine == nullptr);
             const unsigned still_n = detail::popcount(still);
+            const unsigned claimed = still_n < k.slots ? still_n : k.slots;
             unsigned head = kHeapNoPage;
             bool refused = false;
             if (lane == leader) {
                 const unsigned underway = atomicAdd(state + 1, 1u);
-                const unsigned limit = count / 2 > kHeapMinConcurrentAttach ? count / 2 : kHeapMinConcurrentAttach;
-                if (underway >= limit && round < kHeapThrottleRounds) {
+                const unsigned limit = kHeapMinConcurrentAttach + count / kHeapAttachShare;
+                if (underway >= limit && refusals < kHeapMaxRefusals) {
                     refused = true;
                 } else {
-                    head = attach_slab(c, k, still_n, rng);
+                    head = attach_slab(c, k, claimed, cursor, rng);
                 }
                 atomicSub(state + 1, 1u);
             }
@@ -637,16 +728,20 @@ private:
             refused = __shfl_sync(group, refused, int(leader));
             if (head != kHeapNoPage) {
                 const unsigned r = detail::popcount(still & detail::lanes_below());
-                if (mine == nullptr) mine = page_address(head) + static_cast<unsigned long long>(r) * k.size;
-                empty_rounds = 0;
+                if (mine == nullptr && r < claimed)
+                    mine = page_address(head) + static_cast<unsigned long long>(r) * k.size;
+                // A group larger than a slab: one draw round, then the next attach.
+                misses = still_n > claimed ? kHeapMissesBeforeAttach - 1 : 0;
                 continue;
             }
-            if (refused && round + 1 < kHeapMaxRounds) {
-                __nanosleep(kHeapAttachWaitNs);
-                empty_rounds = kHeapEmptyRoundsBeforeAttach - 1;  // one more draw, then ask again
+            if (refused) {
+                // Another group is attaching: wait about one attach, then read the current slab.
+                __nanosleep(kHeapAttachWaitNs << (refusals < 4 ? refusals : 4u));
+                ++refusals;
+                misses = 0;
                 continue;
             }
-            // No page for a slab (or too many rounds): sweep every word of the class once.
+            // No page for a slab: sweep every word of the class once.
             sweeping = true;
             sweep_pos = 0;
             sweep_end = static_cast<unsigned long long>(
@@ -660,7 +755,7 @@ private:
 
     // Attaches a new slab to class c (one thread), its first `claimed` slots
     // already taken by the caller.  Returns its first page or kHeapNoPage.
-    __device__ unsigned attach_slab(unsigned c, const heap_class& k, unsigned claimed,
+    __device__ unsigned attach_slab(unsigned c, const heap_class& k, unsigned claimed, unsigned cursor,
                                     detail::counter_rng& rng) const {
         const rw_heap_ref pages = run_ref(kHeapCounterAttachScratch);
         unsigned head = kHeapNoPage;
@@ -696,7 +791,7 @@ private:
         unsigned* state = class_state(c);
         const unsigned idx = atomicAdd(state, 1u);
         atomicExch(directory() + k.dir_offset + idx, head);
-        atomicExch(state + 2, head + 1);  // the newest slab (0: none), also published after the fence
+        atomicExch(state + kHeapStateCursor + cursor, head + 1);  // the caller's current slab (0: none), after the fence
         return head;
     }
 

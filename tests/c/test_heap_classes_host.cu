@@ -1,7 +1,7 @@
 // Size classes of the heap (include/gpudyn/heap.cuh), on the host: every size
 // from 1 B to page_size / 2 maps to the smallest class that holds it, rounding
 // wastes at most 12.5 % above 128 B (16 B steps below), 2^k sizes are classes
-// of their own, and each class's slab holds >= 32 slots within its pages.
+// of their own, and each class's slab is the fewest pages that hold >= 8 slots.
 // Checked for every page size the heap accepts against a brute-force reference
 // built here from the rule in the header's comment.
 #include "check.h"
@@ -32,6 +32,9 @@ int main() {
             CHECK((unsigned long long)k.slots * k.size <= (unsigned long long)k.slab_pages * P);
             CHECK(k.slab_pages == 1 || (unsigned long long)(k.slab_pages - 1) * P < kHeapSlabMinSlots * k.size);
             CHECK(k.slots <= P / 16);  // fits the slot words of the slab's first page
+            // Small slabs: a class with few requests holds little (one page up to P/8).
+            CHECK(k.slots >= 8 && (k.size * 8 > P || k.slab_pages == 1));
+            CHECK((unsigned long long)k.slab_pages * P <= 8ull * k.size + P);
         }
         unsigned c = 0;
         int bad = 0;

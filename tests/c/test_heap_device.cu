@@ -9,7 +9,7 @@
 //    device has the memory (two threads asking for it at once: exactly one wins);
 //  - usable_size and the stats (allocations, bytes_allocated, bytes_held)
 //    against a host reference of the size classes;
-//  - exhaustion: the nulls are counted in failed_allocations, earlier blocks are
+//  - exhaustion (single and mixed sizes): the nulls are counted in failed_allocations, earlier blocks are
 //    intact, freeing everything gives the runs' pages back (slabs stay with
 //    their class, as documented), and the heap serves again; the bulk malloc
 //    gives back what it took;
@@ -18,8 +18,11 @@
 //    free succeeds, nothing changes;
 //  - free in a later kernel by another thread; two heaps side by side (a
 //    pointer of A freed into B is a bad free in B, A untouched); grow between
-//    launches with a view taken before; a churn of 10 rounds (held/allocated
-//    reported).
+//    launches with a view taken before;
+//  - memory: bytes held / bytes allocated <= 1.3 in every call pattern (72
+//    classes, a few hundred requests each), <= 1.25 after each of 10 churn
+//    rounds (mixed 16-4096 B, 64 B, 4096 B); usable fraction of the heap at
+//    exhaustion >= 0.9 for single and mixed sizes.
 // Sizes shrink under compute-sanitizer (GPUDYN_SANITIZER set).
 #include "check.h"
 
@@ -382,6 +385,12 @@ static void test_call_patterns() {
         CHECK(during.allocations == before.allocations + expected);
         CHECK(during.bytes_allocated == before.bytes_allocated + usable_sum);
         CHECK(during.bytes_held >= during.bytes_allocated);
+        // Memory: slabs are attached only when the class's slabs are (nearly) full,
+        // and this mode reuses the slabs earlier modes left empty.  (72 classes with
+        // ~200 requests each: a partly filled slab per class is the slack.)
+        const double held_ratio = double(during.bytes_held) / double(during.bytes_allocated);
+        if (held_ratio > 1.3) fprintf(stderr, "%s: held / allocated = %.3f\n", mode_name(mode), held_ratio);
+        CHECK(g_sanitizer || held_ratio <= 1.3);
         CHECK(during.failed_allocations == 0);
         // Freed by other threads (another block for most) in a later kernel.
         dev_vec<uint64_t> dp(ptrs);
@@ -396,8 +405,9 @@ static void test_call_patterns() {
         CHECK(after.bad_frees == 0);
         // Runs give their pages back; slabs stay with their class.
         CHECK(after.bytes_held == during.bytes_held - run_bytes);
-        printf("%-20s %llu blocks ok; held %.1f MiB for %.1f MiB allocated\n", mode_name(mode),
-               (unsigned long long)expected, during.bytes_held / 1048576.0, during.bytes_allocated / 1048576.0);
+        printf("%-20s %llu blocks ok; held %.1f MiB for %.1f MiB allocated (%.3f)\n", mode_name(mode),
+               (unsigned long long)expected, during.bytes_held / 1048576.0, during.bytes_allocated / 1048576.0,
+               held_ratio);
     }
     CHECK_OK(gpudyn_heap_reset(h, nullptr));
     const gpudyn_heap_stats_t r = stats_of(h);
@@ -531,28 +541,47 @@ static void test_bad_frees() {
     CHECK_OK(gpudyn_heap_destroy(h));
 }
 
-// Fill until null; the nulls are counted; blocks intact; free all; serves again.
+// Sizes of a request stream: all S, or (S == 0) mixed 16 .. 4096 B uniformly.
+static std::vector<uint64_t> sizes_of(uint64_t S, uint64_t n, std::mt19937_64& rng) {
+    std::vector<uint64_t> s(n, S);
+    if (S == 0)
+        for (auto& x : s) x = 16 + rng() % 4081;
+    return s;
+}
+static const char* size_name(uint64_t S, char* buf) {
+    if (S == 0) return "mixed 16-4096";
+    snprintf(buf, 32, "%llu", (unsigned long long)S);
+    return buf;
+}
+
+// Fill until null; the nulls are counted; the heap was usable to >= 90 % (single
+// sizes and mixed sizes, where 48 classes compete for the pages); blocks intact;
+// free all; serves again.
 static void test_exhaustion() {
     const uint64_t P = 65536;
-    const uint64_t heap_bytes = uint64_t(g_sanitizer ? 16 : 64) << 20;
-    const uint64_t sizes_to_try[] = {16, 256, 4096, 24 * 1024, 200 * 1024};
+    const uint64_t sizes_to_try[] = {16, 256, 4096, 24 * 1024, 200 * 1024, 0};
     for (uint64_t S : sizes_to_try) {
-        if (g_sanitizer && S < 256) continue;  // a million 16-byte blocks is too slow under the sanitizer
+        if (g_sanitizer && S < 256 && S != 0) continue;  // a million 16-byte blocks is too slow under the sanitizer
+        // Mixed sizes: a larger heap, as the issue's matrix has (each class's last slab is the slack).
+        const uint64_t heap_bytes = uint64_t(g_sanitizer ? 16 : (S == 0 ? 256 : 64)) << 20;
+        const uint64_t mean = S == 0 ? 2056 : S;
         gpudyn_heap_t h = make_heap(heap_bytes, heap_bytes);
         if (!h) return;
         const gpudyn_heap_view_t v = view_of(h);
-        const uint64_t per_round = std::min<uint64_t>(heap_bytes / S / 8 + 32, g_sanitizer ? 4096 : (1u << 20));
+        std::mt19937_64 rng(S + 5);
+        const uint64_t per_round = std::min<uint64_t>(heap_bytes / mean / 8 + 32, g_sanitizer ? 4096 : (1u << 20));
         std::vector<uint64_t> all_sizes, all_ptrs;
-        uint64_t nulls = 0;
-        const uint64_t max_rounds = heap_bytes / S / per_round * 2 + 4;  // twice what fits
+        uint64_t nulls = 0, live_usable = 0;
+        const uint64_t max_rounds = heap_bytes / mean / per_round * 2 + 4;  // twice what fits
         for (uint64_t round = 0; round < max_rounds && nulls == 0; ++round) {
-            std::vector<uint64_t> sizes(per_round, S);
+            std::vector<uint64_t> sizes = sizes_of(S, per_round, rng);
             std::vector<uint64_t> p = alloc_on_device(v, sizes, round % 2 ? kLaneSwitch : kConverged,
                                                       uint64_t(round) * per_round);
             for (uint64_t i = 0; i < per_round; ++i) {
-                all_sizes.push_back(S);
+                all_sizes.push_back(sizes[i]);
                 all_ptrs.push_back(p[i]);
                 nulls += p[i] == 0;
+                if (p[i]) live_usable += ref_usable(sizes[i], P);
             }
         }
         CHECK(nulls > 0);
@@ -560,12 +589,14 @@ static void test_exhaustion() {
         CHECK(s.failed_allocations == nulls);
         const uint64_t live = all_ptrs.size() - nulls;
         CHECK(s.allocations == live);
+        CHECK(s.bytes_allocated == live_usable);
         CHECK(check_blocks(blocks_of(all_sizes, all_ptrs), v, s.bytes_mapped, "exhaustion") == 0);
         CHECK(corrupted(all_sizes, all_ptrs, 0) == 0);
-        const double usable = double(live * ref_usable(S, P)) / double(s.bytes_mapped);
-        printf("exhaustion S=%llu: %llu live, usable fraction %.3f, held %.3f of mapped\n", (unsigned long long)S,
+        const double usable = double(live_usable) / double(s.bytes_mapped);
+        char buf[32];
+        printf("exhaustion S=%s: %llu live, usable fraction %.3f, held %.3f of mapped\n", size_name(S, buf),
                (unsigned long long)live, usable, double(s.bytes_held) / double(s.bytes_mapped));
-        CHECK(usable >= 0.8);
+        CHECK(usable >= 0.9);
         uint64_t ok = 0;
         free_all(v, all_ptrs, &ok);
         CHECK(ok == all_ptrs.size());
@@ -573,8 +604,8 @@ static void test_exhaustion() {
         CHECK(e.allocations == 0 && e.bytes_allocated == 0 && e.bad_frees == 0);
         if (S > P / 2) CHECK(e.bytes_held == 0);  // runs: every page back
         else CHECK(e.bytes_held == s.bytes_held);  // slabs stay with their class (documented)
-        // The same requests are served again (from the slabs the class kept).
-        std::vector<uint64_t> again(std::min<uint64_t>(live, per_round), S);
+        // The same requests are served again (from the slabs the classes kept).
+        std::vector<uint64_t> again(all_sizes.begin(), all_sizes.begin() + std::min<uint64_t>(live, per_round));
         std::vector<uint64_t> p = alloc_on_device(v, again, kConverged, 99);
         uint64_t n2 = 0;
         for (uint64_t x : p) n2 += x == 0;
@@ -583,8 +614,9 @@ static void test_exhaustion() {
         free_all(v, p, &ok);
         // Bulk malloc beyond the heap: OUT_OF_MEMORY, every pointer 0, nothing kept.
         {
-            const uint64_t n = heap_bytes / std::max<uint64_t>(S, 4096) + 64;
-            std::vector<uint64_t> big(n, std::max<uint64_t>(S, 4096));
+            const uint64_t big_size = std::max<uint64_t>(S, 4096);
+            const uint64_t n = heap_bytes / big_size + 64;
+            std::vector<uint64_t> big(n, big_size);
             dev_vec<uint64_t> ds(big), dp(n);
             const gpudyn_heap_stats_t b0 = stats_of(h);
             CHECK_STATUS(gpudyn_heap_malloc(h, ds.p, dp.p, n, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY);
@@ -688,19 +720,22 @@ static void test_grow() {
     CHECK_OK(gpudyn_heap_destroy(h));
 }
 
-// 10 rounds of random frees and re-allocations (mixed sizes); every live block
-// checked each round; held / allocated reported.
-static void test_churn() {
+// 10 rounds of random frees (half the blocks) and re-allocations, for mixed
+// sizes and single sizes; every live block checked each round; bytes held /
+// bytes allocated <= 1.25 after every round (the issue's target).
+static void test_churn(uint64_t S) {
     const uint64_t n = g_sanitizer ? 2048 : 65536;
     gpudyn_heap_t h = make_heap(uint64_t(512) << 20, uint64_t(512) << 20);
     if (!h) return;
     const gpudyn_heap_view_t v = view_of(h);
-    std::mt19937_64 rng(12345);
-    std::vector<uint64_t> sizes(n);
-    for (auto& s : sizes) s = 16 + rng() % 4081;
+    std::mt19937_64 rng(12345 + S);
+    std::vector<uint64_t> sizes = sizes_of(S, n, rng);
     std::vector<uint64_t> ptrs = alloc_on_device(v, sizes, kConverged, 0);
+    for (uint64_t p : ptrs) CHECK(p != 0);
     std::vector<uint64_t> tag_of(n);
     for (uint64_t i = 0; i < n; ++i) tag_of[i] = i;
+    char buf[32];
+    double worst = 0;
     for (int round = 0; round < 10; ++round) {
         std::vector<uint64_t> victims, idx;
         for (uint64_t i = 0; i < n; ++i)
@@ -711,8 +746,7 @@ static void test_churn() {
         uint64_t ok = 0;
         free_all(v, victims, &ok);
         CHECK(ok == victims.size());
-        std::vector<uint64_t> ns(idx.size());
-        for (auto& s : ns) s = 16 + rng() % 4081;
+        std::vector<uint64_t> ns = sizes_of(S, idx.size(), rng);
         const uint64_t tag0 = uint64_t(round + 1) << 32;
         std::vector<uint64_t> np = alloc_on_device(v, ns, round % 2 ? kLaneSwitch : kConverged, tag0);
         for (size_t j = 0; j < idx.size(); ++j) {
@@ -726,10 +760,13 @@ static void test_churn() {
         // Every live block still holds its own pattern (each block its own tag).
         CHECK(corrupted(sizes, ptrs, 0, &tag_of) == 0);
         CHECK(s.allocations == n);
-        printf("churn round %d: held / allocated = %.3f (%.1f / %.1f MiB)\n", round,
-               double(s.bytes_held) / double(s.bytes_allocated), s.bytes_held / 1048576.0,
-               s.bytes_allocated / 1048576.0);
+        const double ratio = double(s.bytes_held) / double(s.bytes_allocated);
+        worst = std::max(worst, ratio);
+        printf("churn S=%s round %d: held / allocated = %.3f (%.1f / %.1f MiB)\n", size_name(S, buf), round, ratio,
+               s.bytes_held / 1048576.0, s.bytes_allocated / 1048576.0);
     }
+    // A few thousand blocks (sanitizer) leave one partly filled slab per class as a large share.
+    if (!g_sanitizer) CHECK(worst <= 1.25);
     uint64_t ok = 0;
     free_all(v, ptrs, &ok);
     CHECK(ok == n);
@@ -791,7 +828,9 @@ int main() {
     test_exhaustion();
     test_two_heaps();
     test_grow();
-    test_churn();
+    test_churn(0);     // mixed 16 .. 4096 B
+    test_churn(64);
+    test_churn(4096);
     test_huge();
     return TEST_RESULT();
 }
