@@ -61,4 +61,20 @@ static int gpudyn_test_has_device(void) {
 #define TEST_RESULT()                                                                  \
     (gpudyn_test_failures == 0 ? (printf("OK\n"), 0)                                   \
                                : (printf("%d check(s) failed\n", gpudyn_test_failures), 1))
+#ifdef __cplusplus
+extern "C++" {  /* some tests include this header inside extern "C" */
+#include <chrono>
+/* Runs one part of a test and says so on stderr, with its seconds: a run cut
+ * short by a time limit (or slowed 100x by a sanitizer) shows where it was. */
+template <class F>
+static void gpudyn_test_step(const char* name, F&& f) {
+    fprintf(stderr, "== %s\n", name);
+    fflush(stderr);
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    fprintf(stderr, "   %s: %.1f s\n", name, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+}
+#define STEP(call) gpudyn_test_step(#call, [&] { call; })
+#endif
 #endif

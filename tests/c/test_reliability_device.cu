@@ -537,30 +537,22 @@ static void test_threads_share_one_structure() {
     CHECK_OK(gpudyn_rw_heap_destroy(h));
 }
 
-// Progress on stderr: a run cut short by a time limit shows where it stopped.
-template <class F>
-static void step(const char* name, F&& f) {
-    fprintf(stderr, "== %s\n", name);
-    fflush(stderr);
-    f();
-}
-
 int main() {
     REQUIRE_DEVICE();
-    step("test_ggarray_reserve_overflow", [] { test_ggarray_reserve_overflow(); });
-    step("test_pool_bytes_huge", [] { test_pool_bytes_huge(); });
-    step("test_static_capacity_huge", [] { test_static_capacity_huge(); });
-    step("test_rw_heap_pool_huge", [] { test_rw_heap_pool_huge(); });
-    step("test_vmm_max_capacity_is_a_limit", [] { test_vmm_max_capacity_is_a_limit(); });
-    step("test_get_pages_follows_n", [] { test_get_pages_follows_n(); });
-    step("flatten_offsets<uint8_t>", [] { flatten_offsets<uint8_t>(3, 5000); });
-    step("flatten_offsets<uint16_t>", [] { flatten_offsets<uint16_t>(5, 3000); });
-    step("flatten_offsets<uint32_t>", [] { flatten_offsets<uint32_t>(7, 3000); });
-    step("flatten_offsets<uint64_t>", [] { flatten_offsets<uint64_t>(2, 1000); });
-    step("test_backing_heap_not_destroyable", [] { test_backing_heap_not_destroyable(); });
-    step("test_destroy_does_not_synchronize", [] { test_destroy_does_not_synchronize(); });
-    step("test_calls_ordered_across_streams", [] { test_calls_ordered_across_streams(); });
-    step("test_threads_every_failure_has_a_message", [] { test_threads_every_failure_has_a_message(); });
-    step("test_threads_share_one_structure", [] { test_threads_share_one_structure(); });
+    STEP(test_ggarray_reserve_overflow());
+    STEP(test_pool_bytes_huge());
+    STEP(test_static_capacity_huge());
+    STEP(test_rw_heap_pool_huge());
+    STEP(test_vmm_max_capacity_is_a_limit());
+    STEP(test_get_pages_follows_n());
+    STEP(flatten_offsets<uint8_t>(3, 5000));
+    STEP(flatten_offsets<uint16_t>(5, 3000));
+    STEP(flatten_offsets<uint32_t>(7, 3000));
+    STEP(flatten_offsets<uint64_t>(2, 1000));
+    STEP(test_backing_heap_not_destroyable());
+    STEP(test_destroy_does_not_synchronize());
+    STEP(test_calls_ordered_across_streams());
+    STEP(test_threads_every_failure_has_a_message());
+    STEP(test_threads_share_one_structure());
     return TEST_RESULT();
 }

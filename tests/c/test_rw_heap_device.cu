@@ -728,13 +728,13 @@ static void test_page_queue() {
 
 int main() {
     REQUIRE_DEVICE();
-    test_page_queue();
-    test_uniqueness();
-    test_exhaustion_and_reuse();
-    test_tas_theory();
-    test_divergent_corw();
-    test_malloc();
-    test_bad_frees();
-    test_malloc_fallback();
+    STEP(test_page_queue());
+    STEP(test_uniqueness());
+    STEP(test_exhaustion_and_reuse());
+    STEP(test_tas_theory());
+    STEP(test_divergent_corw());
+    STEP(test_malloc());
+    STEP(test_bad_frees());
+    STEP(test_malloc_fallback());
     return TEST_RESULT();
 }
