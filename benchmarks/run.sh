@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: installs gpudyn, then runs the papers' benchmarks on the GPU
-# (`gpudyn bench`), writing JSON + PNG under benchmarks/results/<gpu>/.
-# Extra arguments go to `gpudyn bench` (e.g. `ggarray --quick`).
+# (`gpudyn bench`), writing JSON + PNG to ./gpudyn-results/<gpu>/ (git ignores it).
+# Extra arguments go to `gpudyn bench` (e.g. `ggarray --quick`).  To refresh the
+# committed results, name their folder:
+#   bash benchmarks/run.sh --out-dir benchmarks/results/h200
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}

@@ -47,7 +47,7 @@ stamp "memcheck"; grep -E "ERROR SUMMARY|rc=|OK" /tmp/rwlogs/memcheck.txt | tail
 stamp "racecheck"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|rc=|OK|hazard" /tmp/rwlogs/racecheck.txt | tail -8
 if [ -z "${SKIP_BENCH:-}" ]; then
   stamp "gpudyn bench rw_heap"
-  python3 -m gpudyn bench rw_heap --out-dir "$OUT/res" 2>&1 | tr '\r' '\n' | grep -v "^\[rw_heap\] \[" | tail -45
+  python3 -m gpudyn bench rw_heap --out-dir "$OUT/res" 2>&1 | tail -60
   ls "$OUT/res"
 fi
 if [ -z "${SKIP_NCU:-}" ]; then

@@ -5,12 +5,9 @@ import argparse
 import sys
 
 
-def _fmt_version(v: int) -> str:
-    return f"{v // 1000}.{v % 1000 // 10}" if v else "none"
-
-
 def cmd_info(args) -> int:
     from . import __version__, errors, library_path
+    from .bench._common import fmt_cuda_version as _fmt_version
     from .info import cuda_versions, device_count, device_info
 
     versions = cuda_versions()
@@ -64,8 +61,9 @@ def main(argv=None) -> int:
                          help="benchmarks to run (default: all); short names: "
                          + ", ".join(f"{k}={v}" for k, v in ALIASES.items()))
     p_bench.add_argument("--quick", action="store_true", help="small sweep (smoke test)")
-    p_bench.add_argument("--out-dir", default=None,
-                         help="results folder (default: benchmarks/results/<gpu>)")
+    p_bench.add_argument("--out-dir", default=None, metavar="DIR",
+                         help="results folder (default: ./gpudyn-results/<gpu>/; the committed results are "
+                         "refreshed with --out-dir benchmarks/results/<gpu>)")
     p_bench.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
     try:

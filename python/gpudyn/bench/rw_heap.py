@@ -97,6 +97,7 @@ def run(ctx):
                 axes[0][j].set_title(f"{fr * 100:g}% free, T={T}")
             axes[0][0].legend(fontsize=7)
             fig.tight_layout()
+            ctx.caption(fig, "TAS", "WAS")
             fig.savefig(ctx.figure_path(f"rw_heap_fig11_T{T}.png"), dpi=100)
             plt.close(fig)
 
@@ -111,6 +112,7 @@ def run(ctx):
             ax.set(xscale="log", xlabel="threads N", ylabel="RW / RW-BM", title=f"Fig. 12: {k}")
         axes[0].legend(fontsize=7)
         fig.tight_layout()
+        ctx.caption(fig, "TAS", "WAS")
         fig.savefig(ctx.figure_path("rw_heap_fig12.png"), dpi=100)
         plt.close(fig)
 
@@ -147,6 +149,7 @@ def run(ctx):
                title="Fig. 17: hash-join probe with page output")
         ax.legend(fontsize=7)
         fig.tight_layout()
+        ctx.caption(fig, "DO")
         fig.savefig(ctx.figure_path("rw_heap_fig17.png"), dpi=100)
         plt.close(fig)
 
