@@ -3,6 +3,7 @@
 // CUDA's device malloc/free in the same process, plus its memory efficiency.
 //
 //   gpudyn_bench_heap --out FILE.json [--quick] [--cuda-budget SECONDS]
+//   gpudyn_bench_heap --only-cuda N S MODE [--quick]     (one baseline point, see below)
 //
 // Matrix: N threads (1K .. 1M) x S bytes (16 .. 8192, and mixed: uniform in
 // [16, 4096] per thread from a fixed seed).  Each thread makes one request;
@@ -14,13 +15,27 @@
 // the compiler cannot merge the 32 calls into one).
 // gpudyn: the heap is reset before each point, then one untimed warm-up
 // (alloc, free: recorded as the cold sample) and kReps timed repeats, median.
-// CUDA malloc: one warm-up for the whole run (every timed kernel once; its
-// heap is set up at the first kernel that calls malloc), up to kCudaReps
-// repeats, fewer when one repeat exceeds kCudaSlowMs (1M x 8192 B takes seconds
-// per call); once the baseline has used --cuda-budget seconds of wall time, its
-// remaining points are skipped (rows say so).  CUDA's heap limit
-// (cudaLimitMallocHeapSize) is raised before any kernel to 12 GiB (quick: 1 GiB,
-// kCudaMallocHeap*); its rows' bytes_held is that limit (CUDA reserves it whole).
+//
+// CUDA malloc runs in child processes (this program with --cuda-server), never
+// in the process that measures gpudyn: a fault inside CUDA's device malloc is
+// sticky (the whole CUDA context is lost), so in-process it took every later
+// point and the heap's memory metrics with it.  The parent measures everything
+// of gpudyn first, releases its heaps, then sends the CUDA points to a child
+// one line at a time ("N S DIVERGENT" on its stdin; one JSON row back on its
+// stdout).  A child that dies mid-point gives a row with "crashed":true and the
+// tail of its stderr; the next point starts a fresh child.  The points go in
+// order of estimated cost (N x mean S, converged first), so the time budget
+// (--cuda-budget wall seconds, child start included) buys as many points as it
+// can; a point whose cost, extrapolated from the last measured point of its
+// mode, exceeds what is left is skipped, and a point still running when the
+// budget runs out is killed (both: "skipped":true with a "reason").  In the
+// child: one warm-up of every kernel (CUDA's heap is set up there), then up to
+// kCudaReps repeats, just 1 when the first alloc + free sample exceeds
+// kCudaSlowMs (1M x 1 KiB takes tens of seconds per call).  CUDA's heap limit
+// (cudaLimitMallocHeapSize) is 12 GiB (quick: 1 GiB, kCudaMallocHeap*), set
+// only in the child; its rows' bytes_held is that limit (CUDA reserves it whole).
+//   gpudyn_bench_heap --only-cuda N S MODE [--quick]   (S: bytes or 0 = mixed,
+//   MODE: converged|divergent) runs one CUDA point alone and prints its row.
 //
 // Every timed alloc is verified (not timed): no null where memory suffices,
 // 16-byte alignment, each thread writes a pattern of its id over its whole
@@ -46,6 +61,13 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdarg>
@@ -54,6 +76,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+extern char** environ;  // for posix_spawn of the CUDA malloc child
 
 namespace {
 
@@ -82,8 +106,10 @@ constexpr unsigned long long kMixedMax = 4096;
 constexpr unsigned long long kSeed = 20210227; // PPoPP'21; any fixed value
 constexpr int kReps = 7, kRepsQuick = 2;       // gpudyn timed repeats per kernel (median)
 constexpr int kCudaReps = 3, kCudaRepsQuick = 1;
-constexpr double kCudaSlowMs = 100.0;          // one CUDA malloc sample above this is the last of its point
+constexpr double kCudaSlowMs = 1000.0;         // a first alloc + free sample above this: 1 repeat of everything
 constexpr double kCudaBudgetS = 200.0;         // wall seconds of CUDA malloc points before the rest is skipped
+constexpr double kCudaEstimateMinS = 1.0;      // extrapolate costs only from points this long (not overhead-bound)
+constexpr size_t kErrorTail = 600;             // characters of a crashed child's stderr kept in its row
 // CUDA's device heap: 1M x 8192 B = 8 GiB live at once, plus its own overhead.
 constexpr unsigned long long kCudaMallocHeap = 12ull << 30, kCudaMallocHeapQuick = 1ull << 30;
 // gpudyn timing heap: the same 8 GiB, twice over for slabs and rounding (mapped
@@ -184,12 +210,14 @@ __global__ void __launch_bounds__(kBlock) alloc_free_kernel(gpudyn_heap_view_t v
     bool null = false, wrong = false, bad_free = false;
     call<Divergent>(mask, lanes, [&] {
         unsigned* p = static_cast<unsigned*>(a.malloc(bytes));
-        null = p == nullptr;
+        null = p == nullptr;  // CUDA's heap can run out: a null is counted, never touched
         if (p) {
-            volatile unsigned* w = p;  // the read must come from memory
-            w[0] = tid;
-            w[bytes / 4 - 1] = ~tid;
-            wrong = w[0] != tid || w[bytes / 4 - 1] != ~tid;
+            if (bytes >= 4) {  // both ends inside the request (sizes are >= 16; the guard keeps it so)
+                volatile unsigned* w = p;  // the read must come from memory
+                w[0] = tid;
+                w[bytes / 4 - 1] = ~tid;
+                wrong = w[0] != tid || w[bytes / 4 - 1] != ~tid;
+            }
             bad_free = !a.free(p);
         }
     });
@@ -481,243 +509,519 @@ struct bench {
 
 std::string s_label(unsigned long long s) { return s ? fmt("%llu", s) : std::string("mixed"); }
 
+// A string as a JSON string literal (error text from a crashed child).
+std::string json_string(const std::string& s) {
+    std::string o = "\"";
+    for (const unsigned char c : s) {
+        if (c == '"' || c == '\\') o += '\\', o += char(c);
+        else if (c == '\n') o += "\\n";
+        else if (c < 0x20 || c >= 0x7f) o += fmt("\\u%04x", c);  // stays valid JSON whatever the bytes
+        else o += char(c);
+    }
+    return o + "\"";
+}
+
+// The axes and settings of a run: the same in the parent and in the CUDA child.
+struct config {
+    bool quick;
+    std::vector<unsigned> ns;
+    std::vector<unsigned long long> ss;
+    int reps, cuda_reps;
+    unsigned long long cuda_heap;
+    explicit config(bool q)
+        : quick(q),
+          ns(q ? std::vector<unsigned>{1u << 10, 1u << 14}
+               : std::vector<unsigned>{1u << 10, 1u << 14, 1u << 16, 1u << 18, 1u << 20}),
+          ss(q ? std::vector<unsigned long long>{16, 4096, 0}
+               : std::vector<unsigned long long>{16, 64, 256, 1024, 4096, 8192, 0}),
+          reps(q ? kRepsQuick : kReps), cuda_reps(q ? kCudaRepsQuick : kCudaReps),
+          cuda_heap(q ? kCudaMallocHeapQuick : kCudaMallocHeap) {}
+};
+
+// The first fields of a matrix row (bytes_live: the sum of the requested sizes).
+std::string row_head(bool cuda, bool div, unsigned n, unsigned long long s) {
+    unsigned long long bytes_live = 0;
+    for (unsigned i = 0; i < n; ++i) bytes_live += request_size(s, kSeed, i);
+    return fmt("{\"kind\":\"matrix\",\"allocator\":\"%s\",\"mode\":\"%s\",\"n\":%u,\"s\":\"%s\",\"bytes_live\":%llu",
+               cuda ? "cuda_malloc" : "heap", div ? "divergent" : "converged", n, s_label(s).c_str(), bytes_live);
+}
+// The timing and memory fields of a measured matrix row (either allocator).
+std::string timing_fields(const std::vector<float>& ta, const std::vector<float>& tf, const std::vector<float>& taf,
+                          float cold_alloc, float cold_free, unsigned long long held, unsigned long long allocated,
+                          unsigned long long held_after) {
+    return fmt(",\"alloc_ms\":%.6g,\"free_ms\":%.6g,\"alloc_free_ms\":%.6g,\"alloc_samples\":%s,\"free_samples\":%s,"
+               "\"alloc_free_samples\":%s,\"cold_alloc_ms\":%.6g,\"cold_free_ms\":%.6g,\"bytes_held\":%llu,"
+               "\"bytes_allocated\":%llu,\"bytes_held_after_free\":%llu,",
+               median(ta), median(tf), median(taf), json_list(ta).c_str(), json_list(tf).c_str(),
+               json_list(taf).c_str(), cold_alloc, cold_free, held, allocated, held_after);
+}
+
+// ---- CUDA malloc: the child's side ----------------------------------------------------
+// One point of the baseline: up to cuda_reps repeats of alloc (verified) + free,
+// then of alloc+free; 1 of each when the first alloc + free sample is slow.
+std::string cuda_point(bench& b, const config& c, unsigned n, unsigned long long s, bool div) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const gpudyn_heap_view_t none{};  // cuda_alloc ignores the view
+    b.fill_sizes(n, s, kSeed);
+    std::vector<float> ta, tf, taf;
+    checks k;
+    int reps = c.cuda_reps;
+    for (int r = 0; r < reps; ++r) {
+        ta.push_back(b.time_ms([&] { b.launch(true, div, 0, none, n); }));
+        k += b.verify(n);  // nulls (CUDA's heap ran out) are counted; the kernels skip them
+        b.zero_counters();
+        tf.push_back(b.time_ms([&] { b.launch(true, div, 1, none, n); }));  // free(nullptr) is a no-op
+        k.bad_frees += b.read_counters()[c_bad_frees];
+        if (r == 0 && ta[0] + tf[0] > kCudaSlowMs) reps = 1;
+    }
+    b.zero_counters();
+    for (int r = 0; r < reps; ++r) taf.push_back(b.time_ms([&] { b.launch(true, div, 2, none, n); }));
+    const std::vector<unsigned long long> cnt = b.read_counters();
+    k.nulls += cnt[c_nulls], k.readback += cnt[c_readback], k.bad_frees += cnt[c_bad_frees];
+    return row_head(true, div, n, s) + timing_fields(ta, tf, taf, -1, -1, c.cuda_heap, 0, c.cuda_heap) + k.json() +
+           fmt(",\"repeats\":%d,\"seconds\":%.3f}", reps, seconds_since(t0));
+}
+
+// --cuda-server: points "N S DIVERGENT" from stdin, one JSON row each on stdout
+// (nothing else goes there).  --only-cuda: the one point given.
+int cuda_child(const config& c, const unsigned* only_n, unsigned long long only_s, bool only_div) {
+    CUDA(cudaDeviceSetLimit(cudaLimitMallocHeapSize, c.cuda_heap));  // before any kernel
+    bench b(c.ns.back());
+    // Warm-up: every kernel once (lazy loading) and CUDA's heap set up here, not in a point.
+    const gpudyn_heap_view_t none{};
+    b.fill_sizes(kBlock, 16, kSeed);
+    for (int div = 0; div < 2; ++div)
+        for (int op = 0; op < 3; ++op) b.launch(true, div, op, none, kBlock);
+    CUDA(cudaDeviceSynchronize());
+    unsigned n = 0;
+    unsigned long long s = 0;
+    int div = 0;
+    for (;;) {
+        if (only_n) n = *only_n, s = only_s, div = only_div;
+        else if (scanf("%u %llu %d", &n, &s, &div) != 3) return 0;  // EOF: the parent is done
+        if (n == 0 || n > b.capacity) {
+            fprintf(stderr, "cuda child: N=%u is outside [1, %u]\n", n, b.capacity);
+            return 2;
+        }
+        printf("%s\n", cuda_point(b, c, n, s, div != 0).c_str());
+        fflush(stdout);
+        if (only_n) return 0;
+    }
+}
+
+// ---- CUDA malloc: the parent's side ---------------------------------------------------
+// A child process serving CUDA points; restarted after it dies.
+class cuda_child_process {
+public:
+    explicit cuda_child_process(bool quick) : quick_(quick) {}
+    ~cuda_child_process() { stop(); }
+    enum result { row, died, killed };
+    // Runs one point within limit_s seconds (child start included): the row, or
+    // why there is none (the child's exit and stderr tail; or the time limit).
+    result run(unsigned n, unsigned long long s, bool div, double limit_s, std::string* out) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (pid_ < 0 && !start(out)) return died;
+        const std::string cmd = fmt("%u %llu %d\n", n, s, int(div));
+        if (write(to_, cmd.data(), cmd.size()) != ssize_t(cmd.size())) {  // SIGPIPE is ignored: EPIPE
+            *out = reap();
+            return died;
+        }
+        for (;;) {
+            const size_t nl = buf_.find('\n');
+            if (nl != std::string::npos) {
+                *out = buf_.substr(0, nl);
+                buf_.erase(0, nl + 1);
+                if (out->size() > 1 && out->front() == '{' && out->back() == '}') return row;
+                *out = "not a JSON row on the child's stdout: " + out->substr(0, kErrorTail);
+                stop();
+                return died;
+            }
+            const double left = limit_s - seconds_since(t0);
+            if (left <= 0) {
+                kill(pid_, SIGKILL);  // our own child, by its id
+                reap();
+                *out = fmt("killed after %.1f s: the CUDA malloc time budget ran out", limit_s);
+                return killed;
+            }
+            pollfd p{from_, POLLIN, 0};
+            const int r = poll(&p, 1, int(std::min(left, 1e6) * 1000) + 1);
+            if (r < 0 && errno != EINTR) {
+                *out = fmt("poll: %s", strerror(errno));
+                stop();
+                return died;
+            }
+            if (r <= 0) continue;
+            char chunk[4096];
+            const ssize_t got = read(from_, chunk, sizeof chunk);
+            if (got > 0) buf_.append(chunk, size_t(got));
+            else if (got == 0 || errno != EINTR) {  // EOF: the child is gone
+                *out = reap();
+                return died;
+            }
+        }
+    }
+    // Closing its stdin ends the child normally.
+    void stop() {
+        if (pid_ >= 0) reap();
+    }
+
+private:
+    bool start(std::string* error) {
+        char exe[4096];
+        const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        char tmpl[] = "/tmp/gpudyn_bench_heap_cuda.XXXXXX";
+        const int err = mkostemp(tmpl, O_CLOEXEC);
+        int in[2] = {-1, -1}, out[2] = {-1, -1};
+        if (len <= 0 || err < 0 || pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {
+            *error = fmt("cannot start the CUDA malloc child: %s", strerror(errno));
+            for (int fd : {err, in[0], in[1], out[0], out[1]})
+                if (fd >= 0) close(fd);
+            if (err >= 0) unlink(tmpl);
+            return false;
+        }
+        exe[len] = 0;
+        err_path_ = tmpl;
+        // dup2 onto 0, 1, 2 clears close-on-exec there; every other descriptor closes at exec.
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+        posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, err, 2);
+        char* const argv[] = {const_cast<char*>("gpudyn_bench_heap"), const_cast<char*>("--cuda-server"),
+                              quick_ ? const_cast<char*>("--quick") : nullptr, nullptr};
+        const int rc = posix_spawn(&pid_, exe, &fa, nullptr, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        close(in[0]), close(out[1]), close(err);
+        to_ = in[1], from_ = out[0];
+        if (rc != 0) {
+            pid_ = -1;
+            *error = fmt("cannot start %s: %s", exe, strerror(rc));
+            close(to_), close(from_), to_ = from_ = -1;
+            unlink(err_path_.c_str());
+            return false;
+        }
+        return true;
+    }
+    // Waits for the child; its exit and the tail of its stderr.
+    std::string reap() {
+        close(to_), close(from_), to_ = from_ = -1;
+        int st = 0;
+        while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+        }
+        pid_ = -1;
+        buf_.clear();
+        std::string text;
+        if (FILE* f = fopen(err_path_.c_str(), "r")) {
+            char chunk[4096];
+            for (size_t got; (got = fread(chunk, 1, sizeof chunk, f)) > 0;) text.append(chunk, got);
+            fclose(f);
+        }
+        unlink(err_path_.c_str());
+        while (!text.empty() && isspace((unsigned char)text.back())) text.pop_back();
+        if (text.size() > kErrorTail) text = "..." + text.substr(text.size() - kErrorTail);
+        const std::string how = WIFEXITED(st)     ? fmt("exit status %d", WEXITSTATUS(st))
+                                : WIFSIGNALED(st) ? fmt("signal %d", WTERMSIG(st))
+                                                  : std::string("unknown exit");
+        return text.empty() ? how : text + " (" + how + ")";
+    }
+
+    bool quick_;
+    pid_t pid_ = -1;
+    int to_ = -1, from_ = -1;
+    std::string err_path_, buf_;
+};
+
+// A number field of a one-line JSON row ("key":value), or -1.
+double row_number(const std::string& row, const char* key) {
+    const size_t at = row.find(fmt("\"%s\":", key));
+    return at == std::string::npos ? -1 : atof(row.c_str() + at + strlen(key) + 3);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const char* out_path = nullptr;
-    bool quick = false;
+    bool quick = false, server = false, only = false;
+    unsigned only_n = 0;
+    unsigned long long only_s = 0;
+    bool only_div = false;
     double cuda_budget_s = kCudaBudgetS;
-    const char* usage = "usage: %s --out FILE.json [--quick] [--cuda-budget SECONDS]\n";
+    const char* usage = "usage: %s --out FILE.json [--quick] [--cuda-budget SECONDS]\n"
+                        "       %s --only-cuda N S converged|divergent [--quick]   (S in bytes, 0: mixed)\n";
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--cuda-budget") && i + 1 < argc) cuda_budget_s = atof(argv[++i]);
-        else {
-            fprintf(stderr, usage, argv[0]);
+        else if (!strcmp(argv[i], "--cuda-server")) server = true;
+        else if (!strcmp(argv[i], "--only-cuda") && i + 3 < argc &&
+                 (!strcmp(argv[i + 3], "converged") || !strcmp(argv[i + 3], "divergent"))) {
+            only = true;
+            only_n = unsigned(strtoul(argv[i + 1], nullptr, 10));
+            only_s = strtoull(argv[i + 2], nullptr, 10);
+            only_div = !strcmp(argv[i + 3], "divergent");
+            i += 3;
+        } else {
+            fprintf(stderr, usage, argv[0], argv[0]);
             return 2;
         }
     }
+    const config cfg(quick);
+    if (server || only) return cuda_child(cfg, only ? &only_n : nullptr, only_s, only_div);
     if (!out_path) {
-        fprintf(stderr, usage, argv[0]);
+        fprintf(stderr, usage, argv[0], argv[0]);
         return 2;
     }
+    signal(SIGPIPE, SIG_IGN);  // a dead child's stdin must give EPIPE, not end this process
     const auto wall0 = std::chrono::steady_clock::now();
-    // Before any kernel: CUDA's device heap is sized at the first kernel that uses it.
-    const unsigned long long cuda_heap = quick ? kCudaMallocHeapQuick : kCudaMallocHeap;
-    CUDA(cudaDeviceSetLimit(cudaLimitMallocHeapSize, cuda_heap));
-
-    // Axes.
-    const std::vector<unsigned> ns = quick ? std::vector<unsigned>{1u << 10, 1u << 14}
-                                           : std::vector<unsigned>{1u << 10, 1u << 14, 1u << 16, 1u << 18, 1u << 20};
-    const std::vector<unsigned long long> ss = quick ? std::vector<unsigned long long>{16, 4096, 0}
-                                                     : std::vector<unsigned long long>{16, 64, 256, 1024, 4096, 8192, 0};
-    const int reps = quick ? kRepsQuick : kReps, cuda_reps = quick ? kCudaRepsQuick : kCudaReps;
+    const std::vector<unsigned>& ns = cfg.ns;
+    const std::vector<unsigned long long>& ss = cfg.ss;
+    const int reps = cfg.reps;
     const unsigned churn_n = ns.back();
     const unsigned long long timing_bytes = quick ? kTimingHeapQuick : kTimingHeap;
     const unsigned long long exhaust_bytes = quick ? kExhaustBytesQuick : kExhaustBytes;
-    gpudyn_heap_t timing = make_heap(timing_bytes), exhaust = make_heap(exhaust_bytes);
-    gpudyn_heap_view_t tv, ev;
-    GD(gpudyn_heap_get_view(timing, &tv));
-    GD(gpudyn_heap_get_view(exhaust, &ev));
-    const gpudyn_heap_stats_t t0 = stats_of(timing), e0 = stats_of(exhaust);
-    // Buffers: the largest N, or every allocation of a full exhaustion heap of
-    // the smallest size plus one round.
-    const unsigned long long exhaust_cap = e0.bytes_mapped / kMixedMin;
-    const unsigned capacity = unsigned(
-        std::max<unsigned long long>(ns.back(), exhaust_cap + exhaust_cap / kExhaustRoundsTarget + kWarp));
-    bench b(capacity);
 
-    const size_t total = ns.size() * ss.size() * 2 * 2 + 2 * ss.size() + 1;
+    const size_t cuda_points = ns.size() * ss.size() * 2;
+    const size_t total = ns.size() * ss.size() * 2 + 2 * ss.size() + 1 + cuda_points;
     size_t done = 0;
-    auto progress = [&](const std::string& label) {
+    auto progress = [&](const std::string& label) {  // the point about to start
         fprintf(stderr, "progress %zu %zu %s\n", ++done, total, label.c_str());
     };
     std::vector<std::string> rows;
+    gpudyn_heap_stats_t t0{}, e0{};
 
-    // Warm-up of the whole run: every timed kernel runs once (lazy module loading
-    // would otherwise land in the first sample of a point) and CUDA's device heap
-    // is set up here, not inside a timed point.
-    b.fill_sizes(kBlock, 16, kSeed);
-    for (int cuda = 0; cuda < 2; ++cuda)
+    // ---- gpudyn, in this process (no CUDA device malloc here) ----------------------
+    {
+        gpudyn_heap_t timing = make_heap(timing_bytes), exhaust = make_heap(exhaust_bytes);
+        gpudyn_heap_view_t tv, ev;
+        GD(gpudyn_heap_get_view(timing, &tv));
+        GD(gpudyn_heap_get_view(exhaust, &ev));
+        t0 = stats_of(timing), e0 = stats_of(exhaust);
+        // Buffers: the largest N, or every allocation of a full exhaustion heap of
+        // the smallest size plus one round.
+        const unsigned long long exhaust_cap = e0.bytes_mapped / kMixedMin;
+        const unsigned capacity = unsigned(
+            std::max<unsigned long long>(ns.back(), exhaust_cap + exhaust_cap / kExhaustRoundsTarget + kWarp));
+        bench b(capacity);
+
+        // Warm-up of the whole run: every timed kernel runs once (lazy module loading
+        // would otherwise land in the first sample of a point).
+        b.fill_sizes(kBlock, 16, kSeed);
         for (int div = 0; div < 2; ++div)
-            for (int op = 0; op < 3; ++op) b.launch(cuda, div, op, tv, kBlock);  // alloc, free, alloc+free
-    CUDA(cudaDeviceSynchronize());
-    GD(gpudyn_heap_reset(timing, nullptr));
-    double cuda_spent_s = 0;
+            for (int op = 0; op < 3; ++op) b.launch(false, div, op, tv, kBlock);  // alloc, free, alloc+free
+        CUDA(cudaDeviceSynchronize());
 
-    // ---- the matrix ------------------------------------------------------------
-    for (unsigned n : ns)
-        for (unsigned long long s : ss) {
-            b.fill_sizes(n, s, kSeed);
-            unsigned long long bytes_live = 0;
-            for (unsigned i = 0; i < n; ++i) bytes_live += request_size(s, kSeed, i);
-            for (int div = 0; div < 2; ++div)
-                for (int cuda = 0; cuda < 2; ++cuda) {
-                    const char* mode = div ? "divergent" : "converged";
-                    progress(fmt("%s %s N=%u S=%s", cuda ? "cuda_malloc" : "heap", mode, n, s_label(s).c_str()));
-                    std::string head = fmt("{\"kind\":\"matrix\",\"allocator\":\"%s\",\"mode\":\"%s\",\"n\":%u,"
-                                           "\"s\":\"%s\",\"bytes_live\":%llu",
-                                           cuda ? "cuda_malloc" : "heap", mode, n, s_label(s).c_str(), bytes_live);
-                    if (cuda && cuda_spent_s > cuda_budget_s) {
-                        rows.push_back(head + ",\"skipped\":true}");
-                        continue;
-                    }
-                    const auto point0 = std::chrono::steady_clock::now();
+        // ---- the matrix ------------------------------------------------------------
+        for (unsigned n : ns)
+            for (unsigned long long s : ss) {
+                b.fill_sizes(n, s, kSeed);
+                for (int div = 0; div < 2; ++div) {
+                    progress(fmt("heap %s N=%u S=%s", div ? "divergent" : "converged", n, s_label(s).c_str()));
                     std::vector<float> ta, tf, taf;
-                    float cold_alloc = -1, cold_free = -1;
                     checks k;
                     gpudyn_heap_stats_t held{}, after{};
-                    if (!cuda) {  // a fresh heap, then the untimed warm-up (kept as the cold sample)
-                        GD(gpudyn_heap_reset(timing, nullptr));
-                        cold_alloc = b.time_ms([&] { b.launch(false, div, 0, tv, n); });
+                    // A fresh heap, then the untimed warm-up (kept as the cold sample).
+                    GD(gpudyn_heap_reset(timing, nullptr));
+                    const float cold_alloc = b.time_ms([&] { b.launch(false, div, 0, tv, n); });
+                    k += b.verify(n);
+                    b.zero_counters();
+                    const float cold_free = b.time_ms([&] { b.launch(false, div, 1, tv, n); });
+                    k.bad_frees += b.read_counters()[c_bad_frees];
+                    for (int r = 0; r < reps; ++r) {
+                        ta.push_back(b.time_ms([&] { b.launch(false, div, 0, tv, n); }));
                         k += b.verify(n);
+                        held = stats_of(timing);
                         b.zero_counters();
-                        cold_free = b.time_ms([&] { b.launch(false, div, 1, tv, n); });
+                        tf.push_back(b.time_ms([&] { b.launch(false, div, 1, tv, n); }));
                         k.bad_frees += b.read_counters()[c_bad_frees];
-                    }
-                    for (int r = 0; r < (cuda ? cuda_reps : reps); ++r) {
-                        ta.push_back(b.time_ms([&] { b.launch(cuda, div, 0, tv, n); }));
-                        k += b.verify(n);
-                        if (!cuda) held = stats_of(timing);
-                        b.zero_counters();
-                        tf.push_back(b.time_ms([&] { b.launch(cuda, div, 1, tv, n); }));
-                        k.bad_frees += b.read_counters()[c_bad_frees];
-                        if (!cuda) {
-                            after = stats_of(timing);
-                            k.leaked += after.allocations;
-                        }
-                        if (cuda && ta.back() + tf.back() > kCudaSlowMs) break;
+                        after = stats_of(timing);
+                        k.leaked += after.allocations;
                     }
                     b.zero_counters();
-                    if (!cuda) b.launch(false, div, 2, tv, n);  // warm-up (checked too)
-                    for (int r = 0; r < (cuda ? cuda_reps : reps); ++r) {
-                        taf.push_back(b.time_ms([&] { b.launch(cuda, div, 2, tv, n); }));
-                        if (cuda && taf.back() > kCudaSlowMs) break;
-                    }
-                    {
-                        const std::vector<unsigned long long> c = b.read_counters();
-                        k.nulls += c[c_nulls], k.readback += c[c_readback], k.bad_frees += c[c_bad_frees];
-                    }
-                    if (!cuda) k.leaked += stats_of(timing).allocations;
-                    if (cuda) cuda_spent_s += seconds_since(point0);
-                    rows.push_back(head + fmt(",\"alloc_ms\":%.6g,\"free_ms\":%.6g,\"alloc_free_ms\":%.6g,"
-                                              "\"alloc_samples\":%s,\"free_samples\":%s,\"alloc_free_samples\":%s,"
-                                              "\"cold_alloc_ms\":%.6g,\"cold_free_ms\":%.6g,"
-                                              "\"bytes_held\":%llu,\"bytes_allocated\":%llu,\"bytes_held_after_free\":%llu,",
-                                              median(ta), median(tf), median(taf), json_list(ta).c_str(),
-                                              json_list(tf).c_str(), json_list(taf).c_str(), cold_alloc, cold_free,
-                                              cuda ? cuda_heap : (unsigned long long)held.bytes_held,
-                                              cuda ? 0ull : (unsigned long long)held.bytes_allocated,
-                                              cuda ? cuda_heap : (unsigned long long)after.bytes_held) +
+                    b.launch(false, div, 2, tv, n);  // warm-up (checked too)
+                    for (int r = 0; r < reps; ++r) taf.push_back(b.time_ms([&] { b.launch(false, div, 2, tv, n); }));
+                    const std::vector<unsigned long long> c = b.read_counters();
+                    k.nulls += c[c_nulls], k.readback += c[c_readback], k.bad_frees += c[c_bad_frees];
+                    k.leaked += stats_of(timing).allocations;
+                    rows.push_back(row_head(false, div, n, s) +
+                                   timing_fields(ta, tf, taf, cold_alloc, cold_free, held.bytes_held,
+                                                 held.bytes_allocated, after.bytes_held) +
                                    k.json() + "}");
                 }
-        }
+            }
 
     // ---- churn -----------------------------------------------------------------
-    for (unsigned long long s : ss) {
-        progress(fmt("churn N=%u S=%s", churn_n, s_label(s).c_str()));
-        const unsigned n = churn_n;
-        GD(gpudyn_heap_reset(timing, nullptr));
-        b.fill_sizes(n, s, kSeed);
-        b.launch(false, false, 0, tv, n);
-        b.zero_counters();
-        std::vector<float> tf, ta;
-        for (unsigned r = 0; r < kChurnRounds; ++r) {
-            tf.push_back(b.time_ms([&] { churn_free_kernel<<<blocks(n), kBlock>>>(tv, b.ptrs, n, kSeed, r, b.counters); }));
-            ta.push_back(b.time_ms([&] {
-                churn_alloc_kernel<<<blocks(n), kBlock>>>(tv, b.ptrs, b.sizes, n, s, kSeed, r);
-            }));
-        }
-        checks k;
-        k.bad_frees = b.read_counters()[c_bad_frees];
-        k += b.verify(n);
-        unsigned long long live = 0, live_bytes = 0;
-        b.tally(n, 0, &live, &live_bytes);
-        const gpudyn_heap_stats_t st = stats_of(timing);
-        const unsigned long long largest = b.largest_satisfiable(tv, st.bytes_mapped);
-        GD(gpudyn_heap_clear_status(timing, nullptr));
-        b.zero_counters();
-        b.launch(false, false, 1, tv, n);
-        k.bad_frees += b.read_counters()[c_bad_frees];
-        k.leaked = stats_of(timing).allocations;
-        rows.push_back(fmt("{\"kind\":\"churn\",\"n\":%u,\"s\":\"%s\",\"rounds\":%u,\"live\":%llu,\"bytes_live\":%llu,"
-                           "\"bytes_held\":%llu,\"bytes_allocated\":%llu,\"allocations\":%llu,\"bytes_mapped\":%llu,"
-                           "\"held_over_live\":%.6g,\"largest_satisfiable\":%llu,\"largest_free_bytes\":%llu,"
-                           "\"free_ms\":%s,\"realloc_ms\":%s,",
-                           n, s_label(s).c_str(), kChurnRounds, live, live_bytes,
-                           (unsigned long long)st.bytes_held, (unsigned long long)st.bytes_allocated,
-                           (unsigned long long)st.allocations, (unsigned long long)st.bytes_mapped,
-                           live_bytes ? double(st.bytes_held) / double(live_bytes) : -1.0, largest,
-                           (unsigned long long)st.largest_free_bytes, json_list(tf).c_str(), json_list(ta).c_str()) +
-                       k.json() + "}");
-    }
-
-    // ---- exhaustion --------------------------------------------------------------
-    for (unsigned long long s : ss) {
-        progress(fmt("exhaustion %llu B heap, S=%s", exhaust_bytes, s_label(s).c_str()));
-        GD(gpudyn_heap_reset(exhaust, nullptr));
-        const unsigned long long mean = s ? s : (kMixedMin + kMixedMax) / 2;
-        const unsigned per_round = unsigned(std::max<unsigned long long>(
-            kWarp, e0.bytes_mapped / mean / kExhaustRoundsTarget / kWarp * kWarp));
-        unsigned filled = 0, rounds = 0, failed_round_nulls = 0;
-        unsigned long long live = 0, live_bytes = 0;
-        bool capacity_reached = false;
-        // Sizes of every slot up front (index = allocation number).
-        b.fill_sizes(capacity, s, kSeed);
-        for (;;) {
-            if (filled + per_round > capacity) {
-                capacity_reached = true;
-                break;
-            }
-            b.launch(false, false, 0, ev, per_round, filled);
-            ++rounds;
-            unsigned long long got = 0, got_bytes = 0;
-            b.tally(per_round, filled, &got, &got_bytes);
-            filled += per_round;
-            live += got, live_bytes += got_bytes;
-            if (got < per_round) {
-                failed_round_nulls = unsigned(per_round - got);
-                break;
-            }
-        }
-        const gpudyn_heap_stats_t st = stats_of(exhaust);
-        checks k = b.verify(filled);
-        k.nulls -= failed_round_nulls;  // the nulls of the last round are the point of the experiment
-        rows.push_back(fmt("{\"kind\":\"exhaustion\",\"s\":\"%s\",\"heap_bytes_mapped\":%llu,\"round\":%u,"
-                           "\"rounds\":%u,\"live\":%llu,\"bytes_live\":%llu,\"usable_fraction\":%.6g,"
-                           "\"nulls_in_last_round\":%u,\"capacity_reached\":%s,\"bytes_held\":%llu,"
-                           "\"bytes_allocated\":%llu,\"failed_allocations\":%llu,",
-                           s_label(s).c_str(), (unsigned long long)st.bytes_mapped, per_round, rounds, live, live_bytes,
-                           double(live_bytes) / double(st.bytes_mapped), failed_round_nulls,
-                           capacity_reached ? "true" : "false", (unsigned long long)st.bytes_held,
-                           (unsigned long long)st.bytes_allocated, (unsigned long long)st.failed_allocations) +
-                       k.json() + "}");
-    }
-
-    // ---- largest single allocation (empty timing heap) -----------------------------
-    {
-        progress("largest single allocation");
-        GD(gpudyn_heap_reset(timing, nullptr));
-        const unsigned long long largest = b.largest_satisfiable(tv, t0.bytes_mapped);
-        void* p = nullptr;
-        checks k;
-        if (largest && b.try_malloc(tv, largest, &p) && p) {
+        for (unsigned long long s : ss) {
+            progress(fmt("churn N=%u S=%s", churn_n, s_label(s).c_str()));
+            const unsigned n = churn_n;
+            GD(gpudyn_heap_reset(timing, nullptr));
+            b.fill_sizes(n, s, kSeed);
+            b.launch(false, false, 0, tv, n);
             b.zero_counters();
-            big_pattern_kernel<false><<<1024, kBlock>>>(p, largest, b.counters);
-            big_pattern_kernel<true><<<1024, kBlock>>>(p, largest, b.counters);
-            CUDA(cudaGetLastError());
-            k.readback = b.read_counters()[c_readback];
-            k.misaligned = reinterpret_cast<unsigned long long>(p) % 16 != 0;
-            GD(gpudyn_heap_free(timing, reinterpret_cast<const uint64_t*>(b.keep), 1, nullptr));
-        } else {
-            k.nulls = 1;
+            std::vector<float> tf, ta;
+            for (unsigned r = 0; r < kChurnRounds; ++r) {
+                tf.push_back(b.time_ms([&] {
+                    churn_free_kernel<<<blocks(n), kBlock>>>(tv, b.ptrs, n, kSeed, r, b.counters);
+                }));
+                ta.push_back(b.time_ms([&] {
+                    churn_alloc_kernel<<<blocks(n), kBlock>>>(tv, b.ptrs, b.sizes, n, s, kSeed, r);
+                }));
+            }
+            checks k;
+            k.bad_frees = b.read_counters()[c_bad_frees];
+            k += b.verify(n);
+            unsigned long long live = 0, live_bytes = 0;
+            b.tally(n, 0, &live, &live_bytes);
+            const gpudyn_heap_stats_t st = stats_of(timing);
+            const unsigned long long largest = b.largest_satisfiable(tv, st.bytes_mapped);
+            GD(gpudyn_heap_clear_status(timing, nullptr));
+            b.zero_counters();
+            b.launch(false, false, 1, tv, n);
+            k.bad_frees += b.read_counters()[c_bad_frees];
+            k.leaked = stats_of(timing).allocations;
+            rows.push_back(fmt("{\"kind\":\"churn\",\"n\":%u,\"s\":\"%s\",\"rounds\":%u,\"live\":%llu,\"bytes_live\":%llu,"
+                               "\"bytes_held\":%llu,\"bytes_allocated\":%llu,\"allocations\":%llu,\"bytes_mapped\":%llu,"
+                               "\"held_over_live\":%.6g,\"largest_satisfiable\":%llu,\"largest_free_bytes\":%llu,"
+                               "\"free_ms\":%s,\"realloc_ms\":%s,",
+                               n, s_label(s).c_str(), kChurnRounds, live, live_bytes,
+                               (unsigned long long)st.bytes_held, (unsigned long long)st.bytes_allocated,
+                               (unsigned long long)st.allocations, (unsigned long long)st.bytes_mapped,
+                               live_bytes ? double(st.bytes_held) / double(live_bytes) : -1.0, largest,
+                               (unsigned long long)st.largest_free_bytes, json_list(tf).c_str(), json_list(ta).c_str()) +
+                           k.json() + "}");
         }
-        const gpudyn_heap_stats_t st = stats_of(timing);
-        k.bad_frees = st.bad_frees;
-        k.leaked = st.allocations;
-        rows.push_back(fmt("{\"kind\":\"largest\",\"bytes\":%llu,\"heap_bytes_mapped\":%llu,", largest,
-                           (unsigned long long)t0.bytes_mapped) +
-                       k.json() + "}");
+
+        // ---- exhaustion --------------------------------------------------------------
+        for (unsigned long long s : ss) {
+            progress(fmt("exhaustion %llu B heap, S=%s", exhaust_bytes, s_label(s).c_str()));
+            GD(gpudyn_heap_reset(exhaust, nullptr));
+            const unsigned long long mean = s ? s : (kMixedMin + kMixedMax) / 2;
+            const unsigned per_round = unsigned(std::max<unsigned long long>(
+                kWarp, e0.bytes_mapped / mean / kExhaustRoundsTarget / kWarp * kWarp));
+            unsigned filled = 0, rounds = 0, failed_round_nulls = 0;
+            unsigned long long live = 0, live_bytes = 0;
+            bool capacity_reached = false;
+            // Sizes of every slot up front (index = allocation number).
+            b.fill_sizes(capacity, s, kSeed);
+            for (;;) {
+                if (filled + per_round > capacity) {
+                    capacity_reached = true;
+                    break;
+                }
+                b.launch(false, false, 0, ev, per_round, filled);
+                ++rounds;
+                unsigned long long got = 0, got_bytes = 0;
+                b.tally(per_round, filled, &got, &got_bytes);
+                filled += per_round;
+                live += got, live_bytes += got_bytes;
+                if (got < per_round) {
+                    failed_round_nulls = unsigned(per_round - got);
+                    break;
+                }
+            }
+            const gpudyn_heap_stats_t st = stats_of(exhaust);
+            checks k = b.verify(filled);
+            k.nulls -= failed_round_nulls;  // the nulls of the last round are the point of the experiment
+            rows.push_back(fmt("{\"kind\":\"exhaustion\",\"s\":\"%s\",\"heap_bytes_mapped\":%llu,\"round\":%u,"
+                               "\"rounds\":%u,\"live\":%llu,\"bytes_live\":%llu,\"usable_fraction\":%.6g,"
+                               "\"nulls_in_last_round\":%u,\"capacity_reached\":%s,\"bytes_held\":%llu,"
+                               "\"bytes_allocated\":%llu,\"failed_allocations\":%llu,",
+                               s_label(s).c_str(), (unsigned long long)st.bytes_mapped, per_round, rounds, live, live_bytes,
+                               double(live_bytes) / double(st.bytes_mapped), failed_round_nulls,
+                               capacity_reached ? "true" : "false", (unsigned long long)st.bytes_held,
+                               (unsigned long long)st.bytes_allocated, (unsigned long long)st.failed_allocations) +
+                           k.json() + "}");
+        }
+
+        // ---- largest single allocation (empty timing heap) -----------------------------
+        {
+            progress("largest single allocation");
+            GD(gpudyn_heap_reset(timing, nullptr));
+            const unsigned long long largest = b.largest_satisfiable(tv, t0.bytes_mapped);
+            void* p = nullptr;
+            checks k;
+            if (largest && b.try_malloc(tv, largest, &p) && p) {
+                b.zero_counters();
+                big_pattern_kernel<false><<<1024, kBlock>>>(p, largest, b.counters);
+                big_pattern_kernel<true><<<1024, kBlock>>>(p, largest, b.counters);
+                CUDA(cudaGetLastError());
+                k.readback = b.read_counters()[c_readback];
+                k.misaligned = reinterpret_cast<unsigned long long>(p) % 16 != 0;
+                GD(gpudyn_heap_free(timing, reinterpret_cast<const uint64_t*>(b.keep), 1, nullptr));
+            } else {
+                k.nulls = 1;
+            }
+            const gpudyn_heap_stats_t st = stats_of(timing);
+            k.bad_frees = st.bad_frees;
+            k.leaked = st.allocations;
+            rows.push_back(fmt("{\"kind\":\"largest\",\"bytes\":%llu,\"heap_bytes_mapped\":%llu,", largest,
+                               (unsigned long long)t0.bytes_mapped) +
+                           k.json() + "}");
+        }
+
+        GD(gpudyn_heap_destroy(timing));
+        GD(gpudyn_heap_destroy(exhaust));
+    }  // the heaps and buffers go back before CUDA's own heap is set up in the child
+
+    // ---- CUDA malloc, in child processes -------------------------------------------
+    // Cheapest first (N x mean S; converged before divergent), so that the budget
+    // covers every N of the small sizes before the largest points.
+    struct cuda_task {
+        unsigned n;
+        unsigned long long s;
+        bool div;
+        double cost;  // thread-bytes
+    };
+    std::vector<cuda_task> tasks;
+    for (unsigned n : ns)
+        for (unsigned long long s : ss)
+            for (int div = 0; div < 2; ++div)
+                tasks.push_back({n, s, div != 0, double(n) * double(s ? s : (kMixedMin + kMixedMax) / 2)});
+    std::stable_sort(tasks.begin(), tasks.end(), [](const cuda_task& a, const cuda_task& b) {
+        return a.cost != b.cost ? a.cost < b.cost : a.div < b.div;
+    });
+    double cuda_spent_s = 0;
+    double rate[2] = {-1, -1};  // seconds per thread-byte of the last long measured point, per mode
+    unsigned measured = 0, skipped = 0, crashed = 0;
+    {
+        cuda_child_process child(quick);
+        for (const cuda_task& t : tasks) {
+            const std::string label =
+                fmt("cuda_malloc %s N=%u S=%s", t.div ? "divergent" : "converged", t.n, s_label(t.s).c_str());
+            progress(label);
+            const std::string head = row_head(true, t.div, t.n, t.s);
+            const double left = cuda_budget_s - cuda_spent_s;
+            const double estimate = rate[t.div] > 0 ? rate[t.div] * t.cost : 0;
+            if (left <= 0 || estimate > left) {
+                const std::string why = left <= 0 ? fmt("time budget of %g s spent", cuda_budget_s)
+                                                  : fmt("estimated %.0f s > %.0f s of budget left", estimate, left);
+                rows.push_back(head + ",\"skipped\":true,\"reason\":" + json_string(why) + "}");
+                fprintf(stderr, "%s: skipped (%s)\n", label.c_str(), why.c_str());
+                ++skipped;
+                continue;
+            }
+            const auto p0 = std::chrono::steady_clock::now();
+            std::string out;
+            const cuda_child_process::result r = child.run(t.n, t.s, t.div, left, &out);
+            const double took = seconds_since(p0);
+            cuda_spent_s += took;
+            if (r == cuda_child_process::row) {
+                rows.push_back(out);
+                ++measured;
+                const double own = row_number(out, "seconds");  // without the child's start
+                if (own >= kCudaEstimateMinS) rate[t.div] = own / t.cost;
+                fprintf(stderr, "%s: %.1f s, %g repeat(s)\n", label.c_str(), took, row_number(out, "repeats"));
+            } else if (r == cuda_child_process::died) {
+                rows.push_back(head + fmt(",\"crashed\":true,\"seconds\":%.3f,\"error\":", took) + json_string(out) +
+                               "}");
+                fprintf(stderr, "%s: CRASHED after %.1f s: %s\n", label.c_str(), took, out.c_str());
+                ++crashed;
+            } else {
+                rows.push_back(head + fmt(",\"skipped\":true,\"timed_out\":true,\"seconds\":%.3f,\"reason\":", took) +
+                               json_string(out) + "}");
+                fprintf(stderr, "%s: %s\n", label.c_str(), out.c_str());
+                ++skipped;
+            }
+        }
     }
 
     const double wall_s = seconds_since(wall0);
@@ -733,15 +1037,14 @@ int main(int argc, char** argv) {
     fprintf(f,
             "{\"program\":\"gpudyn_bench_heap\",\"quick\":%s,\"gpu\":\"%s\",\"reps\":%d,\"cuda_reps\":%d,"
             "\"cuda_slow_ms\":%g,\"cuda_budget_s\":%g,\"cuda_spent_s\":%.2f,\"cuda_malloc_heap_bytes\":%llu,"
+            "\"cuda_points_measured\":%u,\"cuda_points_skipped\":%u,\"cuda_points_crashed\":%u,"
             "\"timing_heap_bytes_mapped\":%llu,\"exhaust_heap_bytes_mapped\":%llu,\"block\":%u,\"seed\":%llu,"
             "\"mixed_min\":%llu,\"mixed_max\":%llu,\"churn_rounds\":%u,\"wall_seconds\":%.2f,\"rows\":[\n",
-            quick ? "true" : "false", prop.name, reps, cuda_reps, kCudaSlowMs, cuda_budget_s, cuda_spent_s, cuda_heap,
-            (unsigned long long)t0.bytes_mapped, (unsigned long long)e0.bytes_mapped, kBlock, kSeed, kMixedMin,
-            kMixedMax, kChurnRounds, wall_s);
+            quick ? "true" : "false", prop.name, reps, cfg.cuda_reps, kCudaSlowMs, cuda_budget_s, cuda_spent_s,
+            cfg.cuda_heap, measured, skipped, crashed, (unsigned long long)t0.bytes_mapped,
+            (unsigned long long)e0.bytes_mapped, kBlock, kSeed, kMixedMin, kMixedMax, kChurnRounds, wall_s);
     for (size_t i = 0; i < rows.size(); ++i) fprintf(f, "%s%s\n", rows[i].c_str(), i + 1 < rows.size() ? "," : "");
     fprintf(f, "]}\n");
     fclose(f);
-    GD(gpudyn_heap_destroy(timing));
-    GD(gpudyn_heap_destroy(exhaust));
     return 0;
 }

@@ -85,7 +85,12 @@ def test_bench_driver_targets(tmp_path):
                  _row("cuda_malloc", "converged", m, s, 2.0), _row("cuda_malloc", "divergent", m, s, 3.0)]
     rows[0]["free_ms"] = 0.05  # the worst free: 1M x 16 B
     rows[-1] = {"kind": "matrix", "allocator": "cuda_malloc", "mode": "divergent", "n": m, "s": "mixed",
-                "bytes_live": 1000, "skipped": True}
+                "bytes_live": 1000, "skipped": True, "reason": "time budget of 200 s spent"}
+    # A crashed baseline point (the child process died): even with a time in it, it
+    # must not count (0.001 ms would be the worst speedup by far).
+    assert rows[11]["allocator"] == "cuda_malloc" and (rows[11]["n"], rows[11]["s"]) == (n, "256")
+    rows[11].update(crashed=True, alloc_ms=0.001,
+                    error="heap_bench.cu:405: cudaEventSynchronize(ev1): an illegal memory access (exit status 1)")
     rows.append({"kind": "churn", "n": n, "s": "64", "rounds": 10, "held_over_live": 1.3})
     rows.append({"kind": "churn", "n": n, "s": "16", "rounds": 10, "held_over_live": 1.1})
     rows.append({"kind": "exhaustion", "s": "8192", "usable_fraction": 0.95, "heap_bytes_mapped": 1 << 30})
@@ -97,6 +102,7 @@ def test_bench_driver_targets(tmp_path):
     ctx.run_program = lambda program, args=None: {"rows": rows}
     ctx.pyplot = lambda: None
     result = heap.run(ctx)
+    json.dumps(result, allow_nan=False)  # the result file stays strict JSON
     t = {x["name"]: x for x in ctx.targets}
     assert t["heap malloc 1M x 16 B converged (ms)"]["met"] is True           # 0.04 <= 0.05
     assert t["heap malloc 1M x 4096 B converged (ms)"]["met"] is False        # 0.1 > 0.08
@@ -107,7 +113,13 @@ def test_bench_driver_targets(tmp_path):
     # worst speedup: 1K x 16 B converged, 2.0 / 0.005 = 400 (the skipped point does not count)
     speed = t["heap speedup over CUDA malloc, worst point of the matrix"]
     assert speed["value"] == pytest.approx(400) and speed["where"].startswith("1K x 16 B, converged")
-    assert "1 CUDA malloc point(s) skipped" in speed["where"]
+    assert speed["where"].endswith("CUDA malloc points: 14 measured, 1 skipped, 1 crashed")
+    assert (speed["measured"], speed["skipped"], speed["crashed"]) == (14, 1, 1)
+    points = result["cuda_malloc_points"]
+    assert points["crashed_points"] == [{"point": "1M x 256 B, divergent", "error": rows[11]["error"]}]
+    assert points["skipped_points"] == [{"point": "1K x mixed 16-4096 B, divergent",
+                                         "reason": "time budget of 200 s spent"}]
+    assert "CUDA malloc crashed at 1M x 256 B, divergent: heap_bench.cu:405" in result["table"]
     churn = t["heap bytes held / bytes live after churn, worst S"]
     assert churn["value"] == pytest.approx(1.3) and churn["where"].startswith("1M x 64 B")
     assert t["heap usable fraction at exhaustion, worst S"]["value"] == pytest.approx(0.85)
