@@ -12,7 +12,6 @@ stderr tail).  Only measured points enter the speedup target; the result's
 from __future__ import annotations
 
 import math
-import sys
 
 # Targets of issue 11 on the H200.
 MALLOC_MS_GOALS = {"16": 0.05, "256": 0.07, "4096": 0.08, "mixed": 0.25}  # ms, 1M threads, converged
@@ -51,15 +50,6 @@ def _cuda_measured(r) -> bool:
     return bool(r) and not r.get("skipped") and not r.get("crashed")
 
 
-def _progress_lines(ctx) -> None:
-    """One progress line per point instead of a redrawn bar: a long run's log
-    then shows every point that started (the label names the point about to start)."""
-    def show(done: int, total: int, label: str, elapsed: float) -> None:
-        sys.stderr.write(f"[{ctx.name}] {done}/{total} {elapsed:7.1f}s {label}\n")
-        sys.stderr.flush()
-    ctx._show_progress = show
-
-
 def _cuda_points(matrix) -> dict:
     """Measured / skipped / crashed CUDA malloc points, and which were not measured."""
     cuda = [r for r in matrix if r["allocator"] == "cuda_malloc"]
@@ -73,7 +63,6 @@ def _cuda_points(matrix) -> dict:
 
 
 def run(ctx):
-    _progress_lines(ctx)
     raw = ctx.run_program("gpudyn_bench_heap")
     rows = raw["rows"]
     matrix = [r for r in rows if r["kind"] == "matrix"]
