@@ -63,11 +63,43 @@ gpudyn_status_t status_of(cudaError_t err) {
     }
 }
 
+namespace {
+// 13000 -> "13.0" (the form of cudaRuntimeGetVersion / cudaDriverGetVersion).
+std::string format_cuda_version(int version) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%d.%d", version / 1000, version % 1000 / 10);
+    return text;
+}
+
+// Why no device is usable when the driver is the cause: none installed, or one
+// older than this library's CUDA runtime (both versions named); empty otherwise.
+std::string driver_problem(cudaError_t err) {
+    int runtime = 0, driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;  // 0 also means "no driver" when it succeeds
+    cudaGetLastError();
+    // Minor-version compatibility: a driver of CUDA M.0 runs any M.x runtime.
+    int needed = runtime / 1000 * 1000;
+    if (driver >= needed && err == cudaErrorInsufficientDriver) needed = runtime;  // the runtime says even that is too old
+    if (needed == 0) return std::string();  // unknown runtime version: nothing to compare against
+    if (driver == 0)
+        return "no NVIDIA driver found (this library needs one supporting CUDA " + format_cuda_version(needed) +
+               " or newer)";
+    if (driver < needed)
+        return "the NVIDIA driver supports CUDA " + format_cuda_version(driver) + " but this library needs CUDA " +
+               format_cuda_version(needed) + " or newer (update the driver)";
+    return std::string();
+}
+}  // namespace
+
 void check_cuda(cudaError_t err, const char* what) {
     if (err == cudaSuccess) return;
     gpudyn_status_t status = status_of(err);
     if (status == GPUDYN_ERROR_NO_DEVICE) {
         cudaGetLastError();  // a missing device is not sticky; clear it
+        const std::string problem = driver_problem(err);
+        if (!problem.empty())
+            raise(status, "%s [%s: %s]", problem.c_str(), what, cudaGetErrorName(err));
         raise(status, "no CUDA device: %s (%s: %s)", what, cudaGetErrorName(err), cudaGetErrorString(err));
     }
     if (status != GPUDYN_ERROR_CUDA) cudaGetLastError();
@@ -105,14 +137,23 @@ void raise_device_malloc_heap(uint64_t bytes, const char* option) {
           option, (unsigned long long)bytes, current, err != cudaSuccess ? cudaGetErrorName(err) : "limit not applied");
 }
 
-int require_device() {
+namespace {
+// Number of CUDA devices (> 0); throws NO_DEVICE saying why there is none.
+int device_count() {
     int count = 0;
-    cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess || count == 0) {
-        cudaGetLastError();
-        raise(GPUDYN_ERROR_NO_DEVICE, "no CUDA device (%s)",
-              err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports 0 devices");
-    }
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err == cudaSuccess && count > 0) return count;
+    cudaGetLastError();
+    // A driver too old for this runtime (or none) also ends here: say so, with both versions.
+    const std::string problem = driver_problem(err);
+    if (!problem.empty()) raise(GPUDYN_ERROR_NO_DEVICE, "%s", problem.c_str());
+    raise(GPUDYN_ERROR_NO_DEVICE, "no CUDA device (%s)",
+          err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports 0 devices");
+}
+}  // namespace
+
+int require_device() {
+    device_count();
     int device = 0;
     GPUDYN_CUDA(cudaGetDevice(&device));
     return device;
@@ -275,14 +316,7 @@ GPUDYN_API gpudyn_status_t gpudyn_get_device_count(int32_t* count) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(count);
         *count = 0;
-        int n = 0;
-        cudaError_t err = cudaGetDeviceCount(&n);
-        if (err != cudaSuccess || n == 0) {
-            cudaGetLastError();
-            raise(GPUDYN_ERROR_NO_DEVICE, "no CUDA device (%s)",
-                  err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports 0 devices");
-        }
-        *count = n;
+        *count = device_count();
     });
 }
 
@@ -308,13 +342,7 @@ GPUDYN_API gpudyn_status_t gpudyn_get_cuda_versions(int32_t* runtime_version, in
 GPUDYN_API gpudyn_status_t gpudyn_get_device_info(int32_t device, gpudyn_device_info_t* info) {
     GPUDYN_ABI({
         require_struct_size(info, "info");
-        int count = 0;
-        cudaError_t err = cudaGetDeviceCount(&count);
-        if (err != cudaSuccess || count == 0) {
-            cudaGetLastError();
-            raise(GPUDYN_ERROR_NO_DEVICE, "no CUDA device (%s)",
-                  err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports 0 devices");
-        }
+        const int count = device_count();
         GPUDYN_REQUIRE(device >= 0 && device < count, "argument 'device' is %d, expected 0 <= device < %d",
                        int(device), count);
         cudaDeviceProp prop;

@@ -11,13 +11,16 @@ def cmd_info(args) -> int:
     from .info import cuda_versions, device_count, device_info
 
     versions = cuda_versions()
+    # The versions are known without a device: print them first, so that a driver
+    # missing or too old for this runtime shows beside the error that says so.
+    print(f"gpudyn {__version__} ({library_path})")
+    print(f"CUDA runtime {_fmt_version(versions['runtime'])}, driver {_fmt_version(versions['driver'])}")
     try:
         n = device_count()
     except errors.NoDeviceError as exc:
+        sys.stdout.flush()
         print(f"gpudyn: no CUDA device: {exc}", file=sys.stderr)
         return 1
-    print(f"gpudyn {__version__} ({library_path})")
-    print(f"CUDA runtime {_fmt_version(versions['runtime'])}, driver {_fmt_version(versions['driver'])}")
     for d in range(n):
         i = device_info(d)
         cc = "%d.%d" % i["compute_capability"]

@@ -13,7 +13,9 @@ def cuda_versions() -> dict:
 
 
 def device_count() -> int:
-    """Number of CUDA devices; raises NoDeviceError when there is none."""
+    """Number of CUDA devices; raises NoDeviceError when there is none, its
+    message naming the cause: no NVIDIA driver, a driver too old for this
+    library's CUDA runtime (both versions), or no device."""
     n = ffi.new("int32_t*")
     check(lib.gpudyn_get_device_count(n))
     return int(n[0])

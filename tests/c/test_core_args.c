@@ -39,9 +39,36 @@ int main(void) {
     CHECK(s == GPUDYN_SUCCESS || s == GPUDYN_ERROR_NO_DEVICE);
     if (s == GPUDYN_ERROR_NO_DEVICE) {
         CHECK(n == 0);
-        CHECK(strstr(gpudyn_last_error_message(), "no CUDA device") != NULL);
+        /* The message names the cause: no driver, a driver older than the
+         * runtime's CUDA major version (both versions), or no device. */
+        char want[160], want2[160];
+        want2[0] = '\0';
+        if (drv == 0) {
+            snprintf(want, sizeof want, "no NVIDIA driver found (this library needs one supporting CUDA %d.0 or newer)",
+                     (int)(rt / 1000));
+        } else if (drv < rt / 1000 * 1000) {
+            snprintf(want, sizeof want, "the NVIDIA driver supports CUDA %d.%d", (int)(drv / 1000),
+                     (int)(drv % 1000 / 10));
+            snprintf(want2, sizeof want2, "this library needs CUDA %d.0 or newer (update the driver)",
+                     (int)(rt / 1000));
+        } else { /* a driver new enough: no device, unless the runtime wants a newer minor version */
+            snprintf(want, sizeof want, "%s",
+                     strstr(gpudyn_last_error_message(), "(update the driver)") ? "(update the driver)"
+                                                                                 : "no CUDA device");
+        }
+        CHECK(strstr(gpudyn_last_error_message(), want) != NULL);
+        CHECK(strstr(gpudyn_last_error_message(), want2) != NULL);
+        if (drv == 0) CHECK(strstr(gpudyn_last_error_message(), "no CUDA device") == NULL);
         info.struct_size = sizeof info;
         CHECK_STATUS(gpudyn_get_device_info(0, &info), GPUDYN_ERROR_NO_DEVICE);
+        CHECK(strstr(gpudyn_last_error_message(), want) != NULL);
+        int32_t dev = -1;
+        CHECK_STATUS(gpudyn_get_device(&dev), GPUDYN_ERROR_NO_DEVICE);
+        CHECK(strstr(gpudyn_last_error_message(), want) != NULL);
+        p = (void*)1;
+        CHECK_STATUS(gpudyn_device_alloc(&p, 16, NULL), GPUDYN_ERROR_NO_DEVICE);
+        CHECK(strstr(gpudyn_last_error_message(), want) != NULL);
+        CHECK(p == NULL);
     } else {
         info.struct_size = sizeof info;
         CHECK_INVALID(gpudyn_get_device_info(n, &info), "device");

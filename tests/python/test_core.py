@@ -102,16 +102,33 @@ def _has_device():
 
 
 @pytest.mark.skipif(_has_device(), reason="checks the no-GPU behaviour; a device is present")
-def test_info_without_gpu_is_one_clear_line():
+def test_info_without_gpu_prints_versions_and_one_clear_error():
+    v = gpudyn.cuda_versions()
+    rt, drv = v["runtime"], v["driver"]
+    assert rt >= 12000
     r = subprocess.run([sys.executable, "-m", "gpudyn", "info"], capture_output=True, text=True)
-    assert r.returncode != 0
-    assert r.stdout == ""
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("gpudyn: no CUDA device"), r.stderr
-    with pytest.raises(gpudyn.NoDeviceError):
-        gpudyn.device_info()
-    with pytest.raises(gpudyn.NoDeviceError):
-        gpudyn.DeviceBuffer(16)
+    assert r.returncode == 1
+    out = r.stdout.splitlines()
+    drv_text = f"{drv // 1000}.{drv % 1000 // 10}" if drv else "none"
+    assert len(out) == 2 and out[0].startswith(f"gpudyn {gpudyn.__version__} ("), r.stdout
+    assert out[1] == f"CUDA runtime {rt // 1000}.{rt % 1000 // 10}, driver {drv_text}", r.stdout
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("gpudyn: no CUDA device: "), r.stderr
+    # The cause, with the versions: no driver, a driver older than the runtime's
+    # CUDA major version, or (a driver new enough) no device.
+    if drv == 0:
+        want = [f"no NVIDIA driver found (this library needs one supporting CUDA {rt // 1000}.0 or newer)"]
+    elif drv < rt // 1000 * 1000:
+        want = [f"the NVIDIA driver supports CUDA {drv_text} but this library needs CUDA {rt // 1000}.0 or newer",
+                "(update the driver)"]
+    else:
+        want = ["no CUDA device"]
+    for text in want:
+        assert text in err[0], r.stderr
+    for call in (gpudyn.device_count, gpudyn.device_info, lambda: gpudyn.DeviceBuffer(16)):
+        with pytest.raises(gpudyn.NoDeviceError) as exc:
+            call()
+        assert all(text in str(exc.value) for text in want), str(exc.value)
 
 
 def test_bench_cli_rejects_unknown_benchmark():
