@@ -77,26 +77,12 @@
 #include <string>
 #include <vector>
 
+#include "../bench_check.hpp"  // CUDA(), GD()
+
 extern char** environ;  // for posix_spawn of the CUDA malloc child
 
 namespace {
 
-#define CUDA(call)                                                                                 \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-#define GD(call)                                                                                   \
-    do {                                                                                           \
-        gpudyn_status_t s_ = (call);                                                               \
-        if (s_ != GPUDYN_SUCCESS) {                                                                \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, gpudyn_last_error_message()); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 // ---- defaults (in one place) -------------------------------------------------
 constexpr unsigned kBlock = 256;               // 8 warps per block, as the library's bulk kernels

@@ -20,27 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "../bench_check.hpp"  // CUDA(), GD()
+
 using gpudyn::kRwInvalidPage;
 using gpudyn::rw_algorithm;
 using gpudyn::rw_heap_ref;
 using gpudyn::detail::counter_rng;
 
-#define CUDA(call)                                                                              \
-    do {                                                                                        \
-        cudaError_t e_ = (call);                                                                \
-        if (e_ != cudaSuccess) {                                                                \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
-#define GD(call)                                                                                \
-    do {                                                                                        \
-        gpudyn_status_t s_ = (call);                                                            \
-        if (s_ != GPUDYN_SUCCESS) {                                                             \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, gpudyn_last_error_message()); \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
 
 constexpr unsigned kBlock = 256;  // 8 warps per block, as the library's bulk kernels
 // CUDA's device malloc heap for the baselines: room for 1M x 8192 B plus slack.
