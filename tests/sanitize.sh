@@ -17,6 +17,9 @@
 #   --no-build                  the package and build/c are current (tests/run.sh passes it)
 #   GPUDYN_SANITIZE_TIMEOUT     seconds per run (default 600)
 #   GPUDYN_SANITIZE_PYTEST      extra pytest arguments (e.g. "-k rw_heap")
+#   GPUDYN_SANITIZE_ONLY        an extended regex: only runs whose name matches
+#                               (C test names as meson lists them; "pytest" for the
+#                               Python run), e.g. "rw_heap|pytest"
 #   PYTHON, GPUDYN_ARCHS, GPUDYN_WHEELS as for tests/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -73,6 +76,7 @@ for tool in "${tools[@]}"; do
   # run NAME COMMAND...: one sanitized run, its output appended to the tool's log.
   run() {
     local name=$1; shift
+    if [ -n "${GPUDYN_SANITIZE_ONLY:-}" ] && ! [[ $name =~ $GPUDYN_SANITIZE_ONLY ]]; then return 0; fi
     local t0 rc; t0=$(date +%s)
     echo "##### $tool $name" >> "$log"
     timeout "$limit" "${san[@]}" "$@" >> "$log" 2>&1

@@ -84,6 +84,27 @@ __global__ void malloc_and_fill(gpudyn_rw_heap_view_t view, unsigned n, unsigned
     out[tid] = reinterpret_cast<unsigned long long>(p);
 }
 
+// Each thread reads back what was written into its page (or its RW_malloc
+// range): only written bytes are read, so the check itself is clean under
+// compute-sanitizer initcheck, and no pool-sized copy reaches the host.
+__global__ void read_pages(gpudyn_rw_heap_view_t view, unsigned n, const unsigned* pages, unsigned* words) {
+    const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= n || pages[tid] >= kPages) return;
+    const unsigned* p = static_cast<const unsigned*>(gpudyn::rw_heap_ref{view}.page_address(pages[tid]));
+    words[2 * tid] = p[0];
+    words[2 * tid + 1] = p[1];
+}
+
+__global__ void count_wrong_bytes(unsigned n, unsigned long long bytes, const unsigned long long* ptrs,
+                                  unsigned* wrong) {
+    const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= n || ptrs[tid] == 0) return;
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(ptrs[tid]);
+    unsigned bad = 0;
+    for (unsigned long long i = 0; i < bytes; ++i) bad += p[i] != static_cast<unsigned char>(tid);
+    if (bad) atomicAdd(wrong, bad);
+}
+
 int main() {
     int32_t devices = 0;
     if (gpudyn_get_device_count(&devices) == GPUDYN_ERROR_NO_DEVICE) {
@@ -112,12 +133,14 @@ int main() {
     CU(cudaGetLastError());
     std::vector<unsigned> pages(kThreads);
     CU(cudaMemcpy(pages.data(), d_pages, kThreads * sizeof(unsigned), cudaMemcpyDeviceToHost));
-    std::vector<unsigned> pool(size_t(kPages) * kPageSize / sizeof(unsigned));
-    CU(cudaMemcpy(pool.data(), reinterpret_cast<void*>(view.pool), size_t(kPages) * kPageSize, cudaMemcpyDeviceToHost));
+    unsigned* d_words;
+    CU(cudaMalloc(&d_words, 2 * size_t(kThreads) * sizeof(unsigned)));
+    read_pages<<<(kThreads + kBlock - 1) / kBlock, kBlock>>>(view, kThreads, d_pages, d_words);
+    std::vector<unsigned> words(2 * size_t(kThreads));
+    CU(cudaMemcpy(words.data(), d_words, words.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
     for (unsigned t = 0; t < kThreads; ++t) {
         EXPECT(pages[t] < kPages);
-        const unsigned* p = &pool[size_t(pages[t]) * kPageSize / sizeof(unsigned)];
-        EXPECT(p[0] == t && p[1] == pages[t]);  // the thread's own writes: no page shared
+        EXPECT(words[2 * t] == t && words[2 * t + 1] == pages[t]);  // the thread's own writes: no page shared
     }
     std::vector<unsigned> sorted = pages;
     std::sort(sorted.begin(), sorted.end());
@@ -147,14 +170,16 @@ int main() {
     CU(cudaGetLastError());
     std::vector<unsigned long long> ptrs(kMallocThreads);
     CU(cudaMemcpy(ptrs.data(), d_ptrs, kMallocThreads * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
-    std::vector<unsigned char> bytes(size_t(kPages) * kPageSize);
-    CU(cudaMemcpy(bytes.data(), reinterpret_cast<void*>(view.pool), bytes.size(), cudaMemcpyDeviceToHost));
+    const unsigned long long pool_end = view.pool + (unsigned long long)kPages * kPageSize;
     for (unsigned t = 0; t < kMallocThreads; ++t) {
         EXPECT(ptrs[t] != 0 && ptrs[t] % 16 == 0);
-        EXPECT(ptrs[t] >= view.pool && ptrs[t] + kMallocBytes <= view.pool + bytes.size());
-        const unsigned char* p = &bytes[ptrs[t] - view.pool];
-        for (unsigned long long i = 0; i < kMallocBytes; ++i) EXPECT(p[i] == static_cast<unsigned char>(t));
+        EXPECT(ptrs[t] >= view.pool && ptrs[t] + kMallocBytes <= pool_end);
     }
+    CU(cudaMemset(d_bad, 0, sizeof(unsigned)));
+    count_wrong_bytes<<<(kMallocThreads + kBlock - 1) / kBlock, kBlock>>>(kMallocThreads, kMallocBytes, d_ptrs, d_bad);
+    unsigned wrong = 1;
+    CU(cudaMemcpy(&wrong, d_bad, sizeof wrong, cudaMemcpyDeviceToHost));
+    EXPECT(wrong == 0);  // each range holds its own thread's bytes
     std::vector<unsigned long long> sp = ptrs;
     std::sort(sp.begin(), sp.end());
     for (unsigned i = 1; i < kMallocThreads; ++i) EXPECT(sp[i - 1] + kMallocBytes <= sp[i]);  // disjoint
@@ -166,6 +191,7 @@ int main() {
            kMallocThreads, kMallocBytes, (unsigned long long)free3);
 
     cudaFree(d_pages);
+    cudaFree(d_words);
     cudaFree(d_bad);
     cudaFree(d_ptrs);
     GD(gpudyn_rw_heap_destroy(heap));

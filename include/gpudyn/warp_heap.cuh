@@ -520,6 +520,12 @@ __device__ inline void warp_heap_ref::destroy_kept(void* kept) const {
 }
 
 __device__ inline bool warp_heap::enter(unsigned mask) {
+    // A lane outside its own mask (an invalid warp_heap has no members) must not
+    // take part in a warp collective on that mask: it fails alone.
+    if ((mask >> detail::lane_index() & 1u) == 0) {
+        if (h_ != nullptr) warp_heap_detail::count(ref_.view.stats, warp_heap_detail::kMisuse, 1);
+        return false;
+    }
     // Every lane of the mask must hold a header (Listing 2: a lane that never
     // started would dereference NULL in the paper's code).
     const unsigned have = __ballot_sync(mask, h_ != nullptr);
