@@ -42,9 +42,11 @@ constexpr unsigned kWaitNs = 128;
 
 // Buckets beyond the pool rows, from the heap of the view (`heap`: the view's
 // gpudyn_heap_view_t, heap.cuh's heap_view layout).  nullptr when there is no
-// heap (version 0) or it has no memory left (the budget).  Out of line: the
-// heap's code stays off the registers of the push loops that call it rarely.
-__device__ __noinline__ inline void* heap_bucket(const heap_view& heap, unsigned long long bytes) {
+// heap (version 0) or it has no memory left (the budget).  Out of line (the
+// heap's code stays off the registers of the push loops that call it rarely),
+// and the heap view passed by value: a reference would make the caller copy
+// its whole array view to local memory to take its address.
+__device__ __noinline__ inline void* heap_bucket(heap_view heap, unsigned long long bytes) {
     if (heap.version != kHeapViewVersion || heap.counters == 0) return nullptr;
     return heap_ref{heap}.malloc(bytes);
 }
