@@ -459,8 +459,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
                 // The own heap, destroyed whole after the array's last work: its
                 // event follows `s` first (its own calls know nothing of our kernels).
                 { handle_call on_heap(heap_state(array->heap), on_s); }
-                if (gpudyn_heap_destroy(array->heap) != GPUDYN_SUCCESS)
-                    raise(GPUDYN_ERROR_CUDA, "the array's heap: %s", gpudyn_last_error_message());
+                const gpudyn_status_t st = gpudyn_heap_destroy(array->heap);
+                if (st != GPUDYN_SUCCESS) raise(st, "the array's heap: %s", gpudyn_last_error_message());
                 array->heap = nullptr;
             }
             if (array->pool.base) {
