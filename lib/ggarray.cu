@@ -294,12 +294,14 @@ void with_type(const gpudyn_ggarray_s* a, F&& f) {
 
 // Orders a call's kernels that take buckets from the array's heap with the
 // heap's own calls (its lock and event, as the warp heap does with its page
-// heap): taken after ensure_heap, released with the call.
+// heap): taken after ensure_heap, released after those kernels are queued
+// (done(): the heap's lock is not recursive, and budget_of takes it).
 struct heap_order {
     std::optional<handle_call> call;
     void take(gpudyn_ggarray_s* a, cudaStream_t s) {
         if (a->heap && !call) call.emplace(heap_state(a->heap), reinterpret_cast<gpudyn_stream_t>(s));
     }
+    void done() { call.reset(); }  // the heap's event follows what `s` has queued so far
 };
 
 // The options with every field the caller's struct_size does not cover at its default.
@@ -512,6 +514,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
             grow_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, s>>>(array->view(), per);
             GPUDYN_CHECK_LAUNCH("grow_kernel");
         });
+        order.done();
         const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->status), s);
         if (st != 0)
             raise(GPUDYN_ERROR_OUT_OF_MEMORY,
@@ -558,6 +561,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
         });
         uint64_t total = 0;  // read with the status: one synchronization
         GPUDYN_CUDA(cudaMemcpyAsync(&total, array->sizes + array->lfvectors, sizeof(total), cudaMemcpyDeviceToHost, s));
+        order.done();
         const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->status), s);
         array->known_size = total;
         if (st != 0) {
