@@ -1,9 +1,13 @@
 // C ABI of the GGArray.  The structure and its algorithms are in
-// include/gpudyn/ggarray.cuh; this file owns the bookkeeping memory, sizes the
-// device malloc heap the buckets come from, and launches the bulk kernels.
+// include/gpudyn/ggarray.cuh; this file owns the bookkeeping memory, the bucket
+// pool and the heap the other buckets come from (the budget), and launches the
+// bulk kernels.
 #include "array_common.cuh"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <optional>
 
 using namespace gpudyn;
 using namespace gpudyn::detail;
@@ -24,6 +28,11 @@ constexpr unsigned kRangesThreads = 1024; // one block scans all LFVector sizes
 constexpr unsigned kCopyThreads = 512;
 // options->pool_bytes that turns the bucket pool off.
 constexpr uint64_t kNoPool = ~0ull;
+// Smallest budget: 2 MiB, the driver's mapping granularity on current GPUs and
+// at least one page of any heap (smaller budgets are rounded up to it).
+constexpr uint64_t kMinBudget = uint64_t(1) << 21;
+// struct_size of the options before max_budget_bytes and heap: still accepted.
+constexpr size_t kOptionsV1Size = offsetof(gpudyn_ggarray_options_t, max_budget_bytes);
 
 template <class T>
 __global__ void grow_kernel(gpudyn_ggarray_view_t view, unsigned long long per_lfvector) {
@@ -144,12 +153,13 @@ __global__ void __launch_bounds__(kCopyThreads) flatten_kernel(gpudyn_ggarray_vi
         });
 }
 
+// Gives the heap's buckets back to a heap the array shares (an own heap is destroyed whole).
 __global__ void free_kernel(gpudyn_ggarray_view_t view) {
     const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     if (i >= (unsigned long long)view.num_lfvectors * kMaxBuckets) return;
     const unsigned* state = reinterpret_cast<const unsigned*>(view.bucket_state);
     void** buckets = reinterpret_cast<void**>(view.buckets);
-    if (state[i] == ggarray_detail::kReady) free(buckets[i]);
+    if (state[i] == ggarray_detail::kReady) heap_ref{view.heap}.free(buckets[i]);
 }
 
 unsigned blocks_for(unsigned long long n, unsigned threads) { return unsigned((n + threads - 1) / threads); }
@@ -174,6 +184,11 @@ struct gpudyn_ggarray_s {
     uint32_t pool_max_rows = 0;    // bucket rows that fit the pool's virtual range
     uint32_t pool_rows = 0;        // bucket rows mapped
     uint64_t known_size = 0;       // the size as of the last host call that read or set it
+    gpudyn_heap_t heap = nullptr;  // where the other buckets come from (nullptr: own heap not created yet)
+    bool own_heap = true;          // heap is the array's (created lazily, destroyed with it)
+    uint64_t budget = 0;           // own heap not created yet: bytes it will map
+    uint64_t max_budget = 0;       // own heap not created yet: its range
+    gpudyn_heap_view_t heap_view{};
 
     // Bytes of bucket rows 0..rows-1 in the pool: element_size * first * L * (2^rows - 1).
     unsigned __int128 pool_row_end(uint32_t rows) const {
@@ -194,6 +209,7 @@ struct gpudyn_ggarray_s {
         v.allocated_bytes = reinterpret_cast<uint64_t>(allocated);
         v.pool = static_cast<uint64_t>(pool.base);
         v.pool_rows = pool.base ? pool_rows : 0;
+        v.heap = heap_view;
         return v;
     }
     size_t sizes_bytes() const { return (size_t(lfvectors) + 1) * sizeof(uint64_t); }
@@ -221,6 +237,52 @@ struct gpudyn_ggarray_s {
         ranges_kernel<<<1, kRangesThreads, 0, s>>>(view());
         GPUDYN_CHECK_LAUNCH("ranges_kernel");
     }
+    // True when rows 0..rows-1 are all mapped in the pool (no heap needed for them).
+    bool pool_covers(uint32_t rows) const { return rows <= (pool.base ? pool_rows : 0u); }
+
+    // Creates the own heap (maps the budget) unless the array has a heap; on
+    // `stream` (the current call's).  Failure: OUT_OF_MEMORY / the heap's status
+    // naming budget_bytes, and the array stays without a heap.
+    void ensure_heap(cudaStream_t stream) {
+        if (heap) return;
+        gpudyn_heap_options_t o;
+        if (gpudyn_heap_options_init(&o) != GPUDYN_SUCCESS) raise(GPUDYN_ERROR_INTERNAL, "gpudyn_heap_options_init failed");
+        o.initial_bytes = budget;
+        o.max_bytes = max_budget;
+        gpudyn_heap_t h = nullptr;
+        const gpudyn_status_t st = gpudyn_heap_create(&h, &o, reinterpret_cast<gpudyn_stream_t>(stream));
+        if (st != GPUDYN_SUCCESS)
+            raise(st, "the array's heap (budget_bytes %llu, max_budget_bytes %llu) could not be created: %s",
+                  (unsigned long long)budget, (unsigned long long)max_budget, gpudyn_last_error_message());
+        gpudyn_heap_view_t v{};
+        if (gpudyn_heap_get_view(h, &v) != GPUDYN_SUCCESS) {
+            const std::string why = gpudyn_last_error_message();
+            gpudyn_heap_destroy(h);
+            raise(GPUDYN_ERROR_INTERNAL, "the array's heap gave no view: %s", why.c_str());
+        }
+        heap = h;
+        heap_view = v;
+    }
+    // Budget now (the heap's mapped bytes) and the most it may be raised to.
+    void budget_of(uint64_t* now, uint64_t* max) const {
+        if (heap) {
+            heap_sizes(heap, now, max);
+        } else {
+            *now = budget;
+            *max = max_budget;
+        }
+    }
+    // What an out-of-memory message adds: where the buckets came from and how to get more.
+    std::string budget_hint() const {
+        uint64_t now = 0, max = 0;
+        budget_of(&now, &max);
+        char buf[256];
+        snprintf(buf, sizeof(buf),
+                 "the budget (%llu bytes mapped in the %s heap, at most %llu) is used up; raise it with "
+                 "gpudyn_ggarray_set_budget",
+                 (unsigned long long)now, own_heap ? "array's" : "given", (unsigned long long)max);
+        return buf;
+    }
 };
 
 namespace {
@@ -228,6 +290,31 @@ namespace {
 template <class F>
 void with_type(const gpudyn_ggarray_s* a, F&& f) {
     dispatch_element(a->element_size, f);
+}
+
+// Orders a call's kernels that take buckets from the array's heap with the
+// heap's own calls (its lock and event, as the warp heap does with its page
+// heap): taken after ensure_heap, released after those kernels are queued
+// (done(): the heap's lock is not recursive, and budget_of takes it).
+struct heap_order {
+    std::optional<handle_call> call;
+    void take(gpudyn_ggarray_s* a, cudaStream_t s) {
+        if (a->heap && !call) call.emplace(heap_state(a->heap), reinterpret_cast<gpudyn_stream_t>(s));
+    }
+    void done() { call.reset(); }  // the heap's event follows what `s` has queued so far
+};
+
+// The options with every field the caller's struct_size does not cover at its default.
+gpudyn_ggarray_options_t read_options(const gpudyn_ggarray_options_t* options) {
+    if (options == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'options' is NULL");
+    if (options->struct_size < kOptionsV1Size)
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "options->struct_size is %u, expected at least %zu (use the initializer)",
+              unsigned(options->struct_size), kOptionsV1Size);
+    gpudyn_ggarray_options_t o;
+    gpudyn_ggarray_options_init(&o);
+    std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof(o)));
+    o.struct_size = sizeof(o);
+    return o;
 }
 
 }  // namespace
@@ -250,23 +337,49 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);
         *array = nullptr;
-        require_struct_size(options, "options");
-        require_element_size(options->element_size, "options->element_size");
-        GPUDYN_REQUIRE(options->num_lfvectors >= 1 && options->num_lfvectors <= kMaxLfvectors,
-                       "options->num_lfvectors is %u, expected 1..%u", unsigned(options->num_lfvectors),
+        const gpudyn_ggarray_options_t opt = read_options(options);
+        const gpudyn_ggarray_options_t* const o = &opt;
+        require_element_size(o->element_size, "options->element_size");
+        GPUDYN_REQUIRE(o->num_lfvectors >= 1 && o->num_lfvectors <= kMaxLfvectors,
+                       "options->num_lfvectors is %u, expected 1..%u", unsigned(o->num_lfvectors),
                        unsigned(kMaxLfvectors));
-        const uint64_t first = options->first_bucket_elements;
+        const uint64_t first = o->first_bucket_elements;
         GPUDYN_REQUIRE(first >= kMinFirstBucket && first <= (1ull << 30) && (first & (first - 1)) == 0,
                        "options->first_bucket_elements is %llu, expected a power of two in [%llu, 2^30]",
                        (unsigned long long)first, (unsigned long long)kMinFirstBucket);
-        GPUDYN_REQUIRE(options->reserved == 0, "options->reserved is %u, expected 0", unsigned(options->reserved));
+        GPUDYN_REQUIRE(o->reserved == 0, "options->reserved is %u, expected 0", unsigned(o->reserved));
+        GPUDYN_REQUIRE(o->heap == nullptr || (o->budget_bytes == 0 && o->max_budget_bytes == 0),
+                       "options->budget_bytes is %llu and options->max_budget_bytes %llu, expected 0 with "
+                       "options->heap (the given heap's mapping is the budget)",
+                       (unsigned long long)o->budget_bytes, (unsigned long long)o->max_budget_bytes);
+        GPUDYN_REQUIRE(o->max_budget_bytes == 0 || o->budget_bytes <= o->max_budget_bytes,
+                       "options->budget_bytes is %llu, more than options->max_budget_bytes (%llu)",
+                       (unsigned long long)o->budget_bytes, (unsigned long long)o->max_budget_bytes);
         cudaStream_t s = to_cuda(stream);
         const int device = create_device(s);  // the stream's device, else the current one
         device_guard on_device(device);
-        raise_device_malloc_heap(options->malloc_heap_bytes, "options->malloc_heap_bytes");
+        uint64_t budget = o->budget_bytes, max_budget = o->max_budget_bytes;
+        if (o->heap) {
+            const int heap_device = heap_state(o->heap).device;
+            GPUDYN_REQUIRE(heap_device == device, "options->heap belongs to device %d, the array to device %d",
+                           heap_device, device);
+        } else {
+            size_t free_b = 0, total_b = 0;
+            GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
+            GPUDYN_REQUIRE(max_budget <= total_b,
+                           "options->max_budget_bytes is %llu, more than the device's memory (%zu bytes)",
+                           (unsigned long long)max_budget, total_b);
+            GPUDYN_REQUIRE(budget <= total_b, "options->budget_bytes is %llu, more than the device's memory (%zu bytes)",
+                           (unsigned long long)budget, total_b);
+            if (budget != 0) budget = std::max(budget, kMinBudget);
+            if (max_budget != 0) max_budget = std::max(max_budget, kMinBudget);
+            heap_resolve_sizes(0, &budget, &max_budget);  // the heap's defaults (0: default page)
+        }
         auto* h = new gpudyn_ggarray_s{};
-        h->element_size = options->element_size;
-        h->lfvectors = options->num_lfvectors;
+        h->element_size = o->element_size;
+        h->lfvectors = o->num_lfvectors;
+        h->budget = budget;
+        h->max_budget = max_budget;
         while ((1ull << h->log2_first) < first) ++h->log2_first;
         const size_t L = h->lfvectors;
         const size_t u64s = 3 * (L + 1) + L * kMaxBuckets + 3;
@@ -284,15 +397,19 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
             h->allocated = p++;
             h->scratch = p++;
             h->state = reinterpret_cast<uint32_t*>(p);
-            if (options->pool_bytes != kNoPool) {
+            if (o->pool_bytes != kNoPool) {
                 try {
-                    h->pool.reserve(device, options->pool_bytes, "options->pool_bytes");
+                    h->pool.reserve(device, o->pool_bytes, "options->pool_bytes");
                 } catch (const error& e) {
                     if (e.status != GPUDYN_ERROR_NOT_SUPPORTED) throw;
-                    h->pool = vmm_range{};  // no VMM: every bucket from device malloc
+                    h->pool = vmm_range{};  // no VMM: every bucket from the heap
                 }
                 while (h->pool_max_rows < kMaxBuckets && h->pool_row_end(h->pool_max_rows + 1) <= h->pool.reserved)
                     ++h->pool_max_rows;
+            }
+            if (o->heap) {
+                if (gpudyn_heap_get_view(o->heap, &h->heap_view) != GPUDYN_SUCCESS)
+                    raise(GPUDYN_ERROR_INVALID_ARGUMENT, "options->heap: %s", gpudyn_last_error_message());
             }
             GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
         } catch (...) {
@@ -302,28 +419,51 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
             delete h;
             throw;
         }
+        if (o->heap) {
+            h->heap = o->heap;
+            h->own_heap = false;
+            heap_add_user(o->heap, +1);
+        }
         *array = h;
     });
 }
 
-// Frees the buckets (a kernel calling free) and the bookkeeping stream-ordered
-// after the array's last call, on the library's stream of the array's device:
-// no device synchronization (a pool waits for the array's own event before it
-// is unmapped).  A failure leaves the handle owning what it still holds.
+// Frees the buckets and the bookkeeping stream-ordered after the array's last
+// call, on the library's stream of the array's device: no device
+// synchronization (the pool and the own heap's mapping wait for the array's
+// own event before they are unmapped).  A failure leaves the handle owning
+// what it still holds.
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
     GPUDYN_ABI_RELEASE({
         if (array == nullptr) return;
         {
             handle_call call(array->hs);
             cudaStream_t s = array->hs.release_stream();
+            const gpudyn_stream_t on_s = reinterpret_cast<gpudyn_stream_t>(s);
             if (array->block) {
-                const unsigned long long n = (unsigned long long)array->lfvectors * kMaxBuckets;
-                free_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(array->view());
-                GPUDYN_CHECK_LAUNCH("free_kernel");
+                if (array->heap && !array->own_heap) {
+                    // Buckets go back to the given heap, ordered with its calls.
+                    handle_call on_heap(heap_state(array->heap), on_s);
+                    const unsigned long long n = (unsigned long long)array->lfvectors * kMaxBuckets;
+                    free_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(array->view());
+                    GPUDYN_CHECK_LAUNCH("free_kernel");
+                }
                 // The kernel and the free are on `s`; the event now follows them (the pool waits for it).
                 GPUDYN_CUDA(cudaFreeAsync(array->block, s));
                 array->block = nullptr;
                 GPUDYN_CUDA(cudaEventRecord(array->hs.done, s));
+            }
+            if (array->heap && !array->own_heap) {
+                heap_add_user(array->heap, -1);
+                array->heap = nullptr;
+            }
+            if (array->heap) {
+                // The own heap, destroyed whole after the array's last work: its
+                // event follows `s` first (its own calls know nothing of our kernels).
+                { handle_call on_heap(heap_state(array->heap), on_s); }
+                const gpudyn_status_t st = gpudyn_heap_destroy(array->heap);
+                if (st != GPUDYN_SUCCESS) raise(st, "the array's heap: %s", gpudyn_last_error_message());
+                array->heap = nullptr;
             }
             if (array->pool.base) {
                 // The mapping is not stream-ordered: wait for the calls (and frees) that used it.
@@ -347,7 +487,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
                        (unsigned long long)capacity, kMaxBuckets);
         if (capacity == 0) return;
         // More bytes than the device has can never be reserved: say so before any
-        // kernel (device malloc of such buckets fails only after a long search).
+        // kernel (the heap or the pool would fail only after a kernel or a mapping).
         size_t free_b = 0, total_b = 0;
         GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
         if (capacity > total_b / array->element_size)
@@ -359,7 +499,14 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
         } catch (const error& e) {
             raise(e.status, "argument 'capacity' is %llu: %s", (unsigned long long)capacity, e.message.c_str());
         }
-        if (need <= (array->pool.base ? array->pool_rows : 0u)) return;  // all in the pool: no kernel
+        if (array->pool_covers(need)) return;  // all in the pool: no kernel
+        try {
+            array->ensure_heap(s);
+        } catch (const error& e) {
+            raise(e.status, "argument 'capacity' is %llu: %s", (unsigned long long)capacity, e.message.c_str());
+        }
+        heap_order order;
+        order.take(array, s);
         GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), s));
         const unsigned long long n = (unsigned long long)array->lfvectors * kMaxBuckets;
         with_type(array, [&](auto tag) {
@@ -367,12 +514,12 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
             grow_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, s>>>(array->view(), per);
             GPUDYN_CHECK_LAUNCH("grow_kernel");
         });
+        order.done();
         const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->status), s);
         if (st != 0)
             raise(GPUDYN_ERROR_OUT_OF_MEMORY,
-                  "argument 'capacity' is %llu: device malloc could not allocate every bucket (status %u); the "
-                  "device malloc heap is cudaLimitMallocHeapSize, set by options->malloc_heap_bytes",
-                  (unsigned long long)capacity, unsigned(st));
+                  "argument 'capacity' is %llu: the heap could not give every bucket beyond the pool (status %u): %s",
+                  (unsigned long long)capacity, unsigned(st), array->budget_hint().c_str());
     });
 }
 
@@ -399,9 +546,13 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
         try {
             if (array->buckets_hold(per)) array->map_pool_rows(array->rows_for(per));  // no pool: nothing
         } catch (const error& e) {
-            // No physical memory for the rows: the kernel still tries the device heap.
+            // No physical memory for the rows: the kernel still tries the heap.
             if (e.status != GPUDYN_ERROR_OUT_OF_MEMORY) throw;
         }
+        // Rows the pool does not cover come from the heap (created now if need be).
+        if (!array->buckets_hold(per) || !array->pool_covers(array->rows_for(per))) array->ensure_heap(s);
+        heap_order order;
+        order.take(array, s);
         GPUDYN_CUDA(cudaMemcpyAsync(array->snapshot, array->sizes, array->sizes_bytes(), cudaMemcpyDeviceToDevice, s));
         GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), s));
         with_type(array, [&](auto tag) {
@@ -410,6 +561,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
         });
         uint64_t total = 0;  // read with the status: one synchronization
         GPUDYN_CUDA(cudaMemcpyAsync(&total, array->sizes + array->lfvectors, sizeof(total), cudaMemcpyDeviceToHost, s));
+        order.done();
         const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->status), s);
         array->known_size = total;
         if (st != 0) {
@@ -418,11 +570,13 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
             GPUDYN_CUDA(cudaMemcpyAsync(&array->known_size, array->snapshot + array->lfvectors, sizeof(uint64_t),
                                         cudaMemcpyDeviceToHost, s));
             GPUDYN_CUDA(cudaStreamSynchronize(s));
+            if (st & GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED)
+                raise(GPUDYN_ERROR_OUT_OF_MEMORY,
+                      "the heap could not give a bucket while inserting %llu element(s); nothing was inserted: %s",
+                      (unsigned long long)count, array->budget_hint().c_str());
             raise(GPUDYN_ERROR_OUT_OF_MEMORY,
-                  "%s while inserting %llu element(s); nothing was inserted (the device malloc heap is "
-                  "cudaLimitMallocHeapSize, set by options->malloc_heap_bytes)",
-                  (st & GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED) ? "device malloc could not allocate a bucket"
-                                                               : "an LFVector reached GPUDYN_GGARRAY_MAX_BUCKETS",
+                  "an LFVector reached GPUDYN_GGARRAY_MAX_BUCKETS while inserting %llu element(s); nothing was "
+                  "inserted",
                   (unsigned long long)count);
         }
     });
@@ -534,8 +688,46 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudy
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(view);
         handle_call call(array->hs, stream);
+        array->ensure_heap(call.stream());  // kernels with this view may need buckets beyond the pool
         array->update_ranges(call.stream());
         *view = array->view();
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uint64_t budget_bytes,
+                                                     gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        handle_call call(array->hs, stream);
+        uint64_t now = 0, max = 0;
+        array->budget_of(&now, &max);
+        GPUDYN_REQUIRE(budget_bytes <= max,
+                       "argument 'budget_bytes' is %llu, more than the array's max_budget_bytes (%llu: the %s "
+                       "heap's range)",
+                       (unsigned long long)budget_bytes, (unsigned long long)max, array->own_heap ? "own" : "given");
+        if (budget_bytes <= now) return;
+        if (!array->heap) {  // mapped when the own heap is created
+            array->budget = std::max(budget_bytes, kMinBudget);
+            return;
+        }
+        // The heap's grow orders itself with the heap's calls (and, through `stream`, after ours).
+        const gpudyn_status_t st =
+            gpudyn_heap_grow(array->heap, budget_bytes, reinterpret_cast<gpudyn_stream_t>(call.stream()));
+        if (st != GPUDYN_SUCCESS)
+            raise(st, "argument 'budget_bytes' is %llu: %s", (unsigned long long)budget_bytes,
+                  gpudyn_last_error_message());
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_budget(gpudyn_ggarray_t array, uint64_t* budget_bytes,
+                                                     uint64_t* max_budget_bytes) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        handle_call call(array->hs);
+        uint64_t now = 0, max = 0;
+        array->budget_of(&now, &max);
+        if (budget_bytes) *budget_bytes = now;
+        if (max_budget_bytes) *max_budget_bytes = max;
     });
 }
 

@@ -105,6 +105,7 @@ struct gpudyn_heap_s {
     uint64_t meta_bytes = 0;
     unsigned long long* scratch = nullptr;
     gpudyn_heap_view_t view{};
+    uint32_t users = 0;          // GGArrays taking their buckets from this heap (under hs.mutex)
 
     void* at(uint64_t address) const { return reinterpret_cast<void*>(address); }
     // rw_heap's live-start bits: one per kRwMallocAlign bytes of the range, in uint32 words.
@@ -186,6 +187,35 @@ void allocate_meta(gpudyn_heap_s* h, cudaStream_t s) {
 
 }  // namespace
 
+namespace gpudyn::detail {
+
+void heap_resolve_sizes(uint64_t page_size, uint64_t* initial_bytes, uint64_t* max_bytes) {
+    const uint64_t P = page_size == 0 ? kDefaultPageSize : page_size;
+    size_t free_b = 0, total_b = 0;
+    GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    uint64_t initial = *initial_bytes;
+    if (initial == 0) initial = std::max<uint64_t>(P, std::min<uint64_t>(kDefaultInitialBytes, free_b / 2) / P * P);
+    uint64_t max = *max_bytes;
+    if (max == 0) max = std::max<uint64_t>(initial, std::min<uint64_t>(initial * kDefaultMaxFactor, total_b));
+    *initial_bytes = initial;
+    *max_bytes = std::min<uint64_t>(max, kMaxPages * P);
+}
+
+handle_state& heap_state(gpudyn_heap_t heap) { return heap->hs; }
+
+void heap_add_user(gpudyn_heap_t heap, int delta) {
+    std::lock_guard<std::mutex> lock(heap->hs.mutex);
+    heap->users = uint32_t(int64_t(heap->users) + delta);
+}
+
+void heap_sizes(gpudyn_heap_t heap, uint64_t* mapped_bytes, uint64_t* max_bytes) {
+    std::lock_guard<std::mutex> lock(heap->hs.mutex);
+    *mapped_bytes = heap->mapped_pages * heap->page_size;
+    *max_bytes = heap->max_pages * heap->page_size;
+}
+
+}  // namespace gpudyn::detail
+
 extern "C" {
 
 GPUDYN_API gpudyn_status_t gpudyn_heap_options_init(gpudyn_heap_options_t* options) {
@@ -224,13 +254,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
         cudaStream_t s = to_cuda(stream);
         const int device = create_device(s);  // the stream's device, else the current one
         device_guard on_device(device);
-        size_t free_b = 0, total_b = 0;
-        GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
-        uint64_t initial = o.initial_bytes;
-        if (initial == 0) initial = std::max<uint64_t>(P, std::min<uint64_t>(kDefaultInitialBytes, free_b / 2) / P * P);
-        uint64_t max_bytes = o.max_bytes;
-        if (max_bytes == 0) max_bytes = std::max<uint64_t>(initial, std::min<uint64_t>(initial * kDefaultMaxFactor, total_b));
-        max_bytes = std::min<uint64_t>(max_bytes, kMaxPages * P);
+        uint64_t initial = o.initial_bytes, max_bytes = o.max_bytes;
+        heap_resolve_sizes(P, &initial, &max_bytes);
 
         auto* h = new gpudyn_heap_s;
         h->page_size = P;
@@ -307,6 +332,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_destroy(gpudyn_heap_t heap) {
         if (heap == nullptr) return;
         {
             handle_call call(heap->hs);
+            GPUDYN_REQUIRE(heap->users == 0, "argument 'heap' holds the buckets of %u GGArray(s); destroy them first",
+                           unsigned(heap->users));
             heap->release(heap->hs.release_stream());
         }
         heap->hs.release();

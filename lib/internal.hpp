@@ -183,6 +183,18 @@ void device_alloc(void** ptr, uint64_t bytes, cudaStream_t stream, const std::st
 handle_state& rw_heap_state(gpudyn_rw_heap_t heap);
 void rw_heap_add_backing_user(gpudyn_rw_heap_t heap, int delta);
 
+// lib/heap.cu, for the GGArrays whose buckets come from a heap:
+// heap_resolve_sizes fills initial/max bytes of 0 the way gpudyn_heap_create
+// does (on the current device; page_size 0: the default page); heap_state is
+// the heap's handle state (a GGArray's kernels are ordered with the heap's
+// calls through its event); heap_add_user counts the GGArrays using it
+// (destroy refuses while it is not 0); heap_sizes reads the bytes mapped now
+// and the most grow may map.
+void heap_resolve_sizes(uint64_t page_size, uint64_t* initial_bytes, uint64_t* max_bytes);
+handle_state& heap_state(gpudyn_heap_t heap);
+void heap_add_user(gpudyn_heap_t heap, int delta);
+void heap_sizes(gpudyn_heap_t heap, uint64_t* mapped_bytes, uint64_t* max_bytes);
+
 // Raises CUDA's device-malloc heap (cudaLimitMallocHeapSize) to at least
 // `bytes` (0: leave it).  CUDA fixes the heap at the first launch of a kernel
 // that uses device malloc, so a raise after that is refused: NOT_SUPPORTED with

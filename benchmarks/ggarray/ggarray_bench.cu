@@ -308,11 +308,6 @@ int main(int argc, char** argv) {
     const int doublings = quick ? 4 : 10;
     const unsigned long long start = quick ? 100000 : kStart;
     const unsigned long long final_n = start << doublings;
-    {  // device malloc heap for the GGArray buckets: 2x the largest array + first buckets
-        gpudyn_ggarray_options_t o; gpudyn_ggarray_options_init(&o);
-        o.malloc_heap_bytes = 2 * final_n * 4 + (256ull << 20);
-        gpudyn_ggarray_t g; GK(gpudyn_ggarray_create(&g, &o, nullptr)); GK(gpudyn_ggarray_destroy(g));
-    }
     std::vector<unsigned> lfv_sweep = quick ? std::vector<unsigned>{32, 512} : std::vector<unsigned>{32, 64, 128, 256, 512, 1024, 2048};
     std::vector<int> fig6_work = {1, 10, 100, 1000};
     g_total = 3 * (doublings + 1) + 1 + 4 * (doublings + 1) + int(lfv_sweep.size()) + 1 + int(fig6_work.size());

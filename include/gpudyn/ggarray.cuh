@@ -2,7 +2,9 @@
 // LFVector per thread block.  LFVector l holds its elements in buckets; bucket
 // b has first·2^b elements and is allocated inside a kernel, on demand, by the
 // one thread that wins a compare-and-swap on its state (the precursor report's
-// fix: no thread allocates before knowing it is the one).  `ranges` is the
+// fix: no thread allocates before knowing it is the one): in place in the
+// host-mapped bucket pool, else from the gpudyn heap carried by the view (the
+// array's budget; never CUDA's device malloc).  `ranges` is the
 // exclusive prefix sum of the LFVector sizes (computed by get_view) so a global
 // index finds its LFVector by binary search.
 //
@@ -26,17 +28,33 @@
 #endif
 #include "gpudyn/ggarray.h"
 #include "gpudyn/detail/contiguous_array.cuh"
+#include "gpudyn/heap.cuh"  // buckets beyond the pool rows
 
 namespace gpudyn {
 inline namespace v0 {
 
 namespace ggarray_detail {
-// Bucket states (view .bucket_state): ready buckets are kReady (from device
-// malloc, freed by destroy) or kReadyPool (a slice of the pool, never freed alone).
+// Bucket states (view .bucket_state): ready buckets are kReady (from the heap,
+// given back by destroy) or kReadyPool (a slice of the pool, never freed alone).
 constexpr unsigned kEmpty = 0, kBusy = 1, kReady = 2, kReadyPool = 3;
 // Back-off while another thread allocates a bucket (ns; short next to a malloc).
 constexpr unsigned kWaitNs = 128;
+
+// Buckets beyond the pool rows, from the heap of the view (`heap`: the view's
+// gpudyn_heap_view_t, heap.cuh's heap_view layout).  nullptr when there is no
+// heap (version 0) or it has no memory left (the budget).  Out of line (the
+// heap's code stays off the registers of the push loops that call it rarely),
+// and the heap view passed by value: a reference would make the caller copy
+// its whole array view to local memory to take its address.
+__device__ __noinline__ inline void* heap_bucket(heap_view heap, unsigned long long bytes) {
+    if (heap.version != kHeapViewVersion || heap.counters == 0) return nullptr;
+    return heap_ref{heap}.malloc(bytes);
+}
 }  // namespace ggarray_detail
+
+// The view's heap field is read as heap.cuh's mirror of the C heap view.
+static_assert(sizeof(heap_view) == sizeof(gpudyn_heap_view_t), "heap_view must mirror gpudyn_heap_view_t");
+static_assert(GPUDYN_HEAP_VIEW_VERSION == kHeapViewVersion, "heap.cuh reads this heap view version");
 
 template <class T>
 struct ggarray_ref {
@@ -101,10 +119,11 @@ struct ggarray_ref {
     }
 
     // ---- bucket allocation (paper Alg. 2), one thread ----
-    // True once bucket b of LFVector l exists.  Exactly one thread mallocs it;
-    // others wait for it (the allocating thread depends on nobody, so waiting
-    // cannot deadlock).  On malloc failure the bucket returns to empty and the
-    // status word says so; nothing stored is touched.
+    // True once bucket b of LFVector l exists.  Exactly one thread allocates it
+    // (pool slice or heap); others wait for it (the allocating thread depends on
+    // nobody, so waiting cannot deadlock).  When the heap has no memory left (the
+    // budget) the bucket returns to empty and the status word says so; nothing
+    // stored is touched.
     __device__ bool ensure_bucket(unsigned l, unsigned b) const {
         using namespace ggarray_detail;
         if (b >= GPUDYN_GGARRAY_MAX_BUCKETS) {
@@ -128,7 +147,7 @@ struct ggarray_ref {
                     if (pooled) {
                         p = pool_bucket(l, b);  // mapped by the host: nothing to allocate
                     } else {
-                        p = malloc(bytes);
+                        p = ggarray_detail::heap_bucket(*reinterpret_cast<const heap_view*>(&view.heap), bytes);
                         if (p == nullptr) {
                             atomicOr(reinterpret_cast<unsigned*>(view.status), dev::kArrayAllocationFailed);
                             atomicExch(state(l, b), kEmpty);

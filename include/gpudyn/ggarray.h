@@ -11,12 +11,25 @@
  * device work (reserve and push_back report out-of-memory) synchronize their
  * stream before returning; the others are only stream-ordered.
  *
+ * Memory of a GGArray.  Bucket rows that reserve / push_back map from the host
+ * live in the array's bucket pool (one VMM range).  Every other bucket -- the
+ * ones a kernel needs beyond those rows, or all of them without a pool -- comes
+ * from a gpudyn heap (heap.h): the array's own, or one given at create and
+ * shared with other arrays.  Its mapped memory is the array's *budget*: what
+ * kernels may take for new buckets.  The host raises it between launches
+ * (gpudyn_ggarray_set_budget); CUDA's device malloc heap is never used.  When
+ * the budget runs out inside a kernel, the push that needed the bucket returns
+ * false and stores nothing, the view's status word gets
+ * GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED, and every element stored before stays;
+ * after a larger budget the next launch can store the rest.
+ *
  * Included by gpudyn.h; cffi reads these declarations verbatim (see gpudyn.h).
  */
 #ifndef GPUDYN_GGARRAY_H
 #define GPUDYN_GGARRAY_H
 
 #include "gpudyn/gpudyn.h"
+#include "gpudyn/heap.h" /* a GGArray's buckets come from a heap; its view is part of the array's */
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,7 +43,7 @@ typedef enum gpudyn_insert_algo_t {
 } gpudyn_insert_algo_t;
 
 /* Versions of the view structs; a device header refuses any other. */
-typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 2 } gpudyn_ggarray_view_version_t;
+typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 3 } gpudyn_ggarray_view_version_t;
 typedef enum gpudyn_static_array_view_version_t { GPUDYN_STATIC_ARRAY_VIEW_VERSION = 2 } gpudyn_static_array_view_version_t;
 typedef enum gpudyn_vmm_array_view_version_t { GPUDYN_VMM_ARRAY_VIEW_VERSION = 2 } gpudyn_vmm_array_view_version_t;
 
@@ -42,7 +55,7 @@ typedef enum gpudyn_ggarray_limits_t {
 
 /* Bits of the device status word of every array (view .status). */
 typedef enum gpudyn_array_status_bits_t {
-    GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED = 1, /* in-kernel bucket malloc returned NULL */
+    GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED = 1, /* a GGArray bucket found no memory in the heap (the budget) */
     GPUDYN_ARRAY_STATUS_CAPACITY_EXCEEDED = 2  /* static/VMM capacity or GGArray bucket limit reached */
 } gpudyn_array_status_bits_t;
 
@@ -55,11 +68,29 @@ typedef struct gpudyn_ggarray_options_t {
     uint32_t num_lfvectors;          /* LFVectors (one per thread block), 1..65536 (default 512) */
     uint32_t reserved;               /* 0 */
     uint64_t first_bucket_elements;  /* elements in bucket 0, a power of two >= 32 (default 1024) */
-    uint64_t malloc_heap_bytes;      /* if > 0: raise cudaLimitMallocHeapSize to at least this
-                                        (only possible before the first kernel that calls malloc) */
+    uint64_t budget_bytes;           /* memory kernels may take for buckets beyond the pool rows: the
+                                        array's own heap maps this much (rounded up to its
+                                        granularity) the first time a kernel could need it (get_view,
+                                        or a reserve / push_back beyond the pool); 0 (default): 1 GiB,
+                                        or half the device's free memory when that is less (the heap's
+                                        default); must be 0 with `heap`.  (This field was
+                                        malloc_heap_bytes, the size of CUDA's malloc heap the buckets
+                                        came from: same place, same role.) */
     uint64_t pool_bytes;             /* virtual range of the bucket pool (see reserve); 0: the
                                         device's total memory (default); UINT64_MAX: no pool;
                                         a range the driver cannot reserve is OUT_OF_MEMORY naming it */
+    /* Fields below are read when struct_size covers them (callers built against
+     * an older header pass a smaller struct_size and get the defaults). */
+    uint64_t max_budget_bytes;       /* the most set_budget may raise the budget to: the own heap's
+                                        virtual range (its metadata is about 2 % of it); 0 (default):
+                                        8 x the budget, at most the device's total memory; a value
+                                        above the device's total memory is refused; must be 0
+                                        with `heap` */
+    gpudyn_heap_t heap;              /* NULL (default): the array owns a heap.  Else buckets come from
+                                        this heap of the same device, shared with whatever else uses
+                                        it; its mapped memory is the budget (gpudyn_heap_grow or
+                                        set_budget raise it); it cannot be destroyed while the array
+                                        lives */
 } gpudyn_ggarray_options_t;
 
 /* Trivially copyable; pass by value to kernels (gpudyn::ggarray_ref<T>).
@@ -75,43 +106,51 @@ typedef struct gpudyn_ggarray_view_t {
     uint64_t buckets;                /* uint64[num_lfvectors * GPUDYN_GGARRAY_MAX_BUCKETS]: bucket pointers */
     uint64_t bucket_state;           /* uint32[same]: 0 empty, 1 being allocated, 2 ready */
     uint64_t status;                 /* uint32: gpudyn_array_status_bits_t */
-    uint64_t allocated_bytes;        /* uint64: bytes of the buckets from device malloc */
+    uint64_t allocated_bytes;        /* uint64: bytes of the buckets taken from the heap */
     uint64_t pool;                   /* device address of the bucket pool (0: none): bucket b of
                                         LFVector l may live at pool + element_size * first *
                                         (num_lfvectors * (2^b - 1) + l * 2^b) */
     uint32_t pool_rows;              /* buckets 0..pool_rows-1 of every LFVector are mapped in the
                                         pool (as of get_view); a bucket claimed there takes its
-                                        pool address instead of calling malloc */
+                                        pool address instead of allocating from the heap */
     uint32_t reserved;               /* 0 */
+    gpudyn_heap_view_t heap;         /* where every other bucket comes from (gpudyn::heap_ref);
+                                        version 0: no heap yet (such a bucket fails) */
 } gpudyn_ggarray_view_t;
 
 /* Fills *options with the defaults listed beside each field (struct_size included). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_options_init(gpudyn_ggarray_options_t* options);
-/* Creates an empty GGArray (no bucket yet) and reserves the pool's virtual range;
- * raises the device malloc heap to options->malloc_heap_bytes first (NOT_SUPPORTED
- * naming the option once a kernel has used malloc, as the warp heap's create). */
+/* Creates an empty GGArray (no bucket yet) and reserves the pool's virtual range.
+ * The own heap is created (budget_bytes mapped) only when first needed.  Options
+ * with struct_size below sizeof(gpudyn_ggarray_options_t) but at least 40 (the
+ * size before max_budget_bytes) are accepted: the later fields take their
+ * defaults.  options->heap on another device is INVALID_ARGUMENT. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const gpudyn_ggarray_options_t* options,
                                                  gpudyn_stream_t stream);
-/* Frees every bucket (a kernel calling free) and the bookkeeping, stream-ordered
- * after the array's last call (see gpudyn.h: no device synchronization; the
- * pool waits for the array's own event before it is unmapped); NULL is accepted. */
+/* Frees every bucket and the bookkeeping, stream-ordered after the array's
+ * last call (see gpudyn.h: no device synchronization; the pool and the own
+ * heap's mapping wait for the array's own event before they are unmapped):
+ * the own heap is destroyed whole; buckets of a given heap are freed back to
+ * it by a kernel, ordered with the heap's calls.  NULL is accepted. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array);
 /* Grows every LFVector to hold at least ceil(capacity / num_lfvectors) elements.
  * Bucket rows (bucket b of every LFVector) that fit the pool's virtual range are
  * backed by mapping physical memory at the pool's end from the host (the VMM
  * array's calls; no kernel, no copy, O(new buckets)); a bucket there is claimed
  * in place by the first kernel that needs it.  Rows beyond the pool are
- * allocated in a kernel from the device malloc heap (one thread per bucket),
- * and then the call synchronizes.  A capacity the bucket layout cannot hold is
- * INVALID_ARGUMENT; OUT_OF_MEMORY when memory is exhausted (elements kept);
- * both name 'capacity'.  A pool slice whose bucket push_back had already taken from
- * malloc stays mapped unused (allocated_bytes counts it). */
+ * allocated in a kernel from the array's heap (one thread per bucket), and
+ * then the call synchronizes.  A capacity the bucket layout cannot hold is
+ * INVALID_ARGUMENT; OUT_OF_MEMORY when memory is exhausted (the pool's, or the
+ * budget: elements kept); both name 'capacity'.  A pool slice whose bucket a
+ * kernel had already taken from the heap stays mapped unused (allocated_bytes
+ * counts it). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64_t capacity, gpudyn_stream_t stream);
 /* Appends the `count` elements at device address `values` (element_size bytes each);
  * with `mask` (device uint8[count], may be NULL) only those whose mask byte is nonzero.
- * Buckets are allocated in the kernel on demand: from the pool where reserve mapped
- * their row, else from device malloc.  Synchronizes; on OUT_OF_MEMORY
- * the array is as before the call (its sizes are restored). */
+ * Buckets are allocated in the kernel on demand: from the pool where this call
+ * or reserve mapped their row, else from the array's heap (the budget).
+ * Synchronizes; on OUT_OF_MEMORY the array is as before the call (its sizes
+ * are restored; buckets it allocated stay for later pushes). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, const void* values, uint64_t count,
                                                     const uint8_t* mask, gpudyn_insert_algo_t algorithm,
                                                     gpudyn_stream_t stream);
@@ -119,7 +158,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_size(gpudyn_ggarray_t array, uint64_t* size, gpudyn_stream_t stream);
 /* Elements the allocated buckets can hold; synchronizes `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_capacity(gpudyn_ggarray_t array, uint64_t* capacity, gpudyn_stream_t stream);
-/* Bytes of bucket memory held (malloc'd buckets plus mapped pool memory); synchronizes. */
+/* Bytes of bucket memory held (buckets taken from the heap plus mapped pool
+ * memory; the heap's unused budget is not counted); synchronizes. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array, uint64_t* bytes,
                                                           gpudyn_stream_t stream);
 /* Copies the elements, LFVector after LFVector, to contiguous device memory
@@ -132,9 +172,25 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_copy_to_host(gpudyn_ggarray_t array, v
 /* Size 0, buckets kept (capacity unchanged). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_stream_t stream);
 /* Fills *view and recomputes `ranges` on `stream`; at() and spans of kernels
- * launched after it on that stream see the elements present at that point. */
+ * launched after it on that stream see the elements present at that point.
+ * Creates the own heap first if it does not exist yet (maps the budget: then
+ * OUT_OF_MEMORY naming budget_bytes when the device has not the memory). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudyn_ggarray_view_t* view,
                                                    gpudyn_stream_t stream);
+/* Raises the budget to at least `budget_bytes`: maps more memory in the heap
+ * the buckets come from (a given heap grows for all its users), rounded up to
+ * the mapping granularity; smaller values change nothing.  Call between
+ * launches: kernels queued on `stream` after it can use the memory (views stay
+ * valid).  Above max_budget_bytes (the heap's range) INVALID_ARGUMENT; without
+ * the memory OUT_OF_MEMORY (nothing changes); both name 'budget_bytes'.  Before
+ * the own heap exists it only records the larger budget. */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uint64_t budget_bytes,
+                                                     gpudyn_stream_t stream);
+/* The budget (bytes mapped for kernels' buckets: the heap's mapped memory, or
+ * what the own heap will map when it is created) and the most set_budget may
+ * raise it to.  Host-side values, no synchronization; either pointer may be NULL. */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_budget(gpudyn_ggarray_t array, uint64_t* budget_bytes,
+                                                     uint64_t* max_budget_bytes);
 
 /* ---- static array ----------------------------------------------------- */
 typedef struct gpudyn_static_array_s* gpudyn_static_array_t;

@@ -108,34 +108,87 @@ class _Array(OwnedHandle):
 class GGArray(_Array):
     """GGArray: `num_lfvectors` LFVectors whose buckets (first_bucket·2^b elements)
     are allocated inside kernels on demand.  :meth:`reserve` and :meth:`extend`
-    map whole bucket rows into the array's bucket pool from the host (no device
-    heap needed; kernels then claim those buckets in place).  Buckets beyond the
-    mapped rows (pushes from your own kernels past what was reserved) come from
-    CUDA's device malloc heap, which `heap_bytes` sizes (cudaLimitMallocHeapSize;
-    it can only be raised before the first kernel that calls malloc in this
-    process; 0 keeps CUDA's 8 MB default).  `pool_bytes`: the pool's virtual
-    range (0: the device's memory; None: no pool, every bucket from the heap)."""
+    map whole bucket rows into the array's bucket pool from the host (kernels
+    then claim those buckets in place).  Every other bucket -- pushes from your
+    own kernels past what was reserved, or all of them without a pool -- comes
+    from a gpudyn heap: the array's own, or `heap` (a :class:`gpudyn.Heap`
+    shared with other arrays).  CUDA's device malloc heap is never used.
+
+    The memory that heap maps is the array's :attr:`budget`.  `budget`: bytes
+    the own heap maps the first time a kernel could need it (None: 1 GiB, or
+    half the device's free memory when that is less); `max_budget`: the most
+    the budget may be raised to, the own heap's virtual range (None: 8x the
+    budget, at most the device's memory; the heap's metadata is about 2 % of
+    it).  With `heap`, its mapped memory is the budget (leave both None).  Raise
+    the budget between launches by assigning :attr:`budget`.  When it runs out
+    inside a kernel, the push that needed a bucket returns false and stores
+    nothing, the view's status word records it, and every stored element stays;
+    :meth:`extend` raises OutOfMemoryError with the array unchanged.
+
+    `pool_bytes`: the pool's virtual range (0: the device's memory; None: no
+    pool, every bucket from the heap)."""
 
     _p = "gpudyn_ggarray_"
 
-    def __init__(self, dtype=np.int32, num_lfvectors=512, first_bucket=1024, heap_bytes=0, pool_bytes=0,
-                 stream=None):
+    def __init__(self, dtype=np.int32, num_lfvectors=512, first_bucket=1024, *, pool_bytes=0, budget=None,
+                 max_budget=None, heap=None, stream=None):
         w = "GGArray"
         dt = _dtype(w, dtype)
         num_lfvectors = _args.integer(w, "num_lfvectors", num_lfvectors, 1, _args.U32_MAX)
         first_bucket = _args.integer(w, "first_bucket", first_bucket, 1)
-        heap_bytes = _args.integer(w, "heap_bytes", heap_bytes)
         pool_bytes = _args.U64_MAX if pool_bytes is None else _args.integer(w, "pool_bytes", pool_bytes,
                                                                              0, _args.U64_MAX - 1)
+        # None keeps the library's default (0 is its spelling of "default": refused here).
+        budget = 0 if budget is None else _args.integer(w, "budget", budget, 1)
+        max_budget = 0 if max_budget is None else _args.integer(w, "max_budget", max_budget, 1)
+        heap_handle = ffi.NULL
+        if heap is not None:
+            from .heap import Heap
+            if not isinstance(heap, Heap):
+                raise TypeError(f"gpudyn: {w} argument 'heap' is a {type(heap).__name__}, expected a gpudyn.Heap")
+            if budget or max_budget:
+                raise ValueError(f"gpudyn: {w} arguments 'budget' and 'max_budget' must be None with 'heap' "
+                                 "(the heap's mapped memory is the budget)")
+            heap_handle = heap._h()
         self._stream = stream_handle(stream)
         o = ffi.new("gpudyn_ggarray_options_t*")
         check(lib.gpudyn_ggarray_options_init(o))
         o.element_size = dt.itemsize
         o.num_lfvectors = num_lfvectors
         o.first_bucket_elements = first_bucket
-        o.malloc_heap_bytes = heap_bytes
         o.pool_bytes = pool_bytes
+        o.budget_bytes = budget
+        o.max_budget_bytes = max_budget
+        o.heap = heap_handle
         self._init("gpudyn_ggarray_t", lib.gpudyn_ggarray_create, o, dt, stream)
+        self._heap = heap  # the heap outlives the array (its destroy refuses while we use it)
+
+    def _budget(self) -> tuple[int, int]:
+        now, mx = ffi.new("uint64_t*"), ffi.new("uint64_t*")
+        check(self._fn("get_budget")(self._handle, now, mx))
+        return int(now[0]), int(mx[0])
+
+    @property
+    def budget(self) -> int:
+        """Bytes of device memory kernels may take for new buckets (the heap's
+        mapped memory; before the own heap exists, what it will map).  Assign a
+        larger value to raise it between launches (kernels launched after that
+        on this array's stream can use it; a given heap grows for all its users);
+        a smaller value than now is a ValueError, above :attr:`max_budget` too."""
+        return self._budget()[0]
+
+    @budget.setter
+    def budget(self, value) -> None:
+        value = _args.integer("GGArray.budget", "budget", value, 1)
+        now, mx = self._budget()
+        if value < now:
+            raise ValueError(f"gpudyn: GGArray.budget is {now} bytes and can only be raised, not set to {value}")
+        check(self._fn("set_budget")(self._handle, value, self._stream))
+
+    @property
+    def max_budget(self) -> int:
+        """The most :attr:`budget` may be raised to (the heap's virtual range)."""
+        return self._budget()[1]
 
     def reserve(self, capacity: int) -> None:
         capacity = _args.integer("GGArray.reserve", "capacity", capacity)

@@ -10,7 +10,7 @@ int main(void) {
     CHECK_INVALID(gpudyn_ggarray_options_init(NULL), "options");
     CHECK_OK(gpudyn_ggarray_options_init(&go));
     CHECK(go.struct_size == sizeof(go) && go.element_size == 4 && go.num_lfvectors == 512 &&
-          go.first_bucket_elements == 1024 && go.malloc_heap_bytes == 0);
+          go.first_bucket_elements == 1024 && go.budget_bytes == 0);
     gpudyn_ggarray_t g = NULL;
     CHECK_INVALID(gpudyn_ggarray_create(NULL, &go, NULL), "array");
     CHECK_INVALID(gpudyn_ggarray_create(&g, NULL, NULL), "options");

@@ -20,10 +20,6 @@ extern "C" {
 
 #include <vector>
 
-// Device malloc heap for the whole process: the 1.024e9-int32 GGArray needs up
-// to 2x its 4.1 GB in buckets; the heap is fixed by the first malloc kernel.
-static const uint64_t kHeapBytes = 16ull << 30;
-
 static uint64_t splitmix(uint64_t x) {
     x += 0x9e3779b97f4a7c15ull;  // SplitMix64 (Steele, Lea, Flood 2014)
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -313,7 +309,7 @@ static void test_growth(array_kind kind, gpudyn_insert_algo_t algo) {
         CHECK_OK(gpudyn_ggarray_allocated_bytes(a.g, &bytes, NULL));
         CHECK_OK(gpudyn_ggarray_capacity(a.g, &cap, NULL));
         const uint64_t first_buckets = 512ull * 1024 * 4;
-        // bytes >= capacity: a pool slice whose bucket push_back had taken from malloc stays mapped
+        // bytes >= capacity: a pool slice whose bucket push_back had taken from the heap stays mapped
         CHECK(cap >= n && cap * 4 <= bytes);
         if (bytes > 2 * n * 4 + first_buckets) {
             fprintf(stderr, "D: GGArray allocated %llu bytes for %llu bytes of elements (> 2x + first buckets)\n",
@@ -372,14 +368,6 @@ static void test_vmm_and_static_overflow(void) {
 
 int main(void) {
     REQUIRE_DEVICE();
-    {  // size the device malloc heap before any kernel that calls malloc
-        gpudyn_ggarray_options_t o;
-        gpudyn_ggarray_options_init(&o);
-        o.malloc_heap_bytes = kHeapBytes;
-        gpudyn_ggarray_t g = NULL;
-        CHECK_OK(gpudyn_ggarray_create(&g, &o, NULL));
-        CHECK_OK(gpudyn_ggarray_destroy(g));
-    }
     for (int k = 0; k < 3; ++k)
         for (gpudyn_insert_algo_t algo : kAlgos)
             for (uint32_t es : kSizes) test_multiset(array_kind(k), algo, es, 512, 1024);

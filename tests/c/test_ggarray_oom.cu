@@ -1,11 +1,10 @@
-// GGArray under device-heap exhaustion (own process: the device malloc heap is
-// process-wide and fixed by the first kernel that calls malloc):
-//   - a push whose buckets do not fit fails with OUT_OF_MEMORY, the array keeps
-//     exactly what it had (size and contents), and later pushes that fit work;
-//   - asking for a larger heap after a malloc kernel ran is refused with a
-//     message naming malloc_heap_bytes;
-//   - the bucket pool: reserve maps rows far beyond the heap and a push_back
-//     then needs no malloc; rows beyond a small pool fall back to the heap and
+// GGArray under exhaustion of its budget (the heap its buckets beyond the pool
+// rows come from):
+//   - a push whose buckets do not fit fails with OUT_OF_MEMORY naming the
+//     budget, the array keeps exactly what it had (size and contents), and
+//     later pushes that fit work;
+//   - the bucket pool: reserve maps rows far beyond the budget and a push_back
+//     then needs no heap; rows beyond a small pool fall back to the heap and
 //     report OUT_OF_MEMORY there, elements kept.
 #include <gpudyn/gpudyn.h>
 
@@ -15,8 +14,8 @@ extern "C" {
 
 #include <vector>
 
-// Small heap so that a 64 MB push cannot fit (CUDA's default heap is 8 MB).
-static const uint64_t kHeapBytes = 32ull << 20;
+// Small budget so that a 64 MB push cannot fit.
+static const uint64_t kBudgetBytes = 32ull << 20;
 
 int main(void) {
     REQUIRE_DEVICE();
@@ -24,7 +23,7 @@ int main(void) {
         gpudyn_ggarray_options_t o;
         gpudyn_ggarray_options_init(&o);
         o.num_lfvectors = 4;
-        o.malloc_heap_bytes = kHeapBytes;
+        o.budget_bytes = kBudgetBytes;
         o.pool_bytes = ~0ull;  // no pool: every bucket from the (small) heap
         gpudyn_ggarray_t g = NULL;
         CHECK_OK(gpudyn_ggarray_create(&g, &o, NULL));
@@ -39,7 +38,7 @@ int main(void) {
         CHECK_OK(gpudyn_ggarray_copy_to_host(g, before.data(), small * 4, NULL));
         CHECK_STATUS(gpudyn_ggarray_push_back(g, d, big, NULL, gpudyn_insert_algo_t(algo), NULL),
                      GPUDYN_ERROR_OUT_OF_MEMORY);
-        CHECK(strstr(gpudyn_last_error_message(), "malloc") != NULL);
+        CHECK(strstr(gpudyn_last_error_message(), "budget") != NULL);
         uint64_t n = 0;
         CHECK_OK(gpudyn_ggarray_size(g, &n, NULL));
         CHECK(n == small);
@@ -51,12 +50,12 @@ int main(void) {
         CHECK_OK(gpudyn_ggarray_push_back(g, d, small, NULL, gpudyn_insert_algo_t(algo), NULL));
         CHECK_OK(gpudyn_ggarray_size(g, &n, NULL));
         CHECK(n == 2 * small);
-        // reserve beyond the heap also reports OUT_OF_MEMORY
+        // reserve beyond the budget also reports OUT_OF_MEMORY
         CHECK_STATUS(gpudyn_ggarray_reserve(g, 64ull << 20, NULL), GPUDYN_ERROR_OUT_OF_MEMORY);
         gpudyn_device_free(d, NULL);
         CHECK_OK(gpudyn_ggarray_destroy(g));
     }
-    {  // the pool: 64 MB of elements with a 32 MB heap
+    {  // the pool: 64 MB of elements with a 32 MB budget
         const uint64_t big = 16000000;
         std::vector<unsigned> in(big);
         for (uint64_t i = 0; i < big; ++i) in[i] = unsigned(i * 2654435761u);
@@ -66,9 +65,10 @@ int main(void) {
         gpudyn_ggarray_options_t o;
         gpudyn_ggarray_options_init(&o);
         o.num_lfvectors = 4;
+        o.budget_bytes = kBudgetBytes;
         gpudyn_ggarray_t g = NULL;
         CHECK_OK(gpudyn_ggarray_create(&g, &o, NULL));
-        CHECK_OK(gpudyn_ggarray_reserve(g, 2 * big, NULL));  // far beyond the heap: pool rows
+        CHECK_OK(gpudyn_ggarray_reserve(g, 2 * big, NULL));  // far beyond the budget: pool rows
         uint64_t cap = 0, bytes = 0, n = 0;
         CHECK_OK(gpudyn_ggarray_capacity(g, &cap, NULL));
         CHECK(cap >= 2 * big);
@@ -94,12 +94,5 @@ int main(void) {
         CHECK_OK(gpudyn_ggarray_destroy(g));
         gpudyn_device_free(d, NULL);
     }
-    gpudyn_ggarray_options_t o;
-    gpudyn_ggarray_options_init(&o);
-    o.malloc_heap_bytes = 1ull << 30;  // too late: malloc kernels already ran
-    gpudyn_ggarray_t g = NULL;
-    CHECK_STATUS(gpudyn_ggarray_create(&g, &o, NULL), GPUDYN_ERROR_NOT_SUPPORTED);
-    CHECK(strstr(gpudyn_last_error_message(), "malloc_heap_bytes") != NULL);
-    CHECK(g == NULL);
     return TEST_RESULT();
 }

@@ -77,7 +77,8 @@ def test_choice_takes_exact_names_and_values_only(value):
 SCALARS = [
     (gpudyn.GGArray, "num_lfvectors", 1, U32),
     (gpudyn.GGArray, "first_bucket", 1, U64),
-    (gpudyn.GGArray, "heap_bytes", 0, U64),
+    (gpudyn.GGArray, "budget", 1, U64),
+    (gpudyn.GGArray, "max_budget", 1, U64),
     (gpudyn.GGArray, "pool_bytes", 0, U64 - 1),
     (lambda **k: gpudyn.StaticArray(**{"capacity": 10, **k}), "capacity", 1, U64),
     (gpudyn.VmmArray, "initial_capacity", 0, U64),
@@ -101,7 +102,7 @@ SCALARS = [
 def test_constructor_scalars_are_checked_first(make, name, lo, hi, data):
     bad = data.draw(st.one_of(not_integers, st.integers(hi + 1, hi + (1 << 70)), st.integers(-(1 << 70), lo - 1),
                               st.sampled_from([1.5, -1, hi + 1])).filter(
-        lambda v: not (name == "pool_bytes" and v is None)))  # pool_bytes=None: no pool, valid
+        lambda v: not (name in ("pool_bytes", "budget", "max_budget") and v is None)))  # None: valid (no pool / default)
     with pytest.raises((TypeError, ValueError)) as info:
         make(**{name: bad})
     _bad_error(info, name)

@@ -1,0 +1,362 @@
+// GGArray growth inside user kernels from gpudyn's own heap (the array's
+// budget), never from CUDA's device malloc heap.  The pushes are the
+// block-cooperative push_back of ggarray.cuh, as a user's kernel writes them.
+//   1  A kernel that uses CUDA's device malloc runs first in the process (CUDA's
+//      malloc heap is then fixed, at its 8 MiB default), then one user kernel
+//      grows a fresh GGArray to 1.1e9 uint32 (4.4 GB): every value present
+//      exactly once, the bucket bytes within the GGArray's 2x bound.
+//   2  The budget runs out in the middle of a kernel: the pushes that found no
+//      bucket return false and store nothing, the status word says
+//      ALLOCATION_FAILED, the elements of an earlier launch and every push that
+//      returned true are there exactly once; set_budget then lets the next
+//      launch store the rest (status clean, every value once).
+//   3  Several GGArrays side by side in one kernel: two with their own heaps,
+//      two sharing a given heap (whose mapping is their budget, and which
+//      refuses destroy while they live); each holds exactly its values; clear
+//      keeps the heap's buckets (the same pushes take no new memory); destroy
+//      gives the shared heap every bucket back.
+//   4  Options of an older caller (struct_size before max_budget_bytes) are
+//      accepted and the later fields not read; budget arguments checked.
+// Under GPUDYN_SANITIZER the sizes shrink (kSmall below): 2M values in part 1
+// (the 4 GB run takes minutes under the tools), 2M in part 2.
+#include <gpudyn/ggarray.cuh>
+
+extern "C" {
+#include "ggarray_test_util.h"
+}
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <vector>
+
+using u32 = unsigned;
+
+// Threads of the push and check kernels; push_storage is sized for them.
+constexpr unsigned kThreads = 256;
+constexpr gpudyn::insert_algo kAlgo = gpudyn::insert_algo::warp_scan;
+using storage = gpudyn::push_storage<kAlgo, kThreads>;
+
+static bool g_small = false;  // under a sanitizer
+
+// ---- kernels -------------------------------------------------------------
+
+// Unrelated work that uses CUDA's device malloc: after it, CUDA's malloc heap
+// can no longer be resized in this process.
+__global__ void cuda_malloc_kernel(unsigned long long* got) {
+    void* p = malloc(64);
+    if (p != nullptr) {
+        static_cast<volatile char*>(p)[0] = 1;
+        atomicAdd(got, 1ull);
+    }
+    free(p);
+}
+
+// Block b handles i in lo + [b * rounds * blockDim, (b + 1) * rounds * blockDim),
+// cut to hi, one per thread per round; every thread of the block calls
+// push_back each round.  Pushes tag + i unless skip[i]; stored[i] = 1 when the
+// push returned true; failed counts the pushes that returned false.
+__global__ void push_range(gpudyn_ggarray_view_t v, unsigned long long lo, unsigned long long hi, unsigned rounds,
+                           u32 tag, const uint8_t* skip, uint8_t* stored, unsigned long long* failed) {
+    __shared__ storage temp;
+    const gpudyn::ggarray_ref<u32> a{v};
+    const unsigned long long first = lo + (unsigned long long)blockIdx.x * rounds * blockDim.x;
+    for (unsigned r = 0; r < rounds; ++r) {
+        const unsigned long long i = first + (unsigned long long)r * blockDim.x + threadIdx.x;
+        const bool want = i < hi && (skip == nullptr || skip[i] == 0);
+        const bool ok = a.push_back<kAlgo, kThreads>(temp, want, u32(tag + i));
+        if (want && ok && stored != nullptr) stored[i] = 1;
+        if (want && !ok) atomicAdd(failed, 1ull);
+    }
+}
+
+// The same pushes into four arrays at once (part 3): array k gets tag k << 28.
+__global__ void push_four(gpudyn_ggarray_view_t v0, gpudyn_ggarray_view_t v1, gpudyn_ggarray_view_t v2,
+                          gpudyn_ggarray_view_t v3, unsigned long long n, unsigned rounds, unsigned long long* failed) {
+    __shared__ storage temp;
+    const gpudyn_ggarray_view_t views[4] = {v0, v1, v2, v3};
+    const unsigned long long first = (unsigned long long)blockIdx.x * rounds * blockDim.x;
+    for (unsigned r = 0; r < rounds; ++r) {
+        const unsigned long long i = first + (unsigned long long)r * blockDim.x + threadIdx.x;
+        for (unsigned k = 0; k < 4; ++k) {
+            const bool ok = gpudyn::ggarray_ref<u32>{views[k]}.push_back<kAlgo, kThreads>(temp, i < n, u32((k << 28) + i));
+            if (i < n && !ok) atomicAdd(failed, 1ull);
+        }
+    }
+}
+
+// Every element x (global index < size, read with at()): i = x - tag must be
+// below n and expected (expect[i] != 0; all i when expect is null); its bit in
+// `seen` is set, and a bit found set already is a duplicate.
+__global__ void check_values(gpudyn_ggarray_view_t v, unsigned long long size, u32 tag, unsigned long long n,
+                             const uint8_t* expect, unsigned* seen, unsigned long long* counts) {
+    const gpudyn::ggarray_ref<u32> a{v};
+    for (unsigned long long j = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; j < size;
+         j += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long i = u32(a.at(j) - tag);
+        if (i >= n || (expect != nullptr && expect[i] == 0)) {
+            atomicAdd(counts + 0, 1ull);
+            continue;
+        }
+        const unsigned bit = 1u << (i % 32);
+        if (atomicOr(seen + i / 32, bit) & bit) atomicAdd(counts + 1, 1ull);
+    }
+}
+
+// ---- host helpers ----------------------------------------------------------
+
+#define CUDA_OK(call) CHECK((call) == cudaSuccess)
+
+static unsigned grid_blocks() {
+    int dev = 0, sms = 0;
+    CUDA_OK(cudaGetDevice(&dev));
+    CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    return unsigned(sms) * 8;  // 8 blocks of 256 threads per SM: full occupancy, many LFVectors busy
+}
+
+static gpudyn_ggarray_view_t view_of(gpudyn_ggarray_t g) {
+    gpudyn_ggarray_view_t v;
+    memset(&v, 0, sizeof(v));
+    CHECK_OK(gpudyn_ggarray_get_view(g, &v, NULL));
+    return v;
+}
+
+// Launches push_range over [lo, hi); returns the pushes that returned false.
+static unsigned long long push(gpudyn_ggarray_t g, unsigned long long lo, unsigned long long hi, u32 tag,
+                               const uint8_t* skip, uint8_t* stored) {
+    unsigned long long* failed = nullptr;
+    CUDA_OK(cudaMalloc(&failed, sizeof(*failed)));
+    CUDA_OK(cudaMemset(failed, 0, sizeof(*failed)));
+    const unsigned grid = grid_blocks();
+    const unsigned long long per_block = (hi - lo + grid - 1) / grid;
+    const unsigned rounds = unsigned((per_block + kThreads - 1) / kThreads);
+    push_range<<<grid, kThreads>>>(view_of(g), lo, hi, rounds, tag, skip, stored, failed);
+    CUDA_OK(cudaGetLastError());
+    unsigned long long f = ~0ull;
+    CUDA_OK(cudaMemcpy(&f, failed, sizeof(f), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaFree(failed));
+    return f;
+}
+
+static uint32_t status_word(gpudyn_ggarray_t g) {
+    const gpudyn_ggarray_view_t v = view_of(g);
+    uint32_t s = ~0u;
+    CUDA_OK(cudaMemcpy(&s, reinterpret_cast<const void*>(v.status), sizeof(s), cudaMemcpyDeviceToHost));
+    return s;
+}
+static void clear_status_word(gpudyn_ggarray_t g) {
+    const gpudyn_ggarray_view_t v = view_of(g);
+    CUDA_OK(cudaMemset(reinterpret_cast<void*>(v.status), 0, sizeof(uint32_t)));
+}
+
+// True when g holds exactly {tag + i : i < n, expect[i]} (all i < n when
+// expect is null), each once; `count` is the size of that set.
+static bool holds_exactly(gpudyn_ggarray_t g, u32 tag, unsigned long long n, const uint8_t* expect,
+                          unsigned long long count, const char* what) {
+    uint64_t size = 0;
+    CHECK_OK(gpudyn_ggarray_size(g, &size, NULL));
+    unsigned* seen = nullptr;
+    unsigned long long* counts = nullptr;  // [0] unexpected values, [1] duplicates
+    const size_t words = size_t(n / 32 + 1);
+    CUDA_OK(cudaMalloc(&seen, words * sizeof(unsigned)));
+    CUDA_OK(cudaMemset(seen, 0, words * sizeof(unsigned)));
+    CUDA_OK(cudaMalloc(&counts, 2 * sizeof(unsigned long long)));
+    CUDA_OK(cudaMemset(counts, 0, 2 * sizeof(unsigned long long)));
+    check_values<<<grid_blocks(), kThreads>>>(view_of(g), size, tag, n, expect, seen, counts);
+    CUDA_OK(cudaGetLastError());
+    unsigned long long c[2] = {~0ull, ~0ull};
+    CUDA_OK(cudaMemcpy(c, counts, sizeof(c), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaFree(seen));
+    CUDA_OK(cudaFree(counts));
+    const bool ok = size == count && c[0] == 0 && c[1] == 0;
+    if (!ok)
+        fprintf(stderr, "%s: size %llu (expected %llu), %llu unexpected value(s), %llu duplicate(s)\n", what,
+                (unsigned long long)size, count, c[0], c[1]);
+    return ok;
+}
+
+static gpudyn_ggarray_t make(uint64_t budget, uint64_t max_budget, gpudyn_heap_t heap, uint32_t lfvectors,
+                             uint64_t pool_bytes) {
+    gpudyn_ggarray_options_t o;
+    CHECK_OK(gpudyn_ggarray_options_init(&o));
+    o.num_lfvectors = lfvectors;
+    o.budget_bytes = budget;
+    o.max_budget_bytes = max_budget;
+    o.heap = heap;
+    o.pool_bytes = pool_bytes;
+    gpudyn_ggarray_t g = NULL;
+    CHECK_OK(gpudyn_ggarray_create(&g, &o, NULL));
+    return g;
+}
+
+// ---- 1 ---------------------------------------------------------------------
+static void grow_after_cuda_malloc() {
+    // n values of 4 bytes: 1.1e9 is 4.4 GB (>= 4 GiB).  Budget: the buckets hold
+    // up to 2x the elements, plus room for the heap's page runs.
+    const unsigned long long n = g_small ? (1ull << 21) : 1100000000ull;
+    const uint64_t budget = g_small ? (64ull << 20) : (16ull << 30);
+    gpudyn_ggarray_t g = make(budget, budget, NULL, 512, 0);
+    uint64_t b = 0, m = 0;
+    CHECK_OK(gpudyn_ggarray_get_budget(g, &b, &m));
+    CHECK(b >= budget && m >= b);
+    CHECK(push(g, 0, n, 0, NULL, NULL) == 0);
+    CHECK(status_word(g) == 0);
+    CHECK(holds_exactly(g, 0, n, NULL, n, "1: 4 GB grown in one kernel"));
+    uint64_t bytes = 0;
+    CHECK_OK(gpudyn_ggarray_allocated_bytes(g, &bytes, NULL));
+    const uint64_t first_buckets = 512ull * 1024 * 4;
+    CHECK(bytes >= n * 4 && bytes <= 2 * n * 4 + first_buckets);  // every bucket from the heap, 2x bound
+    CHECK_OK(gpudyn_ggarray_destroy(g));
+}
+
+// ---- 2 ---------------------------------------------------------------------
+static void budget_runs_out_mid_kernel() {
+    const unsigned long long n1 = g_small ? (1ull << 18) : (1ull << 20);  // first launch: fits
+    const unsigned long long n = g_small ? (2ull << 20) : (8ull << 20);   // 8 MB (32 MB) in all
+    const uint64_t budget = g_small ? (4ull << 20) : (16ull << 20);       // half of it
+    const uint64_t raised = 256ull << 20;
+    // No pool: every bucket comes from the heap.
+    gpudyn_ggarray_t g = make(budget, raised, NULL, 64, ~0ull);
+    uint8_t* stored = nullptr;
+    CUDA_OK(cudaMalloc(&stored, n));
+    CUDA_OK(cudaMemset(stored, 0, n));
+    CHECK(push(g, 0, n1, 0, NULL, stored) == 0);
+    CHECK(status_word(g) == 0);
+    const unsigned long long failed = push(g, n1, n, 0, NULL, stored);
+    CHECK(failed > 0);  // the budget ran out in this kernel...
+    CHECK((status_word(g) & GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED) != 0);
+    std::vector<uint8_t> host(n);
+    CUDA_OK(cudaMemcpy(host.data(), stored, n, cudaMemcpyDeviceToHost));
+    unsigned long long kept = 0, early = 0;
+    for (unsigned long long i = 0; i < n; ++i) {
+        kept += host[i];
+        early += i < n1 && host[i];
+    }
+    CHECK(early == n1);                  // the first launch's elements are all there
+    CHECK(kept > n1 && kept + failed == n);  // ...after some pushes of it succeeded: every push either stored or said false
+    CHECK(holds_exactly(g, 0, n, stored, kept, "2: after the budget ran out"));
+    // A larger budget: the next launch stores what failed.
+    uint64_t b = 0;
+    CHECK_OK(gpudyn_ggarray_set_budget(g, raised, NULL));
+    CHECK_OK(gpudyn_ggarray_get_budget(g, &b, NULL));
+    CHECK(b >= raised);
+    clear_status_word(g);
+    CHECK(push(g, 0, n, 0, stored, stored) == 0);
+    CHECK(status_word(g) == 0);
+    CHECK(holds_exactly(g, 0, n, NULL, n, "2: after set_budget"));
+    CHECK_INVALID(gpudyn_ggarray_set_budget(g, raised + (1ull << 30), NULL), "budget_bytes");
+    CUDA_OK(cudaFree(stored));
+    CHECK_OK(gpudyn_ggarray_destroy(g));
+}
+
+// ---- 3 ---------------------------------------------------------------------
+static void side_by_side() {
+    const unsigned long long n = g_small ? (1ull << 18) : (2ull << 20);
+    gpudyn_heap_options_t ho;
+    CHECK_OK(gpudyn_heap_options_init(&ho));
+    ho.initial_bytes = 64ull << 20;
+    ho.max_bytes = 256ull << 20;
+    gpudyn_heap_t heap = NULL;
+    CHECK_OK(gpudyn_heap_create(&heap, &ho, NULL));
+    gpudyn_ggarray_t g[4] = {make(32ull << 20, 0, NULL, 32, 0), make(32ull << 20, 0, NULL, 32, 0),
+                             make(0, 0, heap, 32, 0), make(0, 0, heap, 32, 0)};
+    {  // the given heap's mapping is the budget of both arrays that share it
+        gpudyn_heap_stats_t st;
+        memset(&st, 0, sizeof(st));
+        st.struct_size = sizeof(st);
+        CHECK_OK(gpudyn_heap_get_stats(heap, &st, NULL));
+        uint64_t b = 0, m = 0;
+        CHECK_OK(gpudyn_ggarray_get_budget(g[2], &b, &m));
+        CHECK(b == st.bytes_mapped && m == st.bytes_max);
+        gpudyn_ggarray_options_t o;
+        CHECK_OK(gpudyn_ggarray_options_init(&o));
+        o.heap = heap;
+        o.budget_bytes = 1 << 20;
+        gpudyn_ggarray_t bad = NULL;
+        CHECK_INVALID(gpudyn_ggarray_create(&bad, &o, NULL), "budget_bytes");
+        CHECK(bad == NULL);
+    }
+    unsigned long long* failed = nullptr;
+    CUDA_OK(cudaMalloc(&failed, sizeof(*failed)));
+    CUDA_OK(cudaMemset(failed, 0, sizeof(*failed)));
+    const unsigned grid = grid_blocks();
+    const unsigned rounds = unsigned(((n + grid - 1) / grid + kThreads - 1) / kThreads);
+    push_four<<<grid, kThreads>>>(view_of(g[0]), view_of(g[1]), view_of(g[2]), view_of(g[3]), n, rounds, failed);
+    CUDA_OK(cudaGetLastError());
+    unsigned long long f = ~0ull;
+    CUDA_OK(cudaMemcpy(&f, failed, sizeof(f), cudaMemcpyDeviceToHost));
+    CHECK(f == 0);
+    CUDA_OK(cudaFree(failed));
+    for (u32 k = 0; k < 4; ++k) {
+        char what[64];
+        snprintf(what, sizeof(what), "3: array %u of 4", k);
+        CHECK(holds_exactly(g[k], k << 28, n, NULL, n, what));
+    }
+    // clear keeps the buckets: the same pushes again take no new memory
+    uint64_t before = 0, after = 0;
+    CHECK_OK(gpudyn_ggarray_allocated_bytes(g[0], &before, NULL));
+    CHECK_OK(gpudyn_ggarray_clear(g[0], NULL));
+    CHECK(push(g[0], 0, n, 0, NULL, NULL) == 0);
+    CHECK_OK(gpudyn_ggarray_allocated_bytes(g[0], &after, NULL));
+    CHECK(before > 0 && after == before);
+    CHECK(holds_exactly(g[0], 0, n, NULL, n, "3: after clear"));
+    // the shared heap holds the buckets of two arrays: it refuses destroy
+    gpudyn_heap_stats_t st;
+    memset(&st, 0, sizeof(st));
+    st.struct_size = sizeof(st);
+    CHECK_OK(gpudyn_heap_get_stats(heap, &st, NULL));
+    CHECK(st.allocations > 0 && st.bytes_allocated >= 2 * n * 4);
+    CHECK_INVALID(gpudyn_heap_destroy(heap), "heap");
+    for (int k = 0; k < 4; ++k) CHECK_OK(gpudyn_ggarray_destroy(g[k]));
+    // destroy gave every bucket back (stream-ordered: get_stats waits for it)
+    CHECK_OK(gpudyn_heap_get_stats(heap, &st, NULL));
+    CHECK(st.allocations == 0 && st.bytes_allocated == 0 && st.bad_frees == 0);
+    CHECK_OK(gpudyn_heap_destroy(heap));
+}
+
+// ---- 4 ---------------------------------------------------------------------
+static void older_options() {
+    gpudyn_ggarray_options_t o;
+    CHECK_OK(gpudyn_ggarray_options_init(&o));
+    o.struct_size = offsetof(gpudyn_ggarray_options_t, max_budget_bytes);  // a caller built before the field
+    o.max_budget_bytes = 1;                          // beyond its struct_size: never read
+    o.heap = reinterpret_cast<gpudyn_heap_t>(0x10);  // same
+    o.num_lfvectors = 8;
+    gpudyn_ggarray_t g = NULL;
+    CHECK_OK(gpudyn_ggarray_create(&g, &o, NULL));
+    uint64_t b = 0, m = 0;
+    CHECK_OK(gpudyn_ggarray_get_budget(g, &b, &m));
+    CHECK(b > 0 && m >= b);  // the defaults
+    CHECK(push(g, 0, 100000, 0, NULL, NULL) == 0);
+    CHECK(holds_exactly(g, 0, 100000, NULL, 100000, "4: older options"));
+    CHECK_OK(gpudyn_ggarray_destroy(g));
+    o.struct_size = offsetof(gpudyn_ggarray_options_t, max_budget_bytes) - 8;
+    CHECK_INVALID(gpudyn_ggarray_create(&g, &o, NULL), "struct_size");
+}
+
+int main(void) {
+    REQUIRE_DEVICE();
+    g_small = getenv("GPUDYN_SANITIZER") != nullptr;
+    // First: an unrelated kernel that uses CUDA's device malloc, so CUDA's malloc
+    // heap is fixed for the rest of the process (at its default, far below 4 GB).
+    unsigned long long* got = nullptr;
+    CUDA_OK(cudaMalloc(&got, sizeof(*got)));
+    CUDA_OK(cudaMemset(got, 0, sizeof(*got)));
+    cuda_malloc_kernel<<<64, 256>>>(got);
+    CUDA_OK(cudaDeviceSynchronize());
+    unsigned long long n_got = 0;
+    CUDA_OK(cudaMemcpy(&n_got, got, sizeof(n_got), cudaMemcpyDeviceToHost));
+    CHECK(n_got > 0);
+    CUDA_OK(cudaFree(got));
+    size_t limit = 0;
+    CUDA_OK(cudaDeviceGetLimit(&limit, cudaLimitMallocHeapSize));
+    CHECK(limit < (1ull << 30));
+    CHECK(cudaDeviceSetLimit(cudaLimitMallocHeapSize, size_t(8) << 30) != cudaSuccess);  // frozen now
+    (void)cudaGetLastError();
+    STEP(grow_after_cuda_malloc());
+    STEP(budget_runs_out_mid_kernel());
+    STEP(side_by_side());
+    STEP(older_options());
+    return TEST_RESULT();
+}
