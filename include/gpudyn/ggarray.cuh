@@ -126,6 +126,7 @@ public:
     // The block's own LFVector.
     template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ, int Items>
     __device__ bool push_back(push_storage<BX, A, BY, BZ>& s, const bool (&flag)[Items], const T (&value)[Items]) const {
+        if (!valid()) return false;  // before block_lfvector: a refused view's fields mean nothing
         return push_back_to(block_lfvector(), s, flag, value);
     }
     template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ>
@@ -147,12 +148,14 @@ public:
     // Into the block's own LFVector.
     template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
     __device__ bool push_back_chunk(push_storage<BX, A, BY, BZ>& s, unsigned long long n, const Src& src) const {
+        if (!valid()) return false;
         return push_back_chunk_to<Items>(block_lfvector(), s, n, src);
     }
     // Part p of a bulk insertion (push_back_parts): LFVector p mod num_lfvectors.
     template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
     __device__ bool push_back_part(unsigned long long p, push_storage<BX, A, BY, BZ>& s, unsigned long long n,
                                    const Src& src) const {
+        if (!valid()) return false;
         return push_back_chunk_to<Items>(unsigned(p % view_.num_lfvectors), s, n, src);
     }
 
