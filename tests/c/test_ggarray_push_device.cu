@@ -269,6 +269,15 @@ static void test_exhaustion(array_kind kind, int p, unsigned blocks, uint64_t ca
         o.num_lfvectors = 4;
         o.pool_bytes = ~0ull;
         CHECK_OK(gpudyn_ggarray_create(&a.g, &o, NULL));
+    } else if (kind == KIND_VMM) {  // max_capacity = capacity: the mapping's rounding adds nothing
+        memset(&a, 0, sizeof(a));
+        a.kind = kind;
+        a.element_size = 4;
+        gpudyn_vmm_array_options_t o;
+        gpudyn_vmm_array_options_init(&o);
+        o.initial_capacity = capacity;
+        o.max_capacity = capacity;
+        CHECK_OK(gpudyn_vmm_array_create(&a.v, &o, NULL));
     } else {
         CHECK_OK(any_create(&a, kind, 4, capacity, 4, 1024));
     }
