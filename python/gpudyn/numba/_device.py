@@ -1,0 +1,313 @@
+"""The device functions of gpudyn.numba (numba-cuda intrinsics).
+
+Each function checks its argument types when the kernel is compiled (a clear
+TypingError naming the argument otherwise), spills the ref to the stack, and
+calls one extern "C" shim of shims/gpudyn_numba.cu through
+numba.cuda.declare_device (see _link.py).  They are intrinsics rather than
+@cuda.jit device functions so that compiling a kernel needs no GPU (numba-cuda
+compiles jitted device functions for the current device).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.cuda import cgutils, types
+from numba.cuda.core.errors import TypingError
+from numba.cuda.extending import intrinsic
+from numba.cuda.np.arrayobj import make_array, populate_array
+from numba.cuda.np.numpy_support import from_dtype
+
+from . import _link
+from .._ffi import ffi
+
+ARRAYS = ("ggarray", "static_array", "vmm_array")
+ALLOCATORS = ("heap", "rw_heap")  # malloc / free
+_NAMES = {"ggarray": "GGArray", "static_array": "StaticArray", "vmm_array": "VmmArray", "heap": "Heap",
+          "rw_heap": "PageHeap", "warp_heap": "WarpHeap"}
+INVALID_PAGE = 0xFFFFFFFF  # get_page on exhaustion (GPUDYN_RW_HEAP_INVALID_PAGE)
+
+
+# ---- typing helpers -------------------------------------------------------------------
+def _kind(ty):
+    """(kind, element dtype or None) of a ref's Numba type, or None."""
+    if isinstance(ty, types.BaseNamedTuple):
+        kind = getattr(ty.instance_class, "_gpudyn_kind", None)
+        if kind is not None:
+            return kind, ty.instance_class._gpudyn_dtype
+    return None
+
+
+def _ref(fn: str, ty, kinds):
+    k = _kind(ty)
+    if k is None or k[0] not in kinds:
+        want = " or ".join(f"{_NAMES[x]}.ref" for x in kinds)
+        raise TypingError(f"gpudyn.numba.{fn}: argument 'ref' must be a {want} (passed to the kernel), got {ty}")
+    return k
+
+
+def _integer(fn: str, name: str, ty):
+    if not isinstance(ty, (types.Integer, types.Boolean, types.IntegerLiteral)):
+        raise TypingError(f"gpudyn.numba.{fn}: argument '{name}' must be an integer, got {ty}")
+
+
+# ---- code generation helpers ------------------------------------------------------------
+def _view_pointer(context, builder, refty, ref):
+    """The address of a stack copy of the ref: the view struct the shims read."""
+    llty = context.get_value_type(refty)
+    want = ffi.sizeof(refty.instance_class._gpudyn_view_type)
+    if context.get_abi_sizeof(llty) != want:  # _refs checked the offsets; LLVM must agree on the size
+        raise TypingError(f"gpudyn.numba: {refty} lowers to {context.get_abi_sizeof(llty)} bytes, "
+                          f"the C view has {want}")
+    slot = cgutils.alloca_once(builder, llty)
+    builder.store(ref, slot)
+    return builder.bitcast(slot, ir.IntType(8).as_pointer())
+
+
+def _call(context, builder, name, restype, argtypes, args):
+    fn = _link.extern(name, restype, argtypes)
+    return context.get_function(fn, restype(*argtypes))(builder, args)
+
+
+def _cast(context, builder, value, fromty, toty):
+    return context.cast(builder, value, fromty, toty)
+
+
+def _truth(builder, value):
+    return builder.icmp_unsigned("!=", value, ir.Constant(value.type, 0))
+
+
+# ---- arrays: GGArray, StaticArray, VmmArray ---------------------------------------------
+_ELEMENT_BITS = (8, 16, 32, 64)
+
+
+@intrinsic
+def push_back(typingctx, ref, value):
+    """``push_back(ref, value) -> bool``: appends `value` (converted to the
+    array's dtype) to the GGArray / StaticArray / VmmArray whose ``.ref`` the
+    kernel got.  Any thread, under any divergence.  False when the array is
+    full (nothing stored; the host sees OutOfMemoryError-worthy status)."""
+    kind, dtype = _ref("push_back", ref, ARRAYS)
+    elem = from_dtype(dtype)
+    bits = dtype.itemsize * 8
+    if bits not in _ELEMENT_BITS:
+        raise TypingError(f"gpudyn.numba.push_back: elements of {dtype.itemsize} bytes ({dtype}) are not "
+                          "supported in kernels (1, 2, 4 or 8 bytes)")
+    if not isinstance(value, (types.Number, types.Boolean)):
+        raise TypingError(f"gpudyn.numba.push_back: argument 'value' must be a number, got {value}")
+    word = types.Integer.from_bitwidth(bits, signed=False)
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        x = _cast(context, builder, args[1], sig.args[1], elem)
+        if isinstance(elem, types.Boolean):
+            x = builder.zext(x, ir.IntType(bits))
+        else:
+            # The shim stores the element's bytes: hand it the bits (float -> same-width int).
+            x = builder.bitcast(x, ir.IntType(bits))
+        ok = _call(context, builder, f"gpudyn_numba_{kind}_push_back_u{bits}", types.int32,
+                   (types.voidptr, word), (view, x))
+        return _truth(builder, ok)
+
+    return types.boolean(ref, value), codegen
+
+
+@intrinsic
+def size(typingctx, ref):
+    """``size(ref) -> uint64``: elements in the array now (pushes of other
+    threads that have returned are counted)."""
+    kind, _ = _ref("size", ref, ARRAYS)
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        return _call(context, builder, f"gpudyn_numba_{kind}_size", types.uint64, (types.voidptr,), (view,))
+
+    return types.uint64(ref), codegen
+
+
+# ---- Heap and PageHeap: malloc / free -----------------------------------------------------
+@intrinsic
+def malloc(typingctx, ref, nbytes):
+    """``malloc(ref, nbytes) -> uint64``: device address of `nbytes` bytes
+    (16-byte aligned), 0 when memory is exhausted (counted; the host sees it in
+    stats()).  Heap: any thread, any divergence, lanes that call together are
+    aggregated.  PageHeap: RW_malloc by the calling lane alone."""
+    kind, _ = _ref("malloc", ref, ALLOCATORS)
+    _integer("malloc", "nbytes", nbytes)
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        n = _cast(context, builder, args[1], sig.args[1], types.uint64)
+        return _call(context, builder, f"gpudyn_numba_{kind}_malloc", types.uint64, (types.voidptr, types.uint64),
+                     (view, n))
+
+    return types.uint64(ref, nbytes), codegen
+
+
+@intrinsic
+def free(typingctx, ref, address):
+    """``free(ref, address) -> bool``: frees an address malloc returned (any
+    thread, any kernel; 0 is fine).  False for a double, foreign or interior
+    free, which changes nothing and is counted as a bad free."""
+    kind, _ = _ref("free", ref, ALLOCATORS)
+    _integer("free", "address", address)
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        a = _cast(context, builder, args[1], sig.args[1], types.uint64)
+        ok = _call(context, builder, f"gpudyn_numba_{kind}_free", types.int32, (types.voidptr, types.uint64),
+                   (view, a))
+        return _truth(builder, ok)
+
+    return types.boolean(ref, address), codegen
+
+
+# ---- PageHeap: pages -----------------------------------------------------------------------
+@intrinsic
+def get_page(typingctx, ref):
+    """``get_page(ref) -> uint32``: a free page of the PageHeap (random walk,
+    RW-BM), or INVALID_PAGE when none was found.  Any thread, any divergence."""
+    _ref("get_page", ref, ("rw_heap",))
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        return _call(context, builder, "gpudyn_numba_rw_heap_get_page", types.uint32, (types.voidptr,), (view,))
+
+    return types.uint32(ref), codegen
+
+
+@intrinsic
+def free_page(typingctx, ref, page):
+    """``free_page(ref, page) -> bool``: gives a page from get_page back (any
+    thread).  False for a page that is free already, out of range or part of a
+    malloc run (a bad free: counted, nothing changes)."""
+    _ref("free_page", ref, ("rw_heap",))
+    _integer("free_page", "page", page)
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        p = _cast(context, builder, args[1], sig.args[1], types.uint32)
+        ok = _call(context, builder, "gpudyn_numba_rw_heap_free_page", types.int32, (types.voidptr, types.uint32),
+                   (view, p))
+        return _truth(builder, ok)
+
+    return types.boolean(ref, page), codegen
+
+
+@intrinsic
+def page_address(typingctx, ref, page):
+    """``page_address(ref, page) -> uint64``: device address of the page's first byte."""
+    _ref("page_address", ref, ("rw_heap",))
+    _integer("page_address", "page", page)
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        p = _cast(context, builder, args[1], sig.args[1], types.uint32)
+        return _call(context, builder, "gpudyn_numba_rw_heap_page_address", types.uint64,
+                     (types.voidptr, types.uint32), (view, p))
+
+    return types.uint64(ref, page), codegen
+
+
+# ---- WarpHeap: warp collectives -------------------------------------------------------------
+@intrinsic
+def warp_start(typingctx, ref, mask):
+    """``warp_start(ref, mask) -> handle`` (uint64): a collective over `mask`:
+    every lane of `mask` calls it, with the same mask (e.g. ``cuda.activemask()``
+    taken once, or a ballot).  Every lane gets the warp's handle, 0 when memory
+    is exhausted."""
+    _ref("warp_start", ref, ("warp_heap",))
+    _integer("warp_start", "mask", mask)
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        m = _cast(context, builder, args[1], sig.args[1], types.uint32)
+        return _call(context, builder, "gpudyn_numba_warp_heap_start", types.uint64, (types.voidptr, types.uint32),
+                     (view, m))
+
+    return types.uint64(ref, mask), codegen
+
+
+@intrinsic
+def warp_alloc(typingctx, ref, handle, mask, nbytes):
+    """``warp_alloc(ref, handle, mask, nbytes) -> uint64``: a collective over
+    `mask`, which must be exactly the calling lanes and a subset of the lanes
+    that started; each lane gets its own block of `nbytes` (16-byte aligned; 0
+    for 0 bytes or when memory is exhausted).  No two collectives on one handle
+    at the same time (diverged groups of a warp take turns)."""
+    _ref("warp_alloc", ref, ("warp_heap",))
+    for name, t in (("handle", handle), ("mask", mask), ("nbytes", nbytes)):
+        _integer("warp_alloc", name, t)
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        h = _cast(context, builder, args[1], sig.args[1], types.uint64)
+        m = _cast(context, builder, args[2], sig.args[2], types.uint32)
+        n = _cast(context, builder, args[3], sig.args[3], types.uint64)
+        return _call(context, builder, "gpudyn_numba_warp_heap_alloc", types.uint64,
+                     (types.voidptr, types.uint64, types.uint32, types.uint64), (view, h, m, n))
+
+    return types.uint64(ref, handle, mask, nbytes), codegen
+
+
+@intrinsic
+def warp_tidy_up(typingctx, ref, handle, mask):
+    """``warp_tidy_up(ref, handle, mask)``: a collective like warp_alloc;
+    frees every block of the warp (the handle stays usable)."""
+    _ref("warp_tidy_up", ref, ("warp_heap",))
+    _integer("warp_tidy_up", "handle", handle)
+    _integer("warp_tidy_up", "mask", mask)
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        h = _cast(context, builder, args[1], sig.args[1], types.uint64)
+        m = _cast(context, builder, args[2], sig.args[2], types.uint32)
+        _call(context, builder, "gpudyn_numba_warp_heap_tidy_up", types.int32,
+              (types.voidptr, types.uint64, types.uint32), (view, h, m))
+        return context.get_dummy_value()
+
+    return types.none(ref, handle, mask), codegen
+
+
+@intrinsic
+def warp_end(typingctx, ref, handle):
+    """``warp_end(ref, handle) -> bool``: each lane that started calls it once,
+    in any order, converged or not; the last one frees the warp's memory (and
+    gets True).  The handle is invalid afterwards."""
+    _ref("warp_end", ref, ("warp_heap",))
+    _integer("warp_end", "handle", handle)
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        h = _cast(context, builder, args[1], sig.args[1], types.uint64)
+        ok = _call(context, builder, "gpudyn_numba_warp_heap_end", types.int32, (types.voidptr, types.uint64),
+                   (view, h))
+        return _truth(builder, ok)
+
+    return types.boolean(ref, handle), codegen
+
+
+# ---- addresses as arrays ------------------------------------------------------------------
+@intrinsic
+def array(typingctx, address, count, dtype):
+    """``array(address, count, dtype)``: a 1-D C-contiguous array of `count`
+    elements of `dtype` (e.g. ``np.int32``) at a device address from malloc,
+    page_address or warp_alloc.  It does not own the memory."""
+    _integer("array", "address", address)
+    _integer("array", "count", count)
+    if not isinstance(dtype, types.DTypeSpec):
+        raise TypingError(f"gpudyn.numba.array: argument 'dtype' must be a NumPy scalar type such as np.int32, "
+                          f"got {dtype}")
+    arrty = types.Array(dtype.dtype, 1, "C")
+
+    def codegen(context, builder, sig, args):
+        ary = make_array(arrty)(context, builder)
+        elem = context.get_data_type(arrty.dtype)
+        itemsize = context.get_abi_sizeof(elem)
+        a = _cast(context, builder, args[0], sig.args[0], types.uint64)
+        data = builder.inttoptr(a, elem.as_pointer())
+        n = _cast(context, builder, args[1], sig.args[1], types.intp)
+        intp = context.get_value_type(types.intp)
+        populate_array(ary, data=data, shape=[n], strides=[ir.Constant(intp, itemsize)],
+                       itemsize=ir.Constant(intp, itemsize), meminfo=None)
+        return ary._getvalue()
+
+    return arrty(address, count, dtype), codegen
