@@ -6,10 +6,16 @@
  *
  * All three share the insertion algorithms of insert.cuh and the same calls:
  * create / destroy / reserve / push_back / size / capacity / allocated_bytes /
- * flatten / copy_to_host / clear / get_view.  Calls that return a number to the
- * host (size, capacity, allocated_bytes) and calls whose status depends on
- * device work (reserve and push_back report out-of-memory) synchronize their
- * stream before returning; the others are only stream-ordered.
+ * flatten / copy_to_host / clear / get_view / get_status / clear_status.  Calls
+ * that return a number to the host (size, capacity, allocated_bytes, get_status)
+ * and calls whose status depends on device work (reserve and push_back report
+ * out-of-memory) synchronize their stream before returning; the others are only
+ * stream-ordered.
+ *
+ * Kernels push through the device headers (ggarray.cuh, static_array.cuh,
+ * vmm_array.cuh): a push that cannot get memory returns false, stores nothing,
+ * keeps every element stored before, and sets the array's status bits, which
+ * the host reads with get_status and zeroes with clear_status (or clear).
  *
  * Included by gpudyn.h; cffi reads these declarations verbatim (see gpudyn.h).
  */
@@ -30,7 +36,7 @@ typedef enum gpudyn_insert_algo_t {
 } gpudyn_insert_algo_t;
 
 /* Versions of the view structs; a device header refuses any other. */
-typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 2 } gpudyn_ggarray_view_version_t;
+typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 3 } gpudyn_ggarray_view_version_t;
 typedef enum gpudyn_static_array_view_version_t { GPUDYN_STATIC_ARRAY_VIEW_VERSION = 2 } gpudyn_static_array_view_version_t;
 typedef enum gpudyn_vmm_array_view_version_t { GPUDYN_VMM_ARRAY_VIEW_VERSION = 2 } gpudyn_vmm_array_view_version_t;
 
@@ -40,9 +46,12 @@ typedef enum gpudyn_ggarray_limits_t {
     GPUDYN_GGARRAY_MAX_BUCKETS = 40
 } gpudyn_ggarray_limits_t;
 
-/* Bits of the device status word of every array (view .status). */
+/* Bits of the status word of every array (view .status; gpudyn_<array>_get_status).
+ * A push from a kernel that cannot get memory returns false and sets a bit; the
+ * bits stay until gpudyn_<array>_clear_status or clear.  Host push_back/reserve
+ * report their own failures by their return status and leave the bits alone. */
 typedef enum gpudyn_array_status_bits_t {
-    GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED = 1, /* in-kernel bucket malloc returned NULL */
+    GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED = 1, /* a GGArray bucket could not be allocated in a kernel */
     GPUDYN_ARRAY_STATUS_CAPACITY_EXCEEDED = 2  /* static/VMM capacity or GGArray bucket limit reached */
 } gpudyn_array_status_bits_t;
 
@@ -69,7 +78,12 @@ typedef struct gpudyn_ggarray_view_t {
     uint32_t element_size;
     uint32_t num_lfvectors;
     uint32_t log2_first_bucket;
-    uint64_t sizes;                  /* uint64[num_lfvectors + 1]: LFVector sizes, then the global size */
+    uint64_t sizes;                  /* uint64[num_lfvectors]: reservation counter of each LFVector */
+    uint64_t failed_at;              /* uint64[num_lfvectors]: lowest start of a reservation that failed
+                                        (UINT64_MAX when none); LFVector l holds min(sizes[l], failed_at[l])
+                                        elements: every range below it was stored, none at or above it */
+    uint64_t growth;                 /* uint32[num_lfvectors]: bits 0-7: buckets 0..n-1 are ready; bits 8-15:
+                                        1 + the lowest bucket whose allocation failed (0: none) */
     uint64_t ranges;                 /* uint64[num_lfvectors + 1]: exclusive prefix sum of the sizes,
                                         as of gpudyn_ggarray_get_view (for at() and spans) */
     uint64_t buckets;                /* uint64[num_lfvectors * GPUDYN_GGARRAY_MAX_BUCKETS]: bucket pointers */
@@ -105,13 +119,15 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array);
  * and then the call synchronizes.  A capacity the bucket layout cannot hold is
  * INVALID_ARGUMENT; OUT_OF_MEMORY when memory is exhausted (elements kept);
  * both name 'capacity'.  A pool slice whose bucket push_back had already taken from
- * malloc stays mapped unused (allocated_bytes counts it). */
+ * malloc stays mapped unused (allocated_bytes counts it).  The status bits are
+ * left as they are (see gpudyn_ggarray_get_status). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64_t capacity, gpudyn_stream_t stream);
 /* Appends the `count` elements at device address `values` (element_size bytes each);
  * with `mask` (device uint8[count], may be NULL) only those whose mask byte is nonzero.
- * Buckets are allocated in the kernel on demand: from the pool where reserve mapped
- * their row, else from device malloc.  Synchronizes; on OUT_OF_MEMORY
- * the array is as before the call (its sizes are restored). */
+ * Pool rows are mapped for the elements kept (a mask is counted first), buckets
+ * are claimed in the kernel on demand: from the pool where its row is mapped,
+ * else from device malloc.  Synchronizes; on OUT_OF_MEMORY the array is as
+ * before the call (its sizes are restored) and the status bits are unchanged. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, const void* values, uint64_t count,
                                                     const uint8_t* mask, gpudyn_insert_algo_t algorithm,
                                                     gpudyn_stream_t stream);
@@ -129,12 +145,20 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_flatten(gpudyn_ggarray_t array, void* 
 /* As flatten, into host memory; returns after the copy is complete. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_copy_to_host(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
                                                        gpudyn_stream_t stream);
-/* Size 0, buckets kept (capacity unchanged). */
+/* Size 0, buckets kept (capacity unchanged), status bits zeroed. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_stream_t stream);
 /* Fills *view and recomputes `ranges` on `stream`; at() and spans of kernels
  * launched after it on that stream see the elements present at that point. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudyn_ggarray_view_t* view,
                                                    gpudyn_stream_t stream);
+/* *status = the array's status bits (gpudyn_array_status_bits_t; 0: no push from
+ * a kernel has failed since create / clear_status / clear).  Synchronizes `stream`. */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_status(gpudyn_ggarray_t array, uint32_t* status,
+                                                     gpudyn_stream_t stream);
+/* Zeroes the status bits and folds the LFVectors back to what they hold (a
+ * failed reservation's range is given back), so that later pushes may succeed.
+ * Stream-ordered. */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear_status(gpudyn_ggarray_t array, gpudyn_stream_t stream);
 
 /* ---- static array ----------------------------------------------------- */
 typedef struct gpudyn_static_array_s* gpudyn_static_array_t;
@@ -167,7 +191,8 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* arr
 /* Frees the storage stream-ordered after the array's last call (see gpudyn.h);
  * NULL is accepted. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_destroy(gpudyn_static_array_t array);
-/* Synchronizes; OUT_OF_MEMORY when the elements do not fit (nothing stored). */
+/* Synchronizes; OUT_OF_MEMORY when the elements do not fit (nothing stored; the
+ * status bits, which report kernels' pushes, are unchanged). */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_push_back(gpudyn_static_array_t array, const void* values,
                                                          uint64_t count, const uint8_t* mask,
                                                          gpudyn_insert_algo_t algorithm, gpudyn_stream_t stream);
@@ -187,11 +212,18 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten(gpudyn_static_array_t arr
 /* As flatten, into host memory; returns after the copy is complete. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_copy_to_host(gpudyn_static_array_t array, void* dst,
                                                             uint64_t dst_bytes, gpudyn_stream_t stream);
-/* Size 0 (stream-ordered); the storage is kept. */
+/* Size 0 and status bits zeroed (stream-ordered); the storage is kept. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_clear(gpudyn_static_array_t array, gpudyn_stream_t stream);
 /* Fills *view for kernels (gpudyn::static_array_ref<T>). */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_get_view(gpudyn_static_array_t array,
                                                         gpudyn_static_array_view_t* view);
+/* *status = the status bits (gpudyn_array_status_bits_t) kernels' pushes set since
+ * create / clear_status / clear.  Synchronizes `stream`. */
+GPUDYN_API gpudyn_status_t gpudyn_static_array_get_status(gpudyn_static_array_t array, uint32_t* status,
+                                                          gpudyn_stream_t stream);
+/* Zeroes the status bits and folds the counter back to the size (a failed
+ * reservation's range is given back).  Stream-ordered. */
+GPUDYN_API gpudyn_status_t gpudyn_static_array_clear_status(gpudyn_static_array_t array, gpudyn_stream_t stream);
 
 /* ---- VMM array -------------------------------------------------------- */
 typedef struct gpudyn_vmm_array_s* gpudyn_vmm_array_t;
@@ -249,10 +281,14 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_flatten(gpudyn_vmm_array_t array, vo
 /* As flatten, into host memory; returns after the copy is complete. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_copy_to_host(gpudyn_vmm_array_t array, void* dst, uint64_t dst_bytes,
                                                          gpudyn_stream_t stream);
-/* Size 0 (stream-ordered); the mapping is kept. */
+/* Size 0 and status bits zeroed (stream-ordered); the mapping is kept. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear(gpudyn_vmm_array_t array, gpudyn_stream_t stream);
 /* Fills *view for kernels (gpudyn::vmm_array_ref<T>); capacity as of this call. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_view(gpudyn_vmm_array_t array, gpudyn_vmm_array_view_t* view);
+/* As gpudyn_static_array_get_status / clear_status. */
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_status(gpudyn_vmm_array_t array, uint32_t* status,
+                                                       gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear_status(gpudyn_vmm_array_t array, gpudyn_stream_t stream);
 
 #ifdef __cplusplus
 }
