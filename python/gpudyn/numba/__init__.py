@@ -30,8 +30,12 @@ taken after it).  The structure must stay open while a kernel uses it.
 Device functions (any thread, under any divergence, unless said otherwise):
 
 * GGArray, StaticArray, VmmArray: ``push_back(ref, value) -> bool`` (value
-  converted to the array's dtype; False when the array is full, nothing
-  stored), ``size(ref) -> uint64``.
+  converted to the array's dtype; False when the array cannot take it, nothing
+  stored), ``extend(ref, values, n) -> bool`` (``values[0:n]`` of a 1-D array,
+  e.g. a ``cuda.local.array``, all or nothing), ``size(ref) -> uint64``.
+  Lanes that call together share one reservation (one atomic per warp group).
+  Element types: every NumPy dtype the arrays hold (bool, integers, floats,
+  complex).
 * Heap: ``malloc(ref, nbytes) -> address`` (uint64, 0 when exhausted),
   ``free(ref, address) -> bool``.
 * PageHeap: ``get_page(ref) -> page`` (uint32, ``INVALID_PAGE`` when none is
@@ -83,10 +87,10 @@ try:
 except ImportError as _e:  # numba without numba-cuda, or neither
     raise ImportError("gpudyn.numba needs numba-cuda (pip install 'gpudyn[numba]'): " + str(_e)) from _e
 
-from ._device import (INVALID_PAGE, array, free, free_page, get_page, malloc, page_address,  # noqa: E402
+from ._device import (INVALID_PAGE, array, extend, free, free_page, get_page, malloc, page_address,  # noqa: E402
                       push_back, size, warp_alloc, warp_end, warp_start, warp_tidy_up)
 from ._link import build_info, link_file  # noqa: E402
 from ._refs import kernel_ref as ref  # noqa: E402
 
-__all__ = ["ref", "push_back", "size", "malloc", "free", "get_page", "free_page", "page_address", "INVALID_PAGE",
+__all__ = ["ref", "push_back", "extend", "size", "malloc", "free", "get_page", "free_page", "page_address", "INVALID_PAGE",
            "warp_start", "warp_alloc", "warp_tidy_up", "warp_end", "array", "build_info", "link_file"]

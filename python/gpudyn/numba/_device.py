@@ -76,44 +76,82 @@ def _truth(builder, value):
 
 
 # ---- arrays: GGArray, StaticArray, VmmArray ---------------------------------------------
-_ELEMENT_BITS = (8, 16, 32, 64)
+def _element(fn: str, dtype):
+    """Numba type and width in bits of an array's elements."""
+    bits = dtype.itemsize * 8
+    if bits not in (8, 16, 32, 64, 128):
+        raise TypingError(f"gpudyn.numba.{fn}: elements of {dtype.itemsize} bytes ({dtype}) are not supported")
+    return from_dtype(dtype), bits
+
+
+def _element_words(context, builder, elem, bits, value):
+    """The element's bytes as the shim's integer argument(s): one iN, or two i64
+    for 16-byte elements (through memory: floats, bools and complex numbers
+    keep their exact bytes)."""
+    slot = cgutils.alloca_once(builder, context.get_data_type(elem))
+    context.pack_value(builder, elem, value, slot)
+    if bits <= 64:
+        return [builder.load(builder.bitcast(slot, ir.IntType(bits).as_pointer()))]
+    words = builder.bitcast(slot, ir.IntType(64).as_pointer())
+    return [builder.load(words), builder.load(builder.gep(words, [ir.Constant(ir.IntType(32), 1)]))]
 
 
 @intrinsic
 def push_back(typingctx, ref, value):
     """``push_back(ref, value) -> bool``: appends `value` (converted to the
-    array's dtype) to the GGArray / StaticArray / VmmArray whose ``.ref`` the
-    kernel got.  Any thread, under any divergence.  False when the array is
-    full (nothing stored; the host sees OutOfMemoryError-worthy status)."""
+    array's dtype as NumPy's casting would) to the GGArray / StaticArray /
+    VmmArray whose ``.ref`` the kernel got.  Any thread, under any divergence;
+    the lanes that call together share one reservation.  False when the array
+    cannot take it (full, or no memory for a GGArray bucket): nothing stored,
+    the array's status records it, every element stored before stays."""
     kind, dtype = _ref("push_back", ref, ARRAYS)
-    elem = from_dtype(dtype)
-    bits = dtype.itemsize * 8
-    if bits not in _ELEMENT_BITS:
-        raise TypingError(f"gpudyn.numba.push_back: elements of {dtype.itemsize} bytes ({dtype}) are not "
-                          "supported in kernels (1, 2, 4 or 8 bytes)")
+    elem, bits = _element("push_back", dtype)
     if not isinstance(value, (types.Number, types.Boolean)):
         raise TypingError(f"gpudyn.numba.push_back: argument 'value' must be a number, got {value}")
-    word = types.Integer.from_bitwidth(bits, signed=False)
+    words = (types.uint64, types.uint64) if bits == 128 else (types.Integer.from_bitwidth(bits, signed=False),)
 
     def codegen(context, builder, sig, args):
         view = _view_pointer(context, builder, sig.args[0], args[0])
         x = _cast(context, builder, args[1], sig.args[1], elem)
-        if isinstance(elem, types.Boolean):
-            x = builder.zext(x, ir.IntType(bits))
-        else:
-            # The shim stores the element's bytes: hand it the bits (float -> same-width int).
-            x = builder.bitcast(x, ir.IntType(bits))
         ok = _call(context, builder, f"gpudyn_numba_{kind}_push_back_u{bits}", types.int32,
-                   (types.voidptr, word), (view, x))
+                   (types.voidptr,) + words, [view] + _element_words(context, builder, elem, bits, x))
         return _truth(builder, ok)
 
     return types.boolean(ref, value), codegen
 
 
 @intrinsic
+def extend(typingctx, ref, values, n):
+    """``extend(ref, values, n) -> bool``: appends ``values[0:n]`` (a 1-D
+    C-contiguous array of the array's dtype, e.g. a ``cuda.local.array``; n may
+    be 0 and differ per thread).  Any thread, any divergence; one reservation
+    for the lanes that call together, all or nothing for them: False means none
+    of their values were stored."""
+    kind, dtype = _ref("extend", ref, ARRAYS)
+    elem, bits = _element("extend", dtype)
+    if not (isinstance(values, types.Array) and values.ndim == 1 and values.layout == "C"
+            and values.dtype == elem):
+        raise TypingError(f"gpudyn.numba.extend: argument 'values' must be a 1-D C-contiguous array of {elem}, "
+                          f"got {values}")
+    _integer("extend", "n", n)
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        data = make_array(sig.args[1])(context, builder, args[1]).data
+        count = _cast(context, builder, args[2], sig.args[2], types.uint32)
+        ok = _call(context, builder, f"gpudyn_numba_{kind}_extend_u{bits}", types.int32,
+                   (types.voidptr, types.voidptr, types.uint32),
+                   (view, builder.bitcast(data, ir.IntType(8).as_pointer()), count))
+        return _truth(builder, ok)
+
+    return types.boolean(ref, values, n), codegen
+
+
+@intrinsic
 def size(typingctx, ref):
-    """``size(ref) -> uint64``: elements in the array now (pushes of other
-    threads that have returned are counted)."""
+    """``size(ref) -> uint64``: elements stored in the array now (pushes of
+    other threads that have returned are counted).  A GGArray sums its
+    LFVectors: call it from few threads."""
     kind, _ = _ref("size", ref, ARRAYS)
 
     def codegen(context, builder, sig, args):

@@ -15,10 +15,14 @@
 //     differs between compilers, an int is the same everywhere; every shim
 //     returns a value (numba-cuda 0.30 lowers a declared void result as 64 bits);
 //   * element values of the arrays travel as unsigned integers of the element's
-//     size (gpudyn.numba bit-casts floats and signed values); push_back only
-//     stores the bytes, so one shim per element size serves every dtype.
+//     size (gpudyn.numba reinterprets the bytes of floats, bools, complex and
+//     signed values); push_back only stores the bytes, so one shim per element
+//     size serves every dtype of that size.
+#include "gpudyn/ggarray.cuh"
 #include "gpudyn/heap.cuh"
 #include "gpudyn/rw_heap.cuh"
+#include "gpudyn/static_array.cuh"
+#include "gpudyn/vmm_array.cuh"
 #include "gpudyn/warp_heap.cuh"
 
 #define GPUDYN_NUMBA_API extern "C" __device__
@@ -50,7 +54,55 @@ __device__ __forceinline__ gpudyn::warp_heap warp_handle(const void* view, gd_u6
                              mask);
 }
 
+// 16-byte elements (complex128): two words, 8-byte aligned like NumPy's complex128.
+struct gd_u128 {
+    gd_u64 lo, hi;
+};
+
 }  // namespace
+
+// ---- GGArray, StaticArray, VmmArray (ggarray.cuh, static_array.cuh, vmm_array.cuh) ----
+// push_back(x): any thread, any divergence; the lanes that call together share
+// one reservation.  extend(values, n): the calling lane's n values, one
+// reservation for the lanes that call together (all or nothing per group).
+// size(): the elements stored now.  One set per array and element size.
+#define GPUDYN_NUMBA_ARRAY(kind, Ref, View, bits, T)                                                         \
+    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_push_back_u##bits(const void* view, T x) {                    \
+        return gpudyn::Ref<T>{view_as<View>(view)}.push_back(x) ? 1 : 0;                                    \
+    }                                                                                                       \
+    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_extend_u##bits(const void* view, const void* values,          \
+                                                              unsigned n) {                                 \
+        return gpudyn::Ref<T>{view_as<View>(view)}.push_back(static_cast<const T*>(values), n) ? 1 : 0;    \
+    }
+#define GPUDYN_NUMBA_ARRAY_SIZES(kind, Ref, View)                                                            \
+    GPUDYN_NUMBA_ARRAY(kind, Ref, View, 8, unsigned char)                                                   \
+    GPUDYN_NUMBA_ARRAY(kind, Ref, View, 16, unsigned short)                                                 \
+    GPUDYN_NUMBA_ARRAY(kind, Ref, View, 32, unsigned)                                                       \
+    GPUDYN_NUMBA_ARRAY(kind, Ref, View, 64, gd_u64)                                                         \
+    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_push_back_u128(const void* view, gd_u64 lo, gd_u64 hi) {      \
+        return gpudyn::Ref<gd_u128>{view_as<View>(view)}.push_back(gd_u128{lo, hi}) ? 1 : 0;                \
+    }                                                                                                       \
+    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_extend_u128(const void* view, const void* values, unsigned n) {\
+        return gpudyn::Ref<gd_u128>{view_as<View>(view)}.push_back(static_cast<const gd_u128*>(values), n)  \
+                   ? 1                                                                                      \
+                   : 0;                                                                                     \
+    }                                                                                                       \
+    /* size() reads counters only: any element type of the right size serves; the view's */               \
+    /* element_size picks it so a valid view is never refused. */                                           \
+    GPUDYN_NUMBA_API gd_u64 gpudyn_numba_##kind##_size(const void* view) {                                  \
+        const View& v = view_as<View>(view);                                                                \
+        switch (v.element_size) {                                                                           \
+            case 1: return gpudyn::Ref<unsigned char>{v}.size();                                            \
+            case 2: return gpudyn::Ref<unsigned short>{v}.size();                                           \
+            case 4: return gpudyn::Ref<unsigned>{v}.size();                                                 \
+            case 8: return gpudyn::Ref<gd_u64>{v}.size();                                                   \
+            default: return gpudyn::Ref<gd_u128>{v}.size();                                                 \
+        }                                                                                                   \
+    }
+
+GPUDYN_NUMBA_ARRAY_SIZES(ggarray, ggarray_ref, gpudyn_ggarray_view_t)
+GPUDYN_NUMBA_ARRAY_SIZES(static_array, static_array_ref, gpudyn_static_array_view_t)
+GPUDYN_NUMBA_ARRAY_SIZES(vmm_array, vmm_array_ref, gpudyn_vmm_array_view_t)
 
 // ---- Heap (heap.cuh): any thread, any divergence ------------------------------
 GPUDYN_NUMBA_API gd_u64 gpudyn_numba_heap_malloc(const void* view, gd_u64 bytes) {
