@@ -280,3 +280,41 @@ def test_array_dtype_must_be_a_numpy_type():
     def k(heap):
         gdn.array(gdn.malloc(heap, 16), 4, 3)
     _typing_error(k, (typeof(fake_ref("Heap")),), r"array: argument 'dtype'")
+
+
+# ---- gpudyn bench numba: its host parts ---------------------------------------------------
+def _brute_force(n, mode):
+    from gpudyn.bench import numba as bench
+    values = []
+    for t in range(n):
+        h = t
+        h ^= h >> 16
+        h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+        h ^= h >> 13
+        h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+        h ^= h >> 16
+        k = (1 if h < bench.BERNOULLI_THRESHOLD else 0) if mode == 0 else h % (3 if mode == 1 else 17)
+        values += [t * 16 + j for j in range(k)]
+    return {"count": len(values), "sum": sum(values) % (1 << 64), "sum_squares": sum(v * v for v in values) % (1 << 64)}
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_bench_numba_expected_output_matches_enumeration(mode):
+    from gpudyn.bench import numba as bench
+    assert bench.expected(5000, mode) == _brute_force(5000, mode)
+
+
+def test_bench_numba_cpp_kernel_compiles_with_nvrtc():
+    import importlib.util
+    import pathlib
+    from gpudyn.bench import numba as bench
+    check_py = pathlib.Path(__file__).resolve().parents[2] / ".ci" / "nvrtc_check.py"
+    spec = importlib.util.spec_from_file_location("nvrtc_check", check_py)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    try:
+        nvrtc = check.Nvrtc(check.find_nvrtc())
+    except (SystemExit, OSError) as e:
+        pytest.skip(f"NVRTC is not available here ({e}); pip install nvidia-cuda-nvrtc")
+    ok, log, _ = nvrtc.compile(bench.CPP_SOURCE, "bench_numba.cu", gpudyn.nvrtc_options(arch="90"))
+    assert ok, log

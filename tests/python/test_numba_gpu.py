@@ -501,3 +501,20 @@ def test_link_mode_runs(mode):
                        env={**os.environ, "GPUDYN_NUMBA_LINK": mode})
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("." + mode)
+
+
+def test_bench_numba_quick_verifies_every_output(tmp_path):
+    """`gpudyn bench numba --quick`: every variant's output matches the host's count,
+    sum and sum of squares, and no push failed."""
+    pytest.importorskip("cupy", reason="gpudyn bench numba needs CuPy")
+    import json
+    r = subprocess.run([sys.executable, "-m", "gpudyn", "bench", "numba", "--quick", "--out-dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = json.loads((tmp_path / "numba.json").read_text())
+    assert [row["mean"] for row in rec["rows"]] == [0.01, 1.0, 8.0]
+    for row, chk in zip(rec["rows"], rec["checks"]):
+        assert row["verified"], chk
+        assert row["numba_ms"] > 0 and row["cpp_ms"] > 0 and row["two_pass_ms"] > 0
+    names = [t["name"] for t in rec["targets"]]
+    assert all("Numba" in name for name in names) and len(names) == 9
