@@ -147,180 +147,92 @@ def extend(typingctx, ref, values, n):
     return types.boolean(ref, values, n), codegen
 
 
-@intrinsic
-def size(typingctx, ref):
-    """``size(ref) -> uint64``: elements stored in the array now (pushes of
-    other threads that have returned are counted).  A GGArray sums its
-    LFVectors: call it from few threads."""
-    kind, _ = _ref("size", ref, ARRAYS)
+# ---- the other functions: ref, integer arguments, one shim call ----------------------------------
+def _device_function(name: str, kinds, shim: str, params, result, doc: str):
+    """The intrinsic ``name(ref, *params)``: `ref` of one of `kinds`, each parameter
+    (name, C type) an integer converted to its C type, one call of `shim` (formatted
+    with the ref's kind).  `result`: a Numba integer type, types.boolean (the shim's
+    int != 0) or types.none (the shim's int dropped)."""
+    ctypes_ = tuple(c for _, c in params)
+    returns = types.int32 if result in (types.boolean, types.none) else result
 
-    def codegen(context, builder, sig, args):
-        view = _view_pointer(context, builder, sig.args[0], args[0])
-        return _call(context, builder, f"gpudyn_numba_{kind}_size", types.uint64, (types.voidptr,), (view,))
+    def typer(ref, args):
+        kind, _ = _ref(name, ref, kinds)
+        for (pname, _), t in zip(params, args):
+            _integer(name, pname, t)
 
-    return types.uint64(ref), codegen
+        def codegen(context, builder, sig, llargs):
+            view = _view_pointer(context, builder, sig.args[0], llargs[0])
+            cargs = [view] + [_cast(context, builder, v, t, c) for v, t, c in zip(llargs[1:], sig.args[1:], ctypes_)]
+            r = _call(context, builder, shim.format(kind=kind), returns, (types.voidptr,) + ctypes_, cargs)
+            if result is types.boolean:
+                return _truth(builder, r)
+            return context.get_dummy_value() if result is types.none else r
 
+        return result(ref, *args), codegen
 
-# ---- Heap and PageHeap: malloc / free -----------------------------------------------------
-@intrinsic
-def malloc(typingctx, ref, nbytes):
-    """``malloc(ref, nbytes) -> uint64``: device address of `nbytes` bytes
-    (16-byte aligned), 0 when memory is exhausted (counted; the host sees it in
-    stats()).  Heap: any thread, any divergence, lanes that call together are
-    aggregated.  PageHeap: RW_malloc by the calling lane alone."""
-    kind, _ = _ref("malloc", ref, ALLOCATORS)
-    _integer("malloc", "nbytes", nbytes)
-
-    def codegen(context, builder, sig, args):
-        view = _view_pointer(context, builder, sig.args[0], args[0])
-        n = _cast(context, builder, args[1], sig.args[1], types.uint64)
-        return _call(context, builder, f"gpudyn_numba_{kind}_malloc", types.uint64, (types.voidptr, types.uint64),
-                     (view, n))
-
-    return types.uint64(ref, nbytes), codegen
-
-
-@intrinsic
-def free(typingctx, ref, address):
-    """``free(ref, address) -> bool``: frees an address malloc returned (any
-    thread, any kernel; 0 is fine).  False for a double, foreign or interior
-    free, which changes nothing and is counted as a bad free."""
-    kind, _ = _ref("free", ref, ALLOCATORS)
-    _integer("free", "address", address)
-
-    def codegen(context, builder, sig, args):
-        view = _view_pointer(context, builder, sig.args[0], args[0])
-        a = _cast(context, builder, args[1], sig.args[1], types.uint64)
-        ok = _call(context, builder, f"gpudyn_numba_{kind}_free", types.int32, (types.voidptr, types.uint64),
-                   (view, a))
-        return _truth(builder, ok)
-
-    return types.boolean(ref, address), codegen
+    # numba folds a call's arguments by the definition's signature: one per arity, no *args.
+    if len(params) == 0:
+        def definition(typingctx, ref):
+            return typer(ref, ())
+    elif len(params) == 1:
+        def definition(typingctx, ref, a):
+            return typer(ref, (a,))
+    elif len(params) == 2:
+        def definition(typingctx, ref, a, b):
+            return typer(ref, (a, b))
+    else:
+        def definition(typingctx, ref, a, b, c):
+            return typer(ref, (a, b, c))
+    definition.__name__ = definition.__qualname__ = name
+    definition.__doc__ = doc
+    return intrinsic(definition)
 
 
-# ---- PageHeap: pages -----------------------------------------------------------------------
-@intrinsic
-def get_page(typingctx, ref):
-    """``get_page(ref) -> uint32``: a free page of the PageHeap (random walk,
-    RW-BM), or INVALID_PAGE when none was found.  Any thread, any divergence."""
-    _ref("get_page", ref, ("rw_heap",))
+_U32, _U64 = types.uint32, types.uint64
 
-    def codegen(context, builder, sig, args):
-        view = _view_pointer(context, builder, sig.args[0], args[0])
-        return _call(context, builder, "gpudyn_numba_rw_heap_get_page", types.uint32, (types.voidptr,), (view,))
+size = _device_function("size", ARRAYS, "gpudyn_numba_{kind}_size", [], _U64, """``size(ref) -> uint64``: elements stored in the array now (pushes of other
+threads that have returned are counted).  A GGArray sums its LFVectors: call
+it from few threads.""")
 
-    return types.uint32(ref), codegen
+# Heap and PageHeap
+malloc = _device_function("malloc", ALLOCATORS, "gpudyn_numba_{kind}_malloc", [("nbytes", _U64)], _U64, """``malloc(ref, nbytes) -> uint64``: device address of `nbytes` bytes (16-byte
+aligned), 0 when memory is exhausted (counted; the host sees it in stats()).
+Heap: any thread, any divergence, lanes that call together are aggregated.
+PageHeap: RW_malloc by the calling lane alone.""")
+free = _device_function("free", ALLOCATORS, "gpudyn_numba_{kind}_free", [("address", _U64)], types.boolean, """``free(ref, address) -> bool``: frees an address malloc returned (any thread,
+any kernel; 0 is fine).  False for a double, foreign or interior free, which
+changes nothing and is counted as a bad free.""")
 
+# PageHeap pages
+get_page = _device_function("get_page", ("rw_heap",), "gpudyn_numba_rw_heap_get_page", [], _U32, """``get_page(ref) -> uint32``: a free page of the PageHeap (random walk, RW-BM),
+or INVALID_PAGE when none was found.  Any thread, any divergence.""")
+free_page = _device_function("free_page", ("rw_heap",), "gpudyn_numba_rw_heap_free_page", [("page", _U32)],
+                             types.boolean, """``free_page(ref, page) -> bool``: gives a page from get_page back (any thread).
+False for a page that is free already, out of range or part of a malloc run (a
+bad free: counted, nothing changes).""")
+page_address = _device_function("page_address", ("rw_heap",), "gpudyn_numba_rw_heap_page_address",
+                                [("page", _U32)], _U64, """``page_address(ref, page) -> uint64``: device address of the page's first byte.""")
 
-@intrinsic
-def free_page(typingctx, ref, page):
-    """``free_page(ref, page) -> bool``: gives a page from get_page back (any
-    thread).  False for a page that is free already, out of range or part of a
-    malloc run (a bad free: counted, nothing changes)."""
-    _ref("free_page", ref, ("rw_heap",))
-    _integer("free_page", "page", page)
-
-    def codegen(context, builder, sig, args):
-        view = _view_pointer(context, builder, sig.args[0], args[0])
-        p = _cast(context, builder, args[1], sig.args[1], types.uint32)
-        ok = _call(context, builder, "gpudyn_numba_rw_heap_free_page", types.int32, (types.voidptr, types.uint32),
-                   (view, p))
-        return _truth(builder, ok)
-
-    return types.boolean(ref, page), codegen
-
-
-@intrinsic
-def page_address(typingctx, ref, page):
-    """``page_address(ref, page) -> uint64``: device address of the page's first byte."""
-    _ref("page_address", ref, ("rw_heap",))
-    _integer("page_address", "page", page)
-
-    def codegen(context, builder, sig, args):
-        view = _view_pointer(context, builder, sig.args[0], args[0])
-        p = _cast(context, builder, args[1], sig.args[1], types.uint32)
-        return _call(context, builder, "gpudyn_numba_rw_heap_page_address", types.uint64,
-                     (types.voidptr, types.uint32), (view, p))
-
-    return types.uint64(ref, page), codegen
-
-
-# ---- WarpHeap: warp collectives -------------------------------------------------------------
-@intrinsic
-def warp_start(typingctx, ref, mask):
-    """``warp_start(ref, mask) -> handle`` (uint64): a collective over `mask`:
-    every lane of `mask` calls it, with the same mask (e.g. ``cuda.activemask()``
-    taken once, or a ballot).  Every lane gets the warp's handle, 0 when memory
-    is exhausted."""
-    _ref("warp_start", ref, ("warp_heap",))
-    _integer("warp_start", "mask", mask)
-
-    def codegen(context, builder, sig, args):
-        view = _view_pointer(context, builder, sig.args[0], args[0])
-        m = _cast(context, builder, args[1], sig.args[1], types.uint32)
-        return _call(context, builder, "gpudyn_numba_warp_heap_start", types.uint64, (types.voidptr, types.uint32),
-                     (view, m))
-
-    return types.uint64(ref, mask), codegen
-
-
-@intrinsic
-def warp_alloc(typingctx, ref, handle, mask, nbytes):
-    """``warp_alloc(ref, handle, mask, nbytes) -> uint64``: a collective over
-    `mask`, which must be exactly the calling lanes and a subset of the lanes
-    that started; each lane gets its own block of `nbytes` (16-byte aligned; 0
-    for 0 bytes or when memory is exhausted).  No two collectives on one handle
-    at the same time (diverged groups of a warp take turns)."""
-    _ref("warp_alloc", ref, ("warp_heap",))
-    for name, t in (("handle", handle), ("mask", mask), ("nbytes", nbytes)):
-        _integer("warp_alloc", name, t)
-
-    def codegen(context, builder, sig, args):
-        view = _view_pointer(context, builder, sig.args[0], args[0])
-        h = _cast(context, builder, args[1], sig.args[1], types.uint64)
-        m = _cast(context, builder, args[2], sig.args[2], types.uint32)
-        n = _cast(context, builder, args[3], sig.args[3], types.uint64)
-        return _call(context, builder, "gpudyn_numba_warp_heap_alloc", types.uint64,
-                     (types.voidptr, types.uint64, types.uint32, types.uint64), (view, h, m, n))
-
-    return types.uint64(ref, handle, mask, nbytes), codegen
-
-
-@intrinsic
-def warp_tidy_up(typingctx, ref, handle, mask):
-    """``warp_tidy_up(ref, handle, mask)``: a collective like warp_alloc;
-    frees every block of the warp (the handle stays usable)."""
-    _ref("warp_tidy_up", ref, ("warp_heap",))
-    _integer("warp_tidy_up", "handle", handle)
-    _integer("warp_tidy_up", "mask", mask)
-
-    def codegen(context, builder, sig, args):
-        view = _view_pointer(context, builder, sig.args[0], args[0])
-        h = _cast(context, builder, args[1], sig.args[1], types.uint64)
-        m = _cast(context, builder, args[2], sig.args[2], types.uint32)
-        _call(context, builder, "gpudyn_numba_warp_heap_tidy_up", types.int32,
-              (types.voidptr, types.uint64, types.uint32), (view, h, m))
-        return context.get_dummy_value()
-
-    return types.none(ref, handle, mask), codegen
-
-
-@intrinsic
-def warp_end(typingctx, ref, handle):
-    """``warp_end(ref, handle) -> bool``: each lane that started calls it once,
-    in any order, converged or not; the last one frees the warp's memory (and
-    gets True).  The handle is invalid afterwards."""
-    _ref("warp_end", ref, ("warp_heap",))
-    _integer("warp_end", "handle", handle)
-
-    def codegen(context, builder, sig, args):
-        view = _view_pointer(context, builder, sig.args[0], args[0])
-        h = _cast(context, builder, args[1], sig.args[1], types.uint64)
-        ok = _call(context, builder, "gpudyn_numba_warp_heap_end", types.int32, (types.voidptr, types.uint64),
-                   (view, h))
-        return _truth(builder, ok)
-
-    return types.boolean(ref, handle), codegen
+# WarpHeap: warp collectives
+warp_start = _device_function("warp_start", ("warp_heap",), "gpudyn_numba_warp_heap_start", [("mask", _U32)], _U64,
+                              """``warp_start(ref, mask) -> handle`` (uint64): a collective over `mask`: every
+lane of `mask` calls it, with the same mask (e.g. ``cuda.activemask()`` taken
+once, or a ballot).  Every lane gets the warp's handle, 0 when memory is
+exhausted.""")
+warp_alloc = _device_function("warp_alloc", ("warp_heap",), "gpudyn_numba_warp_heap_alloc",
+                              [("handle", _U64), ("mask", _U32), ("nbytes", _U64)], _U64, """``warp_alloc(ref, handle, mask, nbytes) -> uint64``: a collective over `mask`,
+which must be exactly the calling lanes and a subset of the lanes that started;
+each lane gets its own block of `nbytes` (16-byte aligned; 0 for 0 bytes or
+when memory is exhausted).  No two collectives on one handle at the same time
+(diverged groups of a warp take turns).""")
+warp_tidy_up = _device_function("warp_tidy_up", ("warp_heap",), "gpudyn_numba_warp_heap_tidy_up",
+                                [("handle", _U64), ("mask", _U32)], types.none, """``warp_tidy_up(ref, handle, mask)``: a collective like warp_alloc; frees every
+block of the warp (the handle stays usable).""")
+warp_end = _device_function("warp_end", ("warp_heap",), "gpudyn_numba_warp_heap_end", [("handle", _U64)],
+                            types.boolean, """``warp_end(ref, handle) -> bool``: each lane that started calls it once, in any
+order, converged or not; the last one frees the warp's memory (and gets True).
+The handle is invalid afterwards.""")
 
 
 # ---- addresses as arrays ------------------------------------------------------------------
