@@ -126,6 +126,7 @@ public:
     // The block's own LFVector.
     template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ, int Items>
     __device__ bool push_back(push_storage<BX, A, BY, BZ>& s, const bool (&flag)[Items], const T (&value)[Items]) const {
+        if (!valid()) return false;  // before block_lfvector: a refused view's fields mean nothing
         return push_back_to(block_lfvector(), s, flag, value);
     }
     template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ>
@@ -147,12 +148,14 @@ public:
     // Into the block's own LFVector.
     template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
     __device__ bool push_back_chunk(push_storage<BX, A, BY, BZ>& s, unsigned long long n, const Src& src) const {
+        if (!valid()) return false;
         return push_back_chunk_to<Items>(block_lfvector(), s, n, src);
     }
     // Part p of a bulk insertion (push_back_parts): LFVector p mod num_lfvectors.
     template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
     __device__ bool push_back_part(unsigned long long p, push_storage<BX, A, BY, BZ>& s, unsigned long long n,
                                    const Src& src) const {
+        if (!valid()) return false;
         return push_back_chunk_to<Items>(unsigned(p % view_.num_lfvectors), s, n, src);
     }
 
@@ -247,6 +250,19 @@ private:
     // Read through L2 (volatile): another SM may have just published it.
     __device__ T* bucket(unsigned l, unsigned b) const {
         return reinterpret_cast<T*>(*static_cast<volatile unsigned long long*>(bucket_slot(l, b)));
+    }
+    // Bucket b of l, which the caller's reservation made ready.  Its slot goes
+    // from 0 to the pointer once and never changes, so a non-null read is the
+    // pointer; null means the publication is not visible to this thread yet
+    // (the reservation's fast path reads the growth word relaxed): an acquire
+    // of the bucket's state (ensure_bucket on a ready bucket) makes it so.
+    __device__ T* ready_bucket(unsigned l, unsigned b) const {
+        T* p = bucket(l, b);
+        if (p == nullptr) {
+            ensure_bucket(l, b);
+            p = bucket(l, b);
+        }
+        return p;
     }
 
     __device__ static unsigned load_acquire(const unsigned* p) {
@@ -356,11 +372,18 @@ private:
     // ---- reservation: one thread, all-or-nothing ----
     // [*base, *base + n) of LFVector l becomes the caller's with its buckets
     // ready, or false (the range's start recorded in failed_at; nothing to store).
-    // Fast path: one atomicAdd and one load of the growth word, issued together.
+    // Fast path: one atomicAdd and one relaxed load of the growth word, issued
+    // together (no acquire: it would invalidate the SM's L1 at every push).
+    // Relaxed is enough to decide: prefix and seal are one word, a seal at b is
+    // written before b can be claimed again, and the prefix is raised past b
+    // only by a CAS that saw b ready after that claim (so after the seal, in
+    // the word's modification order) and refuses to pass a seal; hence a word
+    // with prefix > last has no seal <= last, now or later.  The buckets'
+    // pointers are read with ready_bucket.
     __device__ bool reserve(unsigned l, unsigned long long n, unsigned long long* base) const {
         using namespace ggarray_detail;
         const unsigned long long old = atomicAdd(counters() + l, n);
-        const unsigned g = load_acquire(growth(l));
+        const unsigned g = *static_cast<volatile unsigned*>(growth(l));
         const unsigned long long hi = old + n;
         const unsigned last = hi < old ? GPUDYN_GGARRAY_MAX_BUCKETS : bucket_of(hi - 1);
         const bool ready = last < prefix_of(g) && last < seal_of(g);
@@ -382,9 +405,9 @@ private:
         __device__ void locate(unsigned long long base, unsigned n, T** p0, T** p1, unsigned* split) const {
             const unsigned b = a->bucket_of(base);
             const unsigned long long left = a->bucket_first(b) + a->bucket_elements(b) - base;
-            *p0 = a->bucket(l, b) + (base - a->bucket_first(b));
+            *p0 = a->ready_bucket(l, b) + (base - a->bucket_first(b));
             *split = left < n ? unsigned(left) : n;
-            *p1 = left < n ? a->bucket(l, b + 1) : nullptr;
+            *p1 = left < n ? a->ready_bucket(l, b + 1) : nullptr;
         }
         // Any thread of the group, after the leader's reserve: one bucket lookup per bucket touched.
         __device__ void store_run(unsigned long long i, const T* v, unsigned n) const {
@@ -392,7 +415,7 @@ private:
             while (j < n) {
                 const unsigned b = a->bucket_of(i);
                 const unsigned long long first = a->bucket_first(b), left = first + a->bucket_elements(b) - i;
-                T* p = a->bucket(l, b) + (i - first);
+                T* p = a->ready_bucket(l, b) + (i - first);
                 const unsigned m = left < n - j ? unsigned(left) : n - j;
                 for (unsigned k = 0; k < m; ++k) p[k] = v[j + k];
                 j += m;
@@ -404,7 +427,7 @@ private:
         __device__ void open(sink_window& w, unsigned long long base, unsigned long long n) const {
             const unsigned last = a->bucket_of(base + n - 1);
             for (unsigned b = a->bucket_of(base); b <= last; ++b)
-                w.word[b] = reinterpret_cast<unsigned long long>(a->bucket(l, b));
+                w.word[b] = reinterpret_cast<unsigned long long>(a->ready_bucket(l, b));
         }
         // Any thread: no global lookup, one shared-memory load per element.
         __device__ void store(const sink_window& w, unsigned long long i, const T& v) const {

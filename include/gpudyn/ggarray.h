@@ -285,9 +285,10 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_copy_to_host(gpudyn_vmm_array_t arra
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear(gpudyn_vmm_array_t array, gpudyn_stream_t stream);
 /* Fills *view for kernels (gpudyn::vmm_array_ref<T>); capacity as of this call. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_view(gpudyn_vmm_array_t array, gpudyn_vmm_array_view_t* view);
-/* As gpudyn_static_array_get_status / clear_status. */
+/* As gpudyn_static_array_get_status: the status bits; synchronizes `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_status(gpudyn_vmm_array_t array, uint32_t* status,
                                                        gpudyn_stream_t stream);
+/* As gpudyn_static_array_clear_status: zeroes the bits, folds the counter back.  Stream-ordered. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear_status(gpudyn_vmm_array_t array, gpudyn_stream_t stream);
 
 #ifdef __cplusplus

@@ -78,8 +78,8 @@ __device__ __forceinline__ bool warp_push_many(unsigned peers, const Sink& sink,
     if (lane == last && !sink.reserve(total, &base)) base = kRefused;
     base = __shfl_sync(peers, base, int(last));
     if (base == kRefused) return false;
-    // The leader's reserve made the storage it reserved visible to it (acquire);
-    // __syncwarp orders the other lanes' reads of the bucket pointers after it.
+    // Every lane reads the storage's pointers itself (store_run); __syncwarp
+    // orders those reads after the leader's reservation.
     __syncwarp(peers);
     if (n != 0) sink.store_run(base + (incl - n), values, n);
     return true;
