@@ -53,9 +53,10 @@ Device functions (any thread, under any divergence, unless said otherwise):
 * ``array(address, count, dtype)``: a 1-D array over memory from malloc,
   page_address or warp_alloc (does not own it).
 
-Failures are return values (0 / False / INVALID_PAGE) and are counted where
-the host reads them (``stats()``, the array's status); nothing stored before
-is lost.
+Failures are return values (0 / False / INVALID_PAGE) and are recorded where
+the host reads them (the heaps' ``stats()`` / ``info()``; an array's
+``status``, and its next host call raises OutOfMemoryError); nothing stored
+before is lost.
 
 How it is built: each function is an extern "C" shim over the device headers
 (``shims/gpudyn_numba.cu``), compiled by meson with nvcc when gpudyn is

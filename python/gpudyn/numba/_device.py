@@ -103,7 +103,8 @@ def push_back(typingctx, ref, value):
     VmmArray whose ``.ref`` the kernel got.  Any thread, under any divergence;
     the lanes that call together share one reservation.  False when the array
     cannot take it (full, or no memory for a GGArray bucket): nothing stored,
-    the array's status records it, every element stored before stays."""
+    the array's status records it (its next host call raises
+    OutOfMemoryError), every element stored before stays."""
     kind, dtype = _ref("push_back", ref, ARRAYS)
     elem, bits = _element("push_back", dtype)
     if not isinstance(value, (types.Number, types.Boolean)):
