@@ -23,10 +23,9 @@ def _rawmodule_sources() -> dict:
         text = path.read_text(encoding="utf-8")
         if "RawModule" not in text:
             continue
-        for cu in re.findall(r"[\w/]+\.cu\b", text):
-            for f in (path.parent / cu, ROOT / "examples" / cu):
-                if f.is_file():
-                    text += f.read_text(encoding="utf-8")
+        for cu in set(re.findall(r"(\w+\.cu)\b", text)):   # kernels kept in a .cu file of examples/
+            for f in (ROOT / "examples").glob(f"*/{cu}"):
+                text += f.read_text(encoding="utf-8")
         out[path] = text
     return out
 

@@ -69,6 +69,21 @@ def test_link_mode_from_environment(monkeypatch):
         _link.pick_mode()
 
 
+def test_link_mode_follows_the_nvjitlink_numba_cuda_uses(monkeypatch):
+    monkeypatch.delenv("GPUDYN_NUMBA_LINK", raising=False)
+    major, minor = _link._major_minor(gdn.build_info()["cuda_version"])
+    for have, want in ((None, "ptx"),                     # the driver's linker: PTX
+                       ((major, minor), "ltoir"),         # same CUDA major, as new: LTO-IR
+                       ((major, minor + 5), "ltoir"),
+                       ((major + 1, 0), "ptx")):          # a later major reads our PTX, not our LTO-IR
+        monkeypatch.setattr(_link, "nvjitlink_version", lambda have=have: have)
+        assert _link.pick_mode() == want, have
+    for older in ((major - 1, 9),) + (((major, minor - 1),) if minor > 0 else ()):
+        monkeypatch.setattr(_link, "nvjitlink_version", lambda older=older: older)
+        with pytest.raises(RuntimeError, match="older than the CUDA"):
+            _link.pick_mode()
+
+
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_ref_class_mirrors_the_c_view(name):
     kind = KINDS[name]

@@ -5,7 +5,8 @@ meson installs, next to this module, per architecture ``arch`` of the build
 
 * ``gpudyn_numba_sm<arch>.ltoir``: LTO-IR.  nvJitLink links it with
   link-time optimization, so the shims inline into the user's kernel.  Only an
-  nvJitLink of the same CUDA major version, at least as new, reads it.
+  nvJitLink of the same CUDA major version, at least as new, reads it (an
+  older one reads neither file: importing is fine, compiling a kernel says so).
 * ``gpudyn_numba_sm<arch>.ptx``: relocatable PTX, for any linker numba-cuda
   uses (nvJitLink, or the driver's when nvJitLink is absent); calls stay calls.
 
@@ -88,13 +89,13 @@ def pick_mode() -> str:
     have = nvjitlink_version()
     if have is None:
         return "ptx"
-    if have[0] < built[0]:
+    if have < built:
         # That nvJitLink reads neither our LTO-IR nor our PTX (a newer PTX ISA).
         raise RuntimeError(
             f"gpudyn.numba: numba-cuda links with nvJitLink {have[0]}.{have[1]}, older than the CUDA "
-            f"{built[0]}.{built[1]} that built gpudyn's device code; install nvJitLink {built[0]}.x "
-            f"(pip install 'nvidia-nvjitlink=={built[0]}.*') or set GPUDYN_NUMBA_LINK=ptx to try the driver's JIT")
-    return "ltoir" if have[0] == built[0] and have >= built else "ptx"
+            f"{built[0]}.{built[1]} that built gpudyn's device code (it reads neither gpudyn's LTO-IR nor its "
+            f"PTX); install nvJitLink {built[0]}.x: pip install 'nvidia-nvjitlink=={built[0]}.*'")
+    return "ltoir" if have[0] == built[0] else "ptx"
 
 
 def _current_cc():
