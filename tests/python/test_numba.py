@@ -29,9 +29,27 @@ def fake_ref(name, dtype=None):
     return cls(*(s(0) for s in cls._gpudyn_scalars))
 
 
-def test_numpy_row_stack_is_there_for_numba_cuda():
-    # numba-cuda 0.30 registers np.row_stack at target initialization (NumPy 2.5 removed it).
-    assert np.row_stack is not None and (np.row_stack is np.vstack or hasattr(np, "row_stack"))
+def test_kernels_compile_on_a_numpy_without_row_stack():
+    """NumPy 2.5 removed np.row_stack, which numba-cuda 0.30 registers when its
+    target starts: in a process where NumPy lacks it, importing gpudyn.numba
+    first lets a kernel compile (without the alias it would not)."""
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent("""
+        import numpy as np
+        if hasattr(np, "row_stack"):
+            del np.row_stack                       # NumPy 2.5 as far as numba-cuda can tell
+        import gpudyn.numba as gdn
+        from numba import cuda
+        from numba.cuda import types
+        def k(a):
+            a[0] = 1
+        cuda.compile(k, (types.int32[::1],), device=False, output="ptx", cc=(%d, %d), abi="numba")
+        print("compiled", np.row_stack is np.vstack)
+    """ % compile_arch()[1])
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "compiled True", r.stdout + r.stderr
 
 
 def test_installed_device_code():
