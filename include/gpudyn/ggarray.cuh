@@ -45,14 +45,6 @@
 // next push_back / reserve / set_budget (a raise) / clear / clear_status; the
 // status bits stay until clear_status or clear.
 //
-// Registers.  A kernel that pushes into a GGArray contains the growth path (an
-// out-of-line call into the heap, heap.cuh), which takes it to about 130-165
-// registers a thread (sm_90, nvcc 13.0) where the static and VMM arrays need
-// 50-80.  Blocks of up to 384 threads launch as they are; a kernel launched
-// with larger blocks needs __launch_bounds__(threads) (the compiler then keeps
-// to the register budget, spilling around the rare growth call), else the
-// launch fails with cudaErrorLaunchOutOfResources.
-//
 // A view of another layout version or element size is refused: valid() is
 // false, every push returns false and nothing (counters, status, buckets) is
 // touched; size() is 0 and spans visit nothing.
