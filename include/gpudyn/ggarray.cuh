@@ -19,6 +19,14 @@
 //       int x = i < n ? in[i] : 0;
 //       a.push_back(temp, i < n && x < 90, x);   // every thread of the block calls
 //   }
+//
+// Registers.  A kernel that pushes into a GGArray contains the growth path (an
+// out-of-line call into the heap, heap.cuh), which takes it to about 130-165
+// registers a thread (sm_90, nvcc 13.0).  Blocks of up to 384 threads launch
+// as they are; a kernel launched with larger blocks needs
+// __launch_bounds__(threads) (the compiler then keeps to the register budget,
+// spilling around the rare growth call), else the launch fails with
+// cudaErrorLaunchOutOfResources.
 // Compiles under nvcc and NVRTC.
 #pragma once
 
