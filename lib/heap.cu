@@ -22,7 +22,7 @@ constexpr uint64_t kDefaultPageSize = uint64_t(1) << 16;
 constexpr uint64_t kDefaultInitialBytes = uint64_t(1) << 30;
 constexpr uint64_t kDefaultMaxFactor = 8;
 // Page ids are 32-bit with 0xFFFFFFFF reserved (kHeapNoPage).
-constexpr uint64_t kMaxPages = gpudyn::kHeapMaxPages;  // slab ids fit a cursor (heap.cuh)
+constexpr uint64_t kMaxPages = uint64_t(1) << 31;
 // Rounds of a medium-run search (rw_heap's RW_malloc region draws) and random
 // steps of a slab's page walk before its sweep.
 constexpr uint32_t kMaxRandomSteps = 256;

@@ -22,33 +22,44 @@
 //    doubling (rounding wastes <= 12.5 %); class sizes that are powers of two
 //    are exactly the 2^k requests, and slots are multiples of the class size
 //    from a page boundary, so 2^k requests up to P are 2^k-aligned.  A class
-//    carves slabs of 2^scale base slabs (a base slab: ceil(8 * size / P)
-//    pages, >= 8 slots; the scale grows with the class, up to 8x, so a busy
-//    class switches slabs rarely and a quiet one holds little), whose slot
-//    bits (1 = used) live out of band (slot_bitmap, P/1024 words per page,
-//    indexed by the slab's first page); a directory lists a class's slabs.
-//    A class has up to 32 cursors (64-bit: slab, offset), enabled as it grows
-//    (1 + slabs / 4); a group uses its SM's cursor, or cursor 0 while that one
-//    is not enabled.  malloc groups the lanes that arrive together
-//    (__activemask) by class (__match_any_sync); the leader adds the group's
-//    count to the cursor (one atomic, acquire) and lane r takes slot offset + r
-//    of the cursor's *bump* slab, whose slot bits were all set when it was
-//    attached: a converged warp or a lone lane costs one atomic.  Offsets are
-//    unique, so exactly one group takes a slab's last slot; it switches the
-//    cursor (atomicExch) while groups that came later wait for the change.
-//    The switch takes, in order: a slab of the class with >= 1/8 of its slots
-//    free (random probes, only when a free marked the class dirty; served
-//    through its bitmap, the offset counting its free slots down), a fresh
-//    bump slab (pages from the page bitmap, bits set by the group's lanes,
-//    records written, fenced, published in the directory), or an exhausted
-//    mark.  A bump slab a cursor leaves with slots not handed out (a race of
-//    installs, a reset of the mark) is *retired*: those bits are cleared and
-//    the class marked dirty, so nothing is stranded.  Under the exhausted mark
-//    the slow path sweeps every slab of the class, then tries to attach again
-//    (memory may have been freed), which re-arms the cursor.  So a small
-//    request fails only when no slot of its class and no page for a slab is
-//    free.  Slabs stay with their class until reset.  A free of a slot past a
-//    bump cursor's offset (the slab's record names its cursor) is a bad free.
+//    carves slabs of slab_pages(c) = ceil(8 * size / P) pages (>= 8 slots, so
+//    a class with few requests holds little: every class up to P/8 has
+//    one-page slabs, the P/2 class 4-page slabs of 8), whose slot bits (1 =
+//    used) live out of band (slot_bitmap, P/1024 words per page, indexed by the
+//    slab's first page).  A class keeps a directory of its slabs (an
+//    append-only array of first pages plus a count) and a *current* slab
+//    (1 + slabs / 16 of them, at most 8, chosen by SM: few partly filled
+//    slabs for a small class, less contention on one slab for a large one).
+//    malloc groups the lanes that arrive together (__activemask) by class
+//    (__match_any_sync); the group's lanes read words of the current slab (a
+//    group-uniform random start, lane r at start + r, + n, ..), split the need
+//    by a prefix sum of the free bits they saw, claim with one atomicOr per
+//    lane (retried on the same word while it has free bits, so a lost race is
+//    not a miss) and hand the won slots out by rank (shuffles).  A converged
+//    warp of one class: two state loads, a word load, one atomicOr, shuffles;
+//    a lone lane does the same with k = 1.  So groups fill one slab at a time.
+//    When the current slab had no free slot, the next rounds draw random slabs
+//    of the class (half the lanes among the newest few, where a burst's free
+//    slots are) and a few words in each; a draw that finds a slab with room
+//    left makes it the current slab (CAS), so after frees the class refills
+//    its slabs before it grows.  Only after kHeapMissesBeforeAttach rounds
+//    that found no free slot (or at once when the class has no slab) does the
+//    group's leader attach a slab: pages from the page bitmap, slot bits
+//    initialised with the group's slots already taken, page records written,
+//    __threadfence, then the directory entry is published (count first, entry
+//    second; readers load the entry with ld.acquire and skip the 0xFFFFFFFF of
+//    an entry not yet written) and the slab becomes current.  Attaches of a
+//    class run at most kHeapMinConcurrentAttach + slabs / 16 at a time: a burst
+//    grows a class by <= ~6 % per attach latency, so at most that share of
+//    its slabs is nearly empty when the burst ends (the memory bound: held /
+//    live <= ~1.1 plus a slab or two per class); a refused group sleeps and reads
+//    the new current slab, and after kHeapMaxRefusals attaches regardless.
+//    When no slab can be attached, a sweep over every word of every slab of
+//    the class (the group reads one word per lane per round) is the fallback,
+//    so a small request fails only when no slot of its class and no page for
+//    a slab is free.  Slabs stay with their class until reset (no hot-path
+//    bookkeeping of empty slabs): after everything is freed, bytes_held counts
+//    the attached slabs' pages, and they serve the class's next requests.
 //  * Medium (> P/2, up to kRwRegionWords * 64 pages, 128 MiB with 64 KiB pages):
 //    a run of ceil(bytes / P) pages from rw_heap's RW_malloc region search, called
 //    by the lane alone (a one-lane mask with a local rw_malloc_storage), recorded
@@ -112,7 +123,7 @@ namespace gpudyn {
 inline namespace v0 {
 
 // View layout this header reads (GPUDYN_HEAP_VIEW_VERSION).
-constexpr unsigned kHeapViewVersion = 2;
+constexpr unsigned kHeapViewVersion = 1;
 // Alignment of every pointer (malloc's guarantee for any built-in type).
 constexpr unsigned long long kHeapAlign = 16;
 // "No page" / "entry not published yet" (directory entries are memset to 0xFF).
@@ -151,61 +162,38 @@ constexpr unsigned kHeapMaxClasses = kHeapClassesPerDoubling * (kHeapMaxPageShif
 constexpr unsigned kHeapSlabMinSlots = 8;
 // Slot bitmap words per page: P / 16 slots at most (the 16-byte class) / 64.
 constexpr unsigned kHeapSlotWordShift = 10;  // P >> 10 words of 64 bits = P / 16 bits
-// Words of a slab one lane reads in a bitmap claim (the lanes of a group split the slab).
+// Words of the current slab one lane reads in a round (the lanes of a group
+// split the slab), and random (slab, word) probes of one lane in a draw round.
 constexpr unsigned kHeapScanWords = 8;
+constexpr unsigned kHeapDrawProbes = 4;
+// Every other random probe goes to one of the class's newest slabs (this many).
+constexpr unsigned kHeapRecentSlabs = 8;
 // atomicOr attempts of a lane on one word (each after a lost race).
 constexpr unsigned kHeapClaimTries = 4;
-// Class state (uint32 words per class): slabs attached, the first-install
-// lock, the dirty mark (a free since the class last found no slab to
-// recycle), cursors enabled beyond the first, then kHeapCursors 64-bit
-// cursors.  A group uses cursor smid % kHeapCursors when it is enabled, else
-// cursor 0; a class of s slabs enables 1 + s / kHeapSlabsPerCursor of them
-// (few partly filled slabs for a small class, one atomic address per few SMs
-// for a busy one).
-constexpr unsigned kHeapStateCount = 0;
-constexpr unsigned kHeapStateLock = 1;
-constexpr unsigned kHeapStateDirty = 2;
-constexpr unsigned kHeapStateEnabled = 3;
-constexpr unsigned kHeapStateCursorWord = 4;
-constexpr unsigned kHeapCursors = 32;
-constexpr unsigned kHeapSlabsPerCursor = 4;
-constexpr unsigned kHeapClassStateWords = kHeapStateCursorWord + 2 * kHeapCursors;
-// Cursor field (the high word): slab + 1 in the low 27 bits (0: none yet;
-// kHeapFieldExhausted: no page was left for a slab), the slab's scale, and
-// the recycle flag (a slab served through its bitmap).
-constexpr unsigned kHeapFieldSlabBits = 27;
-constexpr unsigned kHeapFieldSlabMask = (1u << kHeapFieldSlabBits) - 1;
-constexpr unsigned kHeapFieldNone = 0;
-constexpr unsigned kHeapFieldExhausted = kHeapFieldSlabMask;
-constexpr unsigned kHeapFieldScaleShift = kHeapFieldSlabBits;
-constexpr unsigned kHeapScaleMask = 0xf;
-constexpr unsigned kHeapFieldRecycle = 1u << 31;
-// Pages a heap may have (slab + 1 fits the field, below kHeapFieldExhausted).
-constexpr unsigned long long kHeapMaxPages = 1ull << 26;
-// A cursor without a slab still takes the groups' adds: its offset is cut
-// back below 2^31 so it never carries into the field.
-constexpr unsigned kHeapOffsetWrap = 1u << 30;
-// Bump slabs grow with the class: 2^scale base slabs, scale + 1 once the
-// class has kHeapScaleSlabs << scale slabs (at most 2^kHeapMaxScale), so a busy
-// class switches slabs rarely and a quiet one holds little.
-constexpr unsigned kHeapMaxScale = 3;
-constexpr unsigned kHeapScaleSlabs = 16;
-// Slab record (slab_meta of a slab's first page): tag, scale, the cursor
-// that bump-allocates it (+ 1; 0: none), class.
-constexpr unsigned kHeapRecScaleShift = 26;
-constexpr unsigned kHeapRecMarkerShift = 20;
-constexpr unsigned kHeapRecMarkerMask = 0x3f;
-constexpr unsigned kHeapRecClassMask = 0xff;
-// Recycling: random slabs of the class probed when a cursor switches after
-// frees; a slab qualifies with >= 1 / kHeapRecycleShare of its slots free.
-constexpr unsigned kHeapRecycleProbes = 8;
-constexpr unsigned kHeapRecycleShare = 8;
-// Fast-path rounds of one call before the slow path (a bound, never reached
-// in practice), and the wait for a switch: rounds of a sleep from
-// kHeapWaitNs ns, doubled up to 16x.
-constexpr unsigned kHeapFastRounds = 256;
-constexpr unsigned kHeapWaitRounds = 64;
-constexpr unsigned kHeapWaitNs = 64;
+// Rounds that found no free slot before the group attaches a slab: the
+// current slab, then draw rounds (n lanes x kHeapDrawProbes probes each).
+// A slab is memory: attach only when the class's slabs look full (a host
+// model of this policy, one class, churn of 50 %: 8 rounds x 4 probes keep
+// held / live near 1.05 where 5 x 2 drifted to 1.25 with 16-slot slabs).
+constexpr unsigned kHeapMissesBeforeAttach = 8;
+// Attaches of one class under way at a time: this many plus 1/16 of its slabs
+// (a burst grows a class by <= ~6 % per attach latency, so at most that
+// share of its slabs is left nearly empty when the burst ends).
+constexpr unsigned kHeapMinConcurrentAttach = 2;
+constexpr unsigned kHeapAttachShare = 16;
+// Class state (uint32 words per class): slabs attached, attaches under way,
+// then kHeapCursors current slabs (+ 1; 0: none).  A class of s slabs uses
+// 1 + s / kHeapSlabsPerCursor of them (chosen by SM): few partly filled slabs
+// for a small class, less contention on one slab's words for a large one.
+constexpr unsigned kHeapClassStateWords = 16;
+constexpr unsigned kHeapStateCursor = 2;
+constexpr unsigned kHeapCursors = 8;
+constexpr unsigned kHeapSlabsPerCursor = 16;
+// Refusals after which a group attaches regardless (a bound on waiting).
+constexpr unsigned kHeapMaxRefusals = 64;
+// Wait of a group refused an attach, in ns (about one attach's latency),
+// doubled per refusal up to 16x.
+constexpr unsigned kHeapAttachWaitNs = 256;
 
 // The C view's layout, restated for NVRTC (which has no <stdint.h>); checked
 // against gpudyn_heap_view_t below whenever the C header is available.
@@ -308,14 +296,6 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
 // thread that later observes one of its later writes (lighter than the
 // sequentially consistent __threadfence).
 __device__ __forceinline__ void release_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
-
-// atomicAdd with acquire semantics at GPU scope: a thread that reads a cursor
-// installed after a slab's records were written and fenced sees the records.
-__device__ __forceinline__ unsigned long long atomic_add_acquire(unsigned long long* p, unsigned long long v) {
-    unsigned long long old;
-    asm volatile("atom.acquire.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
-    return old;
-}
 
 // OR of a 64-bit value over the lanes of mask (a warp collective over mask).
 __device__ __forceinline__ unsigned long long masked_or64(unsigned mask, unsigned long long v) {
@@ -426,11 +406,8 @@ public:
             unsigned long long old = 0;
             if (lane == leader) old = atomicAnd(s.word, ~bits);
             old = __shfl_sync(group, old, int(leader));
-            if ((old & s.bit) == 0) return bad_free();  // the slot was free already: nothing changed
-            // The class has free slots to recycle (a plain load first: the mark is usually set).
-            unsigned* dirty = class_state(s.cls) + kHeapStateDirty;
-            if (lane == leader && detail::load_word(dirty) == 0) atomicExch(dirty, 1u);
-            return true;
+            if ((old & s.bit) != 0) return true;
+            return bad_free();  // the slot was free already: nothing changed
         }
         if (s.kind == kNull) return true;
         if (s.kind == kHuge) return huge_free(s.page);
@@ -462,26 +439,16 @@ public:
         const unsigned rec = detail::load_word(slab_meta() + page);
         const unsigned tag = rec >> kHeapTagShift;
         if (tag == kHeapTagSlab) {
-            const unsigned c = rec & kHeapRecClassMask;
-            const heap_class k = class_info(c);
-            const unsigned slots = slab_slots(k, (rec >> kHeapRecScaleShift) & kHeapScaleMask);
+            const heap_class k = class_info(rec & kHeapLowMask);
             const unsigned long long* w = slot_words(page);
             unsigned used = 0;
-            for (unsigned i = 0; i * 64 < slots; ++i) {
-                unsigned long long valid = (slots - i * 64) >= 64 ? ~0ull : ((1ull << (slots - i * 64)) - 1);
+            for (unsigned i = 0; i * 64 < k.slots; ++i) {
+                unsigned long long valid = (k.slots - i * 64) >= 64 ? ~0ull : ((1ull << (k.slots - i * 64)) - 1);
                 used += detail::popcount(detail::load_word(w + i) & valid);
-            }
-            // A cursor's bump slab: the slots past its offset are set but not handed out.
-            const unsigned marker = (rec >> kHeapRecMarkerShift) & kHeapRecMarkerMask;
-            if (marker != 0) {
-                const unsigned long long cv = detail::load_word(cursor(c, marker - 1));
-                const unsigned field = unsigned(cv >> 32);
-                if (field_is_slab(field) && !field_recycle(field) && field_slab(field) == page && unsigned(cv) < slots)
-                    used -= slots - unsigned(cv);
             }
             u.allocations = used;
             u.bytes_allocated = static_cast<unsigned long long>(used) * k.size;
-            u.largest_slot = used < slots ? k.size : 0;
+            u.largest_slot = used < k.slots ? k.size : 0;
         } else if (tag == kHeapTagHuge) {
             u.allocations = 1;
             u.bytes_allocated = (static_cast<unsigned long long>(rec & kHeapLowMask) * 64) << v_.page_shift;
@@ -507,7 +474,6 @@ private:
         unsigned long long* word; // slot bitmap word (kSlot)
         unsigned long long bit;   // the slot's bit in it (kSlot)
         unsigned long long size;  // class size (kSlot)
-        unsigned cls;             // class (kSlot)
     };
 
     __device__ unsigned long long* counters() const { return reinterpret_cast<unsigned long long*>(v_.counters); }
@@ -564,7 +530,7 @@ private:
 
     // What p is (thread-level; no side effects).
     __device__ slot_ref locate(const void* p) const {
-        slot_ref s{kBad, 0, nullptr, 0, 0, 0};
+        slot_ref s{kBad, 0, nullptr, 0, 0};
         if (p == nullptr) {
             s.kind = kNull;
             return s;
@@ -585,25 +551,14 @@ private:
             if (tag != kHeapTagSlab) return s;
         }
         if (tag == kHeapTagSlab) {
-            const unsigned c = rec & kHeapRecClassMask;
+            const unsigned c = rec & kHeapLowMask;
             if (c >= v_.class_count) return s;
             const heap_class k = class_info(c);
             const unsigned long long in = reinterpret_cast<unsigned long long>(p) -
                                           reinterpret_cast<unsigned long long>(page_address(head));
             const unsigned long long slot = in / k.size;
-            const unsigned slots = slab_slots(k, (rec >> kHeapRecScaleShift) & kHeapScaleMask);
-            if (slot * k.size != in || slot >= slots) return s;  // interior pointer or slab tail
-            // A slot of a cursor's bump slab past its offset was never handed out
-            // (its bit is set until then): a bad free.
-            const unsigned marker = (rec >> kHeapRecMarkerShift) & kHeapRecMarkerMask;
-            if (marker != 0) {
-                const unsigned long long cv = detail::load_word(cursor(c, marker - 1));
-                const unsigned field = unsigned(cv >> 32);
-                if (field_is_slab(field) && !field_recycle(field) && field_slab(field) == head && slot >= unsigned(cv))
-                    return s;
-            }
+            if (slot * k.size != in || slot >= k.slots) return s;  // interior pointer or slab tail
             s.kind = kSlot;
-            s.cls = c;
             s.word = slot_words(head) + slot / 64;
             s.bit = 1ull << (slot % 64);
             s.size = k.size;
@@ -618,355 +573,226 @@ private:
     }
 
     // ---- small: slabs of a size class ------------------------------------
-    // Cursor word: [63:32] field, [31:0] offset (slots taken from the slab).
-    __device__ unsigned long long* cursor(unsigned c, unsigned i) const {
-        return reinterpret_cast<unsigned long long*>(class_state(c) + kHeapStateCursorWord) + i;
-    }
-    __device__ static unsigned field_slab(unsigned field) { return (field & kHeapFieldSlabMask) - 1; }
-    __device__ static unsigned field_scale(unsigned field) { return (field >> kHeapFieldScaleShift) & kHeapScaleMask; }
-    __device__ static bool field_recycle(unsigned field) { return (field & kHeapFieldRecycle) != 0; }
-    __device__ static bool field_is_slab(unsigned field) {
-        return field != kHeapFieldNone && (field & kHeapFieldSlabMask) != kHeapFieldExhausted;
-    }
-    __device__ static unsigned long long cursor_value(unsigned field, unsigned offset) {
-        return (static_cast<unsigned long long>(field) << 32) | offset;
-    }
-    __device__ static unsigned make_field(unsigned slab, unsigned scale, bool recycle) {
-        return (slab + 1) | (scale << kHeapFieldScaleShift) | (recycle ? kHeapFieldRecycle : 0u);
-    }
-    __device__ static unsigned slab_slots(const heap_class& k, unsigned scale) { return k.slots << scale; }
-    __device__ char* slot_address(unsigned slab, const heap_class& k, unsigned slot) const {
-        return page_address(slab) + static_cast<unsigned long long>(slot) * k.size;
-    }
-
     // A warp collective over `group` (lanes of one class that arrived together).
-    // Fast path: the leader adds the group's need to the SM's cursor of the
-    // class (one atomic, whatever the convergence) and each lane takes the
-    // slot offset + rank of the cursor's bump slab, whose slot bits were all
-    // set when it was attached.  The group whose range reaches the slab's end
-    // switches the cursor (exactly one per slab: offsets are unique); groups
-    // that came after wait for the switch.  A recycled slab (frees made room)
-    // is served through its bitmap instead, the cursor's offset counting down
-    // its free slots.  When no slab can be had, the slow path sweeps the class.
+    // Rounds: (a) the class's current slab, scanned by the group's lanes from a
+    // group-uniform random word; (b) when it had no free slot, random slabs of
+    // the class (half the draws among the newest slabs, where a burst's free
+    // slots are); a draw that finds a slab with room left makes it current, so
+    // later groups fill it instead of attaching; (c) after
+    // kHeapMissesBeforeAttach rounds that found no free slot, the leader
+    // attaches a slab, with at most kHeapMinConcurrentAttach + slabs / 16
+    // attaches of the class under way (a refused group sleeps and reads the
+    // current slab again, which an attacher just replaced); (d) when no page is
+    // left for a slab, a sweep of every word of the class.  A claim retries on
+    // its word while the word has free bits (a lost race is not a miss).
     __device__ void* small_malloc(unsigned group, unsigned c) const {
         const unsigned lane = detail::lane_index();
+        const unsigned n = detail::popcount(group);
+        const unsigned rank = detail::popcount(group & detail::lanes_below());
         const unsigned leader = detail::lowest_bit(group);
         const heap_class k = class_info(c);
-        unsigned ci = detail::sm_id() % kHeapCursors;
+        const unsigned nwords = (k.slots + 63) / 64;
+        unsigned* state = class_state(c);
+        const unsigned* dir = directory() + k.dir_offset;
+        detail::counter_rng rng = detail::heap_rng();
+        const unsigned sm_cursor = detail::sm_id() % kHeapCursors;
         char* mine = nullptr;
-        bool slow = false;
-        for (unsigned round = 0; round < kHeapFastRounds; ++round) {
+        unsigned misses = 0, refusals = 0;
+        bool sweeping = false;
+        unsigned long long sweep_pos = 0, sweep_end = 0;
+        for (unsigned round = 0;; ++round) {
             const unsigned needy = __ballot_sync(group, mine == nullptr);
             if (needy == 0) break;
             const unsigned need = detail::popcount(needy);
-            const unsigned r = detail::popcount(needy & detail::lanes_below());
-            unsigned long long old = 0;
+            const unsigned needy_rank = detail::popcount(needy & detail::lanes_below());
+            // 1. Each lane finds a word with free bits (or none).
+            // The class's slab count and current slab: the SM's cursor of
+            // 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors) spreads the
+            // groups of a large class over several current slabs; the three loads
+            // are independent (one latency).
+            unsigned count = 0, cur = 0, cursor = 0;
             if (lane == leader) {
-                old = detail::atomic_add_acquire(cursor(c, ci), need);
-                if ((old >> 32) == kHeapFieldNone && ci != 0) {  // not enabled yet: cursor 0 serves
-                    ci = 0;
-                    old = detail::atomic_add_acquire(cursor(c, 0), need);
-                }
-                // Offsets of a cursor without a slab only grow: keep them off the field.
-                if (!field_is_slab(unsigned(old >> 32)) && unsigned(old) >= kHeapOffsetWrap)
-                    atomicAnd(cursor(c, ci), ~static_cast<unsigned long long>(kHeapOffsetWrap | (kHeapOffsetWrap << 1)));
+                count = detail::load_word(state);
+                const unsigned cur0 = detail::load_acquire(state + kHeapStateCursor);
+                const unsigned curs = detail::load_acquire(state + kHeapStateCursor + sm_cursor);
+                const unsigned active = count / kHeapSlabsPerCursor + 1;
+                cursor = sm_cursor < active ? sm_cursor : 0u;
+                cur = cursor != 0 ? curs : cur0;
             }
-            old = __shfl_sync(group, old, int(leader));
-            ci = __shfl_sync(group, ci, int(leader));
-            const unsigned field = unsigned(old >> 32), off = unsigned(old);
-            if (field == kHeapFieldNone) {  // cursor 0 of a class without a slab: one group installs it
-                unsigned* lock = class_state(c) + kHeapStateLock;
-                bool installer = false;
-                if (lane == leader && atomicCAS(lock, 0u, 1u) == 0u) {
-                    installer = unsigned(detail::load_word(cursor(c, 0)) >> 32) == kHeapFieldNone;
-                    if (!installer) atomicExch(lock, 0u);  // installed since this group's add
+            count = __shfl_sync(group, count, int(leader));
+            cur = __shfl_sync(group, cur, int(leader));
+            cursor = __shfl_sync(group, cursor, int(leader));
+            const unsigned base = __shfl_sync(group, nwords > 1 ? rng.below(nwords) : 0u, int(leader));
+            unsigned slab = kHeapNoPage, w = 0;
+            unsigned long long free_bits = 0;
+            const bool from_current = !sweeping && misses == 0 && cur != 0;
+            if (sweeping) {
+                const unsigned long long q = sweep_pos + rank;
+                if (q < sweep_end) {
+                    slab = detail::load_acquire(dir + unsigned(q / nwords));
+                    w = unsigned(q % nwords);
+                    if (slab != kHeapNoPage) free_bits = ~detail::load_word(slot_words(slab) + w);
                 }
-                if (__shfl_sync(group, installer, int(leader))) {
-                    switch_cursor(group, c, k, ci, old, mine);
-                    if (lane == leader) atomicExch(lock, 0u);
-                } else {
-                    wait_for_switch(group, c, ci, field, 0);
+                sweep_pos += n;
+            } else if (from_current) {
+                // The current slab: lane r reads words base + r, base + r + n, ..
+                slab = cur - 1;
+                const unsigned long long* sw = slot_words(slab);
+                for (unsigned j = rank, steps = 0; j < nwords && steps < kHeapScanWords; j += n, ++steps) {
+                    w = (base + j) % nwords;
+                    free_bits = ~detail::load_word(sw + w);
+                    if (free_bits != 0) break;
                 }
+            } else if (count != 0) {
+                // Random probes: a random word of a random slab (every other probe
+                // among the newest slabs), until one has a free slot.
+                const unsigned recent = count < kHeapRecentSlabs ? count : kHeapRecentSlabs;
+                for (unsigned j = 0; j < kHeapDrawProbes; ++j) {
+                    const unsigned idx = ((rank + j) & 1) != 0 ? count - 1 - rng.below(recent) : rng.below(count);
+                    const unsigned sl = detail::load_acquire(dir + idx);
+                    if (sl == kHeapNoPage) continue;
+                    slab = sl;
+                    w = nwords > 1 ? rng.below(nwords) : 0u;
+                    free_bits = ~detail::load_word(slot_words(slab) + w);
+                    if (free_bits != 0) break;
+                }
+            }
+            // 2. A prefix sum of the free bits splits the need; each lane claims its
+            //    share on its word with atomicOr, again on the bits still free when
+            //    another warp took some first.
+            unsigned long long* wp = free_bits != 0 ? slot_words(slab) + w : nullptr;
+            const unsigned f = detail::popcount(free_bits);
+            const unsigned incl = detail::masked_inclusive_sum(group, f);
+            const unsigned s = incl - f;
+            const unsigned take = s < need ? (f < need - s ? f : need - s) : 0;
+            unsigned long long got = 0, avail = free_bits;
+            unsigned left = 0;  // free bits seen after the last claim
+            for (unsigned tries = 0; take != 0 && tries < kHeapClaimTries; ++tries) {
+                const unsigned have = detail::popcount(got);
+                if (have >= take || avail == 0) break;
+                const unsigned long long want = detail::lowest_set_bits(avail, take - have);
+                const unsigned long long old = atomicOr(wp, want);
+                got |= want & ~old;
+                avail = ~(old | want);
+                left = detail::popcount(avail);
+            }
+            // 3. Hand-out by what was won: needy lane of rank r takes the (r - s2)-th
+            //    won bit of the lane whose won range [s2, s2 + g) covers r.
+            const unsigned g = detail::popcount(got);
+            const unsigned s2 = detail::masked_inclusive_sum(group, g) - g;
+            const unsigned contributors = __ballot_sync(group, g != 0);
+            for (unsigned rest = contributors; rest != 0; rest &= rest - 1) {
+                const int src = int(detail::lowest_bit(rest));
+                const unsigned cs = __shfl_sync(group, s2, src);
+                const unsigned cg = __shfl_sync(group, g, src);
+                const unsigned long long cgot = __shfl_sync(group, got, src);
+                const unsigned cslab = __shfl_sync(group, slab, src);
+                const unsigned cw = __shfl_sync(group, w, src);
+                if (mine == nullptr && needy_rank >= cs && needy_rank < cs + cg) {
+                    const unsigned bit = detail::nth_set_bit(cgot, needy_rank - cs);
+                    mine = page_address(cslab) + static_cast<unsigned long long>(cw * 64 + bit) * k.size;
+                }
+            }
+            if (sweeping) {
+                if (sweep_pos >= sweep_end) break;  // every word of every slab seen once
                 continue;
             }
-            if (!field_is_slab(field)) {  // no page left for a slab when it was last tried
-                slow = true;
-                break;
-            }
-            const unsigned slab = field_slab(field);
-            const unsigned slots = slab_slots(k, field_scale(field));
-            if (off < slots) {
-                const unsigned avail = need < slots - off ? need : slots - off;
-                if (!field_recycle(field)) {
-                    if (mine == nullptr && r < avail) mine = slot_address(slab, k, off + r);
+            // A random draw that found a slab with room left makes it the current slab.
+            const unsigned room = k.slots / 4 < 8 ? (k.slots / 4 > 0 ? k.slots / 4 : 1u) : 8u;
+            const unsigned promote = __ballot_sync(group, !from_current && g != 0 && left >= room);
+            // (A plain load first: when many groups promote at once, one CAS per cursor lands.)
+            if (promote != 0 && lane == detail::lowest_bit(promote) &&
+                detail::load_word(state + kHeapStateCursor + cursor) == cur)
+                atomicCAS(state + kHeapStateCursor + cursor, cur, slab + 1);
+            const bool progress = contributors != 0;
+            misses = progress ? 0 : misses + 1;
+            if (count == 0) misses = kHeapMissesBeforeAttach;  // no slab yet: attach at once
+            if (misses < kHeapMissesBeforeAttach) continue;
+            // 4. Attach a slab (the leader), pre-claiming slots for the still needy lanes.
+            const unsigned still = __ballot_sync(group, mine == nullptr);
+            const unsigned still_n = detail::popcount(still);
+            const unsigned claimed = still_n < k.slots ? still_n : k.slots;
+            unsigned head = kHeapNoPage;
+            bool refused = false;
+            if (lane == leader) {
+                const unsigned underway = atomicAdd(state + 1, 1u);
+                const unsigned limit = kHeapMinConcurrentAttach + count / kHeapAttachShare;
+                if (underway >= limit && refusals < kHeapMaxRefusals) {
+                    refused = true;
                 } else {
-                    claim_slab(group, k, slab, slots, off / 4, avail, mine);
+                    head = attach_slab(c, k, claimed, cursor, rng);
                 }
-                if (off + need >= slots) switch_cursor(group, c, k, ci, old, mine);  // this group took the last
-            } else {
-                wait_for_switch(group, c, ci, field, slots);
+                atomicSub(state + 1, 1u);
             }
+            head = __shfl_sync(group, head, int(leader));
+            refused = __shfl_sync(group, refused, int(leader));
+            if (head != kHeapNoPage) {
+                const unsigned r = detail::popcount(still & detail::lanes_below());
+                if (mine == nullptr && r < claimed)
+                    mine = page_address(head) + static_cast<unsigned long long>(r) * k.size;
+                // A group larger than a slab: one draw round, then the next attach.
+                misses = still_n > claimed ? kHeapMissesBeforeAttach - 1 : 0;
+                continue;
+            }
+            if (refused) {
+                // Another group is attaching: wait about one attach, then read the current slab.
+                __nanosleep(kHeapAttachWaitNs << (refusals < 4 ? refusals : 4u));
+                ++refusals;
+                misses = 0;
+                continue;
+            }
+            // No page for a slab: sweep every word of the class once.
+            sweeping = true;
+            sweep_pos = 0;
+            sweep_end = static_cast<unsigned long long>(
+                            __shfl_sync(group, lane == leader ? detail::load_word(state) : 0u, int(leader))) *
+                        nwords;
+            if (sweep_end == 0) break;
         }
-        if (slow || __ballot_sync(group, mine == nullptr) != 0) sweep_class(group, c, k, ci, mine);
         count_failures(group, mine == nullptr);
         return mine;
     }
 
-    // Groups that came after a slab's last slot wait until the cursor changes.
-    __device__ void wait_for_switch(unsigned group, unsigned c, unsigned ci, unsigned field, unsigned slots) const {
-        if (detail::lane_index() == detail::lowest_bit(group)) {
-            for (unsigned i = 0; i < kHeapWaitRounds; ++i) {
-                __nanosleep(kHeapWaitNs << (i < 4 ? i : 4u));
-                const unsigned long long v = detail::load_word(cursor(c, ci));
-                if (unsigned(v >> 32) != field || unsigned(v) < slots) break;
-            }
-        }
-        __syncwarp(group);
-    }
-
-    // Claims up to `want` free slots of `slab` (slot bits: 1 = used) for the
-    // lanes of `group` without one, scanning words from `start`: lane r reads
-    // words start + r, + n, .. (at most kHeapScanWords), a prefix sum of the
-    // free bits seen splits the want, each lane claims its share on its word
-    // with atomicOr (again on the bits still free after a lost race), and the
-    // won slots go out by rank.  Returns the slots won (group-uniform).
-    __device__ unsigned claim_slab(unsigned group, const heap_class& k, unsigned slab, unsigned slots,
-                                   unsigned start, unsigned want, char*& mine) const {
-        const unsigned n = detail::popcount(group);
-        const unsigned rank = detail::popcount(group & detail::lanes_below());
-        const unsigned needy = __ballot_sync(group, mine == nullptr);
-        const unsigned needy_rank = detail::popcount(needy & detail::lanes_below());
-        const unsigned nwords = (slots + 63) / 64;
-        unsigned long long* sw = slot_words(slab);
-        unsigned w = 0;
-        unsigned long long free_bits = 0;
-        for (unsigned j = rank, steps = 0; j < nwords && steps < kHeapScanWords; j += n, ++steps) {
-            w = (start + j) % nwords;
-            free_bits = ~detail::load_word(sw + w);  // tail bits past `slots` are set
-            if (free_bits != 0) break;
-        }
-        const unsigned f = detail::popcount(free_bits);
-        const unsigned s = detail::masked_inclusive_sum(group, f) - f;
-        const unsigned take = s < want ? (f < want - s ? f : want - s) : 0;
-        unsigned long long got = 0, avail = free_bits;
-        for (unsigned tries = 0; take != 0 && tries < kHeapClaimTries; ++tries) {
-            const unsigned have = detail::popcount(got);
-            if (have >= take || avail == 0) break;
-            const unsigned long long bits = detail::lowest_set_bits(avail, take - have);
-            const unsigned long long old = atomicOr(sw + w, bits);
-            got |= bits & ~old;
-            avail = ~(old | bits);
-        }
-        const unsigned g = detail::popcount(got);
-        const unsigned incl = detail::masked_inclusive_sum(group, g);
-        const unsigned s2 = incl - g;
-        const unsigned total = __shfl_sync(group, incl, int(detail::highest_lane(group)));
-        for (unsigned rest = __ballot_sync(group, g != 0); rest != 0; rest &= rest - 1) {
-            const int src = int(detail::lowest_bit(rest));
-            const unsigned cs = __shfl_sync(group, s2, src);
-            const unsigned cg = __shfl_sync(group, g, src);
-            const unsigned long long cgot = __shfl_sync(group, got, src);
-            const unsigned cw = __shfl_sync(group, w, src);
-            if (mine == nullptr && needy_rank >= cs && needy_rank < cs + cg)
-                mine = slot_address(slab, k, cw * 64 + detail::nth_set_bit(cgot, needy_rank - cs));
-        }
-        return total;
-    }
-
-    // The group that took a slab's last slot installs the cursor's next slab:
-    // a slab of the class with room after frees (when a free marked the class
-    // dirty), else a fresh bump slab (its first slots for the group's lanes
-    // still without one), else the exhausted mark (the slow path serves).
-    // Then the class may enable one more cursor.
-    __device__ void switch_cursor(unsigned group, unsigned c, const heap_class& k, unsigned ci,
-                                  unsigned long long old, char*& mine) const {
-        const unsigned lane = detail::lane_index();
-        const unsigned leader = detail::lowest_bit(group);
-        unsigned* state = class_state(c);
-        unsigned long long value = 0;
-        if (detail::load_word(state + kHeapStateDirty) != 0) {
-            detail::counter_rng rng = detail::heap_rng();
-            value = find_recycle(group, c, k, rng);
-            if (value == 0 && lane == leader) atomicExch(state + kHeapStateDirty, 0u);
-        }
-        const unsigned count = __shfl_sync(group, lane == leader ? detail::load_word(state) : 0u, int(leader));
-        unsigned scale = 0;
-        while (scale < kHeapMaxScale && count >= (kHeapScaleSlabs << scale)) ++scale;
-        if (value == 0) {
-            const unsigned still = __ballot_sync(group, mine == nullptr);
-            const unsigned still_n = detail::popcount(still);
-            const unsigned head = attach_bump(group, c, k, scale, ci);
-            if (head != kHeapNoPage) {
-                const unsigned slots = slab_slots(k, scale);
-                const unsigned claimed = still_n < slots ? still_n : slots;
-                const unsigned r = detail::popcount(still & detail::lanes_below());
-                if (mine == nullptr && r < claimed) mine = slot_address(head, k, r);
-                value = cursor_value(make_field(head, scale, false), claimed);
-            } else {
-                value = cursor_value(kHeapFieldExhausted, 0);
-            }
-        }
-        if (lane == leader) retire(c, k, atomicExch(cursor(c, ci), value));
-        // One more cursor when the class has grown (spreads the groups of a busy class).
-        unsigned en = 0;
-        bool enable = false;
-        if (lane == leader && field_is_slab(unsigned(value >> 32))) {
-            en = detail::load_word(state + kHeapStateEnabled);
-            enable = en + 1 < kHeapCursors && count >= (en + 1) * kHeapSlabsPerCursor &&
-                     atomicCAS(state + kHeapStateEnabled, en, en + 1) == en;
-        }
-        if (__shfl_sync(group, enable, int(leader))) {
-            en = __shfl_sync(group, en, int(leader)) + 1;
-            const unsigned head = attach_bump(group, c, k, scale, en);
-            if (lane == leader && head != kHeapNoPage)
-                retire(c, k, atomicExch(cursor(c, en), cursor_value(make_field(head, scale, false), 0)));
-        }
-        (void)old;
-    }
-
-    // A cursor's previous value: a bump slab it leaves with slots never handed
-    // out gets their bits cleared (they become free slots the class can
-    // recycle), and its record loses the cursor mark (free needs no offset check).
-    __device__ void retire(unsigned c, const heap_class& k, unsigned long long prev) const {
-        const unsigned field = unsigned(prev >> 32);
-        if (!field_is_slab(field) || field_recycle(field)) return;
-        const unsigned slab = field_slab(field);
-        const unsigned slots = slab_slots(k, field_scale(field));
-        atomicAnd(slab_meta() + slab, ~(kHeapRecMarkerMask << kHeapRecMarkerShift));
-        unsigned off = unsigned(prev);
-        if (off >= slots) return;
-        __threadfence();  // the mark is gone before the slots are free
-        unsigned long long* sw = slot_words(slab);
-        for (; off < slots; off = (off / 64 + 1) * 64) {
-            const unsigned end = (off / 64 + 1) * 64 < slots ? (off / 64 + 1) * 64 : slots;
-            const unsigned long long bits = (end - off == 64 ? ~0ull : ((1ull << (end - off)) - 1)) << (off % 64);
-            atomicAnd(sw + off / 64, ~bits);
-        }
-        atomicExch(class_state(c) + kHeapStateDirty, 1u);
-    }
-
-    // A slab of the class with at least kHeapRecycleShare of its slots free
-    // (random slabs of the directory; the group counts a slab's free bits
-    // together); its cursor value (offset = slots - free), or 0.
-    __device__ unsigned long long find_recycle(unsigned group, unsigned c, const heap_class& k,
-                                               detail::counter_rng& rng) const {
-        const unsigned lane = detail::lane_index();
-        const unsigned leader = detail::lowest_bit(group);
-        const unsigned n = detail::popcount(group);
-        const unsigned rank = detail::popcount(group & detail::lanes_below());
-        const unsigned count = __shfl_sync(group, lane == leader ? detail::load_word(class_state(c)) : 0u, int(leader));
-        if (count == 0) return 0;
-        const unsigned* dir = directory() + k.dir_offset;
-        for (unsigned probe = 0; probe < kHeapRecycleProbes; ++probe) {
-            unsigned slab = lane == leader ? detail::load_acquire(dir + rng.below(count)) : 0u;
-            slab = __shfl_sync(group, slab, int(leader));
-            if (slab == kHeapNoPage) continue;
-            const unsigned rec = detail::load_word(slab_meta() + slab);
-            const unsigned scale = (rec >> kHeapRecScaleShift) & kHeapScaleMask;
-            const unsigned slots = slab_slots(k, scale);
-            const unsigned nwords = (slots + 63) / 64;
-            unsigned f = 0;
-            for (unsigned j = rank; j < nwords; j += n) f += detail::popcount(~detail::load_word(slot_words(slab) + j));
-            f = __shfl_sync(group, detail::masked_inclusive_sum(group, f), int(detail::highest_lane(group)));
-            if (f * kHeapRecycleShare >= slots && f > 0)
-                return cursor_value(make_field(slab, scale, true), slots - f);
-        }
-        return 0;
-    }
-
-    // Attaches a bump slab of class c (2^scale base slabs, fewer when the
-    // pages for it are not there) marked as cursor `ci`'s: every slot bit set
-    // (the cursor's offset hands the slots out), records written, fenced, then
-    // published in the class's directory.  Collective over `group` (its lanes
-    // set the bits).  Returns the first page or kHeapNoPage; `scale` becomes the
-    // one used.
-    __device__ unsigned attach_bump(unsigned group, unsigned c, const heap_class& k, unsigned& scale,
-                                    unsigned ci) const {
-        const unsigned lane = detail::lane_index();
-        const unsigned leader = detail::lowest_bit(group);
-        const unsigned n = detail::popcount(group);
-        const unsigned rank = detail::popcount(group & detail::lanes_below());
+    // Attaches a new slab to class c (one thread), its first `claimed` slots
+    // already taken by the caller.  Returns its first page or kHeapNoPage.
+    __device__ unsigned attach_slab(unsigned c, const heap_class& k, unsigned claimed, unsigned cursor,
+                                    detail::counter_rng& rng) const {
+        const rw_heap_ref pages = run_ref(kHeapCounterAttachScratch);
         unsigned head = kHeapNoPage;
-        if (lane == leader) {
-            detail::counter_rng rng = detail::heap_rng();
-            const rw_heap_ref pages = run_ref(kHeapCounterAttachScratch);
-            for (;; --scale) {
-                const unsigned np = k.slab_pages << scale;
-                if (np == 1) {
-                    head = pages.get_page<rw_algorithm::rw_bm>(rng);
-                } else {
-                    rw_malloc_storage st;  // a one-lane RW_malloc: local scratch
-                    void* p = pages.malloc(1u << lane, static_cast<unsigned long long>(np) << v_.page_shift, st, rng);
-                    if (p != nullptr) {
-                        head = unsigned((reinterpret_cast<unsigned long long>(p) - v_.base) >> v_.page_shift);
-                        // The slab's records are ours (slab_meta), not a run's: free and the
-                        // stats never read run_meta or rw_heap's live-start bit for slab pages.
-                        for (unsigned i = 0; i < np; ++i) run_meta()[head + i] = 0;
-                    }
-                }
-                if (head != kHeapNoPage || scale == 0) break;
+        if (k.slab_pages == 1) {
+            head = pages.get_page<rw_algorithm::rw_bm>(rng);
+        } else {
+            rw_malloc_storage st;  // a one-lane RW_malloc: local scratch
+            void* p = pages.malloc(1u << detail::lane_index(),
+                                   static_cast<unsigned long long>(k.slab_pages) << v_.page_shift, st, rng);
+            if (p != nullptr) {
+                head = unsigned((reinterpret_cast<unsigned long long>(p) - v_.base) >> v_.page_shift);
+                // The slab's records are ours (slab_meta), not a run's: free and the stats
+                // never read run_meta or rw_heap's live-start bit for slab pages.
+                for (unsigned i = 0; i < k.slab_pages; ++i) run_meta()[head + i] = 0;
             }
         }
-        head = __shfl_sync(group, head, int(leader));
-        scale = __shfl_sync(group, scale, int(leader));
-        if (head == kHeapNoPage) return head;
-        const unsigned slots = slab_slots(k, scale);
+        if (head == kHeapNoPage) return kHeapNoPage;
+        // Slot bits: the caller's slots and the tail past `slots` are used.
         unsigned long long* w = slot_words(head);
-        for (unsigned i = rank; i < (slots + 63) / 64; i += n) w[i] = ~0ull;
+        const unsigned nwords = (k.slots + 63) / 64;
+        for (unsigned i = 0; i < nwords; ++i) {
+            unsigned long long init = 0;
+            if (i == 0) init |= claimed >= 64 ? ~0ull : ((1ull << claimed) - 1);
+            const unsigned rest = k.slots - i * 64;
+            if (rest < 64) init |= ~((1ull << rest) - 1);
+            w[i] = init;
+        }
+        unsigned* m = slab_meta();
+        for (unsigned i = 1; i < k.slab_pages; ++i) m[head + i] = (kHeapTagMember << kHeapTagShift) | i;
+        m[head] = (kHeapTagSlab << kHeapTagShift) | c;
+        // Release: bits and records reach memory before the directory entry.
         __threadfence();
-        __syncwarp(group);
-        if (lane == leader) {
-            unsigned* m = slab_meta();
-            const unsigned np = k.slab_pages << scale;
-            for (unsigned i = 1; i < np; ++i) m[head + i] = (kHeapTagMember << kHeapTagShift) | i;
-            m[head] = (kHeapTagSlab << kHeapTagShift) | (scale << kHeapRecScaleShift) |
-                      ((ci + 1) << kHeapRecMarkerShift) | c;
-            // Release: bits and records reach memory before the slab is published.
-            __threadfence();
-            unsigned* state = class_state(c);
-            const unsigned idx = atomicAdd(state + kHeapStateCount, 1u);
-            atomicExch(directory() + k.dir_offset + idx, head);
-        }
-        __syncwarp(group);
-        return head;
-    }
-
-    // The slow path (no page for a slab when the cursor last switched): every
-    // slab of the class once from a random one, the group scanning each, then
-    // one more attach (memory may have been freed since), which re-arms the cursor.
-    __device__ void sweep_class(unsigned group, unsigned c, const heap_class& k, unsigned ci, char*& mine) const {
-        const unsigned lane = detail::lane_index();
-        const unsigned leader = detail::lowest_bit(group);
         unsigned* state = class_state(c);
-        const unsigned* dir = directory() + k.dir_offset;
-        const unsigned count = __shfl_sync(group, lane == leader ? detail::load_word(state) : 0u, int(leader));
-        detail::counter_rng rng = detail::heap_rng();
-        const unsigned first = __shfl_sync(group, count > 1 ? rng.below(count) : 0u, int(leader));
-        for (unsigned i = 0; i < count; ++i) {
-            const unsigned still = __ballot_sync(group, mine == nullptr);
-            if (still == 0) return;
-            const unsigned slab = detail::load_acquire(dir + (first + i) % count);
-            if (slab == kHeapNoPage) continue;
-            const unsigned rec = detail::load_word(slab_meta() + slab);
-            const unsigned slots = slab_slots(k, (rec >> kHeapRecScaleShift) & kHeapScaleMask);
-            // Every word of the slab: scans of kHeapScanWords words per lane until one finds nothing.
-            for (unsigned start = 0; start < (slots + 63) / 64; start += kHeapScanWords * detail::popcount(group)) {
-                const unsigned want = detail::popcount(__ballot_sync(group, mine == nullptr));
-                if (want == 0) return;
-                claim_slab(group, k, slab, slots, start, want, mine);
-            }
-        }
-        if (__ballot_sync(group, mine == nullptr) == 0) return;
-        unsigned scale = 0;
-        const unsigned still = __ballot_sync(group, mine == nullptr);
-        const unsigned head = attach_bump(group, c, k, scale, ci);
-        if (head == kHeapNoPage) return;
-        const unsigned slots = slab_slots(k, scale);
-        const unsigned still_n = detail::popcount(still);
-        const unsigned claimed = still_n < slots ? still_n : slots;
-        const unsigned r = detail::popcount(still & detail::lanes_below());
-        if (mine == nullptr && r < claimed) mine = slot_address(head, k, r);
-        if (lane == leader) retire(c, k, atomicExch(cursor(c, ci), cursor_value(make_field(head, scale, false), claimed)));
+        const unsigned idx = atomicAdd(state, 1u);
+        atomicExch(directory() + k.dir_offset + idx, head);
+        atomicExch(state + kHeapStateCursor + cursor, head + 1);  // the caller's current slab (0: none), after the fence
+        return head;
     }
 
     // ---- medium and huge: runs of pages (thread-level) ---------------------

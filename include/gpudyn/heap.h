@@ -24,7 +24,7 @@ extern "C" {
 typedef struct gpudyn_heap_s* gpudyn_heap_t;
 
 typedef enum gpudyn_heap_view_version_t {
-    GPUDYN_HEAP_VIEW_VERSION = 2
+    GPUDYN_HEAP_VIEW_VERSION = 1
 } gpudyn_heap_view_version_t;
 
 typedef struct gpudyn_heap_options_t {
@@ -47,7 +47,7 @@ typedef struct gpudyn_heap_view_t {
     uint64_t slab_meta;         /* uint32 per page: slab and huge-run records */
     uint64_t slot_bitmap;       /* uint64 words, page_size / 1024 per page: slot bits of the slab headed there */
     uint64_t class_table;       /* uint32[4] per size class: size, slab pages, slots, directory offset */
-    uint64_t class_state;       /* uint32 words per size class: slab count, cursors (heap.cuh) */
+    uint64_t class_state;       /* uint32[16] per size class: slabs attached, attaches under way, current slabs + 1 (heap.cuh) */
     uint64_t directory;         /* uint32 slab head pages of every class, 0xFFFFFFFF = not yet published */
     uint64_t mapped_pages;      /* device address of the uint32 count of pages mapped now */
     uint64_t counters;          /* device address of uint64[4]: failed allocations, bad frees, -, - */
