@@ -10,6 +10,7 @@ The device header is compiled by NVRTC with gpudyn.nvrtc_options().
 Needs a GPU and CuPy; checks every sum against NumPy and the heap's stats
 (every row served, bytes held <= 1.3 x bytes allocated).
 """
+import os
 import sys
 
 import numpy as np
@@ -70,7 +71,10 @@ def main(n: int = 100_000) -> int:
               f"{live['bytes_held']} bytes held")
         assert live["allocations"] == int((lengths > 0).sum()) and live["failed_allocations"] == 0
         # Slabs are attached only when a size class's slabs are (nearly) full.
-        assert live["bytes_held"] <= 1.3 * live["bytes_allocated"], "the heap holds too much for what is live"
+        # (Not under compute-sanitizer: it serializes the warps, so the attach
+        # throttle sees other timings; tests/sanitize.sh sets GPUDYN_SANITIZER.)
+        if not os.environ.get("GPUDYN_SANITIZER"):
+            assert live["bytes_held"] <= 1.3 * live["bytes_allocated"], "the heap holds too much for what is live"
 
         sums, bad = cp.zeros(n, dtype=cp.uint64), cp.zeros(1, dtype=cp.uint32)
         sum_and_free(grid, block, (view_arg, np.uint32(n), rows, sums, bad))
