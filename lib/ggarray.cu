@@ -560,10 +560,11 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
         } catch (const error& e) {
             raise(e.status, "argument 'capacity' is %llu: %s", (unsigned long long)capacity, e.message.c_str());
         }
-        if (array->pool_covers(need)) {  // all in the pool: no kernel
-            array->fold(s, fold_mode::keep);  // a sealed LFVector may use the new rows
-            return;
-        }
+        // A user kernel's failed reservation is given back and its seals lifted
+        // first: a sealed LFVector may use the new rows, and the grow kernel
+        // below would otherwise refuse its buckets at the seal.
+        array->fold(s, fold_mode::keep);
+        if (array->pool_covers(need)) return;  // all in the pool: no kernel
         try {
             array->ensure_heap(s);
         } catch (const error& e) {

@@ -48,6 +48,14 @@
 // A view of another layout version or element size is refused: valid() is
 // false, every push returns false and nothing (counters, status, buckets) is
 // touched; size() is 0 and spans visit nothing.
+//
+// Registers.  A kernel that pushes into a GGArray contains the growth path (an
+// out-of-line call into the heap, heap.cuh), which takes it to about 130-165
+// registers a thread (sm_90, nvcc 13.0).  Blocks of up to 384 threads launch
+// as they are; a kernel launched with larger blocks needs
+// __launch_bounds__(threads) (the compiler then keeps to the register budget,
+// spilling around the rare growth call), else the launch fails with
+// cudaErrorLaunchOutOfResources.
 // Compiles under nvcc and NVRTC.
 #pragma once
 
@@ -189,9 +197,7 @@ public:
     // Elements stored now in LFVector l.
     __device__ unsigned long long lfvector_size(unsigned l) const {
         if (!valid() || l >= view_.num_lfvectors) return 0;
-        const unsigned long long c = *static_cast<volatile unsigned long long*>(counters() + l);
-        const unsigned long long f = *static_cast<volatile unsigned long long*>(failed() + l);
-        return c < f ? c : f;
+        return held(l);
     }
 
     // ---- access by global index (valid as of get_view) ----
@@ -254,6 +260,15 @@ private:
     }
     __device__ unsigned long long* counters() const { return reinterpret_cast<unsigned long long*>(view_.sizes); }
     __device__ unsigned long long* failed() const { return reinterpret_cast<unsigned long long*>(view_.failed_at); }
+    // Elements LFVector l holds: min(counter, lowest failed start).  No check of
+    // the element size: the library's ranges kernel reads any array's counters
+    // through one instantiation (ggarray_ref<unsigned char>), whose valid() is
+    // false for every other element size.
+    __device__ unsigned long long held(unsigned l) const {
+        const unsigned long long c = *static_cast<volatile unsigned long long*>(counters() + l);
+        const unsigned long long f = *static_cast<volatile unsigned long long*>(failed() + l);
+        return c < f ? c : f;
+    }
     __device__ unsigned* growth(unsigned l) const { return reinterpret_cast<unsigned*>(view_.growth) + l; }
     __device__ unsigned* status_word() const { return reinterpret_cast<unsigned*>(view_.status); }
     __device__ const unsigned long long* ranges() const {
@@ -314,15 +329,25 @@ private:
         }
         __threadfence();
     }
+    // True when LFVector l is sealed at or below bucket b: no reservation that
+    // needs b can succeed before the host folds (volatile: through L2).
+    __device__ bool sealed_at_or_below(unsigned l, unsigned b) const {
+        return ggarray_detail::seal_of(*static_cast<volatile unsigned*>(growth(l))) <= b;
+    }
     // Buckets prefix..last made ready in order, then the ready prefix raised to
-    // last + 1 unless a seal at or below last came first (then false).
+    // last + 1 unless a seal at or below last came first (then false).  A seal
+    // already there fails the reservation before any allocation: once the
+    // budget ran out, every later reservation of the LFVector would otherwise
+    // retry the heap for the sealed bucket, one after the other (the bucket's
+    // state serializes them), which made an exhausted kernel crawl.
     __device__ bool grow_prefix(unsigned l, unsigned g, unsigned last) const {
         using namespace ggarray_detail;
+        if (seal_of(g) <= last || sealed_at_or_below(l, last)) return refuse_sealed();
         for (unsigned b = prefix_of(g); b <= last; ++b)
             if (!ensure_bucket(l, b)) return false;
         __threadfence();  // release: the buckets' pointers before the raised prefix
         for (;;) {
-            if (seal_of(g) <= last) return false;
+            if (seal_of(g) <= last) return refuse_sealed();
             if (prefix_of(g) > last) return true;
             const unsigned seen = atomicCAS(growth(l), g, (g & ~kPrefixMask) | (last + 1u));
             if (seen == g) return true;
@@ -335,7 +360,9 @@ private:
     // (pool slice or heap); others wait for it (the allocating thread depends on
     // nobody, so waiting cannot deadlock).  When the heap has no memory left (the
     // budget) the LFVector is sealed at b, the bucket returns to empty and the
-    // status word says so; nothing stored is touched.
+    // status word says so; nothing stored is touched.  A bucket at or above a
+    // seal is refused without asking the heap (every wait ends: the owner
+    // either publishes the bucket or seals and releases it).
     __device__ bool ensure_bucket(unsigned l, unsigned b) const {
         using namespace ggarray_detail;
         if (b >= GPUDYN_GGARRAY_MAX_BUCKETS) {
@@ -351,8 +378,20 @@ private:
             if (s >= kReady) return true;
             if (s == kEmpty) {
                 if (tried) return false;  // our own attempt failed: report, do not loop
+                // A failed allocation sealed the LFVector at or below b: the
+                // heap had no memory, and no reservation needing b can succeed
+                // until the host folds, so the heap is not asked again.
+                if (sealed_at_or_below(l, b)) return refuse_sealed();
                 if (atomicCAS(state(l, b), kEmpty, kBusy) == kEmpty) {
                     tried = true;
+                    // Checked again as the bucket's owner: a seal written before
+                    // the release this claim follows is visible now (the sealer
+                    // fenced between the two), so each bucket fails at most once
+                    // per fold instead of once per waiting reservation.
+                    if (sealed_at_or_below(l, b)) {
+                        atomicExch(state(l, b), kEmpty);
+                        return refuse_sealed();
+                    }
                     const bool pooled = pool_has(b);
                     void* p = nullptr;
                     const unsigned long long bytes = bucket_elements(b) * sizeof(T);
@@ -377,6 +416,12 @@ private:
             }
             __nanosleep(kWaitNs);
         }
+    }
+    // A bucket refused at a seal: the status says why (the sealer set the bit
+    // in its own view's word, which may be another one's).
+    __device__ bool refuse_sealed() const {
+        atomicOr(status_word(), dev::kArrayAllocationFailed);
+        return false;
     }
     // Elements LFVector l can hold without allocating: its prefix of buckets
     // that are ready or whose pool row is mapped.
@@ -485,7 +530,7 @@ private:
     }
 
     // Block-cooperative (one block): out = exclusive prefix sum of the sizes,
-    // out[num_lfvectors] = total.  Each thread sums a contiguous chunk, then the
+    // out[num_lfvectors] = total (counters of any element size: see held).  Each thread sums a contiguous chunk, then the
     // block scans the chunk sums.  `scratch` holds 33 values in shared memory.
     __device__ void compute_ranges(unsigned long long* scratch, unsigned long long* out) const {
         const unsigned L = view_.num_lfvectors;
@@ -494,7 +539,7 @@ private:
         const unsigned begin = r * chunk < L ? r * chunk : L;
         const unsigned stop = begin + chunk < L ? begin + chunk : L;
         unsigned long long mine = 0;
-        for (unsigned i = begin; i < stop; ++i) mine += lfvector_size(i);
+        for (unsigned i = begin; i < stop; ++i) mine += held(i);
         const unsigned mask = dev::block_warp_mask();
         const unsigned long long incl = dev::contiguous_lanes_inclusive_sum(mask, mine);
         const unsigned warp = r / dev::kWarpLanes, nwarps = (n + dev::kWarpLanes - 1) / dev::kWarpLanes;
@@ -508,7 +553,7 @@ private:
         __syncthreads();
         unsigned long long run = scratch[warp] + incl - mine;
         if (out != nullptr)
-            for (unsigned i = begin; i < stop; ++i) { out[i] = run; run += lfvector_size(i); }
+            for (unsigned i = begin; i < stop; ++i) { out[i] = run; run += held(i); }
         if (r == 0 && out != nullptr) out[L] = scratch[32];
         __syncthreads();
     }

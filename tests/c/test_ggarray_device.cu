@@ -101,8 +101,10 @@ struct below90 {
     __device__ bool flag(unsigned long long j) const { return in[j] < 90; }
     __device__ int value(unsigned long long j) const { return in[j]; }
 };
+// 1024-thread blocks: the growth path (a call into the heap) takes the kernel
+// past 64 registers a thread, so the bound is stated (see ggarray.cuh, "Registers").
 template <gpudyn::insert_algo A>
-__global__ void user_push(gpudyn_ggarray_view_t gv, gpudyn_static_array_view_t sv, const int* in, unsigned n,
+__global__ void __launch_bounds__(1024) user_push(gpudyn_ggarray_view_t gv, gpudyn_static_array_view_t sv, const int* in, unsigned n,
                           unsigned rounds, int* fails, bool chunked) {
     // Sized for the largest block of the tests (1024); the calls deduce it.
     __shared__ gpudyn::push_storage<gpudyn::kMaxBlockThreads, A> tg;
@@ -216,7 +218,7 @@ static void test_user_kernel(dim3 block, int algo_id, bool chunked) {
 
 // ---- E: chunk order ----
 template <gpudyn::insert_algo A, int Items>
-__global__ void chunk_in_order(gpudyn_ggarray_view_t gv, gpudyn_static_array_view_t sv, const int* in, unsigned n,
+__global__ void __launch_bounds__(1024) chunk_in_order(gpudyn_ggarray_view_t gv, gpudyn_static_array_view_t sv, const int* in, unsigned n,
                                int* fails) {
     __shared__ gpudyn::push_storage<gpudyn::kMaxBlockThreads, A> t;
     gpudyn::ggarray_ref<int> g{gv};

@@ -12,7 +12,9 @@
 //      in place (each incremented once).
 //   B  exhaustion in the middle of a kernel: a static and a VMM array fill up,
 //      a GGArray without pool runs out of its budget: the status says
-//      so, the elements stored before the kernel are intact, the stored values
+//      so, the heap is asked for each bucket at most once (a sealed LFVector
+//      refuses without retrying the heap), the elements stored before the
+//      kernel are intact, the stored values
 //      are exactly those whose push returned true (none duplicated, none lost);
 //      a later host push does not reset the status, clear_status does and the
 //      array takes pushes again; clear() zeroes the status.
@@ -252,6 +254,16 @@ static void test_divergent(array_kind kind, bool pooled) {
 }
 
 // ---- B ----
+// Failed allocations counted by a GGArray's heap (its view's counters[0]).
+static uint64_t heap_failures(any_array* a) {
+    const views w = get_views(a);
+    uint64_t n = ~0ull;
+    if (w.g.heap.counters == 0) return n;
+    CHECK(cudaMemcpy(&n, reinterpret_cast<const void*>(w.g.heap.counters), sizeof(n), cudaMemcpyDeviceToHost) ==
+          cudaSuccess);
+    return n;
+}
+
 // Fills an array with host pushes of `before` values (-1 - i: never a kernel
 // value), then one kernel's pushes (pattern kLoops or kMany) that cannot all fit.
 // `budget`: the GGArray's budget_bytes (the others' capacity is `capacity`).
@@ -292,7 +304,24 @@ static void test_exhaustion(array_kind kind, int p, unsigned blocks, uint64_t ca
     const size_t slots = size_t(total) * kItems;
     CHECK(cudaMalloc(&dok, slots) == cudaSuccess);
     CHECK(cudaMemset(dok, 0, slots) == cudaSuccess);
+    // The GGArray's heap counts its failed allocations (counters[0]).
+    const uint64_t heap_failed_before = kind == KIND_GGARRAY ? heap_failures(&a) : 0;
     launch_pattern(&a, p, grid, block, dok);
+    if (kind == KIND_GGARRAY) {
+        // Once a bucket found no memory its LFVector is sealed, and every later
+        // reservation that needs it fails without asking the heap again: each
+        // bucket of each LFVector fails at most once in the kernel (a medium
+        // request counts twice: the run search's count and malloc's), not once
+        // per refused reservation (hundreds of thousands here, which made the
+        // exhausted kernel crawl, one failing search after the other).
+        const uint64_t failures = heap_failures(&a) - heap_failed_before;
+        const uint64_t bound = 2ull * 4 * GPUDYN_GGARRAY_MAX_BUCKETS;  // 4 LFVectors
+        if (failures == 0 || failures > bound) {
+            fprintf(stderr, "B: ggarray (%s): %llu failed heap allocations in the kernel, expected 1..%llu\n",
+                    pattern_name[p], (unsigned long long)failures, (unsigned long long)bound);
+            ++gpudyn_test_failures;
+        }
+    }
     std::vector<unsigned char> ok(slots);
     CHECK(cudaMemcpy(ok.data(), dok, slots, cudaMemcpyDeviceToHost) == cudaSuccess);
     uint64_t stored = 0;

@@ -107,17 +107,39 @@ def test_ref_class_mirrors_the_c_view(name):
     kind = KINDS[name]
     dtype = np.float32 if kind.array else None
     cls = _refs.ref_class(kind, dtype)
-    c_fields = [f for f, _ in gpudyn.ffi.typeof(kind.view_type).fields]
-    assert list(cls._fields) == c_fields
+    # Every scalar of the C struct, nested structs (the GGArray's heap view) flattened in order.
+    def leaves(ctype, prefix="", base=0):
+        for f, field in ctype.fields:
+            if field.type.kind == "struct":
+                yield from leaves(field.type, prefix + f + "_", base + field.offset)
+            else:
+                yield prefix + f, base + field.offset
+    c_leaves = list(leaves(gpudyn.ffi.typeof(kind.view_type)))
+    assert list(cls._fields) == [f for f, _ in c_leaves]
     packed = np.dtype([(f, s) for f, s in zip(cls._fields, cls._gpudyn_scalars)], align=True)
     assert packed.itemsize == gpudyn.ffi.sizeof(kind.view_type)
-    for f, (_, off) in zip(cls._fields, ((f, packed.fields[f][1]) for f in cls._fields)):
-        assert off == gpudyn.ffi.offsetof(kind.view_type, f), f
+    for f, off in c_leaves:
+        assert packed.fields[f][1] == off, f
     # One class per structure and dtype: the Numba type tells them apart.
     assert _refs.ref_class(kind, dtype) is cls
     if kind.array:
         assert _refs.ref_class(kind, np.int32) is not cls
         assert typeof(fake_ref(name, np.int32)) != typeof(fake_ref(name, np.float32))
+
+
+def test_ref_carries_the_nested_heap_view():
+    # The GGArray's view holds its heap's view (a struct in the struct): the ref
+    # carries every scalar of it, at the C layout, with the values of the view.
+    cls = _refs.ref_class(KINDS["GGArray"], np.int32)
+    v = gpudyn.ffi.new("gpudyn_ggarray_view_t*")
+    v.version, v.num_lfvectors, v.sizes, v.pool_rows = 4, 7, 0x7000_0000_1000, 3
+    v.heap.version, v.heap.counters = 9, 0x7000_0000_2000
+    ref = _refs.ref_of_view(cls, gpudyn.ffi.buffer(v))
+    assert (ref.version, ref.num_lfvectors, ref.sizes, ref.pool_rows) == (4, 7, 0x7000_0000_1000, 3)
+    assert (ref.heap_version, ref.heap_counters) == (9, 0x7000_0000_2000)
+    packed = np.array([tuple(ref)], dtype=np.dtype([(f, s) for f, s in zip(cls._fields, cls._gpudyn_scalars)],
+                                                   align=True))
+    assert packed.tobytes() == bytes(gpudyn.ffi.buffer(v))  # the tuple's bytes are the C struct's
 
 
 def test_ref_of_something_else():

@@ -2,7 +2,8 @@
 
 ``obj.ref`` (every structure) is the structure's C view struct
 (``gpudyn_*_view_t``), taken at that moment, as a named tuple of NumPy scalars,
-one per field of the C struct.  numba-cuda passes a named tuple to a kernel by
+one per field of the C struct (a nested struct, such as the heap view inside
+the GGArray's view, flattened into fields <field>_<subfield>).  numba-cuda passes a named tuple to a kernel by
 value (one kernel parameter per field, as the C++ API passes the view) and
 types it by its class, so the class carries what the device functions need:
 which structure, and for arrays the element dtype (one class per structure and
@@ -52,23 +53,39 @@ def _kinds():
     )
 
 
-def _fields(view_type: str) -> list:
-    """(name, NumPy scalar type) per field of the C struct, after checking that
-    the fields sit where natural alignment puts them (the layout a tuple of the
-    same scalars has)."""
-    out, offset, align = [], 0, 1
-    for name, field in ffi.typeof(view_type).fields:
+def _leaves(ctype, prefix: str, path: tuple, base: int) -> list:
+    """(flat name, path of C field names, scalar, offset) per scalar of a C
+    struct; a nested struct (the GGArray view's heap view) is flattened into
+    fields named <field>_<subfield>, in order."""
+    out = []
+    for name, field in ctype.fields:
         t = field.type
+        flat = prefix + name
+        if t.kind == "struct":
+            out += _leaves(t, flat + "_", path + (name,), base + field.offset)
+            continue
         scalar = np.uint64 if t.kind == "pointer" else _SCALARS.get(t.cname)
         if scalar is None:
-            raise TypeError(f"gpudyn.numba: field {view_type}.{name} has type {t.cname}, which a kernel ref "
-                            "cannot carry")
+            raise TypeError(f"gpudyn.numba: field {flat} has type {t.cname}, which a kernel ref cannot carry")
+        out.append((flat, path + (name,), scalar, base + field.offset))
+    return out
+
+
+def _fields(view_type: str) -> list:
+    """(flat name, path, NumPy scalar type) per scalar of the C struct, nested
+    structs flattened, after checking that the scalars sit where natural
+    alignment puts them (the layout a tuple of the same scalars has)."""
+    out, offset, align = [], 0, 1
+    leaves = _leaves(ffi.typeof(view_type), "", (), 0)
+    if len({f for f, _, _, _ in leaves}) != len(leaves):
+        raise TypeError(f"gpudyn.numba: {view_type}'s flattened field names collide")
+    for name, path, scalar, at in leaves:
         size = np.dtype(scalar).itemsize
         offset = (offset + size - 1) // size * size
-        if field.offset != offset:
-            raise TypeError(f"gpudyn.numba: field {view_type}.{name} is at offset {field.offset}, not at its "
+        if at != offset:
+            raise TypeError(f"gpudyn.numba: field {view_type}.{name} is at offset {at}, not at its "
                             f"natural offset {offset}; a kernel ref cannot mirror it")
-        out.append((name, scalar))
+        out.append((name, path, scalar))
         offset += size
         align = max(align, size)
     if (offset + align - 1) // align * align != ffi.sizeof(view_type):
@@ -86,14 +103,15 @@ def ref_class(kind: _Kind, dtype):
     if cls is None:
         fields = _fields(kind.view_type)
         name = kind.title if dtype is None else f"{kind.title}_{np.dtype(dtype).name}"
-        cls = collections.namedtuple(name, [f for f, _ in fields])
+        cls = collections.namedtuple(name, [f for f, _, _ in fields])
         cls.__doc__ = (f"Kernel argument of a gpudyn {kind.title[:-3]} (its {kind.view_type}"
                        + (f", elements {np.dtype(dtype).name}" if dtype is not None else "")
                        + "): pass it to a @cuda.jit kernel and call gpudyn.numba's device functions on it.")
         cls._gpudyn_kind = kind.name
         cls._gpudyn_dtype = key[1]
         cls._gpudyn_view_type = kind.view_type
-        cls._gpudyn_scalars = tuple(s for _, s in fields)
+        cls._gpudyn_scalars = tuple(s for _, _, s in fields)
+        cls._gpudyn_paths = tuple(p for _, p, _ in fields)  # C field names leading to each scalar
         cls.__module__ = "gpudyn.numba"
         _classes[key] = cls
     return cls
@@ -107,10 +125,16 @@ def kernel_ref(obj):
     else:
         raise TypeError(f"gpudyn.numba: a {type(obj).__name__} has no kernel ref; expected a GGArray, StaticArray, "
                         "VmmArray, Heap, PageHeap or WarpHeap")
-    rc = ref_class(kind, obj.dtype if kind.array else None)
-    view = ffi.from_buffer(kind.view_type + "*", bytes(kind.view_bytes(obj)))
+    return ref_of_view(ref_class(kind, obj.dtype if kind.array else None), kind.view_bytes(obj))
+
+
+def ref_of_view(rc, view_bytes):
+    """The ref of class `rc` holding the C view in `view_bytes` (its struct's bytes)."""
+    view = ffi.from_buffer(rc._gpudyn_view_type + "*", bytes(view_bytes))
     values = []
-    for f, scalar in zip(rc._fields, rc._gpudyn_scalars):
-        v = getattr(view, f)
+    for path, scalar in zip(rc._gpudyn_paths, rc._gpudyn_scalars):
+        v = view
+        for f in path:
+            v = getattr(v, f)
         values.append(scalar(int(ffi.cast("uintptr_t", v)) if isinstance(v, ffi.CData) else v))
     return rc(*values)
