@@ -26,7 +26,8 @@ uint64_t read_u64(const uint64_t* dev, cudaStream_t stream) {
 }
 
 namespace {
-constexpr int kMetaWords = 4;
+constexpr int kMetaWords = 5;
+constexpr int kHostStatusWord = 4;
 constexpr uint64_t kNoFailure = ~0ull;
 
 // One thread: size = min(counter, failed_at), failure forgotten, snapshot taken.
@@ -43,8 +44,12 @@ void contiguous_init(contiguous_state& a, cudaStream_t stream) {
     void* p = nullptr;
     device_alloc(&p, kMetaWords * sizeof(uint64_t), stream, "the array's size counters");
     a.meta = static_cast<uint64_t*>(p);
-    GPUDYN_CUDA(cudaMemsetAsync(a.meta, 0, 3 * sizeof(uint64_t), stream));
+    GPUDYN_CUDA(cudaMemsetAsync(a.meta, 0, kMetaWords * sizeof(uint64_t), stream));
     GPUDYN_CUDA(cudaMemsetAsync(a.meta + 3, 0xff, sizeof(uint64_t), stream));
+}
+
+uint32_t contiguous_status(const contiguous_state& a, cudaStream_t stream) {
+    return read_status(reinterpret_cast<const uint32_t*>(a.meta + 1), stream);
 }
 
 void contiguous_free_meta(contiguous_state& a, cudaStream_t stream) {
@@ -61,16 +66,18 @@ void contiguous_push(contiguous_state& a, const void* values, uint64_t count, co
                      gpudyn_insert_algo_t algorithm, cudaStream_t stream, const char* what) {
     require_push_args(values, count, algorithm);
     if (count == 0) return;
-    contiguous_normalize(a, stream, true);  // snapshot in meta[2]
+    // Snapshot in meta[2]; the users' status bits stay (their kernels' failures
+    // are reported by get_status until clear_status), ours go to meta[4].
+    contiguous_normalize(a, stream, false);
+    GPUDYN_CUDA(cudaMemsetAsync(a.meta + kHostStatusWord, 0, sizeof(uint64_t), stream));
     dispatch_element(a.element_size, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        dev::contiguous_array_ref<T> ref;
         gpudyn_static_array_view_t v;
         contiguous_fill_view(a, &v, GPUDYN_STATIC_ARRAY_VIEW_VERSION);
-        ref.bind(v, GPUDYN_STATIC_ARRAY_VIEW_VERSION);
-        launch_push<T>(ref, values, mask, count, algorithm, push_plan(count, 1, 0), stream);
+        v.status = reinterpret_cast<uint64_t>(a.meta + kHostStatusWord);
+        launch_push<T>(static_array_ref<T>{v}, values, mask, count, algorithm, push_plan(count, 1, 0), stream);
     });
-    const uint32_t status = read_status(reinterpret_cast<const uint32_t*>(a.meta + 1), stream);
+    const uint32_t status = read_status(reinterpret_cast<const uint32_t*>(a.meta + kHostStatusWord), stream);
     if (status != 0) {
         // Blocks below the failure stored their elements: restore the size (all or nothing per call).
         const uint64_t before = read_u64(a.meta + 2, stream);

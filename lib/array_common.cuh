@@ -78,8 +78,8 @@ struct chunk_source {
 template <class T, insert_algo Algo, class Ref>
 __global__ void __launch_bounds__(kPushThreads, kPushBlocksPerSm)
     push_kernel(Ref ref, const T* values, const uint8_t* mask, unsigned long long count, bulk_plan plan) {
-    __shared__ push_storage<Algo, kPushThreads> temp;
-    push_back_parts<Algo, kPushThreads, kPushItems>(temp, ref, count, plan, [&](unsigned long long lo) {
+    __shared__ push_storage<kPushThreads, Algo> temp;
+    push_back_parts<kPushItems>(temp, ref, count, plan, [&](unsigned long long lo) {
         return chunk_source<T>{values + lo, mask ? mask + lo : nullptr};
     });  // failure: the status word
 }
@@ -114,8 +114,10 @@ uint64_t read_u64(const uint64_t* dev, cudaStream_t stream);
 namespace gpudyn::detail {
 
 // Host state shared by the static and the VMM array.  meta (device) holds
-// [0] reservation counter, [1] status word (low 32 bits), [2] size snapshot for
-// rollback, [3] lowest failed reservation start (~0 when none); the size is
+// [0] reservation counter, [1] status word (low 32 bits; users' kernels), [2]
+// size snapshot for rollback, [3] lowest failed reservation start (~0 when
+// none), [4] status word of the host's own pushes (their failure is the call's
+// return status, so the users' word keeps only what kernels did); the size is
 // min([0], [3]) (see include/gpudyn/detail/contiguous_array.cuh).
 struct contiguous_state {
     uint32_t element_size = 0;
@@ -137,6 +139,8 @@ void contiguous_clear(contiguous_state& a, cudaStream_t stream);
 // Folds the counter back to the size (after a failed in-kernel reservation) and
 // forgets the failure; with clear_status also zeroes the status word.
 void contiguous_normalize(contiguous_state& a, cudaStream_t stream, bool clear_status);
+// The users' status word (gpudyn_array_status_bits_t); synchronizes.
+uint32_t contiguous_status(const contiguous_state& a, cudaStream_t stream);
 
 template <class View>
 void contiguous_fill_view(const contiguous_state& a, View* view, uint32_t version) {

@@ -34,25 +34,59 @@ constexpr uint64_t kMinBudget = uint64_t(1) << 21;
 // struct_size of the options before max_budget_bytes and heap: still accepted.
 constexpr size_t kOptionsV1Size = offsetof(gpudyn_ggarray_options_t, max_budget_bytes);
 
+using ggarray_detail::internal;
+
 template <class T>
 __global__ void grow_kernel(gpudyn_ggarray_view_t view, unsigned long long per_lfvector) {
     const ggarray_ref<T> a{view};
     const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     if (i >= (unsigned long long)view.num_lfvectors * kMaxBuckets) return;
     const unsigned l = unsigned(i / kMaxBuckets), b = unsigned(i % kMaxBuckets);
-    if (a.bucket_first(b) < per_lfvector) a.ensure_bucket(l, b);  // one thread per bucket: O(new buckets)
+    // One thread per bucket: O(new buckets).
+    if (internal::bucket_first(a, b) < per_lfvector) internal::ensure_bucket(a, l, b);
 }
 
 template <class T>
 __global__ void capacity_kernel(gpudyn_ggarray_view_t view, unsigned long long* out) {
     const ggarray_ref<T> a{view};
     const unsigned l = blockIdx.x * blockDim.x + threadIdx.x;
-    if (l < view.num_lfvectors) atomicAdd(out, a.lfvector_capacity(l));
+    if (l < view.num_lfvectors) atomicAdd(out, internal::lfvector_capacity(a, l));
 }
 
-__global__ void ranges_kernel(gpudyn_ggarray_view_t view) {
+// One block: the ranges (exclusive prefix sum of the LFVector sizes), or with
+// total != nullptr only the number of elements into *total (ranges untouched).
+__global__ void ranges_kernel(gpudyn_ggarray_view_t view, unsigned long long* total) {
     __shared__ unsigned long long scratch[33];
-    ggarray_ref<unsigned char>{view}.compute_ranges(scratch);
+    const ggarray_ref<unsigned char> a{view};
+    internal::compute_ranges(a, scratch, total ? nullptr : reinterpret_cast<unsigned long long*>(view.ranges));
+    if (total != nullptr && threadIdx.x == 0) *total = scratch[32];
+}
+
+// What fold_kernel does to each LFVector's counter before lifting its failure.
+enum class fold_mode { keep, restore, clear };
+// One thread per LFVector: the counter becomes what the LFVector holds
+// (min(counter, failed_at); the snapshot with `restore`; 0 with `clear`), the
+// failure is forgotten and the seal lifted (the ready prefix stays).
+__global__ void fold_kernel(gpudyn_ggarray_view_t view, const unsigned long long* snapshot, fold_mode mode) {
+    const unsigned l = blockIdx.x * blockDim.x + threadIdx.x;
+    if (l >= view.num_lfvectors) return;
+    auto* sizes = reinterpret_cast<unsigned long long*>(view.sizes);
+    auto* failed = reinterpret_cast<unsigned long long*>(view.failed_at);
+    auto* growth = reinterpret_cast<unsigned*>(view.growth);
+    const unsigned long long held = sizes[l] < failed[l] ? sizes[l] : failed[l];
+    sizes[l] = mode == fold_mode::clear ? 0ull : mode == fold_mode::restore ? snapshot[l] : held;
+    failed[l] = ~0ull;
+    growth[l] &= ggarray_detail::kPrefixMask;
+}
+
+// Nonzero bytes of mask[0..n) added to *out (grid-stride; one atomic per warp).
+__global__ void count_kernel(const uint8_t* mask, unsigned long long n, unsigned long long* out) {
+    unsigned long long c = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        c += mask[i] != 0;
+    for (unsigned d = 16; d >= 1; d >>= 1) c += __shfl_down_sync(0xffffffffu, c, d);
+    if ((threadIdx.x & 31u) == 0) atomicAdd(out, c);
 }
 
 // Flatten.  Bytes per vector access: 16 (the widest global load/store, LDG.128).
@@ -172,14 +206,17 @@ struct gpudyn_ggarray_s {
     uint32_t lfvectors = 0;
     uint32_t log2_first = 0;
     void* block = nullptr;  // one allocation for all bookkeeping below
-    uint64_t* sizes = nullptr;     // [L+1]
+    uint64_t* sizes = nullptr;     // [L] reservation counters
+    uint64_t* failed = nullptr;    // [L] lowest failed start (~0: none)
     uint64_t* ranges = nullptr;    // [L+1]
-    uint64_t* snapshot = nullptr;  // [L+1] sizes before a push, for rollback
+    uint64_t* snapshot = nullptr;  // [L] sizes before a push, for rollback
     uint64_t* buckets = nullptr;   // [L*kMaxBuckets]
     uint32_t* state = nullptr;     // [L*kMaxBuckets]
-    uint64_t* status = nullptr;    // [1] (low 32 bits used)
+    uint32_t* growth = nullptr;    // [L] ready prefix | seal
+    uint64_t* status = nullptr;    // [1] (low 32 bits used): users' kernels
+    uint64_t* host_status = nullptr;  // [1] the host's own pushes and reserves (reported by their return)
     uint64_t* allocated = nullptr; // [1]
-    uint64_t* scratch = nullptr;   // [1] capacity sum
+    uint64_t* scratch = nullptr;   // [1] capacity sum, element count, kept count
     vmm_range pool;                // bucket pool (pool.base == 0: none)
     uint32_t pool_max_rows = 0;    // bucket rows that fit the pool's virtual range
     uint32_t pool_rows = 0;        // bucket rows mapped
@@ -202,6 +239,8 @@ struct gpudyn_ggarray_s {
         v.num_lfvectors = lfvectors;
         v.log2_first_bucket = log2_first;
         v.sizes = reinterpret_cast<uint64_t>(sizes);
+        v.failed_at = reinterpret_cast<uint64_t>(failed);
+        v.growth = reinterpret_cast<uint64_t>(growth);
         v.ranges = reinterpret_cast<uint64_t>(ranges);
         v.buckets = reinterpret_cast<uint64_t>(buckets);
         v.bucket_state = reinterpret_cast<uint64_t>(state);
@@ -212,7 +251,13 @@ struct gpudyn_ggarray_s {
         v.heap = heap_view;
         return v;
     }
-    size_t sizes_bytes() const { return (size_t(lfvectors) + 1) * sizeof(uint64_t); }
+    // The view of the host's own pushes and reserves: failures go to host_status.
+    gpudyn_ggarray_view_t host_view() const {
+        gpudyn_ggarray_view_t v = view();
+        v.status = reinterpret_cast<uint64_t>(host_status);
+        return v;
+    }
+    size_t sizes_bytes() const { return size_t(lfvectors) * sizeof(uint64_t); }
     // Elements per LFVector for `total` elements: ceil(total / L), without the
     // overflow of (total + L - 1) / L near UINT64_MAX.
     unsigned long long per_lfvector(unsigned long long total) const {
@@ -234,7 +279,7 @@ struct gpudyn_ggarray_s {
         while (pool_rows < pool_max_rows && pool_row_end(pool_rows + 1) <= pool.mapped) ++pool_rows;
     }
     void update_ranges(cudaStream_t s) const {
-        ranges_kernel<<<1, kRangesThreads, 0, s>>>(view());
+        ranges_kernel<<<1, kRangesThreads, 0, s>>>(view(), nullptr);
         GPUDYN_CHECK_LAUNCH("ranges_kernel");
     }
     // True when rows 0..rows-1 are all mapped in the pool (no heap needed for them).
@@ -282,6 +327,18 @@ struct gpudyn_ggarray_s {
                  "gpudyn_ggarray_set_budget",
                  (unsigned long long)now, own_heap ? "array's" : "given", (unsigned long long)max);
         return buf;
+    }
+    // Elements held now (sum over the LFVectors); synchronizes.
+    uint64_t count_elements(cudaStream_t s) {
+        ranges_kernel<<<1, kRangesThreads, 0, s>>>(view(), reinterpret_cast<unsigned long long*>(scratch));
+        GPUDYN_CHECK_LAUNCH("ranges_kernel");
+        known_size = read_u64(scratch, s);
+        return known_size;
+    }
+    void fold(cudaStream_t s, fold_mode mode, const uint64_t* from = nullptr) const {
+        fold_kernel<<<blocks_for(lfvectors, kThreads), kThreads, 0, s>>>(
+            view(), reinterpret_cast<const unsigned long long*>(from), mode);
+        GPUDYN_CHECK_LAUNCH("fold_kernel");
     }
 };
 
@@ -382,21 +439,25 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         h->max_budget = max_budget;
         while ((1ull << h->log2_first) < first) ++h->log2_first;
         const size_t L = h->lfvectors;
-        const size_t u64s = 3 * (L + 1) + L * kMaxBuckets + 3;
-        const size_t bytes = u64s * sizeof(uint64_t) + L * kMaxBuckets * sizeof(uint32_t);
+        const size_t u64s = 4 * L + 1 + L * kMaxBuckets + 4;
+        const size_t bytes = u64s * sizeof(uint64_t) + (L * kMaxBuckets + L) * sizeof(uint32_t);
         try {
             h->hs.init();
             device_alloc(&h->block, bytes, s, "the GGArray's bookkeeping");
             GPUDYN_CUDA(cudaMemsetAsync(h->block, 0, bytes, s));
             uint64_t* p = static_cast<uint64_t*>(h->block);
-            h->sizes = p; p += L + 1;
+            h->sizes = p; p += L;
+            h->failed = p; p += L;
             h->ranges = p; p += L + 1;
-            h->snapshot = p; p += L + 1;
+            h->snapshot = p; p += L;
             h->buckets = p; p += L * kMaxBuckets;
             h->status = p++;
+            h->host_status = p++;
             h->allocated = p++;
             h->scratch = p++;
             h->state = reinterpret_cast<uint32_t*>(p);
+            h->growth = h->state + L * kMaxBuckets;
+            GPUDYN_CUDA(cudaMemsetAsync(h->failed, 0xff, L * sizeof(uint64_t), s));  // no failure
             if (o->pool_bytes != kNoPool) {
                 try {
                     h->pool.reserve(device, o->pool_bytes, "options->pool_bytes");
@@ -499,6 +560,10 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
         } catch (const error& e) {
             raise(e.status, "argument 'capacity' is %llu: %s", (unsigned long long)capacity, e.message.c_str());
         }
+        // A user kernel's failed reservation is given back and its seals lifted
+        // first: a sealed LFVector may use the new rows, and the grow kernel
+        // below would otherwise refuse its buckets at the seal.
+        array->fold(s, fold_mode::keep);
         if (array->pool_covers(need)) return;  // all in the pool: no kernel
         try {
             array->ensure_heap(s);
@@ -507,15 +572,18 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
         }
         heap_order order;
         order.take(array, s);
-        GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), s));
+        // Our failures go to host_status (the users' status bits stay); the fold
+        // after the kernel lifts the seals a failed bucket left.
+        GPUDYN_CUDA(cudaMemsetAsync(array->host_status, 0, sizeof(uint64_t), s));
         const unsigned long long n = (unsigned long long)array->lfvectors * kMaxBuckets;
         with_type(array, [&](auto tag) {
             using T = typename decltype(tag)::type;
-            grow_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, s>>>(array->view(), per);
+            grow_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, s>>>(array->host_view(), per);
             GPUDYN_CHECK_LAUNCH("grow_kernel");
         });
         order.done();
-        const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->status), s);
+        array->fold(s, fold_mode::keep);
+        const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->host_status), s);
         if (st != 0)
             raise(GPUDYN_ERROR_OUT_OF_MEMORY,
                   "argument 'capacity' is %llu: the heap could not give every bucket beyond the pool (status %u): %s",
@@ -534,15 +602,25 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
         cudaStream_t s = call.stream();
         // The parts deal the LFVectors on from the known size (they stay within
         // one element of each other), so the rows this call needs are known on
-        // the host: map them first (no device heap needed).  If user kernels
-        // pushed since, an LFVector beyond them takes its extra buckets from the
-        // device heap, as a user kernel's push does.
+        // the host: map them first (no heap needed).  If user kernels pushed
+        // since, an LFVector beyond them takes its extra buckets from the heap,
+        // as a user kernel's push does.
         const uint32_t L = array->lfvectors;
         const bulk_plan plan = push_plan(count, L, unsigned(array->known_size % L));
         GPUDYN_REQUIRE(count <= ~0ull - array->known_size,
                        "argument 'count' is %llu: with the %llu elements present the size overflows 64 bits",
                        (unsigned long long)count, (unsigned long long)array->known_size);
-        const unsigned long long per = array->per_lfvector(array->known_size + count);
+        // Rows for the elements kept, not for every candidate: a mask is counted first.
+        uint64_t kept = count;
+        if (mask != nullptr) {
+            GPUDYN_CUDA(cudaMemsetAsync(array->scratch, 0, sizeof(uint64_t), s));
+            count_kernel<<<grid_for(count, kThreads, 8), kThreads, 0, s>>>(
+                mask, count, reinterpret_cast<unsigned long long*>(array->scratch));
+            GPUDYN_CHECK_LAUNCH("count_kernel");
+            kept = read_u64(array->scratch, s);
+            if (kept == 0) return;
+        }
+        const unsigned long long per = array->per_lfvector(array->known_size + kept);
         try {
             if (array->buckets_hold(per)) array->map_pool_rows(array->rows_for(per));  // no pool: nothing
         } catch (const error& e) {
@@ -553,23 +631,21 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
         if (!array->buckets_hold(per) || !array->pool_covers(array->rows_for(per))) array->ensure_heap(s);
         heap_order order;
         order.take(array, s);
+        // A user kernel's failed reservation is given back first (the status bits stay).
+        array->fold(s, fold_mode::keep);
         GPUDYN_CUDA(cudaMemcpyAsync(array->snapshot, array->sizes, array->sizes_bytes(), cudaMemcpyDeviceToDevice, s));
-        GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), s));
+        GPUDYN_CUDA(cudaMemsetAsync(array->host_status, 0, sizeof(uint64_t), s));
         with_type(array, [&](auto tag) {
             using T = typename decltype(tag)::type;
-            launch_push<T>(ggarray_ref<T>{array->view()}, values, mask, count, algorithm, plan, s);
+            launch_push<T>(ggarray_ref<T>{array->host_view()}, values, mask, count, algorithm, plan, s);
         });
-        uint64_t total = 0;  // read with the status: one synchronization
-        GPUDYN_CUDA(cudaMemcpyAsync(&total, array->sizes + array->lfvectors, sizeof(total), cudaMemcpyDeviceToHost, s));
-        order.done();
-        const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->status), s);
-        array->known_size = total;
+        order.done();              // before budget_hint below (the heap's lock is not recursive)
+        array->count_elements(s);  // synchronizes: the status below is final
+        const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->host_status), s);
         if (st != 0) {
             // Blocks that reserved before the failure stored their elements: restore the sizes.
-            GPUDYN_CUDA(cudaMemcpyAsync(array->sizes, array->snapshot, array->sizes_bytes(), cudaMemcpyDeviceToDevice, s));
-            GPUDYN_CUDA(cudaMemcpyAsync(&array->known_size, array->snapshot + array->lfvectors, sizeof(uint64_t),
-                                        cudaMemcpyDeviceToHost, s));
-            GPUDYN_CUDA(cudaStreamSynchronize(s));
+            array->fold(s, fold_mode::restore, array->snapshot);
+            array->count_elements(s);
             if (st & GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED)
                 raise(GPUDYN_ERROR_OUT_OF_MEMORY,
                       "the heap could not give a bucket while inserting %llu element(s); nothing was inserted: %s",
@@ -587,8 +663,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_size(gpudyn_ggarray_t array, uint64_t*
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(size);
         handle_call call(array->hs, stream);
-        *size = read_u64(array->sizes + array->lfvectors, call.stream());
-        array->known_size = *size;
+        *size = array->count_elements(call.stream());
     });
 }
 
@@ -622,7 +697,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array
 
 namespace {
 void ggarray_copy_out(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes, bool to_host, cudaStream_t s) {
-    const uint64_t n = read_u64(array->sizes + array->lfvectors, s);
+    array->update_ranges(s);  // the flatten kernel walks these
+    const uint64_t n = read_u64(array->ranges + array->lfvectors, s);
     const uint64_t bytes = n * array->element_size;
     if (bytes == 0) return;
     if (dst == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'dst' is NULL");
@@ -633,7 +709,6 @@ void ggarray_copy_out(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes, boo
     void* target = dst;
     if (to_host) GPUDYN_CUDA(cudaMallocAsync(&target, bytes, s));
     try {
-        array->update_ranges(s);
         with_type(array, [&](auto tag) {
             using T = typename decltype(tag)::type;
             const uint64_t parts = (n * sizeof(T) + kCopyPartBytes - 1) / kCopyPartBytes;
@@ -676,8 +751,9 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_s
         GPUDYN_REQUIRE_NOT_NULL(array);
         handle_call call(array->hs, stream);
         cudaStream_t s = call.stream();
-        GPUDYN_CUDA(cudaMemsetAsync(array->sizes, 0, array->sizes_bytes(), s));
-        GPUDYN_CUDA(cudaMemsetAsync(array->ranges, 0, array->sizes_bytes(), s));
+        array->fold(s, fold_mode::clear);
+        GPUDYN_CUDA(cudaMemsetAsync(array->ranges, 0, (size_t(array->lfvectors) + 1) * sizeof(uint64_t), s));
+        GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), s));
         array->known_size = 0;
     });
 }
@@ -716,6 +792,9 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uin
         if (st != GPUDYN_SUCCESS)
             raise(st, "argument 'budget_bytes' is %llu: %s", (unsigned long long)budget_bytes,
                   gpudyn_last_error_message());
+        // LFVectors sealed by a bucket the old budget could not give may grow
+        // again: the next launch can store the rest (the status bits stay).
+        array->fold(call.stream(), fold_mode::keep);
     });
 }
 
@@ -728,6 +807,25 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_budget(gpudyn_ggarray_t array, uin
         array->budget_of(&now, &max);
         if (budget_bytes) *budget_bytes = now;
         if (max_budget_bytes) *max_budget_bytes = max;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_status(gpudyn_ggarray_t array, uint32_t* status,
+                                                     gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        GPUDYN_REQUIRE_NOT_NULL(status);
+        handle_call call(array->hs, stream);
+        *status = read_status(reinterpret_cast<const uint32_t*>(array->status), call.stream());
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear_status(gpudyn_ggarray_t array, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        handle_call call(array->hs, stream);
+        GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), call.stream()));
+        array->fold(call.stream(), fold_mode::keep);
     });
 }
 

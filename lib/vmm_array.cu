@@ -184,6 +184,24 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear(gpudyn_vmm_array_t array, gpud
     });
 }
 
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_status(gpudyn_vmm_array_t array, uint32_t* status,
+                                                    gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        GPUDYN_REQUIRE_NOT_NULL(status);
+        handle_call call(array->hs, stream);
+        *status = contiguous_status(array->a, call.stream());
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear_status(gpudyn_vmm_array_t array, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(array);
+        handle_call call(array->hs, stream);
+        contiguous_normalize(array->a, call.stream(), true);
+    });
+}
+
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_view(gpudyn_vmm_array_t array, gpudyn_vmm_array_view_t* view) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(array);

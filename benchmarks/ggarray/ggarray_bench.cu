@@ -117,9 +117,8 @@ template <insert_algo A, class Ref>
 __global__ void __launch_bounds__(kThreads, kInsertBlocksPerSm) insert_n(Ref ref, unsigned long long n,
                                                                        unsigned long long first,
                                                                        bulk_plan plan) {
-    __shared__ push_storage<A, kThreads> temp;
-    push_back_parts<A, kThreads, kItems>(temp, ref, n, plan,
-                                         [&](unsigned long long lo) { return iota_source{first + lo}; });
+    __shared__ push_storage<kThreads, A> temp;
+    push_back_parts<kItems>(temp, ref, n, plan, [&](unsigned long long lo) { return iota_source{first + lo}; });
 }
 // Baselines: plain coalesced writes of the same values, grid-stride, one
 // 4-byte store per value and 16-byte stores of 4 values (p from cudaMalloc:
@@ -211,7 +210,7 @@ static double grow(subject& x, unsigned long long cap) {
     return wall_ms(t0);
 }
 static unsigned long long* size_cells(subject& x, size_t* count) {
-    if (x.kind == 2) { gpudyn_ggarray_view_t v; GK(gpudyn_ggarray_get_view(x.g, &v, nullptr)); *count = v.num_lfvectors + 1; return reinterpret_cast<unsigned long long*>(v.sizes); }
+    if (x.kind == 2) { gpudyn_ggarray_view_t v; GK(gpudyn_ggarray_get_view(x.g, &v, nullptr)); *count = v.num_lfvectors; return reinterpret_cast<unsigned long long*>(v.sizes); }
     *count = 1;
     if (x.kind == 0) { gpudyn_static_array_view_t v; GK(gpudyn_static_array_get_view(x.s, &v)); return reinterpret_cast<unsigned long long*>(v.size); }
     gpudyn_vmm_array_view_t v; GK(gpudyn_vmm_array_get_view(x.v, &v)); return reinterpret_cast<unsigned long long*>(v.size);

@@ -1,24 +1,53 @@
-// GGArray (Meneses, Navarro & Ferrada): a growable GPU array made of one
-// LFVector per thread block.  LFVector l holds its elements in buckets; bucket
-// b has first·2^b elements and is allocated inside a kernel, on demand, by the
-// one thread that wins a compare-and-swap on its state (the precursor report's
-// fix: no thread allocates before knowing it is the one): in place in the
-// host-mapped bucket pool, else from the gpudyn heap carried by the view (the
-// array's budget; never CUDA's device malloc).  `ranges` is the
-// exclusive prefix sum of the LFVector sizes (computed by get_view) so a global
-// index finds its LFVector by binary search.
+// GGArray (Meneses, Navarro & Ferrada): a growable GPU array made of LFVectors
+// (a thread block pushes into LFVector blockIdx mod num_lfvectors).  LFVector l
+// holds its elements in buckets; bucket b has first·2^b elements and is
+// allocated inside a kernel, on demand, by the one thread that wins a
+// compare-and-swap on its state (the precursor report's fix: no thread
+// allocates before knowing it is the one): in place in the host-mapped bucket
+// pool, else from the gpudyn heap carried by the view (the array's budget;
+// never CUDA's device malloc).  `ranges` is the exclusive prefix sum of the
+// LFVector sizes (computed by get_view) so a global index finds its LFVector
+// by binary search.
 //
-// Faster than published: element access goes by *spans* — contiguous pieces of
-// one bucket — so read/write loops are plain coalesced loops over memory, with
-// the bucket arithmetic done once per span, not once per element.
+// The natural call is the fast one: any thread, any branch, one element.
 //
-//   __global__ void k(gpudyn_ggarray_view_t view, const int* in, unsigned n) {
-//       __shared__ gpudyn::push_storage<gpudyn::insert_algo::warp_scan> temp;
-//       gpudyn::ggarray_ref<int> a{view};
-//       unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-//       int x = i < n ? in[i] : 0;
-//       a.push_back(temp, i < n && x < 90, x);   // every thread of the block calls
+//   __global__ void keep_small(gpudyn_ggarray_view_t view, const int* in, unsigned n) {
+//       const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+//       if (i >= n) return;                              // early return: fine
+//       const gpudyn::ggarray_ref<int> a{view};
+//       if (in[i] < 90 && !a.push_back(in[i])) { ... } // false: out of memory (status set)
 //   }
+//
+// Lanes that call push_back together share one reservation (one atomicAdd on
+// their LFVector's counter per warp group, warp_push.cuh); stores are
+// coalesced; no shared memory, no barrier.  Block-level forms with storage from
+// the block shape (push_storage<256>) remain for kernels that ask for them.
+//
+// Element access goes by *spans* — contiguous pieces of one bucket — so
+// read/write loops are plain coalesced loops over memory, with the bucket
+// arithmetic done once per span, not once per element.
+//
+// Nothing lost, failure visible.  Reservations take ranges of an LFVector with
+// one atomicAdd; a range whose buckets cannot be had fails whole (nothing
+// stored), records its start in failed_at[l] (atomicMin) and the status word
+// says why.  LFVector l then holds exactly [0, min(sizes[l], failed_at[l])):
+// every range below the lowest failed start was stored and every range at or
+// above it failed, because
+//   - buckets become ready in order: a reservation makes every bucket from the
+//     ready prefix (growth word, bits 0-7) up to its last one ready before it
+//     stores, so a ready bucket has every lower bucket ready;
+//   - a failed allocation of bucket b seals the LFVector at b (growth word bits
+//     8-15) before the bucket is released, and no reservation that needs a
+//     bucket >= the seal succeeds afterwards (the seal and the ready prefix
+//     live in one word: the prefix never passes a seal).
+// So once a range failed, no range above it can have been stored.  The host
+// folds the counters back (size = min(sizes, failed_at), seal lifted) at its
+// next push_back / reserve / set_budget (a raise) / clear / clear_status; the
+// status bits stay until clear_status or clear.
+//
+// A view of another layout version or element size is refused: valid() is
+// false, every push returns false and nothing (counters, status, buckets) is
+// touched; size() is 0 and spans visit nothing.
 //
 // Registers.  A kernel that pushes into a GGArray contains the growth path (an
 // out-of-line call into the heap, heap.cuh), which takes it to about 130-165
@@ -58,6 +87,14 @@ __device__ __noinline__ inline void* heap_bucket(heap_view heap, unsigned long l
     if (heap.version != kHeapViewVersion || heap.counters == 0) return nullptr;
     return heap_ref{heap}.malloc(bytes);
 }
+// Growth word of an LFVector (view .growth): bits 0-7 the ready prefix (buckets
+// 0..n-1 ready), bits 8-15 1 + the sealed bucket (0: none).
+constexpr unsigned kPrefixMask = 0xffu, kSealShift = 8;
+// The seal as a bucket bound: every bucket >= it is refused (255: no seal).
+__host__ __device__ constexpr unsigned seal_of(unsigned g) { return ((g >> kSealShift) + 0xffu) & 0xffu; }
+__host__ __device__ constexpr unsigned prefix_of(unsigned g) { return g & kPrefixMask; }
+// For the library's bookkeeping kernels (grow, capacity, ranges): the ref's internals.
+struct internal;
 }  // namespace ggarray_detail
 
 // The view's heap field is read as heap.cuh's mirror of the C heap view.
@@ -65,48 +102,200 @@ static_assert(sizeof(heap_view) == sizeof(gpudyn_heap_view_t), "heap_view must m
 static_assert(GPUDYN_HEAP_VIEW_VERSION == kHeapViewVersion, "heap.cuh reads this heap view version");
 
 template <class T>
-struct ggarray_ref {
-    gpudyn_ggarray_view_t view;
+class ggarray_ref {
+public:
+    using value_type = T;
 
-    __host__ __device__ explicit ggarray_ref(const gpudyn_ggarray_view_t& v) : view(v) {}
-    // A view of another layout version or element size is refused: push_back fails.
+    __host__ __device__ explicit ggarray_ref(const gpudyn_ggarray_view_t& v) : view_(v) {}
+    // False for a view of another layout version or element size (every operation refuses it).
     __host__ __device__ bool valid() const {
-        return view.version == GPUDYN_GGARRAY_VIEW_VERSION && view.element_size == sizeof(T);
+        return view_.version == GPUDYN_GGARRAY_VIEW_VERSION && view_.element_size == sizeof(T);
     }
+    __host__ __device__ unsigned num_lfvectors() const { return view_.num_lfvectors; }
+
+    // ---- per-thread push (any thread, any divergence) ----
+    // Appends x to the calling block's LFVector (linear block index mod
+    // num_lfvectors).  The lanes that call together share one reservation.
+    // False when no memory could be had (status set; x not stored) or the view
+    // is refused.
+    __device__ bool push_back(const T& x) const {
+        if (!valid()) return false;
+        // A warp's lanes are in one block: one target, so __activemask() is the group.
+        return dev::warp_push_one<T>(__activemask(), sink{this, block_lfvector()}, x);
+    }
+    // Appends values[0..n) (n may be 0 and differ per thread) to the block's
+    // LFVector: one reservation of the group's total; all or nothing per group.
+    __device__ bool push_back(const T* values, unsigned n) const {
+        if (!valid()) return false;
+        return dev::warp_push_many<T>(__activemask(), sink{this, block_lfvector()}, values, n);
+    }
+    // Appends x to LFVector l (l < num_lfvectors, else false): lanes that call
+    // together with the same l share one reservation (__match_any_sync).
+    __device__ bool push_back_to(unsigned l, const T& x) const {
+        const unsigned active = __activemask();
+        if (!valid()) return false;  // uniform: a view is the same in every lane
+        const unsigned peers = __match_any_sync(active, l);
+        if (l >= view_.num_lfvectors) return false;  // the whole peer group leaves together
+        return dev::warp_push_one<T>(peers, sink{this, l}, x);
+    }
+
+    // ---- block-level push (every thread of the block calls) ----
+    // Items (flag, value) pairs per thread appended to LFVector l with one
+    // reservation; the same bool in every thread.
+    template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ, int Items>
+    __device__ bool push_back_to(unsigned l, push_storage<BX, A, BY, BZ>& s, const bool (&flag)[Items],
+                                 const T (&value)[Items]) const {
+        if (!valid() || l >= view_.num_lfvectors) return false;
+        sink k{this, l};
+        return push_storage<BX, A, BY, BZ>::inserter::push(s, k, flag, value);
+    }
+    // The block's own LFVector.
+    template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ, int Items>
+    __device__ bool push_back(push_storage<BX, A, BY, BZ>& s, const bool (&flag)[Items], const T (&value)[Items]) const {
+        if (!valid()) return false;  // before block_lfvector: a refused view's fields mean nothing
+        return push_back_to(block_lfvector(), s, flag, value);
+    }
+    template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ>
+    __device__ bool push_back(push_storage<BX, A, BY, BZ>& s, bool flag, const T& value) const {
+        const bool f[1] = {flag};
+        const T v[1] = {value};
+        return push_back(s, f, v);
+    }
+    // A block's chunk of n candidates (src.flag(j), src.value(j), j < n; see
+    // block_inserter::push_chunk) appended to LFVector l with ONE reservation.
+    // Every thread of the block calls with the same l, n and src.
+    template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
+    __device__ bool push_back_chunk_to(unsigned l, push_storage<BX, A, BY, BZ>& s, unsigned long long n,
+                                       const Src& src) const {
+        if (!valid() || l >= view_.num_lfvectors) return false;
+        sink k{this, l};
+        return push_storage<BX, A, BY, BZ>::inserter::template push_chunk<Items, T>(s, k, n, src);
+    }
+    // Into the block's own LFVector.
+    template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
+    __device__ bool push_back_chunk(push_storage<BX, A, BY, BZ>& s, unsigned long long n, const Src& src) const {
+        if (!valid()) return false;
+        return push_back_chunk_to<Items>(block_lfvector(), s, n, src);
+    }
+    // Part p of a bulk insertion (push_back_parts): LFVector p mod num_lfvectors.
+    template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
+    __device__ bool push_back_part(unsigned long long p, push_storage<BX, A, BY, BZ>& s, unsigned long long n,
+                                   const Src& src) const {
+        if (!valid()) return false;
+        return push_back_chunk_to<Items>(unsigned(p % view_.num_lfvectors), s, n, src);
+    }
+
+    // ---- sizes (any thread) ----
+    // Elements stored now: the sum over the LFVectors (num_lfvectors loads: call
+    // it from one thread, or read the host's size).  0 for a refused view.
+    __device__ unsigned long long size() const {
+        if (!valid()) return 0;
+        unsigned long long n = 0;
+        for (unsigned l = 0; l < view_.num_lfvectors; ++l) n += lfvector_size(l);
+        return n;
+    }
+    // Elements stored now in LFVector l.
+    __device__ unsigned long long lfvector_size(unsigned l) const {
+        if (!valid() || l >= view_.num_lfvectors) return 0;
+        return held(l);
+    }
+
+    // ---- access by global index (valid as of get_view) ----
+    // Elements covered by at() and the spans: the size when the view was taken.
+    __device__ unsigned long long ranged_size() const { return valid() ? ranges()[view_.num_lfvectors] : 0; }
+    // Element i, i < ranged_size() (valid() required): LFVector after LFVector,
+    // the order of flatten.
+    __device__ T& at(unsigned long long i) const {
+        const unsigned l = lfvector_of(i);
+        const unsigned long long local = i - ranges()[l];
+        const unsigned b = bucket_of(local);
+        return bucket(l, b)[local - bucket_first(b)];
+    }
+    // Calls f(T* p, n, first) for each contiguous piece p[0..n) holding global
+    // elements [first, first + n) of [lo, hi) ∩ [0, ranged_size()), in order.
+    // Per span: one bucket lookup; loop over p with coalesced accesses.
+    template <class F>
+    __device__ void for_each_span(unsigned long long lo, unsigned long long hi, F&& f) const {
+        if (!valid()) return;
+        const unsigned long long* r = ranges();
+        const unsigned long long end = r[view_.num_lfvectors];
+        if (hi > end) hi = end;
+        if (lo >= hi) return;
+        unsigned l = lfvector_of(lo);
+        while (lo < hi) {
+            const unsigned long long lfv_end = r[l + 1];
+            if (lo >= lfv_end) { ++l; continue; }
+            const unsigned long long local = lo - r[l];
+            const unsigned b = bucket_of(local);
+            const unsigned long long in_bucket = bucket_first(b) + bucket_elements(b) - local;
+            unsigned long long n = hi - lo;
+            if (n > lfv_end - lo) n = lfv_end - lo;
+            if (n > in_bucket) n = in_bucket;
+            f(bucket(l, b) + (local - bucket_first(b)), n, lo);
+            lo += n;
+        }
+    }
+    // Every element (as of get_view), span by span.
+    template <class F>
+    __device__ void for_each_span(F&& f) const {
+        for_each_span(0ull, ~0ull, static_cast<F&&>(f));
+    }
+
+private:
+    friend struct ggarray_detail::internal;
+    gpudyn_ggarray_view_t view_;
+
+    __device__ unsigned block_lfvector() const { return unsigned(dev::block_linear_index() % view_.num_lfvectors); }
 
     // ---- layout arithmetic ----
-    __host__ __device__ unsigned num_lfvectors() const { return view.num_lfvectors; }
     // Bucket holding local index i: b with first·(2^b − 1) <= i < first·(2^(b+1) − 1).
     __device__ unsigned bucket_of(unsigned long long i) const {
-        return 63u - unsigned(__clzll((long long)((i >> view.log2_first_bucket) + 1ull)));
+        return 63u - unsigned(__clzll((long long)((i >> view_.log2_first_bucket) + 1ull)));
     }
     __host__ __device__ unsigned long long bucket_first(unsigned b) const {
-        return ((1ull << b) - 1ull) << view.log2_first_bucket;
+        return ((1ull << b) - 1ull) << view_.log2_first_bucket;
     }
     __host__ __device__ unsigned long long bucket_elements(unsigned b) const {
-        return 1ull << (view.log2_first_bucket + b);
+        return 1ull << (view_.log2_first_bucket + b);
     }
-    __device__ unsigned long long* sizes() const { return reinterpret_cast<unsigned long long*>(view.sizes); }
+    __device__ unsigned long long* counters() const { return reinterpret_cast<unsigned long long*>(view_.sizes); }
+    __device__ unsigned long long* failed() const { return reinterpret_cast<unsigned long long*>(view_.failed_at); }
+    // Elements LFVector l holds: min(counter, lowest failed start).  No check of
+    // the element size: the library's ranges kernel reads any array's counters
+    // through one instantiation (ggarray_ref<unsigned char>), whose valid() is
+    // false for every other element size.
+    __device__ unsigned long long held(unsigned l) const {
+        const unsigned long long c = *static_cast<volatile unsigned long long*>(counters() + l);
+        const unsigned long long f = *static_cast<volatile unsigned long long*>(failed() + l);
+        return c < f ? c : f;
+    }
+    __device__ unsigned* growth(unsigned l) const { return reinterpret_cast<unsigned*>(view_.growth) + l; }
+    __device__ unsigned* status_word() const { return reinterpret_cast<unsigned*>(view_.status); }
     __device__ const unsigned long long* ranges() const {
-        return reinterpret_cast<const unsigned long long*>(view.ranges);
+        return reinterpret_cast<const unsigned long long*>(view_.ranges);
     }
     __device__ unsigned* state(unsigned l, unsigned b) const {
-        return reinterpret_cast<unsigned*>(view.bucket_state) + (unsigned long long)l * GPUDYN_GGARRAY_MAX_BUCKETS + b;
+        return reinterpret_cast<unsigned*>(view_.bucket_state) + (unsigned long long)l * GPUDYN_GGARRAY_MAX_BUCKETS + b;
     }
     __device__ unsigned long long* bucket_slot(unsigned l, unsigned b) const {
-        return reinterpret_cast<unsigned long long*>(view.buckets) + (unsigned long long)l * GPUDYN_GGARRAY_MAX_BUCKETS + b;
+        return reinterpret_cast<unsigned long long*>(view_.buckets) + (unsigned long long)l * GPUDYN_GGARRAY_MAX_BUCKETS + b;
     }
     // Read through L2 (volatile): another SM may have just published it.
     __device__ T* bucket(unsigned l, unsigned b) const {
         return reinterpret_cast<T*>(*static_cast<volatile unsigned long long*>(bucket_slot(l, b)));
     }
-
-    // ---- sizes ----
-    __device__ unsigned long long size() const {
-        return *static_cast<volatile unsigned long long*>(sizes() + view.num_lfvectors);
-    }
-    __device__ unsigned long long lfvector_size(unsigned l) const {
-        return *static_cast<volatile unsigned long long*>(sizes() + l);
+    // Bucket b of l, which the caller's reservation made ready.  Its slot goes
+    // from 0 to the pointer once and never changes, so a non-null read is the
+    // pointer; null means the publication is not visible to this thread yet
+    // (the reservation's fast path reads the growth word relaxed): an acquire
+    // of the bucket's state (ensure_bucket on a ready bucket) makes it so.
+    __device__ T* ready_bucket(unsigned l, unsigned b) const {
+        T* p = bucket(l, b);
+        if (p == nullptr) {
+            ensure_bucket(l, b);
+            p = bucket(l, b);
+        }
+        return p;
     }
 
     __device__ static unsigned load_acquire(const unsigned* p) {
@@ -117,25 +306,67 @@ struct ggarray_ref {
 
     // ---- bucket pool ----
     // True when bucket b's row (bucket b of every LFVector) is mapped in the pool.
-    __device__ bool pool_has(unsigned b) const { return view.pool != 0 && b < view.pool_rows; }
+    __device__ bool pool_has(unsigned b) const { return view_.pool != 0 && b < view_.pool_rows; }
     // Pool address of bucket b of LFVector l (rows are laid out bucket after bucket).
     __device__ T* pool_bucket(unsigned l, unsigned b) const {
         const unsigned long long elems =
-            (((unsigned long long)view.num_lfvectors * ((1ull << b) - 1ull)) + ((unsigned long long)l << b))
-            << view.log2_first_bucket;
-        return reinterpret_cast<T*>(view.pool) + elems;
+            (((unsigned long long)view_.num_lfvectors * ((1ull << b) - 1ull)) + ((unsigned long long)l << b))
+            << view_.log2_first_bucket;
+        return reinterpret_cast<T*>(view_.pool) + elems;
+    }
+
+    // ---- growth word ----
+    // Seals LFVector l at bucket b (see the file comment); a fence orders it
+    // before the caller releases the bucket, so whoever claims the bucket next sees it.
+    __device__ void seal(unsigned l, unsigned b) const {
+        using namespace ggarray_detail;
+        unsigned g = *static_cast<volatile unsigned*>(growth(l));
+        while (seal_of(g) > b) {
+            const unsigned want = (g & ~(0xffu << kSealShift)) | ((b + 1u) << kSealShift);
+            const unsigned seen = atomicCAS(growth(l), g, want);
+            if (seen == g) break;
+            g = seen;
+        }
+        __threadfence();
+    }
+    // True when LFVector l is sealed at or below bucket b: no reservation that
+    // needs b can succeed before the host folds (volatile: through L2).
+    __device__ bool sealed_at_or_below(unsigned l, unsigned b) const {
+        return ggarray_detail::seal_of(*static_cast<volatile unsigned*>(growth(l))) <= b;
+    }
+    // Buckets prefix..last made ready in order, then the ready prefix raised to
+    // last + 1 unless a seal at or below last came first (then false).  A seal
+    // already there fails the reservation before any allocation: once the
+    // budget ran out, every later reservation of the LFVector would otherwise
+    // retry the heap for the sealed bucket, one after the other (the bucket's
+    // state serializes them), which made an exhausted kernel crawl.
+    __device__ bool grow_prefix(unsigned l, unsigned g, unsigned last) const {
+        using namespace ggarray_detail;
+        if (seal_of(g) <= last || sealed_at_or_below(l, last)) return refuse_sealed();
+        for (unsigned b = prefix_of(g); b <= last; ++b)
+            if (!ensure_bucket(l, b)) return false;
+        __threadfence();  // release: the buckets' pointers before the raised prefix
+        for (;;) {
+            if (seal_of(g) <= last) return refuse_sealed();
+            if (prefix_of(g) > last) return true;
+            const unsigned seen = atomicCAS(growth(l), g, (g & ~kPrefixMask) | (last + 1u));
+            if (seen == g) return true;
+            g = seen;
+        }
     }
 
     // ---- bucket allocation (paper Alg. 2), one thread ----
     // True once bucket b of LFVector l exists.  Exactly one thread allocates it
     // (pool slice or heap); others wait for it (the allocating thread depends on
     // nobody, so waiting cannot deadlock).  When the heap has no memory left (the
-    // budget) the bucket returns to empty and the status word says so; nothing
-    // stored is touched.
+    // budget) the LFVector is sealed at b, the bucket returns to empty and the
+    // status word says so; nothing stored is touched.  A bucket at or above a
+    // seal is refused without asking the heap (every wait ends: the owner
+    // either publishes the bucket or seals and releases it).
     __device__ bool ensure_bucket(unsigned l, unsigned b) const {
         using namespace ggarray_detail;
         if (b >= GPUDYN_GGARRAY_MAX_BUCKETS) {
-            atomicOr(reinterpret_cast<unsigned*>(view.status), dev::kArrayCapacityExceeded);
+            atomicOr(status_word(), dev::kArrayCapacityExceeded);
             return false;
         }
         bool tried = false;
@@ -147,21 +378,34 @@ struct ggarray_ref {
             if (s >= kReady) return true;
             if (s == kEmpty) {
                 if (tried) return false;  // our own attempt failed: report, do not loop
+                // A failed allocation sealed the LFVector at or below b: the
+                // heap had no memory, and no reservation needing b can succeed
+                // until the host folds, so the heap is not asked again.
+                if (sealed_at_or_below(l, b)) return refuse_sealed();
                 if (atomicCAS(state(l, b), kEmpty, kBusy) == kEmpty) {
                     tried = true;
+                    // Checked again as the bucket's owner: a seal written before
+                    // the release this claim follows is visible now (the sealer
+                    // fenced between the two), so each bucket fails at most once
+                    // per fold instead of once per waiting reservation.
+                    if (sealed_at_or_below(l, b)) {
+                        atomicExch(state(l, b), kEmpty);
+                        return refuse_sealed();
+                    }
                     const bool pooled = pool_has(b);
                     void* p = nullptr;
                     const unsigned long long bytes = bucket_elements(b) * sizeof(T);
                     if (pooled) {
                         p = pool_bucket(l, b);  // mapped by the host: nothing to allocate
                     } else {
-                        p = ggarray_detail::heap_bucket(*reinterpret_cast<const heap_view*>(&view.heap), bytes);
+                        p = ggarray_detail::heap_bucket(*reinterpret_cast<const heap_view*>(&view_.heap), bytes);
                         if (p == nullptr) {
-                            atomicOr(reinterpret_cast<unsigned*>(view.status), dev::kArrayAllocationFailed);
+                            atomicOr(status_word(), dev::kArrayAllocationFailed);
+                            seal(l, b);  // before the release: nothing above b succeeds from now on
                             atomicExch(state(l, b), kEmpty);
                             return false;
                         }
-                        atomicAdd(reinterpret_cast<unsigned long long*>(view.allocated_bytes), bytes);
+                        atomicAdd(reinterpret_cast<unsigned long long*>(view_.allocated_bytes), bytes);
                     }
                     *static_cast<volatile unsigned long long*>(bucket_slot(l, b)) = reinterpret_cast<unsigned long long>(p);
                     __threadfence();
@@ -173,13 +417,11 @@ struct ggarray_ref {
             __nanosleep(kWaitNs);
         }
     }
-    // Buckets covering local indices [lo, hi) of LFVector l.
-    __device__ bool ensure_range(unsigned l, unsigned long long lo, unsigned long long hi) const {
-        if (hi <= lo) return true;
-        const unsigned last = bucket_of(hi - 1);
-        for (unsigned b = bucket_of(lo); b <= last; ++b)
-            if (!ensure_bucket(l, b)) return false;
-        return true;
+    // A bucket refused at a seal: the status says why (the sealer set the bit
+    // in its own view's word, which may be another one's).
+    __device__ bool refuse_sealed() const {
+        atomicOr(status_word(), dev::kArrayAllocationFailed);
+        return false;
     }
     // Elements LFVector l can hold without allocating: its prefix of buckets
     // that are ready or whose pool row is mapped.
@@ -191,32 +433,65 @@ struct ggarray_ref {
         return bucket_first(b);
     }
 
-    // ---- insertion (paper Alg. 1), block-cooperative ----
+    // ---- reservation: one thread, all-or-nothing ----
+    // [*base, *base + n) of LFVector l becomes the caller's with its buckets
+    // ready, or false (the range's start recorded in failed_at; nothing to store).
+    // Fast path: one atomicAdd and one relaxed load of the growth word, issued
+    // together (no acquire: it would invalidate the SM's L1 at every push).
+    // Relaxed is enough to decide: prefix and seal are one word, a seal at b is
+    // written before b can be claimed again, and the prefix is raised past b
+    // only by a CAS that saw b ready after that claim (so after the seal, in
+    // the word's modification order) and refuses to pass a seal; hence a word
+    // with prefix > last has no seal <= last, now or later.  The buckets'
+    // pointers are read with ready_bucket.
+    __device__ bool reserve(unsigned l, unsigned long long n, unsigned long long* base) const {
+        using namespace ggarray_detail;
+        const unsigned long long old = atomicAdd(counters() + l, n);
+        const unsigned g = *static_cast<volatile unsigned*>(growth(l));
+        const unsigned long long hi = old + n;
+        const unsigned last = hi < old ? GPUDYN_GGARRAY_MAX_BUCKETS : bucket_of(hi - 1);
+        const bool ready = last < prefix_of(g) && last < seal_of(g);
+        if (!ready && !grow_prefix(l, g, last)) {
+            atomicMin(failed() + l, old);
+            return false;
+        }
+        *base = old;
+        return true;
+    }
+
+    // The structure's side of the insertion algorithms (insert.cuh, warp_push.cuh).
     struct sink {
+        static constexpr bool kOnePiece = false;
         const ggarray_ref* a;
         unsigned l;
-        // One thread.  All-or-nothing: the buckets are made to exist first, then
-        // the size moves with compare-and-swap (blocks may share an LFVector).
-        __device__ bool reserve(unsigned long long n, unsigned long long* base) const {
-            unsigned long long* sz = a->sizes() + l;
-            unsigned long long old = a->lfvector_size(l);
-            for (;;) {
-                if (!a->ensure_range(l, old, old + n)) return false;
-                const unsigned long long seen = atomicCAS(sz, old, old + n);
-                if (seen == old) break;
-                old = seen;
-            }
-            atomicAdd(a->sizes() + a->view.num_lfvectors, n);
-            *base = old;
-            return true;
+        __device__ bool reserve(unsigned long long n, unsigned long long* base) const { return a->reserve(l, n, base); }
+        // Same thread, after reserve, n <= 32 <= the smallest bucket: at most two buckets.
+        __device__ void locate(unsigned long long base, unsigned n, T** p0, T** p1, unsigned* split) const {
+            const unsigned b = a->bucket_of(base);
+            const unsigned long long left = a->bucket_first(b) + a->bucket_elements(b) - base;
+            *p0 = a->ready_bucket(l, b) + (base - a->bucket_first(b));
+            *split = left < n ? unsigned(left) : n;
+            *p1 = left < n ? a->ready_bucket(l, b + 1) : nullptr;
         }
-        // Same thread, after reserve: the pointers of the buckets holding
-        // [base, base + n), once, into shared memory (word b = bucket b).  The
-        // reservation's acquire loads of the bucket states made them visible.
+        // Any thread of the group, after the leader's reserve: one bucket lookup per bucket touched.
+        __device__ void store_run(unsigned long long i, const T* v, unsigned n) const {
+            unsigned j = 0;
+            while (j < n) {
+                const unsigned b = a->bucket_of(i);
+                const unsigned long long first = a->bucket_first(b), left = first + a->bucket_elements(b) - i;
+                T* p = a->ready_bucket(l, b) + (i - first);
+                const unsigned m = left < n - j ? unsigned(left) : n - j;
+                for (unsigned k = 0; k < m; ++k) p[k] = v[j + k];
+                j += m;
+                i += m;
+            }
+        }
+        // Block sink: the pointers of the buckets holding [base, base + n), once,
+        // into shared memory (word b = bucket b), by the reserving thread.
         __device__ void open(sink_window& w, unsigned long long base, unsigned long long n) const {
             const unsigned last = a->bucket_of(base + n - 1);
             for (unsigned b = a->bucket_of(base); b <= last; ++b)
-                w.word[b] = reinterpret_cast<unsigned long long>(a->bucket(l, b));
+                w.word[b] = reinterpret_cast<unsigned long long>(a->ready_bucket(l, b));
         }
         // Any thread: no global lookup, one shared-memory load per element.
         __device__ void store(const sink_window& w, unsigned long long i, const T& v) const {
@@ -234,63 +509,13 @@ struct ggarray_ref {
     };
     static_assert(GPUDYN_GGARRAY_MAX_BUCKETS <= kSinkWindowWords, "the sink window holds one word per bucket");
 
-    // Every thread of the block calls; the block appends to LFVector `l`.
-    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items>
-    __device__ bool push_back_to(unsigned l, push_storage<Algo, MaxThreads>& s, const bool (&flag)[Items],
-                                 const T (&value)[Items]) const {
-        if (!valid()) return false;
-        sink k{this, l};
-        return block_inserter<Algo, MaxThreads>::push(s, k, flag, value);
-    }
-    // The block's own LFVector: linear block index modulo num_lfvectors.
-    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items>
-    __device__ bool push_back(push_storage<Algo, MaxThreads>& s, const bool (&flag)[Items], const T (&value)[Items]) const {
-        const unsigned l = unsigned(dev::block_linear_index() % view.num_lfvectors);
-        return push_back_to<Algo, MaxThreads>(l, s, flag, value);
-    }
-    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads>
-    __device__ bool push_back(push_storage<Algo, MaxThreads>& s, bool flag, const T& value) const {
-        const bool f[1] = {flag};
-        const T v[1] = {value};
-        return push_back<Algo, MaxThreads>(s, f, v);
-    }
-
-    // A block's chunk of n candidates (src.flag(j), src.value(j), j < n; see
-    // block_inserter::push_chunk) appended to LFVector l with ONE reservation
-    // (buckets ensured, size CAS, global size added once) instead of one per
-    // tile.  Every thread of the block calls with the same l, n and src.
-    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items = 8,
-              class Src>
-    __device__ bool push_back_chunk_to(unsigned l, push_storage<Algo, MaxThreads>& s, unsigned long long n,
-                                       const Src& src) const {
-        if (!valid()) return false;
-        sink k{this, l};
-        return block_inserter<Algo, MaxThreads>::template push_chunk<Items, T>(s, k, n, src);
-    }
-    // Into the block's own LFVector (linear block index modulo num_lfvectors).
-    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items = 8,
-              class Src>
-    __device__ bool push_back_chunk(push_storage<Algo, MaxThreads>& s, unsigned long long n, const Src& src) const {
-        const unsigned l = unsigned(dev::block_linear_index() % view.num_lfvectors);
-        return push_back_chunk_to<Algo, MaxThreads, Items>(l, s, n, src);
-    }
-
-    // Part p of a bulk insertion (push_back_parts): LFVector p mod num_lfvectors.
-    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items = 8,
-              class Src>
-    __device__ bool push_back_part(unsigned long long p, push_storage<Algo, MaxThreads>& s, unsigned long long n,
-                                   const Src& src) const {
-        return push_back_chunk_to<Algo, MaxThreads, Items>(unsigned(p % view.num_lfvectors), s, n, src);
-    }
-
-    // ---- access by global index (valid as of get_view) ----
     // LFVector holding global index i: last l with ranges[l] <= i.  Host pushes
     // keep the LFVectors within one element of each other, so the proportional
     // guess i*L/total is usually right and costs two dependent loads; when it is
     // not (LFVectors unbalanced by user kernels), a binary search (log2 L loads).
     __device__ unsigned lfvector_of(unsigned long long i) const {
         const unsigned long long* r = ranges();
-        const unsigned L = view.num_lfvectors;
+        const unsigned L = view_.num_lfvectors;
         const unsigned long long total = r[L];
         if (i < total && total <= (~0ull >> 17)) {  // i * L fits 64 bits (L <= 65536)
             const unsigned g = unsigned(i * L / total);
@@ -303,49 +528,18 @@ struct ggarray_ref {
         }
         return lo;
     }
-    __device__ T& at(unsigned long long i) const {
-        const unsigned l = lfvector_of(i);
-        const unsigned long long local = i - ranges()[l];
-        const unsigned b = bucket_of(local);
-        return bucket(l, b)[local - bucket_first(b)];
-    }
-    __device__ unsigned long long ranged_size() const { return ranges()[view.num_lfvectors]; }
 
-    // Calls f(T* p, n, first) for each contiguous piece p[0..n) holding global
-    // elements [first, first + n) of [lo, hi), in order.  Per span: one bucket
-    // lookup; callers loop over p with coalesced (vectorizable) accesses.
-    template <class F>
-    __device__ void for_each_span(unsigned long long lo, unsigned long long hi, F&& f) const {
-        const unsigned long long* r = ranges();
-        const unsigned long long end = r[view.num_lfvectors];
-        if (hi > end) hi = end;
-        if (lo >= hi) return;
-        unsigned l = lfvector_of(lo);
-        while (lo < hi) {
-            const unsigned long long lfv_end = r[l + 1];
-            if (lo >= lfv_end) { ++l; continue; }
-            const unsigned long long local = lo - r[l];
-            const unsigned b = bucket_of(local);
-            const unsigned long long in_bucket = bucket_first(b) + bucket_elements(b) - local;
-            unsigned long long n = hi - lo;
-            if (n > lfv_end - lo) n = lfv_end - lo;
-            if (n > in_bucket) n = in_bucket;
-            f(bucket(l, b) + (local - bucket_first(b)), n, lo);
-            lo += n;
-        }
-    }
-
-    // Block-cooperative (one block): ranges = exclusive prefix sum of the sizes,
-    // ranges[num_lfvectors] = total.  Each thread sums a contiguous chunk, then
-    // the block scans the chunk sums.  `scratch` holds 33 values in shared memory.
-    __device__ void compute_ranges(unsigned long long* scratch) const {
-        const unsigned L = view.num_lfvectors;
+    // Block-cooperative (one block): out = exclusive prefix sum of the sizes,
+    // out[num_lfvectors] = total (counters of any element size: see held).  Each thread sums a contiguous chunk, then the
+    // block scans the chunk sums.  `scratch` holds 33 values in shared memory.
+    __device__ void compute_ranges(unsigned long long* scratch, unsigned long long* out) const {
+        const unsigned L = view_.num_lfvectors;
         const unsigned n = dev::block_thread_count(), r = dev::block_thread_rank();
         const unsigned chunk = (L + n - 1) / n;
         const unsigned begin = r * chunk < L ? r * chunk : L;
         const unsigned stop = begin + chunk < L ? begin + chunk : L;
         unsigned long long mine = 0;
-        for (unsigned i = begin; i < stop; ++i) mine += lfvector_size(i);
+        for (unsigned i = begin; i < stop; ++i) mine += held(i);
         const unsigned mask = dev::block_warp_mask();
         const unsigned long long incl = dev::contiguous_lanes_inclusive_sum(mask, mine);
         const unsigned warp = r / dev::kWarpLanes, nwarps = (n + dev::kWarpLanes - 1) / dev::kWarpLanes;
@@ -357,13 +551,32 @@ struct ggarray_ref {
             scratch[32] = run;
         }
         __syncthreads();
-        unsigned long long* out = reinterpret_cast<unsigned long long*>(view.ranges);
         unsigned long long run = scratch[warp] + incl - mine;
-        for (unsigned i = begin; i < stop; ++i) { out[i] = run; run += lfvector_size(i); }
-        if (r == 0) out[L] = scratch[32];
+        if (out != nullptr)
+            for (unsigned i = begin; i < stop; ++i) { out[i] = run; run += held(i); }
+        if (r == 0 && out != nullptr) out[L] = scratch[32];
         __syncthreads();
     }
 };
+
+namespace ggarray_detail {
+// The library's bookkeeping kernels (lib/ggarray.cu) reach the ref's internals here.
+struct internal {
+    template <class T>
+    __device__ static bool ensure_bucket(const ggarray_ref<T>& a, unsigned l, unsigned b) { return a.ensure_bucket(l, b); }
+    template <class T>
+    __device__ static unsigned long long bucket_first(const ggarray_ref<T>& a, unsigned b) { return a.bucket_first(b); }
+    template <class T>
+    __device__ static unsigned long long lfvector_capacity(const ggarray_ref<T>& a, unsigned l) {
+        return a.lfvector_capacity(l);
+    }
+    // One block: ranges (out = view.ranges) or only the total into scratch[32] (out = nullptr).
+    template <class T>
+    __device__ static void compute_ranges(const ggarray_ref<T>& a, unsigned long long* scratch, unsigned long long* out) {
+        a.compute_ranges(scratch, out);
+    }
+};
+}  // namespace ggarray_detail
 
 }  // namespace v0
 }  // namespace gpudyn

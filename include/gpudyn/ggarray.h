@@ -6,10 +6,16 @@
  *
  * All three share the insertion algorithms of insert.cuh and the same calls:
  * create / destroy / reserve / push_back / size / capacity / allocated_bytes /
- * flatten / copy_to_host / clear / get_view.  Calls that return a number to the
- * host (size, capacity, allocated_bytes) and calls whose status depends on
- * device work (reserve and push_back report out-of-memory) synchronize their
- * stream before returning; the others are only stream-ordered.
+ * flatten / copy_to_host / clear / get_view / get_status / clear_status.  Calls
+ * that return a number to the host (size, capacity, allocated_bytes, get_status)
+ * and calls whose status depends on device work (reserve and push_back report
+ * out-of-memory) synchronize their stream before returning; the others are only
+ * stream-ordered.
+ *
+ * Kernels push through the device headers (ggarray.cuh, static_array.cuh,
+ * vmm_array.cuh): a push that cannot get memory returns false, stores nothing,
+ * keeps every element stored before, and sets the array's status bits, which
+ * the host reads with get_status and zeroes with clear_status (or clear).
  *
  * Memory of a GGArray.  Bucket rows that reserve / push_back map from the host
  * live in the array's bucket pool (one VMM range).  Every other bucket -- the
@@ -19,9 +25,10 @@
  * kernels may take for new buckets.  The host raises it between launches
  * (gpudyn_ggarray_set_budget); CUDA's device malloc heap is never used.  When
  * the budget runs out inside a kernel, the push that needed the bucket returns
- * false and stores nothing, the view's status word gets
- * GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED, and every element stored before stays;
- * after a larger budget the next launch can store the rest.
+ * false and stores nothing, the status bits get
+ * GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED (gpudyn_ggarray_get_status), and every
+ * element stored before stays; after a larger budget the next launch can
+ * store the rest.
  *
  * Included by gpudyn.h; cffi reads these declarations verbatim (see gpudyn.h).
  */
@@ -43,7 +50,7 @@ typedef enum gpudyn_insert_algo_t {
 } gpudyn_insert_algo_t;
 
 /* Versions of the view structs; a device header refuses any other. */
-typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 3 } gpudyn_ggarray_view_version_t;
+typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 4 } gpudyn_ggarray_view_version_t;
 typedef enum gpudyn_static_array_view_version_t { GPUDYN_STATIC_ARRAY_VIEW_VERSION = 2 } gpudyn_static_array_view_version_t;
 typedef enum gpudyn_vmm_array_view_version_t { GPUDYN_VMM_ARRAY_VIEW_VERSION = 2 } gpudyn_vmm_array_view_version_t;
 
@@ -53,7 +60,10 @@ typedef enum gpudyn_ggarray_limits_t {
     GPUDYN_GGARRAY_MAX_BUCKETS = 40
 } gpudyn_ggarray_limits_t;
 
-/* Bits of the device status word of every array (view .status). */
+/* Bits of the status word of every array (view .status; gpudyn_<array>_get_status).
+ * A push from a kernel that cannot get memory returns false and sets a bit; the
+ * bits stay until gpudyn_<array>_clear_status or clear.  Host push_back/reserve
+ * report their own failures by their return status and leave the bits alone. */
 typedef enum gpudyn_array_status_bits_t {
     GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED = 1, /* a GGArray bucket found no memory in the heap (the budget) */
     GPUDYN_ARRAY_STATUS_CAPACITY_EXCEEDED = 2  /* static/VMM capacity or GGArray bucket limit reached */
@@ -100,7 +110,12 @@ typedef struct gpudyn_ggarray_view_t {
     uint32_t element_size;
     uint32_t num_lfvectors;
     uint32_t log2_first_bucket;
-    uint64_t sizes;                  /* uint64[num_lfvectors + 1]: LFVector sizes, then the global size */
+    uint64_t sizes;                  /* uint64[num_lfvectors]: reservation counter of each LFVector */
+    uint64_t failed_at;              /* uint64[num_lfvectors]: lowest start of a reservation that failed
+                                        (UINT64_MAX when none); LFVector l holds min(sizes[l], failed_at[l])
+                                        elements: every range below it was stored, none at or above it */
+    uint64_t growth;                 /* uint32[num_lfvectors]: bits 0-7: buckets 0..n-1 are ready; bits 8-15:
+                                        1 + the lowest bucket whose allocation failed (0: none) */
     uint64_t ranges;                 /* uint64[num_lfvectors + 1]: exclusive prefix sum of the sizes,
                                         as of gpudyn_ggarray_get_view (for at() and spans) */
     uint64_t buckets;                /* uint64[num_lfvectors * GPUDYN_GGARRAY_MAX_BUCKETS]: bucket pointers */
@@ -143,14 +158,16 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array);
  * INVALID_ARGUMENT; OUT_OF_MEMORY when memory is exhausted (the pool's, or the
  * budget: elements kept); both name 'capacity'.  A pool slice whose bucket a
  * kernel had already taken from the heap stays mapped unused (allocated_bytes
- * counts it). */
+ * counts it).  The status bits are left as they are (see
+ * gpudyn_ggarray_get_status). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64_t capacity, gpudyn_stream_t stream);
 /* Appends the `count` elements at device address `values` (element_size bytes each);
  * with `mask` (device uint8[count], may be NULL) only those whose mask byte is nonzero.
- * Buckets are allocated in the kernel on demand: from the pool where this call
- * or reserve mapped their row, else from the array's heap (the budget).
- * Synchronizes; on OUT_OF_MEMORY the array is as before the call (its sizes
- * are restored; buckets it allocated stay for later pushes). */
+ * Pool rows are mapped for the elements kept (a mask is counted first), buckets
+ * are claimed in the kernel on demand: from the pool where its row is mapped,
+ * else from the array's heap (the budget).  Synchronizes; on OUT_OF_MEMORY the
+ * array is as before the call (its sizes are restored; buckets it allocated
+ * stay for later pushes) and the status bits are unchanged. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, const void* values, uint64_t count,
                                                     const uint8_t* mask, gpudyn_insert_algo_t algorithm,
                                                     gpudyn_stream_t stream);
@@ -169,7 +186,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_flatten(gpudyn_ggarray_t array, void* 
 /* As flatten, into host memory; returns after the copy is complete. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_copy_to_host(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
                                                        gpudyn_stream_t stream);
-/* Size 0, buckets kept (capacity unchanged). */
+/* Size 0, buckets kept (capacity unchanged), status bits zeroed. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_stream_t stream);
 /* Fills *view and recomputes `ranges` on `stream`; at() and spans of kernels
  * launched after it on that stream see the elements present at that point.
@@ -181,9 +198,11 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudy
  * the buckets come from (a given heap grows for all its users), rounded up to
  * the mapping granularity; smaller values change nothing.  Call between
  * launches: kernels queued on `stream` after it can use the memory (views stay
- * valid).  Above max_budget_bytes (the heap's range) INVALID_ARGUMENT; without
- * the memory OUT_OF_MEMORY (nothing changes); both name 'budget_bytes'.  Before
- * the own heap exists it only records the larger budget. */
+ * valid), and LFVectors that a bucket the old budget could not give had sealed
+ * may grow again (the status bits stay until clear_status).  Above
+ * max_budget_bytes (the heap's range) INVALID_ARGUMENT; without the memory
+ * OUT_OF_MEMORY (nothing changes); both name 'budget_bytes'.  Before the own
+ * heap exists it only records the larger budget. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uint64_t budget_bytes,
                                                      gpudyn_stream_t stream);
 /* The budget (bytes mapped for kernels' buckets: the heap's mapped memory, or
@@ -191,6 +210,14 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uin
  * raise it to.  Host-side values, no synchronization; either pointer may be NULL. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_budget(gpudyn_ggarray_t array, uint64_t* budget_bytes,
                                                      uint64_t* max_budget_bytes);
+/* *status = the array's status bits (gpudyn_array_status_bits_t; 0: no push from
+ * a kernel has failed since create / clear_status / clear).  Synchronizes `stream`. */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_status(gpudyn_ggarray_t array, uint32_t* status,
+                                                     gpudyn_stream_t stream);
+/* Zeroes the status bits and folds the LFVectors back to what they hold (a
+ * failed reservation's range is given back), so that later pushes may succeed.
+ * Stream-ordered. */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear_status(gpudyn_ggarray_t array, gpudyn_stream_t stream);
 
 /* ---- static array ----------------------------------------------------- */
 typedef struct gpudyn_static_array_s* gpudyn_static_array_t;
@@ -223,7 +250,8 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* arr
 /* Frees the storage stream-ordered after the array's last call (see gpudyn.h);
  * NULL is accepted. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_destroy(gpudyn_static_array_t array);
-/* Synchronizes; OUT_OF_MEMORY when the elements do not fit (nothing stored). */
+/* Synchronizes; OUT_OF_MEMORY when the elements do not fit (nothing stored; the
+ * status bits, which report kernels' pushes, are unchanged). */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_push_back(gpudyn_static_array_t array, const void* values,
                                                          uint64_t count, const uint8_t* mask,
                                                          gpudyn_insert_algo_t algorithm, gpudyn_stream_t stream);
@@ -243,11 +271,18 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten(gpudyn_static_array_t arr
 /* As flatten, into host memory; returns after the copy is complete. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_copy_to_host(gpudyn_static_array_t array, void* dst,
                                                             uint64_t dst_bytes, gpudyn_stream_t stream);
-/* Size 0 (stream-ordered); the storage is kept. */
+/* Size 0 and status bits zeroed (stream-ordered); the storage is kept. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_clear(gpudyn_static_array_t array, gpudyn_stream_t stream);
 /* Fills *view for kernels (gpudyn::static_array_ref<T>). */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_get_view(gpudyn_static_array_t array,
                                                         gpudyn_static_array_view_t* view);
+/* *status = the status bits (gpudyn_array_status_bits_t) kernels' pushes set since
+ * create / clear_status / clear.  Synchronizes `stream`. */
+GPUDYN_API gpudyn_status_t gpudyn_static_array_get_status(gpudyn_static_array_t array, uint32_t* status,
+                                                          gpudyn_stream_t stream);
+/* Zeroes the status bits and folds the counter back to the size (a failed
+ * reservation's range is given back).  Stream-ordered. */
+GPUDYN_API gpudyn_status_t gpudyn_static_array_clear_status(gpudyn_static_array_t array, gpudyn_stream_t stream);
 
 /* ---- VMM array -------------------------------------------------------- */
 typedef struct gpudyn_vmm_array_s* gpudyn_vmm_array_t;
@@ -305,10 +340,15 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_flatten(gpudyn_vmm_array_t array, vo
 /* As flatten, into host memory; returns after the copy is complete. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_copy_to_host(gpudyn_vmm_array_t array, void* dst, uint64_t dst_bytes,
                                                          gpudyn_stream_t stream);
-/* Size 0 (stream-ordered); the mapping is kept. */
+/* Size 0 and status bits zeroed (stream-ordered); the mapping is kept. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear(gpudyn_vmm_array_t array, gpudyn_stream_t stream);
 /* Fills *view for kernels (gpudyn::vmm_array_ref<T>); capacity as of this call. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_view(gpudyn_vmm_array_t array, gpudyn_vmm_array_view_t* view);
+/* As gpudyn_static_array_get_status: the status bits; synchronizes `stream`. */
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_status(gpudyn_vmm_array_t array, uint32_t* status,
+                                                       gpudyn_stream_t stream);
+/* As gpudyn_static_array_clear_status: zeroes the bits, folds the counter back.  Stream-ordered. */
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear_status(gpudyn_vmm_array_t array, gpudyn_stream_t stream);
 
 #ifdef __cplusplus
 }

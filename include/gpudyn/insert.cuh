@@ -500,6 +500,7 @@ struct block_inserter {
     // refused the reservation (then nothing of this call is stored).
     template <int Items, class T, class Sink>
     __device__ static bool push(TempStorage& s, Sink& sink, const bool (&flag)[Items], const T (&value)[Items]) {
+        if (dev::block_thread_count() > MaxThreads) return false;  // storage too small: refuse, touch nothing
         unsigned slot[Items], total[Items];
         unsigned long long start[Items];
         unsigned long long run = 0;
@@ -533,6 +534,7 @@ struct block_inserter {
     // nothing of the chunk is stored.
     template <int Items, class T, class Sink, class Src>
     __device__ static bool push_chunk(TempStorage& s, Sink& sink, unsigned long long n, const Src& src) {
+        if (dev::block_thread_count() > MaxThreads) return false;  // storage too small: refuse, touch nothing
         const unsigned nt = dev::block_thread_count(), r = dev::block_thread_rank();
         const unsigned warp = r / dev::kWarpLanes, lane = dev::lane_index();
         const unsigned nwarps = (nt + dev::kWarpLanes - 1) / dev::kWarpLanes;
@@ -608,9 +610,23 @@ struct block_inserter {
     }
 };
 
-// Shared memory a block needs for a structure's push_back with algorithm Algo.
-template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads>
-using push_storage = typename block_inserter<Algo, MaxThreads>::TempStorage;
+// Shared memory of a block's block-level push (push_back(storage, ...),
+// push_back_chunk), sized from the block shape, as CUB's BlockScan<T, X, ALGO, Y, Z>:
+//
+//   __shared__ gpudyn::push_storage<256> temp;                    // 256-thread blocks
+//   __shared__ gpudyn::push_storage<16, insert_algo::atomic, 16> t; // 16x16 blocks
+//
+// The refs' block-level calls deduce every parameter from it.  A block with
+// more threads than the storage serves is refused (every thread gets false;
+// nothing is reserved); fewer threads, any 1-D/2-D/3-D shape, are fine.
+template <unsigned BlockDimX, insert_algo Algo = insert_algo::warp_scan, unsigned BlockDimY = 1, unsigned BlockDimZ = 1>
+struct push_storage : block_inserter<Algo, BlockDimX * BlockDimY * BlockDimZ>::TempStorage {
+    static_assert(BlockDimX >= 1 && BlockDimY >= 1 && BlockDimZ >= 1, "block dimensions are >= 1");
+    static_assert(BlockDimX * BlockDimY * BlockDimZ <= kMaxBlockThreads, "a block has at most 1024 threads");
+    static constexpr insert_algo algorithm = Algo;
+    static constexpr unsigned max_threads = BlockDimX * BlockDimY * BlockDimZ;
+    using inserter = block_inserter<Algo, max_threads>;
+};
 
 // ---- bulk insertion over a whole grid ------------------------------------
 // A bulk insertion of `count` candidates is cut into `parts` input ranges;
@@ -678,16 +694,15 @@ __host__ __device__ inline void bulk_part_range(unsigned long long count, const 
 // nothing).  make_source(lo) gives the source of the range starting at
 // candidate lo.  Returns false in every thread of a block when one of its parts
 // was refused (the structure's status says why).
-template <insert_algo Algo, unsigned MaxThreads, int Items, class Ref, class MakeSource>
-__device__ bool push_back_parts(push_storage<Algo, MaxThreads>& s, const Ref& ref, unsigned long long count,
-                                const bulk_plan& plan, MakeSource make_source) {
+template <int Items, class Storage, class Ref, class MakeSource>
+__device__ bool push_back_parts(Storage& s, const Ref& ref, unsigned long long count, const bulk_plan& plan,
+                                MakeSource make_source) {
     bool ok = true;
     const unsigned long long blocks = (unsigned long long)gridDim.x * gridDim.y * gridDim.z;
     for (unsigned long long p = dev::block_linear_index(); p < plan.parts; p += blocks) {
         unsigned long long lo = 0, hi = 0;
         bulk_part_range(count, plan, p, &lo, &hi);
-        ok = ref.template push_back_part<Algo, MaxThreads, Items>(p + plan.first_target, s, hi - lo, make_source(lo)) &&
-             ok;
+        ok = ref.template push_back_part<Items>(p + plan.first_target, s, hi - lo, make_source(lo)) && ok;
     }
     return ok;
 }

@@ -37,6 +37,14 @@ class OwnedHandle:
                 self._handle = None
                 ffi.gc(h, None)
 
+    @property
+    def ref(self):
+        """This structure as an argument of a Numba ``@cuda.jit`` kernel: its view,
+        taken now, for gpudyn.numba's device functions (needs numba-cuda, see
+        gpudyn.numba)."""
+        from .numba import ref
+        return ref(self)
+
     def __enter__(self):
         return self
 

@@ -10,6 +10,15 @@ give their elements back with :meth:`to_numpy` or :meth:`flatten` (a
 ``algorithm=`` one of ``"atomic"`` (0), ``"warp_scan"`` (1, default),
 ``"tensor_scan"`` (2).
 
+Kernels push into the arrays through the device headers (``gpudyn/ggarray.cuh``,
+``static_array.cuh``, ``vmm_array.cuh``; from CuPy pass :meth:`view_arg` by
+value, see examples/ggarray/cupy_push_back.py).  A push from a kernel that
+cannot get memory returns false there, stores nothing and sets the array's
+:attr:`status`; the next host call on the array (``len``, ``extend``,
+``to_numpy``, ...) raises :class:`OutOfMemoryError` once (the status is then
+cleared) and :meth:`check` raises it on demand.  Every element stored before
+the failure is kept.
+
 Streams: every call runs on the array's ``stream`` (None: the legacy default
 stream).  A device array passed in is read only after the work its producer
 queued: the stream named by its ``__cuda_array_interface__`` (v3), or, for a
@@ -24,9 +33,29 @@ from . import _args
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
 from .buffer import DeviceBuffer, as_device_array, element_dtype
+from .errors import OutOfMemoryError
 
 ALGORITHMS = {"atomic": 0, "warp_scan": 1, "tensor_scan": 2}
 _ELEMENT_SIZES = (1, 2, 4, 8, 16)
+#: Bits of :attr:`GGArray.status` (gpudyn_array_status_bits_t).
+STATUS_ALLOCATION_FAILED = 1
+STATUS_CAPACITY_EXCEEDED = 2
+_STATUS_WHY = {
+    STATUS_ALLOCATION_FAILED: "a bucket could not be allocated (the GGArray's budget is used up: raise .budget)",
+    STATUS_CAPACITY_EXCEEDED: "the capacity was exceeded",
+}
+
+
+def status_error(where: str, status: int) -> OutOfMemoryError:
+    """The :class:`OutOfMemoryError` reporting status bits `status` of array `where`."""
+    why = [text for bit, text in _STATUS_WHY.items() if status & bit]
+    unknown = status & ~sum(_STATUS_WHY)
+    if unknown:
+        why.append(f"unknown status bits {unknown:#x}")
+    return OutOfMemoryError(
+        f"gpudyn: {where}: a push from a kernel failed: {'; '.join(why) or 'no failure'} (status {status}); "
+        "the elements it refused were not stored, every element stored before is kept; the status is now cleared",
+        2, "GPUDYN_ERROR_OUT_OF_MEMORY")
 
 
 def _dtype(where: str, dtype) -> np.dtype:
@@ -38,6 +67,8 @@ class _Array(OwnedHandle):
 
     _p = ""
     _stream_size = True  # size() takes a stream
+    STATUS_ALLOCATION_FAILED = STATUS_ALLOCATION_FAILED
+    STATUS_CAPACITY_EXCEEDED = STATUS_CAPACITY_EXCEEDED
 
     def _init(self, handle_type: str, create, options, dtype, stream):
         self.dtype = dtype
@@ -49,6 +80,40 @@ class _Array(OwnedHandle):
     def _fn(self, name):
         self._h()  # ValueError once closed
         return getattr(lib, self._p + name)
+
+    def _call(self, name):
+        """The ABI function `name`, after :meth:`check` (a kernel's failed push raises here)."""
+        self.check()
+        return self._fn(name)
+
+    # ---- failures of pushes from kernels ----------------------------------------
+    @property
+    def status(self) -> int:
+        """Status bits set by pushes from kernels that failed since creation,
+        :meth:`clear_status` or :meth:`clear` (0: none; ``STATUS_ALLOCATION_FAILED``,
+        ``STATUS_CAPACITY_EXCEEDED``).  Synchronizes the array's stream; does not raise."""
+        out = ffi.new("uint32_t*")
+        check(self._fn("get_status")(self._handle, out, self._stream))
+        return int(out[0])
+
+    def clear_status(self) -> None:
+        """Zeroes :attr:`status`; the array keeps what it holds and later pushes may succeed."""
+        check(self._fn("clear_status")(self._handle, self._stream))
+
+    def check(self) -> None:
+        """Raises :class:`OutOfMemoryError` when a push from a kernel failed since the
+        last check (the status is then cleared); every host call does this first."""
+        status = self.status
+        if status:
+            self.clear_status()
+            raise status_error(type(self).__name__, status)
+
+    def view_arg(self):
+        """The array's view struct as a NumPy ``void`` scalar: pass it by value to a
+        CuPy ``RawModule`` kernel taking ``gpudyn_<array>_view_t`` (see
+        examples/ggarray/cupy_push_back.py).  Checks the status first."""
+        view = self.view_bytes()
+        return np.frombuffer(view, dtype=np.dtype((np.void, len(view))))[0]
 
     def append(self, value) -> None:
         """Appends one element."""
@@ -75,13 +140,13 @@ class _Array(OwnedHandle):
             if mn != n:
                 raise ValueError(f"gpudyn: {where} argument 'mask' has {mn} entries, values has {n}")
             mptr = ffi.cast("const uint8_t*", mp)
-        check(self._fn("push_back")(self._handle, ffi.cast("const void*", ptr), n, mptr, algo, self._stream))
+        check(self._call("push_back")(self._handle, ffi.cast("const void*", ptr), n, mptr, algo, self._stream))
         del keep, keep_m  # NumPy temporaries: freed on our stream, after the kernel
 
     def __len__(self) -> int:
         out = ffi.new("uint64_t*")
         if self._stream_size:
-            check(self._fn("size")(self._handle, out, self._stream))
+            check(self._call("size")(self._handle, out, self._stream))
         return int(out[0])
 
     def to_numpy(self) -> np.ndarray:
@@ -102,6 +167,7 @@ class _Array(OwnedHandle):
         return buf
 
     def clear(self) -> None:
+        """Size 0; the memory is kept; :attr:`status` is zeroed (no exception for an earlier failure)."""
         check(self._fn("clear")(self._handle, self._stream))
 
 
@@ -122,8 +188,9 @@ class GGArray(_Array):
     it).  With `heap`, its mapped memory is the budget (leave both None).  Raise
     the budget between launches by assigning :attr:`budget`.  When it runs out
     inside a kernel, the push that needed a bucket returns false and stores
-    nothing, the view's status word records it, and every stored element stays;
-    :meth:`extend` raises OutOfMemoryError with the array unchanged.
+    nothing, :attr:`status` records it (OutOfMemoryError at the next host call,
+    or :meth:`check`), and every stored element stays; :meth:`extend` raises
+    OutOfMemoryError with the array unchanged.
 
     `pool_bytes`: the pool's virtual range (0: the device's memory; None: no
     pool, every bucket from the heap)."""
@@ -192,18 +259,18 @@ class GGArray(_Array):
 
     def reserve(self, capacity: int) -> None:
         capacity = _args.integer("GGArray.reserve", "capacity", capacity)
-        check(self._fn("reserve")(self._handle, capacity, self._stream))
+        check(self._call("reserve")(self._handle, capacity, self._stream))
 
     @property
     def capacity(self) -> int:
         out = ffi.new("uint64_t*")
-        check(self._fn("capacity")(self._handle, out, self._stream))
+        check(self._call("capacity")(self._handle, out, self._stream))
         return int(out[0])
 
     def memory_stats(self) -> dict:
         """{'size', 'capacity', 'allocated_bytes', 'element_bytes'}."""
         out = ffi.new("uint64_t*")
-        check(self._fn("allocated_bytes")(self._handle, out, self._stream))
+        check(self._call("allocated_bytes")(self._handle, out, self._stream))
         n = len(self)
         return {"size": n, "capacity": self.capacity, "allocated_bytes": int(out[0]),
                 "element_bytes": n * self.dtype.itemsize}
@@ -212,25 +279,25 @@ class GGArray(_Array):
         """The gpudyn_ggarray_view_t as bytes (for a kernel that takes the view by
         pointer, e.g. from a CuPy RawModule); recomputes the ranges first."""
         v = ffi.new("gpudyn_ggarray_view_t*")
-        check(self._fn("get_view")(self._handle, v, self._stream))
+        check(self._call("get_view")(self._handle, v, self._stream))
         return bytes(ffi.buffer(v))
 
 
 class _Contiguous(_Array):
     def _data(self) -> int:
         out = ffi.new("void**")
-        check(self._fn("data")(self._handle, out))
+        check(self._call("data")(self._handle, out))
         return int(ffi.cast("uintptr_t", out[0]))
 
     @property
     def capacity(self) -> int:
         out = ffi.new("uint64_t*")
-        check(self._fn("capacity")(self._handle, out))
+        check(self._call("capacity")(self._handle, out))
         return int(out[0])
 
     def memory_stats(self) -> dict:
         out = ffi.new("uint64_t*")
-        check(self._fn("allocated_bytes")(self._handle, out))
+        check(self._call("allocated_bytes")(self._handle, out))
         n = len(self)
         return {"size": n, "capacity": self.capacity, "allocated_bytes": int(out[0]),
                 "element_bytes": n * self.dtype.itemsize}
@@ -258,7 +325,7 @@ class _Contiguous(_Array):
 
     def view_bytes(self) -> bytes:
         v = ffi.new(self._view_type + "*")
-        check(self._fn("get_view")(self._handle, v))
+        check(self._call("get_view")(self._handle, v))
         return bytes(ffi.buffer(v))
 
 
@@ -300,4 +367,4 @@ class VmmArray(_Contiguous):
 
     def reserve(self, capacity: int) -> None:
         capacity = _args.integer("VmmArray.reserve", "capacity", capacity)
-        check(self._fn("reserve")(self._handle, capacity, self._stream))
+        check(self._call("reserve")(self._handle, capacity, self._stream))

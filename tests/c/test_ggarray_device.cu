@@ -106,8 +106,9 @@ struct below90 {
 template <gpudyn::insert_algo A>
 __global__ void __launch_bounds__(1024) user_push(gpudyn_ggarray_view_t gv, gpudyn_static_array_view_t sv, const int* in, unsigned n,
                           unsigned rounds, int* fails, bool chunked) {
-    __shared__ gpudyn::push_storage<A> tg;
-    __shared__ gpudyn::push_storage<A> ts;
+    // Sized for the largest block of the tests (1024); the calls deduce it.
+    __shared__ gpudyn::push_storage<gpudyn::kMaxBlockThreads, A> tg;
+    __shared__ gpudyn::push_storage<gpudyn::kMaxBlockThreads, A> ts;
     gpudyn::ggarray_ref<int> g{gv};
     gpudyn::static_array_ref<int> s{sv};
     const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
@@ -116,16 +117,16 @@ __global__ void __launch_bounds__(1024) user_push(gpudyn_ggarray_view_t gv, gpud
         const unsigned lo = blockIdx.x * rounds * threads;
         const unsigned m = lo >= n ? 0u : (n - lo < rounds * threads ? n - lo : rounds * threads);
         const below90 src{in + lo};
-        if (!g.push_back_chunk<A, gpudyn::kMaxBlockThreads, 2>(tg, m, src)) atomicAdd(fails, 1);
-        if (!s.push_back_chunk<A, gpudyn::kMaxBlockThreads, 2>(ts, m, src)) atomicAdd(fails, 1);
+        if (!g.push_back_chunk<2>(tg, m, src)) atomicAdd(fails, 1);
+        if (!s.push_back_chunk<2>(ts, m, src)) atomicAdd(fails, 1);
         return;
     }
     for (unsigned r = 0; r < rounds; ++r) {
         const unsigned i = (blockIdx.x * rounds + r) * threads + rank;
         const int x = i < n ? in[i] : 0;
         const bool take = i < n && x < 90;
-        if (!g.push_back<A>(tg, take, x)) atomicAdd(fails, 1);
-        if (!s.push_back<A>(ts, take, x)) atomicAdd(fails, 1);
+        if (!g.push_back(tg, take, x)) atomicAdd(fails, 1);
+        if (!s.push_back(ts, take, x)) atomicAdd(fails, 1);
     }
 }
 
@@ -219,12 +220,12 @@ static void test_user_kernel(dim3 block, int algo_id, bool chunked) {
 template <gpudyn::insert_algo A, int Items>
 __global__ void __launch_bounds__(1024) chunk_in_order(gpudyn_ggarray_view_t gv, gpudyn_static_array_view_t sv, const int* in, unsigned n,
                                int* fails) {
-    __shared__ gpudyn::push_storage<A> t;
+    __shared__ gpudyn::push_storage<gpudyn::kMaxBlockThreads, A> t;
     gpudyn::ggarray_ref<int> g{gv};
     gpudyn::static_array_ref<int> s{sv};
     const below90 src{in};
-    if (!g.push_back_chunk_to<A, gpudyn::kMaxBlockThreads, Items>(0, t, n, src)) atomicAdd(fails, 1);
-    if (!s.push_back_chunk<A, gpudyn::kMaxBlockThreads, Items>(t, n, src)) atomicAdd(fails, 1);
+    if (!g.push_back_chunk_to<Items>(0, t, n, src)) atomicAdd(fails, 1);
+    if (!s.push_back_chunk<Items>(t, n, src)) atomicAdd(fails, 1);
 }
 
 template <gpudyn::insert_algo A, int Items>

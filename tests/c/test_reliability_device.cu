@@ -71,7 +71,7 @@ static void test_ggarray_reserve_overflow() {
     o.num_lfvectors = 1;
     o.first_bucket_elements = 1ull << 30;
     o.element_size = 1;
-    o.pool_bytes = UINT64_MAX;  // no pool: the buckets come from device malloc
+    o.pool_bytes = UINT64_MAX;  // no pool: the buckets come from the heap
     a = nullptr;
     CHECK_OK(gpudyn_ggarray_create(&a, &o, nullptr));
     if (!a) return;

@@ -1,17 +1,23 @@
 // Device side shared by the two contiguous arrays (static and VMM): element i
-// lives at data[i].  A block reserves its whole range with one atomicAdd on a
-// reservation counter (no compare-and-swap loop: ~10^5 reservations of one
-// bulk insert would serialize on it).  A range that does not fit fails whole
-// (nothing of it is stored) and records its start in `failed_at` (atomicMin).
+// lives at data[i].  A reservation (one per warp group of a per-thread push,
+// one per block of a block-level push) is one atomicAdd on the reservation
+// counter (no compare-and-swap loop: contended reservations would serialize on
+// it).  A range that does not fit fails whole (nothing of it is stored),
+// records its start in `failed_at` (atomicMin) and sets the status word.
 // Because the counter only grows, every range handed out after a failing one
 // starts above it and fails too, and every range below the lowest failing start
 // succeeded: the elements are exactly [0, min(counter, failed_at)).
-// Consequence: once a reservation failed, later ones fail until the host calls
-// push_back/reserve/clear, which fold the counter back to that size.
+// Consequence: once a reservation failed, later ones fail until the host folds
+// the counter back to that size (push_back, reserve, clear, clear_status); the
+// status bits stay until clear_status or clear.
+//
+// A view of another layout version or element size is refused: valid() is
+// false, every push returns false and nothing (counter, status) is touched.
 // Compiles under nvcc and NVRTC.
 #pragma once
 
 #include "../insert.cuh"
+#include "warp_push.cuh"
 
 namespace gpudyn {
 inline namespace v0 {
@@ -22,85 +28,141 @@ constexpr unsigned kArrayAllocationFailed = 1u;
 constexpr unsigned kArrayCapacityExceeded = 2u;
 
 template <class T>
-struct contiguous_array_ref {
-    T* data = nullptr;
-    unsigned long long capacity = 0;
-    unsigned long long* size_ptr = nullptr;    // reservation counter
-    unsigned* status_ptr = nullptr;
-    unsigned long long* failed_ptr = nullptr;  // lowest failed start (~0 when none)
+class contiguous_array_ref {
+public:
+    using value_type = T;
 
-    bool version_ok = false;
+    __host__ __device__ bool valid() const { return version_ok_; }
 
-    // Binds a view; one of another layout version or element size is refused:
-    // valid() is false and every push_back fails.
-    template <class View>
-    __host__ __device__ void bind(const View& v, unsigned expected_version) {
-        version_ok = v.version == expected_version && v.element_size == sizeof(T);
-        data = version_ok ? reinterpret_cast<T*>(v.data) : nullptr;
-        capacity = version_ok ? v.capacity : 0;
-        size_ptr = reinterpret_cast<unsigned long long*>(v.size);
-        status_ptr = reinterpret_cast<unsigned*>(v.status);
-        failed_ptr = reinterpret_cast<unsigned long long*>(v.failed_at);
+    // ---- per-thread push (any thread, any divergence) ----
+    // Appends x; lanes that call together share one reservation.  False when
+    // the array is full (status set) or the view is refused; then x is not stored.
+    __device__ bool push_back(const T& x) const {
+        if (!valid()) return false;
+        return warp_push_one<T>(__activemask(), sink{this}, x);
     }
-    __host__ __device__ bool valid() const { return version_ok; }
-    // Elements stored (see the file comment): min(counter, lowest failed start).
-    __device__ unsigned long long size() const {
-        const unsigned long long c = *static_cast<volatile unsigned long long*>(size_ptr);
-        const unsigned long long f = *static_cast<volatile unsigned long long*>(failed_ptr);
-        return c < f ? c : f;
-    }
-    __device__ T& operator[](unsigned long long i) const { return data[i]; }
-
-    // One thread: [*base, *base + n) becomes the caller's, or false (status set,
-    // nothing reserved that anyone will store into).
-    __device__ bool reserve(unsigned long long n, unsigned long long* base) const {
-        const unsigned long long old = atomicAdd(size_ptr, n);
-        if (n > capacity || old > capacity - n) {
-            atomicMin(failed_ptr, old);
-            atomicOr(status_ptr, kArrayCapacityExceeded);
-            return false;
-        }
-        *base = old;
-        return true;
-    }
-    // Sink window: nothing to keep (element i is data[i]).
-    __device__ void open(sink_window&, unsigned long long, unsigned long long) const {}
-    __device__ void store(const sink_window&, unsigned long long i, const T& v) const { data[i] = v; }
-    __device__ T* extent(const sink_window&, unsigned long long, unsigned long long* first,
-                         unsigned long long* end) const {
-        *first = 0;
-        *end = ~0ull;  // one piece: the whole array
-        return data;
+    // Appends values[0..n) (n may be 0 and may differ per thread): one
+    // reservation for the lanes that call together; all or nothing per group.
+    __device__ bool push_back(const T* values, unsigned n) const {
+        if (!valid()) return false;
+        return warp_push_many<T>(__activemask(), sink{this}, values, n);
     }
 
-    // Block-cooperative insertion (block_inserter::push): every thread of the
-    // block calls; the result is the same in every thread.
-    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items>
-    __device__ bool push_back(push_storage<Algo, MaxThreads>& s, const bool (&flag)[Items], const T (&value)[Items]) const {
-        contiguous_array_ref sink = *this;
-        return block_inserter<Algo, MaxThreads>::push(s, sink, flag, value);
+    // ---- block-level push (every thread of the block calls) ----
+    // Items (flag, value) pairs per thread, one reservation per block; the
+    // result is the same in every thread.
+    template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ, int Items>
+    __device__ bool push_back(push_storage<BX, A, BY, BZ>& s, const bool (&flag)[Items],
+                              const T (&value)[Items]) const {
+        if (!valid()) return false;
+        sink k{this};
+        return push_storage<BX, A, BY, BZ>::inserter::push(s, k, flag, value);
     }
-    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads>
-    __device__ bool push_back(push_storage<Algo, MaxThreads>& s, bool flag, const T& value) const {
+    template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ>
+    __device__ bool push_back(push_storage<BX, A, BY, BZ>& s, bool flag, const T& value) const {
         const bool f[1] = {flag};
         const T v[1] = {value};
-        return push_back<Algo, MaxThreads>(s, f, v);
+        return push_back(s, f, v);
     }
-    // A block's chunk of n candidates with one reservation (block_inserter::push_chunk):
-    // every thread of the block calls with the same n and src.
-    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items = 8,
-              class Src>
-    __device__ bool push_back_chunk(push_storage<Algo, MaxThreads>& s, unsigned long long n, const Src& src) const {
-        contiguous_array_ref sink = *this;
-        return block_inserter<Algo, MaxThreads>::template push_chunk<Items, T>(s, sink, n, src);
+    // A block's chunk of n candidates (src.flag(j), src.value(j), j < n; see
+    // block_inserter::push_chunk) with one reservation: every thread of the
+    // block calls with the same n and src.
+    template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
+    __device__ bool push_back_chunk(push_storage<BX, A, BY, BZ>& s, unsigned long long n, const Src& src) const {
+        if (!valid()) return false;
+        sink k{this};
+        return push_storage<BX, A, BY, BZ>::inserter::template push_chunk<Items, T>(s, k, n, src);
     }
     // Part p of a bulk insertion (push_back_parts): one array, every part the same.
-    template <insert_algo Algo = insert_algo::warp_scan, unsigned MaxThreads = kMaxBlockThreads, int Items = 8,
-              class Src>
-    __device__ bool push_back_part(unsigned long long, push_storage<Algo, MaxThreads>& s, unsigned long long n,
+    template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
+    __device__ bool push_back_part(unsigned long long, push_storage<BX, A, BY, BZ>& s, unsigned long long n,
                                    const Src& src) const {
-        return push_back_chunk<Algo, MaxThreads, Items>(s, n, src);
+        return push_back_chunk<Items>(s, n, src);
     }
+
+    // ---- reads ----
+    // Elements stored (see the file comment): min(counter, lowest failed start); 0 when refused.
+    __device__ unsigned long long size() const {
+        if (!valid()) return 0;
+        const unsigned long long c = *static_cast<volatile unsigned long long*>(size_ptr_);
+        const unsigned long long f = *static_cast<volatile unsigned long long*>(failed_ptr_);
+        return c < f ? c : f;
+    }
+    // Elements the array can hold (as of the view).
+    __host__ __device__ unsigned long long capacity() const { return capacity_; }
+    // Element i (i < size(); valid() required).
+    __device__ T& at(unsigned long long i) const { return data_[i]; }
+    __device__ T& operator[](unsigned long long i) const { return data_[i]; }
+    // Element 0: the elements are contiguous (nullptr when refused).
+    __host__ __device__ T* data() const { return data_; }
+    // Calls f(T* p, n, first) for the elements [lo, hi) ∩ [0, size()): one span.
+    template <class F>
+    __device__ void for_each_span(unsigned long long lo, unsigned long long hi, F&& f) const {
+        const unsigned long long n = size();
+        if (hi > n) hi = n;
+        if (lo < hi) f(data_ + lo, hi - lo, lo);
+    }
+    // Every element: f(T* p, n, first) over [0, size()).
+    template <class F>
+    __device__ void for_each_span(F&& f) const {
+        for_each_span(0ull, ~0ull, static_cast<F&&>(f));
+    }
+
+protected:
+    // Binds a view (see the file comment for a refused one).
+    template <class View>
+    __host__ __device__ void bind(const View& v, unsigned expected_version) {
+        version_ok_ = v.version == expected_version && v.element_size == sizeof(T);
+        data_ = version_ok_ ? reinterpret_cast<T*>(v.data) : nullptr;
+        capacity_ = version_ok_ ? v.capacity : 0;
+        size_ptr_ = version_ok_ ? reinterpret_cast<unsigned long long*>(v.size) : nullptr;
+        status_ptr_ = version_ok_ ? reinterpret_cast<unsigned*>(v.status) : nullptr;
+        failed_ptr_ = version_ok_ ? reinterpret_cast<unsigned long long*>(v.failed_at) : nullptr;
+    }
+
+private:
+    T* data_ = nullptr;
+    unsigned long long capacity_ = 0;
+    unsigned long long* size_ptr_ = nullptr;    // reservation counter
+    unsigned* status_ptr_ = nullptr;
+    unsigned long long* failed_ptr_ = nullptr;  // lowest failed start (~0 when none)
+    bool version_ok_ = false;
+
+    // The structure's side of the insertion algorithms (insert.cuh, warp_push.cuh).
+    struct sink {
+        static constexpr bool kOnePiece = true;
+        const contiguous_array_ref* a;
+        // One thread: [*base, *base + n) becomes the caller's, or false (status
+        // set, nothing reserved that anyone will store into).  Callers checked valid().
+        __device__ bool reserve(unsigned long long n, unsigned long long* base) const {
+            const unsigned long long old = atomicAdd(a->size_ptr_, n);
+            if (n > a->capacity_ || old > a->capacity_ - n) {
+                atomicMin(a->failed_ptr_, old);
+                atomicOr(a->status_ptr_, kArrayCapacityExceeded);
+                return false;
+            }
+            *base = old;
+            return true;
+        }
+        __device__ void locate(unsigned long long base, unsigned n, T** p0, T** p1, unsigned* split) const {
+            *p0 = a->data_ + base;
+            *p1 = nullptr;
+            *split = n;
+        }
+        __device__ void store_run(unsigned long long i, const T* v, unsigned n) const {
+            T* p = a->data_ + i;
+            for (unsigned j = 0; j < n; ++j) p[j] = v[j];
+        }
+        // Block sink: nothing to keep in the window (element i is data[i]).
+        __device__ void open(sink_window&, unsigned long long, unsigned long long) const {}
+        __device__ void store(const sink_window&, unsigned long long i, const T& v) const { a->data_[i] = v; }
+        __device__ T* extent(const sink_window&, unsigned long long, unsigned long long* first,
+                             unsigned long long* end) const {
+            *first = 0;
+            *end = ~0ull;  // one piece: the whole array
+            return a->data_;
+        }
+    };
 };
 
 }  // namespace dev

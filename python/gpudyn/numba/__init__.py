@@ -1,0 +1,97 @@
+"""gpudyn.numba: gpudyn's structures inside Numba ``@cuda.jit`` kernels.
+
+Install with ``pip install gpudyn[numba]`` (numba-cuda).  A kernel gets a
+structure through its ``.ref`` attribute, passed as a kernel argument, and
+calls the functions below on it::
+
+    import numpy as np
+    from numba import cuda
+    import gpudyn
+    import gpudyn.numba as gdn
+
+    @cuda.jit
+    def multiples(out, n):                 # thread t emits t % 4 values
+        t = cuda.grid(1)
+        if t < n:
+            for k in range(t % 4):
+                gdn.push_back(out, t * 10 + k)
+
+    arr = gpudyn.GGArray(np.int64)
+    multiples[40, 256](arr.ref, 10_000)    # .ref: the array's view, taken now
+    values = arr.to_numpy()
+
+``obj.ref`` is the structure's C view (``gpudyn_*_view_t``) as a named tuple
+of NumPy scalars: numba-cuda passes it by value, like the C++ API passes the
+view, and types it by its class, which names the structure and the element
+dtype.  Take it when launching (``kernel[g, b](arr.ref, ...)``): it reflects
+the structure at that moment (a later ``reserve``/``grow`` is seen by refs
+taken after it).  The structure must stay open while a kernel uses it.
+
+Device functions (any thread, under any divergence, unless said otherwise):
+
+* GGArray, StaticArray, VmmArray: ``push_back(ref, value) -> bool`` (value
+  converted to the array's dtype; False when the array cannot take it, nothing
+  stored), ``extend(ref, values, n) -> bool`` (``values[0:n]`` of a 1-D array,
+  e.g. a ``cuda.local.array``, all or nothing), ``size(ref) -> uint64``.
+  Lanes that call together share one reservation (one atomic per warp group).
+  Element types: every NumPy dtype the arrays hold (bool, integers, floats,
+  complex).
+* Heap: ``malloc(ref, nbytes) -> address`` (uint64, 0 when exhausted),
+  ``free(ref, address) -> bool``.
+* PageHeap: ``get_page(ref) -> page`` (uint32, ``INVALID_PAGE`` when none is
+  free), ``free_page(ref, page) -> bool``, ``page_address(ref, page) -> address``;
+  ``malloc``/``free`` as for Heap (RW_malloc by each lane alone).
+* WarpHeap (warp collectives, FDGMalloc's rules): ``warp_start(ref, mask) ->
+  handle``: every lane of `mask` calls it with the same mask;
+  ``warp_alloc(ref, handle, mask, nbytes) -> address`` and
+  ``warp_tidy_up(ref, handle, mask)``: `mask` is exactly the calling lanes, a
+  subset of the lanes that started, and no two collectives on one handle run
+  at once; ``warp_end(ref, handle) -> bool``: each lane that started, once, in
+  any order.  A handle of 0 (start failed) makes the later calls fail and
+  counts as misuse.  Take the mask with ``cuda.activemask()`` where the lanes
+  are together, or build it with ``cuda.ballot_sync``.
+* ``array(address, count, dtype)``: a 1-D array over memory from malloc,
+  page_address or warp_alloc (does not own it).
+
+Failures are return values (0 / False / INVALID_PAGE) and are recorded where
+the host reads them (the heaps' ``stats()`` / ``info()``; an array's
+``status``, and its next host call raises OutOfMemoryError); nothing stored
+before is lost.
+
+How it is built: each function is an extern "C" shim over the device headers
+(``shims/gpudyn_numba.cu``), compiled by meson with nvcc when gpudyn is
+installed into PTX and LTO-IR per architecture, installed here, and linked by
+numba-cuda (``numba.cuda.declare_device(..., link=[...])``).  The functions are
+intrinsics, so kernels compile (``cuda.compile``) without a GPU.
+``GPUDYN_NUMBA_LINK=ltoir|ptx`` picks the file kind (see ``_link.py``).
+
+Versions: written and tested against numba-cuda 0.30 (the ``numba.cuda``
+extension API it provides: ``declare_device(..., abi="c")``,
+``numba.cuda.extending.intrinsic``); LTO-IR needs nvJitLink of the CUDA major
+version gpudyn was built with.
+"""
+from __future__ import annotations
+
+import numpy as _np
+
+if not hasattr(_np, "row_stack"):
+    # numba-cuda 0.30.x registers an overload of np.row_stack when its CUDA target
+    # initializes (numba/cuda/np/arrayobj.py, for any NumPy >= 2.0).  NumPy 2.5
+    # removed that alias of np.vstack (deprecated since 2.0), so the registration
+    # raises AttributeError and no kernel compiles.  Restoring the alias it was
+    # lets numba-cuda initialize (numba itself skips it on NumPy >= 2.5).
+    _np.row_stack = _np.vstack
+
+try:
+    import numba.cuda  # noqa: F401
+    from numba.cuda.extending import intrinsic as _intrinsic  # noqa: F401  (numba-cuda's own extension API)
+except ImportError as _e:  # numba without numba-cuda, or neither
+    raise ImportError("gpudyn.numba needs numba-cuda (pip install 'gpudyn[numba]'): " + str(_e)) from _e
+
+from ._device import (INVALID_PAGE, array, extend, free, free_page, get_page, malloc, page_address,  # noqa: E402
+                      push_back, size, warp_alloc, warp_end, warp_start, warp_tidy_up)
+from ._link import build_info, link_file  # noqa: E402
+from ._refs import kernel_ref as ref  # noqa: E402
+
+__all__ = ["ref", "push_back", "extend", "size", "malloc", "free", "get_page", "free_page", "page_address", "INVALID_PAGE",
+           "warp_start", "warp_alloc", "warp_tidy_up", "warp_end", "array", "build_info", "link_file"]

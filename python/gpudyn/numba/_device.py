@@ -1,0 +1,264 @@
+"""The device functions of gpudyn.numba (numba-cuda intrinsics).
+
+Each function checks its argument types when the kernel is compiled (a clear
+TypingError naming the argument otherwise), spills the ref to the stack, and
+calls one extern "C" shim of shims/gpudyn_numba.cu through
+numba.cuda.declare_device (see _link.py).  They are intrinsics rather than
+@cuda.jit device functions so that compiling a kernel needs no GPU (numba-cuda
+compiles jitted device functions for the current device).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.cuda import cgutils, types
+from numba.cuda.core.errors import TypingError
+from numba.cuda.extending import intrinsic
+from numba.cuda.np.arrayobj import make_array, populate_array
+from numba.cuda.np.numpy_support import from_dtype
+
+from . import _link
+from .._ffi import ffi
+
+ARRAYS = ("ggarray", "static_array", "vmm_array")
+ALLOCATORS = ("heap", "rw_heap")  # malloc / free
+_NAMES = {"ggarray": "GGArray", "static_array": "StaticArray", "vmm_array": "VmmArray", "heap": "Heap",
+          "rw_heap": "PageHeap", "warp_heap": "WarpHeap"}
+INVALID_PAGE = 0xFFFFFFFF  # get_page on exhaustion (GPUDYN_RW_HEAP_INVALID_PAGE)
+
+
+# ---- typing helpers -------------------------------------------------------------------
+def _kind(ty):
+    """(kind, element dtype or None) of a ref's Numba type, or None."""
+    if isinstance(ty, types.BaseNamedTuple):
+        kind = getattr(ty.instance_class, "_gpudyn_kind", None)
+        if kind is not None:
+            return kind, ty.instance_class._gpudyn_dtype
+    return None
+
+
+def _ref(fn: str, ty, kinds):
+    k = _kind(ty)
+    if k is None or k[0] not in kinds:
+        want = " or ".join(f"{_NAMES[x]}.ref" for x in kinds)
+        raise TypingError(f"gpudyn.numba.{fn}: argument 'ref' must be a {want} (passed to the kernel), got {ty}")
+    return k
+
+
+def _integer(fn: str, name: str, ty):
+    if not isinstance(ty, (types.Integer, types.Boolean, types.IntegerLiteral)):
+        raise TypingError(f"gpudyn.numba.{fn}: argument '{name}' must be an integer, got {ty}")
+
+
+# ---- code generation helpers ------------------------------------------------------------
+def _view_pointer(context, builder, refty, ref):
+    """The address of a stack copy of the ref: the view struct the shims read."""
+    llty = context.get_value_type(refty)
+    want = ffi.sizeof(refty.instance_class._gpudyn_view_type)
+    if context.get_abi_sizeof(llty) != want:  # _refs checked the offsets; LLVM must agree on the size
+        raise TypingError(f"gpudyn.numba: {refty} lowers to {context.get_abi_sizeof(llty)} bytes, "
+                          f"the C view has {want}")
+    slot = cgutils.alloca_once(builder, llty)
+    builder.store(ref, slot)
+    return builder.bitcast(slot, ir.IntType(8).as_pointer())
+
+
+def _call(context, builder, name, restype, argtypes, args):
+    fn = _link.extern(name, restype, argtypes)
+    return context.get_function(fn, restype(*argtypes))(builder, args)
+
+
+def _cast(context, builder, value, fromty, toty):
+    return context.cast(builder, value, fromty, toty)
+
+
+def _truth(builder, value):
+    return builder.icmp_unsigned("!=", value, ir.Constant(value.type, 0))
+
+
+# ---- arrays: GGArray, StaticArray, VmmArray ---------------------------------------------
+def _element(fn: str, dtype):
+    """Numba type and width in bits of an array's elements."""
+    bits = dtype.itemsize * 8
+    if bits not in (8, 16, 32, 64, 128):
+        raise TypingError(f"gpudyn.numba.{fn}: elements of {dtype.itemsize} bytes ({dtype}) are not supported")
+    return from_dtype(dtype), bits
+
+
+def _element_words(context, builder, elem, bits, value):
+    """The element's bytes as the shim's integer argument(s): one iN, or two i64
+    for 16-byte elements (through memory: floats, bools and complex numbers
+    keep their exact bytes)."""
+    slot = cgutils.alloca_once(builder, context.get_data_type(elem))
+    context.pack_value(builder, elem, value, slot)
+    if bits <= 64:
+        return [builder.load(builder.bitcast(slot, ir.IntType(bits).as_pointer()))]
+    words = builder.bitcast(slot, ir.IntType(64).as_pointer())
+    return [builder.load(words), builder.load(builder.gep(words, [ir.Constant(ir.IntType(32), 1)]))]
+
+
+@intrinsic
+def push_back(typingctx, ref, value):
+    """``push_back(ref, value) -> bool``: appends `value` (converted to the
+    array's dtype as NumPy's casting would) to the GGArray / StaticArray /
+    VmmArray whose ``.ref`` the kernel got.  Any thread, under any divergence;
+    the lanes that call together share one reservation.  False when the array
+    cannot take it (full, or no memory for a GGArray bucket): nothing stored,
+    the array's status records it (its next host call raises
+    OutOfMemoryError), every element stored before stays."""
+    kind, dtype = _ref("push_back", ref, ARRAYS)
+    elem, bits = _element("push_back", dtype)
+    if not isinstance(value, (types.Number, types.Boolean)):
+        raise TypingError(f"gpudyn.numba.push_back: argument 'value' must be a number, got {value}")
+    words = (types.uint64, types.uint64) if bits == 128 else (types.Integer.from_bitwidth(bits, signed=False),)
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        x = _cast(context, builder, args[1], sig.args[1], elem)
+        ok = _call(context, builder, f"gpudyn_numba_{kind}_push_back_u{bits}", types.int32,
+                   (types.voidptr,) + words, [view] + _element_words(context, builder, elem, bits, x))
+        return _truth(builder, ok)
+
+    return types.boolean(ref, value), codegen
+
+
+@intrinsic
+def extend(typingctx, ref, values, n):
+    """``extend(ref, values, n) -> bool``: appends ``values[0:n]`` (a 1-D
+    C-contiguous array of the array's dtype, e.g. a ``cuda.local.array``; n may
+    be 0 and differ per thread).  Any thread, any divergence; one reservation
+    for the lanes that call together, all or nothing for them: False means none
+    of their values were stored."""
+    kind, dtype = _ref("extend", ref, ARRAYS)
+    elem, bits = _element("extend", dtype)
+    if not (isinstance(values, types.Array) and values.ndim == 1 and values.layout == "C"
+            and values.dtype == elem):
+        raise TypingError(f"gpudyn.numba.extend: argument 'values' must be a 1-D C-contiguous array of {elem}, "
+                          f"got {values}")
+    _integer("extend", "n", n)
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        data = make_array(sig.args[1])(context, builder, args[1]).data
+        count = _cast(context, builder, args[2], sig.args[2], types.uint32)
+        ok = _call(context, builder, f"gpudyn_numba_{kind}_extend_u{bits}", types.int32,
+                   (types.voidptr, types.voidptr, types.uint32),
+                   (view, builder.bitcast(data, ir.IntType(8).as_pointer()), count))
+        return _truth(builder, ok)
+
+    return types.boolean(ref, values, n), codegen
+
+
+# ---- the other functions: ref, integer arguments, one shim call ----------------------------------
+def _device_function(name: str, kinds, shim: str, params, result, doc: str):
+    """The intrinsic ``name(ref, *params)``: `ref` of one of `kinds`, each parameter
+    (name, C type) an integer converted to its C type, one call of `shim` (formatted
+    with the ref's kind).  `result`: a Numba integer type, types.boolean (the shim's
+    int != 0) or types.none (the shim's int dropped)."""
+    ctypes_ = tuple(c for _, c in params)
+    returns = types.int32 if result in (types.boolean, types.none) else result
+
+    def typer(ref, args):
+        kind, _ = _ref(name, ref, kinds)
+        for (pname, _), t in zip(params, args):
+            _integer(name, pname, t)
+
+        def codegen(context, builder, sig, llargs):
+            view = _view_pointer(context, builder, sig.args[0], llargs[0])
+            cargs = [view] + [_cast(context, builder, v, t, c) for v, t, c in zip(llargs[1:], sig.args[1:], ctypes_)]
+            r = _call(context, builder, shim.format(kind=kind), returns, (types.voidptr,) + ctypes_, cargs)
+            if result is types.boolean:
+                return _truth(builder, r)
+            return context.get_dummy_value() if result is types.none else r
+
+        return result(ref, *args), codegen
+
+    # numba folds a call's arguments by the definition's signature: one per arity, no *args.
+    if len(params) == 0:
+        def definition(typingctx, ref):
+            return typer(ref, ())
+    elif len(params) == 1:
+        def definition(typingctx, ref, a):
+            return typer(ref, (a,))
+    elif len(params) == 2:
+        def definition(typingctx, ref, a, b):
+            return typer(ref, (a, b))
+    else:
+        def definition(typingctx, ref, a, b, c):
+            return typer(ref, (a, b, c))
+    definition.__name__ = definition.__qualname__ = name
+    definition.__doc__ = doc
+    return intrinsic(definition)
+
+
+_U32, _U64 = types.uint32, types.uint64
+
+size = _device_function("size", ARRAYS, "gpudyn_numba_{kind}_size", [], _U64, """``size(ref) -> uint64``: elements stored in the array now (pushes of other
+threads that have returned are counted).  A GGArray sums its LFVectors: call
+it from few threads.""")
+
+# Heap and PageHeap
+malloc = _device_function("malloc", ALLOCATORS, "gpudyn_numba_{kind}_malloc", [("nbytes", _U64)], _U64, """``malloc(ref, nbytes) -> uint64``: device address of `nbytes` bytes (16-byte
+aligned), 0 when memory is exhausted (counted; the host sees it in stats()).
+Heap: any thread, any divergence, lanes that call together are aggregated.
+PageHeap: RW_malloc by the calling lane alone.""")
+free = _device_function("free", ALLOCATORS, "gpudyn_numba_{kind}_free", [("address", _U64)], types.boolean, """``free(ref, address) -> bool``: frees an address malloc returned (any thread,
+any kernel; 0 is fine).  False for a double, foreign or interior free, which
+changes nothing and is counted as a bad free.""")
+
+# PageHeap pages
+get_page = _device_function("get_page", ("rw_heap",), "gpudyn_numba_rw_heap_get_page", [], _U32, """``get_page(ref) -> uint32``: a free page of the PageHeap (random walk, RW-BM),
+or INVALID_PAGE when none was found.  Any thread, any divergence.""")
+free_page = _device_function("free_page", ("rw_heap",), "gpudyn_numba_rw_heap_free_page", [("page", _U32)],
+                             types.boolean, """``free_page(ref, page) -> bool``: gives a page from get_page back (any thread).
+False for a page that is free already, out of range or part of a malloc run (a
+bad free: counted, nothing changes).""")
+page_address = _device_function("page_address", ("rw_heap",), "gpudyn_numba_rw_heap_page_address",
+                                [("page", _U32)], _U64, """``page_address(ref, page) -> uint64``: device address of the page's first byte.""")
+
+# WarpHeap: warp collectives
+warp_start = _device_function("warp_start", ("warp_heap",), "gpudyn_numba_warp_heap_start", [("mask", _U32)], _U64,
+                              """``warp_start(ref, mask) -> handle`` (uint64): a collective over `mask`: every
+lane of `mask` calls it, with the same mask (e.g. ``cuda.activemask()`` taken
+once, or a ballot).  Every lane gets the warp's handle, 0 when memory is
+exhausted.""")
+warp_alloc = _device_function("warp_alloc", ("warp_heap",), "gpudyn_numba_warp_heap_alloc",
+                              [("handle", _U64), ("mask", _U32), ("nbytes", _U64)], _U64, """``warp_alloc(ref, handle, mask, nbytes) -> uint64``: a collective over `mask`,
+which must be exactly the calling lanes and a subset of the lanes that started;
+each lane gets its own block of `nbytes` (16-byte aligned; 0 for 0 bytes or
+when memory is exhausted).  No two collectives on one handle at the same time
+(diverged groups of a warp take turns).""")
+warp_tidy_up = _device_function("warp_tidy_up", ("warp_heap",), "gpudyn_numba_warp_heap_tidy_up",
+                                [("handle", _U64), ("mask", _U32)], types.none, """``warp_tidy_up(ref, handle, mask)``: a collective like warp_alloc; frees every
+block of the warp (the handle stays usable).""")
+warp_end = _device_function("warp_end", ("warp_heap",), "gpudyn_numba_warp_heap_end", [("handle", _U64)],
+                            types.boolean, """``warp_end(ref, handle) -> bool``: each lane that started calls it once, in any
+order, converged or not; the last one frees the warp's memory (and gets True).
+The handle is invalid afterwards.""")
+
+
+# ---- addresses as arrays ------------------------------------------------------------------
+@intrinsic
+def array(typingctx, address, count, dtype):
+    """``array(address, count, dtype)``: a 1-D C-contiguous array of `count`
+    elements of `dtype` (e.g. ``np.int32``) at a device address from malloc,
+    page_address or warp_alloc.  It does not own the memory."""
+    _integer("array", "address", address)
+    _integer("array", "count", count)
+    if not isinstance(dtype, types.DTypeSpec):
+        raise TypingError(f"gpudyn.numba.array: argument 'dtype' must be a NumPy scalar type such as np.int32, "
+                          f"got {dtype}")
+    arrty = types.Array(dtype.dtype, 1, "C")
+
+    def codegen(context, builder, sig, args):
+        ary = make_array(arrty)(context, builder)
+        elem = context.get_data_type(arrty.dtype)
+        itemsize = context.get_abi_sizeof(elem)
+        a = _cast(context, builder, args[0], sig.args[0], types.uint64)
+        data = builder.inttoptr(a, elem.as_pointer())
+        n = _cast(context, builder, args[1], sig.args[1], types.intp)
+        intp = context.get_value_type(types.intp)
+        populate_array(ary, data=data, shape=[n], strides=[ir.Constant(intp, itemsize)],
+                       itemsize=ir.Constant(intp, itemsize), meminfo=None)
+        return ary._getvalue()
+
+    return arrty(address, count, dtype), codegen
