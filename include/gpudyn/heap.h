@@ -12,10 +12,13 @@
  *
  * Included by gpudyn.h; same rules (C99, fixed-width types, cffi-readable).
  */
+/* Before the guard: gpudyn.h includes this header back (through ggarray.h, whose
+ * view holds a heap view), so when this header is included first, gpudyn.h must
+ * be read completely -- defining the heap's types on the way -- before it. */
+#include "gpudyn/gpudyn.h"
+
 #ifndef GPUDYN_HEAP_H
 #define GPUDYN_HEAP_H
-
-#include "gpudyn/gpudyn.h"
 
 #ifdef __cplusplus
 extern "C" {
