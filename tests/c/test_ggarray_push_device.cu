@@ -21,7 +21,19 @@
 //   C  a view bound with the wrong element type, or of another version, is
 //      refused by every push (per-thread and block-level) and by size(), and
 //      the counters and status stay exactly as they were.
+//   D  lanes desynchronized before they push (the shape of gpudyn.numba's
+//      "several structures" kernel): each thread first takes 32 bytes from a
+//      gpudyn heap (malloc aggregates whatever lanes arrive together), then
+//      waits a lane-dependent time inside a lane-dependent branch (a clock
+//      spin or a __nanosleep), so the lanes of a warp reach push_back in
+//      several partial groups at different moments, while buckets are being
+//      grown.  int32 and int64, many blocks, a fresh GGArray growing inside the
+//      kernel (default layout, and 3 LFVectors of 32-element first buckets:
+//      groups straddle buckets and wait on each other's allocations), a
+//      static and a VMM array: every push returns true, every value (t + 1,
+//      never 0) is stored exactly once, no slot is left unwritten (0).
 #include <gpudyn/ggarray.cuh>
+#include <gpudyn/heap.cuh>
 #include <gpudyn/vmm_array.cuh>
 
 #pragma GCC diagnostic push
@@ -32,6 +44,7 @@ extern "C" {
 #pragma GCC diagnostic pop
 
 #include <algorithm>
+#include <iterator>
 #include <cstdlib>
 #include <vector>
 
@@ -458,6 +471,124 @@ static void test_refused(array_kind kind) {
     any_destroy(&a);
 }
 
+// ---- D ----
+// Thread t (t % 5 != 0) mallocs 32 bytes from `heap`, then waits a lane-dependent
+// time in a lane-dependent branch, then pushes t + 1 (0 is never pushed: a 0 read
+// back is a slot that was reserved and never written).  ok[t] = the push's result.
+template <class Ref, class View>
+__global__ void desync_kernel(View view, gpudyn_heap_view_t heap, unsigned n, unsigned char* ok) {
+    using T = typename Ref::value_type;
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n || t % 5 == 0) return;
+    void* p = gpudyn::heap_ref{heap}.malloc(32);
+    const unsigned h = mix(t);
+    if (h & 1u) {
+        const long long start = clock64(), wait = (long long)(h >> 1) % 4000;  // up to ~2 us
+        while (clock64() - start < wait) {
+        }
+    } else if (h & 2u) {
+        __nanosleep((threadIdx.x % 32u) * 64u);
+    }
+    const Ref a{view};
+    bool stored = false;
+    if (p != nullptr) {
+        *static_cast<unsigned*>(p) = t;  // the block is the thread's: use it
+        stored = a.push_back(T(t) + T(1));
+    }
+    ok[t] = stored ? 1 : 2;  // 0: the thread never got here
+}
+
+template <class T>
+static void desync_run(any_array* a, gpudyn_heap_view_t hv, unsigned n, unsigned char* dok) {
+    const unsigned threads = 256, blocks = (n + threads - 1) / threads;
+    const views w = get_views(a);
+    if (a->kind == KIND_GGARRAY)
+        desync_kernel<gpudyn::ggarray_ref<T>><<<blocks, threads>>>(w.g, hv, n, dok);
+    else if (a->kind == KIND_STATIC)
+        desync_kernel<gpudyn::static_array_ref<T>><<<blocks, threads>>>(w.s, hv, n, dok);
+    else
+        desync_kernel<gpudyn::vmm_array_ref<T>><<<blocks, threads>>>(w.v, hv, n, dok);
+    CHECK(cudaGetLastError() == cudaSuccess);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+template <class T>
+static void desync_check(any_array* a, unsigned n, const std::vector<unsigned char>& ok, const char* detail) {
+    std::vector<T> want;
+    bool all_true = true;
+    for (unsigned t = 0; t < n; ++t) {
+        if (t % 5 == 0) {
+            all_true = all_true && ok[t] == 0;
+            continue;
+        }
+        all_true = all_true && ok[t] == 1;
+        want.push_back(T(t) + T(1));
+    }
+    report(!all_true, "D", a, "a push returned false (or a thread skipped its push)", detail);
+    const uint64_t size = any_size(a);
+    std::vector<T> got(size);
+    if (size) CHECK_OK(any_to_host(a, got.data(), size * sizeof(T)));
+    std::sort(got.begin(), got.end());
+    const size_t zeros = size_t(std::count(got.begin(), got.end(), T(0)));
+    std::vector<T> missing;
+    std::set_difference(want.begin(), want.end(), got.begin(), got.end(), std::back_inserter(missing));
+    if (got != want) {
+        fprintf(stderr, "D: %s (%s): size %llu, expected %zu; %zu slots never written (0), %zu values missing\n",
+                kind_name[a->kind], detail, (unsigned long long)size, want.size(), zeros, missing.size());
+        ++gpudyn_test_failures;
+    }
+    report(any_status(a) != 0, "D", a, "status set without a failure", detail);
+}
+
+// `small`: a GGArray of 3 LFVectors with 32-element first buckets (many
+// growths during the kernel, groups straddling buckets); else default options.
+static void test_desync(array_kind kind, unsigned element_size, bool small) {
+    if (small && kind != KIND_GGARRAY) return;
+    const unsigned n = g_sanitized ? 4096 : 200000;
+    gpudyn_heap_options_t ho;
+    CHECK_OK(gpudyn_heap_options_init(&ho));
+    ho.initial_bytes = 64ull << 20;
+    gpudyn_heap_t heap = nullptr;
+    CHECK_OK(gpudyn_heap_create(&heap, &ho, NULL));
+    gpudyn_heap_view_t hv;
+    CHECK_OK(gpudyn_heap_get_view(heap, &hv));
+    for (int rep = 0; rep < 3; ++rep) {
+        any_array a;
+        // A fresh array: the GGArray grows inside the kernel (no reserve); the
+        // contiguous ones hold every push.
+        if (kind == KIND_GGARRAY && !small) {
+            memset(&a, 0, sizeof a);
+            a.kind = KIND_GGARRAY;
+            a.element_size = element_size;
+            gpudyn_ggarray_options_t o;
+            CHECK_OK(gpudyn_ggarray_options_init(&o));
+            o.element_size = element_size;
+            CHECK_OK(gpudyn_ggarray_create(&a.g, &o, NULL));
+        } else {
+            CHECK_OK(any_create(&a, kind, element_size, kind == KIND_GGARRAY ? 0 : n, 3, 32));
+        }
+        unsigned char* dok = nullptr;
+        CHECK(cudaMalloc(&dok, n) == cudaSuccess);
+        CHECK(cudaMemset(dok, 0, n) == cudaSuccess);
+        if (element_size == 4) desync_run<int>(&a, hv, n, dok);
+        else desync_run<long long>(&a, hv, n, dok);
+        std::vector<unsigned char> ok(n);
+        CHECK(cudaMemcpy(ok.data(), dok, n, cudaMemcpyDeviceToHost) == cudaSuccess);
+        char detail[96];
+        snprintf(detail, sizeof detail, "desynchronized lanes, int%u%s, run %d", element_size * 8,
+                 kind == KIND_GGARRAY ? (small ? ", 3 LFVectors of 32-element first buckets" : ", default options")
+                                      : "",
+                 rep);
+        if (element_size == 4) desync_check<int>(&a, n, ok, detail);
+        else desync_check<long long>(&a, n, ok, detail);
+        cudaFree(dok);
+        any_destroy(&a);
+        // The heap's blocks of this run: back, so every run mallocs from a like heap.
+        CHECK_OK(gpudyn_heap_reset(heap, NULL));
+    }
+    CHECK_OK(gpudyn_heap_destroy(heap));
+}
+
 int main(void) {
     REQUIRE_DEVICE();
     g_sanitized = getenv("GPUDYN_SANITIZER") != NULL && getenv("GPUDYN_SANITIZER")[0] != '\0';
@@ -469,5 +600,7 @@ int main(void) {
     const uint64_t budget = g_sanitized ? (8ull << 20) : kBudgetBytes;
     STEP(test_exhaustion(KIND_GGARRAY, kMany, unsigned(budget * 2 / 4 / 128 / 2), 0, budget));
     STEP(for (int k = 0; k < 3; ++k) test_refused(array_kind(k)));
+    STEP(for (int k = 0; k < 3; ++k) for (unsigned size : {4u, 8u}) test_desync(array_kind(k), size, false));
+    STEP(for (unsigned size : {4u, 8u}) test_desync(KIND_GGARRAY, size, true));
     return TEST_RESULT();
 }
