@@ -4,7 +4,8 @@
 # needs from PyPI.  Every check runs; the failures are listed at the end (exit 1).
 #   1 recipe        recipe/meta.yaml rendered (Jinja, selectors, YAML) for CUDA 12 and 13
 #                   and its structure checked (.ci/render_recipe.py)
-#   2 api doc       docs/api.md matches the header comments (tools/gen_api_doc.py --check)
+#   2 api doc       docs/api.md matches the header comments (tools/gen_api_doc.py --check),
+#                   docs/device_api.md the .cuh comments (tools/gen_device_doc.py --check)
 #   3 conda build   each output's build script run as conda-build would (SRC_DIR a copy
 #                   of the source, PREFIX a fresh environment, PYTHON, CUDAARCHS,
 #                   RECIPE_DIR set), in order libgpudyn then gpudyn, into one prefix
@@ -52,6 +53,7 @@ step() {
 "$PYTHON" -m pip install "${pipopts[@]}" jinja2 pyyaml
 step recipe "$PYTHON" .ci/render_recipe.py --json "$W/recipe.json"
 step api-doc "$PYTHON" tools/gen_api_doc.py --check
+step device-doc "$PYTHON" tools/gen_device_doc.py --check
 
 # ---- 3: staged conda build --------------------------------------------------
 SRC_DIR=$W/src
