@@ -192,6 +192,26 @@ def render() -> tuple[str, list[str]]:
     return "\n".join(out).rstrip() + "\n", undocumented
 
 
+def emit(text: str, output: str, check: bool, tool: str, script: str) -> int:
+    """Writes text to output, or with check compares them (exit status 1 and a diff when stale).
+    Shared with tools/gen_device_doc.py."""
+    rel = os.path.relpath(output, ROOT)
+    if check:
+        old = open(output, encoding="utf-8").read() if os.path.exists(output) else ""
+        if old != text:
+            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), text.splitlines(True),
+                                                       f"{rel} (committed)", f"{rel} (from headers)"))
+            print(f"{tool}: {rel} is out of date: run python3 {script}", file=sys.stderr)
+            return 1
+        print(f"{tool}: {rel} is up to date")
+        return 0
+    os.makedirs(os.path.dirname(output), exist_ok=True)
+    with open(output, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"{tool}: wrote {rel}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare with docs/api.md instead of writing it")
@@ -200,20 +220,7 @@ def main() -> int:
     text, undocumented = render()
     for u in undocumented:
         print(f"gen_api_doc: warning: function without a comment: {u}", file=sys.stderr)
-    if args.check:
-        old = open(args.output, encoding="utf-8").read() if os.path.exists(args.output) else ""
-        if old != text:
-            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), text.splitlines(True),
-                                                       "docs/api.md (committed)", "docs/api.md (from headers)"))
-            print("gen_api_doc: docs/api.md is out of date: run python3 tools/gen_api_doc.py", file=sys.stderr)
-            return 1
-        print(f"gen_api_doc: {os.path.relpath(args.output, ROOT)} is up to date")
-        return 0
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output, "w", encoding="utf-8") as f:
-        f.write(text)
-    print(f"gen_api_doc: wrote {os.path.relpath(args.output, ROOT)}")
-    return 0
+    return emit(text, args.output, args.check, "gen_api_doc", "tools/gen_api_doc.py")
 
 
 if __name__ == "__main__":

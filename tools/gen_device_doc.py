@@ -16,11 +16,13 @@ head of a member's comment starts a group.
 from __future__ import annotations
 
 import argparse
-import difflib
 import glob
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_api_doc import emit  # noqa: E402  (one write/--check for both references)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADERS = os.path.join(ROOT, "include", "gpudyn")
@@ -384,22 +386,7 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="compare with docs/device_api.md instead of writing it")
     ap.add_argument("--output", default=OUT)
     args = ap.parse_args()
-    text = render()
-    rel = os.path.relpath(args.output, ROOT)
-    if args.check:
-        old = open(args.output, encoding="utf-8").read() if os.path.exists(args.output) else ""
-        if old != text:
-            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), text.splitlines(True),
-                                                       f"{rel} (committed)", f"{rel} (from headers)"))
-            print(f"gen_device_doc: {rel} is out of date: run python3 tools/gen_device_doc.py", file=sys.stderr)
-            return 1
-        print(f"gen_device_doc: {rel} is up to date")
-        return 0
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output, "w", encoding="utf-8") as f:
-        f.write(text)
-    print(f"gen_device_doc: wrote {rel}")
-    return 0
+    return emit(render(), args.output, args.check, "gen_device_doc", "tools/gen_device_doc.py")
 
 
 if __name__ == "__main__":
