@@ -433,47 +433,51 @@ private:
         return bucket_first(b);
     }
 
-    // ---- reservation: one thread, all-or-nothing ----
-    // [*base, *base + n) of LFVector l becomes the caller's with its buckets
-    // ready, or false (the range's start recorded in failed_at; nothing to store).
-    // Fast path: one atomicAdd and one relaxed load of the growth word, issued
-    // together (no acquire: it would invalidate the SM's L1 at every push).
-    // Relaxed is enough to decide: prefix and seal are one word, a seal at b is
-    // written before b can be claimed again, and the prefix is raised past b
-    // only by a CAS that saw b ready after that claim (so after the seal, in
-    // the word's modification order) and refuses to pass a seal; hence a word
-    // with prefix > last has no seal <= last, now or later.  The buckets'
-    // pointers are read with ready_bucket.
-    __device__ bool reserve(unsigned l, unsigned long long n, unsigned long long* base) const {
-        using namespace ggarray_detail;
+    // ---- reservation: claim (one thread) then settle (any threads) ----
+    // claim: one atomicAdd on LFVector l's counter and one relaxed load of its
+    // growth word, issued together; [base, base + n) is the caller's to settle.
+    // settle: true once every bucket of the range is ready, else false (the
+    // range's start recorded in failed_at; nothing to store).  Any number of
+    // threads may settle one range (the lanes of a warp group each do): each
+    // gets the same answer, since buckets only become ready (never unready)
+    // within a kernel and a failed bucket is sealed before it is released.
+    // Fast path: the word's prefix already covers the range (no acquire: it
+    // would invalidate the SM's L1 at every push).  Relaxed is enough to
+    // decide: prefix and seal are one word, a seal at b is written before b can
+    // be claimed again, and the prefix is raised past b only by a CAS that saw
+    // b ready after that claim (so after the seal, in the word's modification
+    // order) and refuses to pass a seal; hence a word with prefix > last has no
+    // seal <= last, now or later.  The buckets' pointers are read with ready_bucket.
+    __device__ unsigned long long claim(unsigned l, unsigned long long n, unsigned* word) const {
         const unsigned long long old = atomicAdd(counters() + l, n);
-        const unsigned g = *static_cast<volatile unsigned*>(growth(l));
-        const unsigned long long hi = old + n;
-        const unsigned last = hi < old ? GPUDYN_GGARRAY_MAX_BUCKETS : bucket_of(hi - 1);
-        const bool ready = last < prefix_of(g) && last < seal_of(g);
-        if (!ready && !grow_prefix(l, g, last)) {
-            atomicMin(failed() + l, old);
-            return false;
-        }
-        *base = old;
-        return true;
+        *word = *static_cast<volatile unsigned*>(growth(l));
+        return old;
+    }
+    __device__ bool settle(unsigned l, unsigned long long base, unsigned long long n, unsigned g) const {
+        using namespace ggarray_detail;
+        const unsigned long long hi = base + n;
+        const unsigned last = hi < base ? GPUDYN_GGARRAY_MAX_BUCKETS : bucket_of(hi - 1);
+        if (last < prefix_of(g) && last < seal_of(g)) return true;
+        if (grow_prefix(l, g, last)) return true;
+        atomicMin(failed() + l, base);
+        return false;
     }
 
     // The structure's side of the insertion algorithms (insert.cuh, warp_push.cuh).
     struct sink {
-        static constexpr bool kOnePiece = false;
         const ggarray_ref* a;
         unsigned l;
-        __device__ bool reserve(unsigned long long n, unsigned long long* base) const { return a->reserve(l, n, base); }
-        // Same thread, after reserve, n <= 32 <= the smallest bucket: at most two buckets.
-        __device__ void locate(unsigned long long base, unsigned n, T** p0, T** p1, unsigned* split) const {
-            const unsigned b = a->bucket_of(base);
-            const unsigned long long left = a->bucket_first(b) + a->bucket_elements(b) - base;
-            *p0 = a->ready_bucket(l, b) + (base - a->bucket_first(b));
-            *split = left < n ? unsigned(left) : n;
-            *p1 = left < n ? a->ready_bucket(l, b + 1) : nullptr;
+        __device__ unsigned long long claim(unsigned long long n, unsigned* word) const { return a->claim(l, n, word); }
+        __device__ bool settle(unsigned long long base, unsigned long long n, unsigned word) const {
+            return a->settle(l, base, n, word);
         }
-        // Any thread of the group, after the leader's reserve: one bucket lookup per bucket touched.
+        // One thread: claim and settle (the block-level inserters).
+        __device__ bool reserve(unsigned long long n, unsigned long long* base) const {
+            unsigned word = 0;
+            *base = a->claim(l, n, &word);
+            return a->settle(l, *base, n, word);
+        }
+        // Any thread, after settle: one bucket lookup per bucket touched.
         __device__ void store_run(unsigned long long i, const T* v, unsigned n) const {
             unsigned j = 0;
             while (j < n) {

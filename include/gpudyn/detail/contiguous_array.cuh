@@ -130,24 +130,25 @@ private:
 
     // The structure's side of the insertion algorithms (insert.cuh, warp_push.cuh).
     struct sink {
-        static constexpr bool kOnePiece = true;
         const contiguous_array_ref* a;
-        // One thread: [*base, *base + n) becomes the caller's, or false (status
-        // set, nothing reserved that anyone will store into).  Callers checked valid().
-        __device__ bool reserve(unsigned long long n, unsigned long long* base) const {
+        // One thread: [base, base + n) of the counter; *word 1 when it fits,
+        // else 0 with the failure recorded (status, failed start).  Callers checked valid().
+        __device__ unsigned long long claim(unsigned long long n, unsigned* word) const {
             const unsigned long long old = atomicAdd(a->size_ptr_, n);
+            *word = 1u;
             if (n > a->capacity_ || old > a->capacity_ - n) {
                 atomicMin(a->failed_ptr_, old);
                 atomicOr(a->status_ptr_, kArrayCapacityExceeded);
-                return false;
+                *word = 0u;
             }
-            *base = old;
-            return true;
+            return old;
         }
-        __device__ void locate(unsigned long long base, unsigned n, T** p0, T** p1, unsigned* split) const {
-            *p0 = a->data_ + base;
-            *p1 = nullptr;
-            *split = n;
+        __device__ bool settle(unsigned long long, unsigned long long, unsigned word) const { return word != 0u; }
+        // One thread: claim and settle (the block-level inserters).
+        __device__ bool reserve(unsigned long long n, unsigned long long* base) const {
+            unsigned word = 0;
+            *base = claim(n, &word);
+            return settle(*base, n, word);
         }
         __device__ void store_run(unsigned long long i, const T* v, unsigned n) const {
             T* p = a->data_ + i;

@@ -2,22 +2,34 @@
 //
 // Any thread may call, at any time, under any divergence.  The lanes that
 // arrive together at one call (`peers`: __activemask(), or the lanes of it
-// that target the same LFVector, from __match_any_sync) share ONE reservation:
-// the leader reserves the group's total with one atomic and hands the base out
-// with a shuffle; each lane stores at base + its rank (lanes in lane order, so
-// the stores of a full warp are one coalesced 128-byte line per 4-byte element
-// type).  No shared memory, no block barrier.  All data moves through *_sync
-// intrinsics over `peers` (independent thread scheduling: nothing assumes
-// lockstep); every lane of `peers` must call with the same `peers`.
+// that target the same LFVector, from __match_any_sync) share ONE counter
+// update: the leader claims the group's total with one atomic and hands the
+// base out with a shuffle; each lane stores at base + its rank (lanes in lane
+// order, so the stores of a full warp are one coalesced 128-byte line per
+// 4-byte element type).  No shared memory, no block barrier.  All data moves
+// through *_sync intrinsics over `peers`; every lane of `peers` must call with
+// the same `peers`.
+//
+// Why the leader's part is short (claim) and every lane settles itself: a
+// shuffle that waits for a leader running a long path (bucket growth: loops,
+// back-off, an out-of-line heap call) was observed on sm_90 (nvcc 13.0) to
+// hand the other lanes the leader's value from BEFORE that path, with lanes
+// desynchronized by earlier code: whole groups were counted and never written
+// (tests/c/test_ggarray_push_device.cu, part D).  Nothing after the claim's
+// shuffle depends on the lanes being converged: settle is the same
+// all-or-nothing decision in every lane (the structure's state decides it,
+// not a message from the leader), and each lane finds its own slot.
 //
 // Sink (the structure's side; see ggarray.cuh / contiguous_array.cuh):
-//   bool reserve(unsigned long long n, unsigned long long* base)   one thread,
-//        all-or-nothing: [base, base + n) is the caller's, or false (nothing stored);
-//   void locate(unsigned long long base, unsigned n, T** p0, T** p1, unsigned* split)
-//        same thread, n <= 32: elements [base, base + split) at p0[0..split),
-//        the rest at p1[0..n - split) (p1 unused when split == n); p0 != nullptr;
+//   unsigned long long claim(unsigned long long n, unsigned* word)   one thread,
+//        short (no loop, no wait): takes [base, base + n) of the counter and
+//        returns base; *word is what settle needs (opaque to this file);
+//   bool settle(unsigned long long base, unsigned long long n, unsigned word)
+//        any number of threads with the same arguments, each gets the same
+//        answer: the range's storage is ready, or false (the failure recorded,
+//        nothing to store);
 //   void store_run(unsigned long long i, const T* v, unsigned n)    any thread,
-//        after the leader's reserve and a __syncwarp: elements [i, i + n) = v[0..n).
+//        after settle returned true: elements [i, i + n) = v[0..n).
 // Compiles under nvcc and NVRTC.
 #pragma once
 
@@ -27,60 +39,38 @@ namespace gpudyn {
 inline namespace v0 {
 namespace dev {
 
-// Sink::kOnePiece: the reserved range is always one contiguous piece (the
-// contiguous arrays): p1/split are not broadcast.
-template <class Sink>
-struct sink_traits {
-    static constexpr bool one_piece = Sink::kOnePiece;
-};
-
 // One value per calling lane.  Returns the same bool in every lane of `peers`.
 template <class T, class Sink>
 __device__ __forceinline__ bool warp_push_one(unsigned peers, const Sink& sink, const T& x) {
-    const unsigned lane = detail::lane_index();
     const unsigned leader = unsigned(__ffs(int(peers))) - 1u;
     const unsigned rank = unsigned(__popc(peers & detail::lanes_below()));
     const unsigned count = unsigned(__popc(peers));
-    T* p0 = nullptr;
-    T* p1 = nullptr;
-    unsigned split = count;
-    if (lane == leader) {
-        unsigned long long base = 0;
-        if (sink.reserve(count, &base)) sink.locate(base, count, &p0, &p1, &split);
-    }
-    p0 = detail::broadcast_pointer(peers, p0, leader);
-    if (p0 == nullptr) return false;  // the group's reservation was refused
-    if constexpr (sink_traits<Sink>::one_piece) {
-        p0[rank] = x;
-    } else {
-        // A group is <= 32 elements and a bucket >= 32: at most two pieces.
-        p1 = detail::broadcast_pointer(peers, p1, leader);
-        split = __shfl_sync(peers, split, int(leader));
-        if (rank < split) p0[rank] = x;
-        else p1[rank - split] = x;
-    }
+    unsigned long long base = 0;
+    unsigned word = 0;
+    if (detail::lane_index() == leader) base = sink.claim(count, &word);
+    base = __shfl_sync(peers, base, int(leader));
+    word = __shfl_sync(peers, word, int(leader));
+    if (!sink.settle(base, count, word)) return false;
+    sink.store_run(base + rank, &x, 1u);
     return true;
 }
 
-// n values per calling lane (n may differ per lane, 0 included): one
-// reservation of the group's total (inclusive scan of n over `peers`), each
-// lane's values stored contiguously at its offset.  Returns the same bool in
-// every lane of `peers` (true when the group's total is 0).
+// n values per calling lane (n may differ per lane, 0 included): one claim of
+// the group's total (inclusive scan of n over `peers`), each lane's values
+// stored contiguously at its offset.  Returns the same bool in every lane of
+// `peers` (true when the group's total is 0).
 template <class T, class Sink>
 __device__ __forceinline__ bool warp_push_many(unsigned peers, const Sink& sink, const T* values, unsigned n) {
-    const unsigned lane = detail::lane_index();
     const unsigned last = detail::highest_lane(peers);
     const unsigned long long incl = detail::masked_inclusive_sum(peers, (unsigned long long)n);
     const unsigned long long total = __shfl_sync(peers, incl, int(last));
     if (total == 0) return true;
-    constexpr unsigned long long kRefused = ~0ull;  // no reservation starts there (counters stay below 2^64 - 1)
-    unsigned long long base = kRefused;
-    if (lane == last && !sink.reserve(total, &base)) base = kRefused;
+    unsigned long long base = 0;
+    unsigned word = 0;
+    if (detail::lane_index() == last) base = sink.claim(total, &word);
     base = __shfl_sync(peers, base, int(last));
-    if (base == kRefused) return false;
-    // Every lane reads the storage's pointers itself (store_run); __syncwarp
-    // orders those reads after the leader's reservation.
-    __syncwarp(peers);
+    word = __shfl_sync(peers, word, int(last));
+    if (!sink.settle(base, total, word)) return false;
     if (n != 0) sink.store_run(base + (incl - n), values, n);
     return true;
 }
