@@ -286,12 +286,17 @@ private:
         return reinterpret_cast<T*>(*static_cast<volatile unsigned long long*>(bucket_slot(l, b)));
     }
     // Bucket b of l, which the caller's reservation made ready.  Its slot goes
-    // from 0 to the pointer once and never changes, so a non-null read is the
-    // pointer; null means the publication is not visible to this thread yet
-    // (the reservation's fast path reads the growth word relaxed): an acquire
-    // of the bucket's state (ensure_bucket on a ready bucket) makes it so.
+    // from 0 to the pointer once within a kernel and never changes, so a
+    // non-null read is the pointer, whatever cache served it: the first read
+    // is a CTA-scope relaxed load, which the SM's L1 may serve (every warp of
+    // the SM pushing into this LFVector reads the same line; a read through
+    // L2 costs each push a second round trip after its atomic).  Null means
+    // the publication is not visible to this thread yet: an acquire of the
+    // bucket's state (ensure_bucket on a ready bucket) makes it so.
     __device__ T* ready_bucket(unsigned l, unsigned b) const {
-        T* p = bucket(l, b);
+        unsigned long long w;
+        asm volatile("ld.relaxed.cta.global.u64 %0, [%1];" : "=l"(w) : "l"(bucket_slot(l, b)));
+        T* p = reinterpret_cast<T*>(w);
         if (p == nullptr) {
             ensure_bucket(l, b);
             p = bucket(l, b);
