@@ -31,6 +31,9 @@ constexpr uint64_t kNoPool = ~0ull;
 // Smallest budget: 2 MiB, the driver's mapping granularity on current GPUs and
 // at least one page of any heap (smaller budgets are rounded up to it).
 constexpr uint64_t kMinBudget = uint64_t(1) << 21;
+// Page of an array's own heap: buckets are runs of whole pages (heap_bucket),
+// so small pages keep the rounding of small buckets small.
+constexpr uint64_t kOwnHeapPage = uint64_t(1) << 12;
 // struct_size of the options before max_budget_bytes and heap: still accepted.
 constexpr size_t kOptionsV1Size = offsetof(gpudyn_ggarray_options_t, max_budget_bytes);
 
@@ -294,6 +297,7 @@ struct gpudyn_ggarray_s {
         if (gpudyn_heap_options_init(&o) != GPUDYN_SUCCESS) raise(GPUDYN_ERROR_INTERNAL, "gpudyn_heap_options_init failed");
         o.initial_bytes = budget;
         o.max_bytes = max_budget;
+        o.page_size = kOwnHeapPage;
         gpudyn_heap_t h = nullptr;
         const gpudyn_status_t st = gpudyn_heap_create(&h, &o, reinterpret_cast<gpudyn_stream_t>(stream));
         if (st != GPUDYN_SUCCESS)
@@ -430,7 +434,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
                            (unsigned long long)budget, total_b);
             if (budget != 0) budget = std::max(budget, kMinBudget);
             if (max_budget != 0) max_budget = std::max(max_budget, kMinBudget);
-            heap_resolve_sizes(0, &budget, &max_budget);  // the heap's defaults (0: default page)
+            heap_resolve_sizes(kOwnHeapPage, &budget, &max_budget);  // the heap's defaults for that page
         }
         auto* h = new gpudyn_ggarray_s{};
         h->element_size = o->element_size;

@@ -50,9 +50,9 @@
 // touched; size() is 0 and spans visit nothing.
 //
 // Registers.  A kernel that pushes into a GGArray contains the growth path (an
-// out-of-line call into the heap, heap.cuh), which takes it to about 120
-// registers a thread (sm_90, nvcc 13.0; the push itself needs about 30).
-// Blocks of up to 512 threads launch as they are; a kernel launched with larger blocks needs
+// out-of-line call into the heap's page runs, heap.cuh), which takes it to
+// about 80 registers a thread (sm_90, nvcc 13.0; the push itself needs about
+// 30).  Blocks of up to 768 threads launch as they are; a kernel launched with larger blocks needs
 // __launch_bounds__(threads) (the compiler then keeps to the register budget,
 // spilling around the rare growth call), else the launch fails with
 // cudaErrorLaunchOutOfResources.
@@ -84,9 +84,14 @@ constexpr unsigned kWaitNs = 128;
 // and the heap view by pointer to a copy the caller makes only on this path:
 // passed by value, its 16 words took registers in the callee and every
 // caller (a push kernel went from 119 to 148 registers a thread, sm_90).
-__device__ __noinline__ inline void* heap_bucket(const heap_view* heap, unsigned long long bytes) {
+// A bucket is a run of whole pages (malloc_pages: the size-class path would
+// double the registers of every push kernel); *held = the bytes it takes.
+__device__ __noinline__ inline void* heap_bucket(const heap_view* heap, unsigned long long bytes,
+                                                 unsigned long long* held) {
     if (heap->version != kHeapViewVersion || heap->counters == 0) return nullptr;
-    return heap_ref{*heap}.malloc(bytes);
+    const unsigned long long page = 1ull << heap->page_shift;
+    *held = (bytes + page - 1) & ~(page - 1);
+    return heap_ref{*heap}.malloc_pages(bytes);
 }
 // Growth word of an LFVector (view .growth): bits 0-7 the ready prefix (buckets
 // 0..n-1 ready), bits 8-15 1 + the sealed bucket (0: none).
@@ -405,14 +410,15 @@ private:
                         p = pool_bucket(l, b);  // mapped by the host: nothing to allocate
                     } else {
                         const heap_view heap = *reinterpret_cast<const heap_view*>(&view_.heap);
-                        p = ggarray_detail::heap_bucket(&heap, bytes);
+                        unsigned long long held = bytes;
+                        p = ggarray_detail::heap_bucket(&heap, bytes, &held);
                         if (p == nullptr) {
                             atomicOr(status_word(), dev::kArrayAllocationFailed);
                             seal(l, b);  // before the release: nothing above b succeeds from now on
                             atomicExch(state(l, b), kEmpty);
                             return false;
                         }
-                        atomicAdd(reinterpret_cast<unsigned long long*>(view_.allocated_bytes), bytes);
+                        atomicAdd(reinterpret_cast<unsigned long long*>(view_.allocated_bytes), held);
                     }
                     *static_cast<volatile unsigned long long*>(bucket_slot(l, b)) = reinterpret_cast<unsigned long long>(p);
                     __threadfence();

@@ -96,11 +96,13 @@ typedef struct gpudyn_ggarray_options_t {
                                         8 x the budget, at most the device's total memory; a value
                                         above the device's total memory is refused; must be 0
                                         with `heap` */
-    gpudyn_heap_t heap;              /* NULL (default): the array owns a heap.  Else buckets come from
-                                        this heap of the same device, shared with whatever else uses
-                                        it; its mapped memory is the budget (gpudyn_heap_grow or
-                                        set_budget raise it); it cannot be destroyed while the array
-                                        lives */
+    gpudyn_heap_t heap;              /* NULL (default): the array owns a heap (4 KiB pages).  Else
+                                        buckets come from this heap of the same device, shared with
+                                        whatever else uses it; its mapped memory is the budget
+                                        (gpudyn_heap_grow or set_budget raise it); it cannot be
+                                        destroyed while the array lives.  Each bucket taken from a
+                                        heap is a run of whole pages of it (a bucket smaller than
+                                        the heap's page holds a page) */
 } gpudyn_ggarray_options_t;
 
 /* Trivially copyable; pass by value to kernels (gpudyn::ggarray_ref<T>).

@@ -368,6 +368,22 @@ public:
         return small_malloc(group, cls);
     }
 
+    // Any thread, any time, any divergence: `bytes` rounded up to whole pages,
+    // a run of its own (no size class, no aggregation); nullptr on failure
+    // (counted; bytes == 0 gives nullptr without counting).  free() takes it.
+    // For callers that allocate rarely inside hot kernels: it compiles to about
+    // half the registers of malloc (the size-class path stays out of the
+    // caller's kernel, sm_90), which GGArray's in-kernel growth relies on.
+    __device__ void* malloc_pages(unsigned long long bytes) const {
+        if (!valid() || bytes == 0) {
+            if (bytes != 0) atomicAdd(counters() + kHeapCounterFailed, 1ull);
+            return nullptr;
+        }
+        void* p = run_malloc(bytes);
+        if (p == nullptr) atomicAdd(counters() + kHeapCounterFailed, 1ull);
+        return p;
+    }
+
     // malloc with the pointer a multiple of `alignment` (a power of two up to
     // the page size; larger or non-power-of-two alignments fail and are counted).
     // The block is the request rounded up to the alignment.
