@@ -16,6 +16,8 @@
 //  - double, foreign and interior frees, and two threads freeing one pointer at
 //    once (same warp and different blocks): counted as bad frees, exactly one
 //    free succeeds, nothing changes;
+//  - malloc_pages (whole-page runs, GGArray's buckets): page-aligned, disjoint,
+//    intact, freed back to zero held; exhaustion counted;
 //  - free in a later kernel by another thread; two heaps side by side (a
 //    pointer of A freed into B is a bad free in B, A untouched); grow between
 //    launches with a view taken before;
@@ -678,6 +680,77 @@ static void test_two_heaps() {
     CHECK_OK(gpudyn_heap_destroy(b));
 }
 
+// malloc_pages: odd lanes and lane-dependent sizes (1 B .. 5 pages); each
+// block fills its whole pages (the pattern over the rounded size).
+__global__ void pages_kernel(gpudyn_heap_view_t v, const uint64_t* sizes, uint64_t* ptrs, uint64_t n, uint64_t tag0,
+                             uint64_t page) {
+    const unsigned long long i = linear_id();
+    if (i >= n) return;
+    void* p = nullptr;
+    if ((i % 32) % 2 == 1) {
+        p = heap_ref{v}.malloc_pages(sizes[i]);
+        if (p) fill(p, (sizes[i] + page - 1) / page * page, tag0 + i);
+    }
+    ptrs[i] = reinterpret_cast<uint64_t>(p);
+}
+
+// heap_ref::malloc_pages (GGArray's buckets): whole pages, page-aligned,
+// disjoint, the patterns intact after every thread allocated, free() takes
+// them back; exhaustion gives nulls counted in failed_allocations.
+static void test_malloc_pages() {
+    const uint64_t P = 4096, n = g_sanitizer ? 1024 : 16384;
+    gpudyn_heap_t h = make_heap(uint64_t(512) << 20, uint64_t(512) << 20, P);
+    if (!h) return;
+    const gpudyn_heap_view_t v = view_of(h);
+    std::vector<uint64_t> sizes(n), rounded(n);
+    for (uint64_t i = 0; i < n; ++i) {
+        sizes[i] = 1 + (i * 2654435761ull) % (5 * P);
+        rounded[i] = (sizes[i] + P - 1) / P * P;
+    }
+    dev_vec<uint64_t> ds(sizes), dp(n);
+    pages_kernel<<<blocks_for(n, 256), 256>>>(v, ds.p, dp.p, n, 7ull << 40, P);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<uint64_t> ptrs = dp.download();
+    uint64_t want = 0, got = 0, misplaced = 0, held = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        const bool asked = (i % 32) % 2 == 1;
+        want += asked;
+        got += ptrs[i] != 0;
+        if (!asked && ptrs[i]) ++misplaced;
+        if (ptrs[i] && (ptrs[i] - v.base) % P != 0) ++misplaced;
+        if (ptrs[i]) held += rounded[i];
+    }
+    CHECK(got == want && misplaced == 0);
+    CHECK(check_blocks(blocks_of(rounded, ptrs), v, stats_of(h).bytes_mapped, "malloc_pages") == 0);
+    CHECK(corrupted(rounded, ptrs, 7ull << 40) == 0);
+    const gpudyn_heap_stats_t s = stats_of(h);
+    CHECK(s.allocations == want && s.bytes_held == held && s.failed_allocations == 0);
+    uint64_t ok = 0;
+    free_all(v, ptrs, &ok);
+    CHECK(ok == want);
+    CHECK(stats_of(h).allocations == 0 && stats_of(h).bytes_held == 0 && stats_of(h).bad_frees == 0);
+    // Exhaustion: 32 runs of 4 MiB from a 64 MiB heap, twice as many as fit.
+    CHECK_OK(gpudyn_heap_destroy(h));
+    h = make_heap(uint64_t(64) << 20, uint64_t(64) << 20, P);
+    if (!h) return;
+    const gpudyn_heap_view_t w = view_of(h);
+    const uint64_t m = 64;
+    std::vector<uint64_t> big(m, uint64_t(4) << 20);
+    dev_vec<uint64_t> db(big), dq(m);
+    pages_kernel<<<1, 64>>>(w, db.p, dq.p, m, 9ull << 40, P);
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<uint64_t> q = dq.download();
+    uint64_t served = 0;
+    for (uint64_t x : q) served += x != 0;
+    const gpudyn_heap_stats_t e = stats_of(h);
+    CHECK(served >= 1 && served <= 16 && e.failed_allocations == m / 2 - served);
+    CHECK(corrupted(big, q, 9ull << 40) == 0);
+    free_all(w, q, &ok);
+    CHECK(ok == served && stats_of(h).allocations == 0);
+    CHECK_OK(gpudyn_heap_destroy(h));
+}
+
 // Grow between launches: the view taken before still works; new memory is used.
 static void test_grow() {
     const uint64_t small = uint64_t(32) << 20, big = uint64_t(128) << 20;
@@ -837,6 +910,7 @@ int main() {
     test_bad_frees();
     test_exhaustion();
     test_two_heaps();
+    test_malloc_pages();
     test_grow();
     test_churn(0);     // mixed 16 .. 4096 B
     test_churn(64);
