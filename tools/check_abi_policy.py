@@ -26,6 +26,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from read_version import read_version  # noqa: E402
 
 
 # ---- the policy, written once for the checks ------------------------------------
@@ -59,9 +61,7 @@ def satisfies(have: str, lowest: str, highest: str | None = None, include_highes
 
 
 def header_version() -> str:
-    text = open(os.path.join(ROOT, "include", "gpudyn", "gpudyn.h"), encoding="utf-8").read()
-    return ".".join(re.search(r"#define GPUDYN_VERSION_%s (\d+)" % k, text).group(1)
-                    for k in ("MAJOR", "MINOR", "PATCH"))
+    return read_version(os.path.join(ROOT, "include", "gpudyn", "gpudyn.h"))
 
 
 # ---- cmake -----------------------------------------------------------------------
