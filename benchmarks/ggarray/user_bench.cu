@@ -67,11 +67,13 @@
 // gpudyn_ggarray_allocated_bytes (buckets; the unused budget is not counted,
 // budget_bytes is).
 //
-// Estimated time on an H200 (full size; host references on 16 cores): variable
-// output ~25 s (about 60 runs a mean of up to ~20 ms plus verification, fresh
-// arrays mapping their budget each run), compaction ~15 s (input fill, 6
-// contenders x 3 selectivities x 8 runs of ~2-10 ms), growth ~10 s, host
-// references ~10 s: about 1 minute in all.
+// Estimated time on an H200 at full size (the JSON records each section's
+// seconds): variable output ~10 s (per mean 7 series x 8 runs of up to ~20 ms,
+// each verified; a fresh GGArray maps its budget and builds its heap every run,
+// up to ~100 ms with its destroy), stream compaction ~5-10 s (4 GB input, 6
+// contenders x 3 selectivities x 8 runs of ~2-10 ms plus a read of the output),
+// growth ~3 s, host references ~2 s on 16 cores (~20 s on one): well under a
+// minute; --quick takes a few seconds.
 #include <gpudyn/ggarray.cuh>
 #include <gpudyn/static_array.cuh>
 #include <gpudyn/vmm_array.cuh>
@@ -453,8 +455,7 @@ struct series {
     uint64_t bytes_held = 0;                 // largest over all runs
     uint64_t budget_bytes = 0;               // GGArrays: budget mapped for kernels' buckets
     int budget_raises = 0;
-    double destroy_ms = 0;                   // ggarray_fresh: median destroy wall time (not in ms)
-    std::vector<double> destroy;
+    std::vector<double> destroy;             // ggarray_fresh: destroy wall time per timed run (not in ms)
     bool verified = true;
     std::string kernel;                      // which kernel (variant) ran
 
@@ -527,6 +528,82 @@ unsigned grid_stride_blocks(K kernel) {
     return unsigned(std::max(1, per_sm) * g_sms);
 }
 
+// Runs on a static array kept across the runs: clear + launch(view) + size.
+template <class Launch>
+series static_array_runs(gpudyn_static_array_t a, const std::string& tag, int repeats, const digest& want, digester& dg,
+                         Launch&& launch) {
+    series s;
+    s.step_names = {"clear", "kernel", "size"};
+    gpudyn_static_array_view_t v;
+    GD(gpudyn_static_array_get_view(a, &v));
+    GD(gpudyn_static_array_allocated_bytes(a, &s.bytes_held));
+    measure(s, repeats, [&](bool) {
+        marks mk;
+        uint64_t n = 0;
+        mk.start();
+        GD(gpudyn_static_array_clear(a, nullptr));
+        mk.mark();
+        launch(v);
+        CUDA(cudaGetLastError());
+        mk.mark();
+        GD(gpudyn_static_array_size(a, &n, nullptr));
+        mk.mark();
+        std::vector<double> st = mk.steps();
+        s.verified &= check_static(a, n, want, dg, tag);
+        return st;
+    });
+    return s;
+}
+// One GGArray run: first() (create or clear), get_view, launch(view), size; the steps' ms.
+template <class First, class Launch>
+std::vector<double> ggarray_run(gpudyn_ggarray_t& g, First&& first, Launch&& launch, uint64_t* n) {
+    marks mk;
+    gpudyn_ggarray_view_t v;
+    mk.start();
+    first();
+    mk.mark();
+    GD(gpudyn_ggarray_get_view(g, &v, nullptr));
+    mk.mark();
+    launch(v);
+    CUDA(cudaGetLastError());
+    mk.mark();
+    GD(gpudyn_ggarray_size(g, n, nullptr));
+    mk.mark();
+    return mk.steps();
+}
+// After a run of g with n elements: verification, bytes held and budget into s.
+void record_ggarray(series& s, gpudyn_ggarray_t g, uint64_t n, const digest& want, digester& dg, const std::string& tag) {
+    s.verified &= check_ggarray(g, n, want, dg, tag);
+    s.bytes_held = std::max(s.bytes_held, ggarray_held(g));
+    s.budget_bytes = ggarray_budget(g);
+}
+// Runs on one GGArray kept across the runs (buckets kept): clear + get_view +
+// launch(view) + size.  The warm-up raises the budget until the output fits.
+template <class Launch>
+series reused_ggarray_runs(const std::string& tag, int repeats, budget_state& budget, const digest& want, digester& dg,
+                           Launch&& launch) {
+    series s;
+    s.step_names = {"clear", "get_view", "kernel", "size"};
+    gpudyn_ggarray_t g = make_ggarray(budget.bytes);
+    measure(s, repeats, [&](bool timed) {
+        for (;;) {
+            uint64_t n = 0;
+            std::vector<double> st = ggarray_run(g, [&] { GD(gpudyn_ggarray_clear(g, nullptr)); }, launch, &n);
+            if (!timed && budget.raise_if_out(g, tag)) {
+                GD(gpudyn_ggarray_destroy(g));
+                g = make_ggarray(budget.bytes);
+                continue;
+            }
+            record_ggarray(s, g, n, want, dg, tag);
+            return st;
+        }
+    });
+    s.budget_raises = budget.raises;
+    GD(gpudyn_ggarray_destroy(g));
+    CUDA(cudaDeviceSynchronize());
+    return s;
+}
+
 // ================================ a. variable output ================================
 std::string section_variable(u64 m, int repeats) {
     std::vector<std::string> rows;
@@ -588,43 +665,24 @@ std::string section_variable(u64 m, int repeats) {
             const std::string tag = std::string(label) + " " + kname;
 
             // ---- static array, worst case ----
-            series st;
-            st.step_names = {"clear", "kernel", "size"};
-            {
-                gpudyn_static_array_options_t o;
-                GD(gpudyn_static_array_options_init(&o));
-                o.capacity = m * mc.max_k;
-                gpudyn_static_array_t a = nullptr;
-                GD(gpudyn_static_array_create(&a, &o, nullptr));
-                gpudyn_static_array_view_t v;
-                GD(gpudyn_static_array_get_view(a, &v));
-                GD(gpudyn_static_array_allocated_bytes(a, &st.bytes_held));
-                measure(st, repeats, [&](bool) {
-                    marks mk;
-                    uint64_t n = 0;
-                    mk.start();
-                    GD(gpudyn_static_array_clear(a, nullptr));
-                    mk.mark();
-                    if (bulk) emit<gpudyn::static_array_ref<unsigned>, gpudyn_static_array_view_t, true><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
-                    else emit<gpudyn::static_array_ref<unsigned>, gpudyn_static_array_view_t, false><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
-                    CUDA(cudaGetLastError());
-                    mk.mark();
-                    GD(gpudyn_static_array_size(a, &n, nullptr));
-                    mk.mark();
-                    std::vector<double> s = mk.steps();
-                    st.verified &= check_static(a, n, want, dg, tag + " static_worst_case");
-                    return s;
-                });
-                GD(gpudyn_static_array_destroy(a));
-                CUDA(cudaDeviceSynchronize());
-            }
+            gpudyn_static_array_options_t so;
+            GD(gpudyn_static_array_options_init(&so));
+            so.capacity = m * mc.max_k;
+            gpudyn_static_array_t sa = nullptr;
+            GD(gpudyn_static_array_create(&sa, &so, nullptr));
+            const series st = static_array_runs(sa, tag + " static_worst_case", repeats, want, dg,
+                                                [&](const gpudyn_static_array_view_t& v) {
+                if (bulk) emit<gpudyn::static_array_ref<unsigned>, gpudyn_static_array_view_t, true><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
+                else emit<gpudyn::static_array_ref<unsigned>, gpudyn_static_array_view_t, false><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
+            });
+            GD(gpudyn_static_array_destroy(sa));
+            CUDA(cudaDeviceSynchronize());
             stat_j.obj(kname, st.json());
             progress(tag + ": static_worst_case");
 
             auto launch = [&](const gpudyn_ggarray_view_t& v) {
                 if (bulk) emit<gpudyn::ggarray_ref<unsigned>, gpudyn_ggarray_view_t, true><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
                 else emit<gpudyn::ggarray_ref<unsigned>, gpudyn_ggarray_view_t, false><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
-                CUDA(cudaGetLastError());
             };
 
             // ---- GGArray created fresh each run ----
@@ -632,25 +690,11 @@ std::string section_variable(u64 m, int repeats) {
             fr.step_names = {"create", "get_view", "kernel", "size"};
             measure(fr, repeats, [&](bool timed) {
                 for (;;) {
-                    marks mk;
-                    gpudyn_ggarray_view_t v;
+                    gpudyn_ggarray_t g = nullptr;
                     uint64_t n = 0;
-                    mk.start();
-                    gpudyn_ggarray_t g = make_ggarray(budget.bytes);
-                    mk.mark();
-                    GD(gpudyn_ggarray_get_view(g, &v, nullptr));
-                    mk.mark();
-                    launch(v);
-                    mk.mark();
-                    GD(gpudyn_ggarray_size(g, &n, nullptr));
-                    mk.mark();
-                    std::vector<double> s = mk.steps();
+                    std::vector<double> s = ggarray_run(g, [&] { g = make_ggarray(budget.bytes); }, launch, &n);
                     const bool again = !timed && budget.raise_if_out(g, tag + " ggarray_fresh");
-                    if (!again) {
-                        fr.verified &= check_ggarray(g, n, want, dg, tag + " ggarray_fresh");
-                        fr.bytes_held = std::max(fr.bytes_held, ggarray_held(g));
-                        fr.budget_bytes = ggarray_budget(g);
-                    }
+                    if (!again) record_ggarray(fr, g, n, want, dg, tag + " ggarray_fresh");
                     CUDA(cudaDeviceSynchronize());
                     const auto t0 = std::chrono::steady_clock::now();
                     GD(gpudyn_ggarray_destroy(g));
@@ -664,38 +708,7 @@ std::string section_variable(u64 m, int repeats) {
             progress(tag + ": ggarray_fresh");
 
             // ---- GGArray reused: one array kept across the runs ----
-            series ru;
-            ru.step_names = {"clear", "get_view", "kernel", "size"};
-            gpudyn_ggarray_t g = make_ggarray(budget.bytes);
-            measure(ru, repeats, [&](bool timed) {
-                for (;;) {
-                    marks mk;
-                    gpudyn_ggarray_view_t v;
-                    uint64_t n = 0;
-                    mk.start();
-                    GD(gpudyn_ggarray_clear(g, nullptr));
-                    mk.mark();
-                    GD(gpudyn_ggarray_get_view(g, &v, nullptr));
-                    mk.mark();
-                    launch(v);
-                    mk.mark();
-                    GD(gpudyn_ggarray_size(g, &n, nullptr));
-                    mk.mark();
-                    std::vector<double> s = mk.steps();
-                    if (!timed && budget.raise_if_out(g, tag + " ggarray_reused")) {
-                        GD(gpudyn_ggarray_destroy(g));
-                        g = make_ggarray(budget.bytes);
-                        continue;
-                    }
-                    ru.verified &= check_ggarray(g, n, want, dg, tag + " ggarray_reused");
-                    ru.bytes_held = std::max(ru.bytes_held, ggarray_held(g));
-                    ru.budget_bytes = ggarray_budget(g);
-                    return s;
-                }
-            });
-            ru.budget_raises = budget.raises;
-            GD(gpudyn_ggarray_destroy(g));
-            CUDA(cudaDeviceSynchronize());
+            const series ru = reused_ggarray_runs(tag + " ggarray_reused", repeats, budget, want, dg, launch);
             reused_j.obj(kname, ru.json());
             progress(tag + ": ggarray_reused");
         }
@@ -768,10 +781,6 @@ std::string section_compaction(u64 n, int repeats) {
     so.capacity = n;
     gpudyn_static_array_t sa = nullptr;
     GD(gpudyn_static_array_create(&sa, &so, nullptr));
-    gpudyn_static_array_view_t sv;
-    GD(gpudyn_static_array_get_view(sa, &sv));
-    uint64_t static_bytes = 0;
-    GD(gpudyn_static_array_allocated_bytes(sa, &static_bytes));
 
     for (int p = 0; p < 3; ++p) {
         char label[64];
@@ -804,42 +813,12 @@ std::string section_compaction(u64 n, int repeats) {
         for (int kernel = 0; kernel < 3; ++kernel) {
             static const char* names[] = {"one_per_thread", "grid_stride", "chunk"};
             const std::string tag = std::string(label) + " ggarray " + names[kernel];
-            series s;
-            s.kernel = names[kernel];
-            s.step_names = {"clear", "get_view", "kernel", "size"};
-            gpudyn_ggarray_t g = make_ggarray(budget.bytes);
-            measure(s, repeats, [&](bool timed) {
-                for (;;) {
-                    marks mk;
-                    gpudyn_ggarray_view_t v;
-                    uint64_t size = 0;
-                    mk.start();
-                    GD(gpudyn_ggarray_clear(g, nullptr));
-                    mk.mark();
-                    GD(gpudyn_ggarray_get_view(g, &v, nullptr));
-                    mk.mark();
-                    if (kernel == 0) keep_one_per_thread<gpudyn::ggarray_ref<int>><<<blocks_for(n), kBlock>>>(v, in, n, thr);
-                    else if (kernel == 1) keep_grid_stride<gpudyn::ggarray_ref<int>><<<gs_gg, kBlock>>>(v, in, n, thr);
-                    else keep_chunk<<<gs_chunk, kBlock>>>(v, in, n, thr);
-                    CUDA(cudaGetLastError());
-                    mk.mark();
-                    GD(gpudyn_ggarray_size(g, &size, nullptr));
-                    mk.mark();
-                    std::vector<double> st = mk.steps();
-                    if (!timed && budget.raise_if_out(g, tag)) {
-                        GD(gpudyn_ggarray_destroy(g));
-                        g = make_ggarray(budget.bytes);
-                        continue;
-                    }
-                    s.verified &= check_ggarray(g, size, want[p], dg, tag);
-                    s.bytes_held = std::max(s.bytes_held, ggarray_held(g));
-                    s.budget_bytes = ggarray_budget(g);
-                    return st;
-                }
+            series s = reused_ggarray_runs(tag, repeats, budget, want[p], dg, [&](const gpudyn_ggarray_view_t& v) {
+                if (kernel == 0) keep_one_per_thread<gpudyn::ggarray_ref<int>><<<blocks_for(n), kBlock>>>(v, in, n, thr);
+                else if (kernel == 1) keep_grid_stride<gpudyn::ggarray_ref<int>><<<gs_gg, kBlock>>>(v, in, n, thr);
+                else keep_chunk<<<gs_chunk, kBlock>>>(v, in, n, thr);
             });
-            s.budget_raises = budget.raises;
-            GD(gpudyn_ggarray_destroy(g));
-            CUDA(cudaDeviceSynchronize());
+            s.kernel = names[kernel];
             gg_j.obj(names[kernel], s.json());
             progress(tag);
         }
@@ -849,26 +828,11 @@ std::string section_compaction(u64 n, int repeats) {
         for (int kernel = 0; kernel < 2; ++kernel) {
             static const char* names[] = {"one_per_thread", "grid_stride"};
             const std::string tag = std::string(label) + " static " + names[kernel];
-            series s;
-            s.kernel = names[kernel];
-            s.step_names = {"clear", "kernel", "size"};
-            s.bytes_held = static_bytes;
-            measure(s, repeats, [&](bool) {
-                marks mk;
-                uint64_t size = 0;
-                mk.start();
-                GD(gpudyn_static_array_clear(sa, nullptr));
-                mk.mark();
-                if (kernel == 0) keep_one_per_thread<gpudyn::static_array_ref<int>><<<blocks_for(n), kBlock>>>(sv, in, n, thr);
-                else keep_grid_stride<gpudyn::static_array_ref<int>><<<gs_st, kBlock>>>(sv, in, n, thr);
-                CUDA(cudaGetLastError());
-                mk.mark();
-                GD(gpudyn_static_array_size(sa, &size, nullptr));
-                mk.mark();
-                std::vector<double> st = mk.steps();
-                s.verified &= check_static(sa, size, want[p], dg, tag);
-                return st;
+            series s = static_array_runs(sa, tag, repeats, want[p], dg, [&](const gpudyn_static_array_view_t& v) {
+                if (kernel == 0) keep_one_per_thread<gpudyn::static_array_ref<int>><<<blocks_for(n), kBlock>>>(v, in, n, thr);
+                else keep_grid_stride<gpudyn::static_array_ref<int>><<<gs_st, kBlock>>>(v, in, n, thr);
             });
+            s.kernel = names[kernel];
             st_j.obj(names[kernel], s.json());
             progress(tag);
         }
@@ -964,9 +928,7 @@ std::string section_growth(u64 start, int repeats) {
                     --r;  // the warm-up again, with the raised budget
                     continue;
                 }
-                s.verified &= check_ggarray(g, size, want, dg, std::string("growth ") + names[which]);
-                s.bytes_held = std::max(s.bytes_held, ggarray_held(g));
-                s.budget_bytes = ggarray_budget(g);
+                record_ggarray(s, g, size, want, dg, std::string("growth ") + names[which]);
                 GD(gpudyn_ggarray_destroy(g));
             } else {
                 uint32_t stt = 0;

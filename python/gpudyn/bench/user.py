@@ -67,6 +67,7 @@ def summarize(ctx, raw: dict) -> dict:
     vo = raw.get("variable_output")
     if vo:
         worst = _Worst()
+        fresh, reused = [], []
         allowance = _allowance(vo)
         for case in vo["means"]:
             label = _fmt_mean(case["mean"])
@@ -83,12 +84,10 @@ def summarize(ctx, raw: dict) -> dict:
                     for k in KERNELS:
                         worst.add(c[contender][k]["bytes_held"], case["output_bytes"], allowance,
                                   f"{label}, {contender} {k}")
-            k, ms = _best(c["ggarray_fresh"], KERNELS)
-            t = ctx.target(f"GGArray fresh vs CUB two-pass, {label}", cub / ms, FRESH_GOAL, "x", True)
-            t["where"] = f"{k} kernel: {ms:.4g} ms vs {cub:.4g} ms"
-            k, ms = _best(c["ggarray_reused"], KERNELS)
-            t = ctx.target(f"GGArray reused vs CUB two-pass, {label}", cub / ms, REUSED_GOAL, "x", True)
-            t["where"] = f"{k} kernel: {ms:.4g} ms vs {cub:.4g} ms"
+            fresh.append((f"GGArray fresh vs CUB two-pass, {label}", cub, c["ggarray_fresh"], KERNELS, FRESH_GOAL))
+            reused.append((f"GGArray reused vs CUB two-pass, {label}", cub, c["ggarray_reused"], KERNELS, REUSED_GOAL))
+        for args in fresh + reused:  # the fresh targets, then the reused ones
+            _speed_target(ctx, *args)
         _bytes_target(ctx, worst, "variable_output")
 
     cp = raw.get("compaction")
@@ -105,9 +104,8 @@ def summarize(ctx, raw: dict) -> dict:
                 worst.add(c["ggarray"][k]["bytes_held"], case["output_bytes"], allowance, f"{label}, ggarray {k}")
             for k in STATIC_COMPACTION:
                 rows.append(_row("stream compaction", label, "static", k, c["static"][k], sel))
-            k, ms = _best(c["ggarray"], GG_COMPACTION)
-            t = ctx.target(f"in-kernel push vs DeviceSelect::If, {label}", sel / ms, SELECT_GOAL, "x", True)
-            t["where"] = f"{k} kernel: {ms:.4g} ms vs {sel:.4g} ms"
+            _speed_target(ctx, f"in-kernel push vs DeviceSelect::If, {label}", sel, c["ggarray"], GG_COMPACTION,
+                          SELECT_GOAL)
         _bytes_target(ctx, worst, "compaction")
 
     gr = raw.get("growth")
@@ -115,10 +113,13 @@ def summarize(ctx, raw: dict) -> dict:
         worst = _Worst()
         out_bytes = int(gr["final_size"]) * int(gr["element_bytes"])
         allowance = _allowance(gr)
+        vmm_last = gr["contenders"]["vmm_reserved"]["ms"][-1]
         for name, s in gr["contenders"].items():
-            rows.append({"section": "growth in the kernel", "case": f"1 doubling to {int(gr['final_size']):,}",
+            rows.append({"section": "growth in the kernel", "case": f"last doubling, to {int(gr['final_size']):,}",
                          "contender": name, "kernel": "push_back", "ms": s["ms"][-1],
-                         "all_doublings_ms": sum(s["ms"]), "bytes_held": s["bytes_held"], "verified": s["verified"]})
+                         "baseline_over_ms": vmm_last / s["ms"][-1] if s["ms"][-1] else None,
+                         "all_doublings_ms": sum(s["ms"]), "bytes_held": s["bytes_held"], "verified": s["verified"],
+                         **({"budget_bytes": s["budget_bytes"]} if "budget_bytes" in s else {})})
             if name.startswith("ggarray"):
                 worst.add(s["bytes_held"], out_bytes, allowance, name)
         _bytes_target(ctx, worst, "growth")
@@ -140,6 +141,13 @@ def _row(section: str, case: str, contender: str, kernel: str, s: dict, baseline
     return r
 
 
+def _speed_target(ctx, name: str, baseline_ms: float, series: dict, kernels, goal: float) -> None:
+    """Target `name`: baseline ms / the fastest of `kernels` in `series` (higher is better)."""
+    k, ms = _best(series, kernels)
+    t = ctx.target(name, baseline_ms / ms, goal, "x", True)
+    t["where"] = f"{k} kernel: {ms:.4g} ms vs {baseline_ms:.4g} ms"
+
+
 def _bytes_target(ctx, worst: _Worst, section: str) -> None:
     if worst.value is None:
         return
@@ -153,53 +161,30 @@ def run(ctx) -> dict:
 
     raw = ctx.run_program("gpudyn_bench_user")
     result = summarize(ctx, raw)
-    _plot(ctx, raw)
-    columns = ["section", "case", "contender", "kernel", "ms", "baseline_over_ms", "bytes_held", "steps_ms"]
-    table = markdown_table([{k: v for k, v in r.items() if k != "all_doublings_ms"} for r in result["rows"]], columns)
-    table += ("\n\nbaseline_over_ms: the section's CUB time (two-pass; DeviceSelect::If) / this row's time "
-              "(> 1: faster than CUB); growth rows: ms of the last doubling")
+    _plot(ctx, raw, result["rows"])
+    columns = ["section", "case", "contender", "kernel", "ms", "baseline_over_ms", "held_MiB", "budget_MiB", "steps_ms"]
+    mib = lambda b: round(b / 2**20, 1) if b is not None else ""  # noqa: E731
+    table = markdown_table([dict(r, held_MiB=mib(r["bytes_held"]), budget_MiB=mib(r.get("budget_bytes")))
+                            for r in result["rows"]], columns)
+    table += ("\n\nbaseline_over_ms: the section's baseline time / this row's time (> 1: faster than the baseline): "
+              "CUB two-pass, DeviceSelect::If, and for growth (ms of the last doubling, grow + insert) the VMM array "
+              "reserved by the host.  held_MiB: bytes held after the run (GGArray: its buckets); budget_MiB: a "
+              "GGArray's budget, mapped for its kernels' buckets")
     return {"raw": raw, **result, "table": table}
 
 
-def _plot(ctx, raw: dict) -> None:
+def _plot(ctx, raw: dict, rows: list[dict]) -> None:
     plt = ctx.pyplot()
     if plt is None:
         return
     dev = ctx.device.get("name", "GPU") if isinstance(ctx.device, dict) else "GPU"
-    vo = raw.get("variable_output")
+    vo, cp, gr = raw.get("variable_output"), raw.get("compaction"), raw.get("growth")
     if vo:
-        fig, axes = plt.subplots(1, len(vo["means"]), figsize=(5 * len(vo["means"]), 4))
-        for ax, case in zip(list(getattr(axes, "flat", [axes])), vo["means"]):
-            c = case["contenders"]
-            names = ["cub_two_pass"] + [f"{x} {k}" for x in ("static_worst_case", "ggarray_fresh", "ggarray_reused")
-                                        for k in KERNELS]
-            ms = [c["cub_two_pass"]["ms"]] + [c[x][k]["ms"] for x in ("static_worst_case", "ggarray_fresh",
-                                                                     "ggarray_reused") for k in KERNELS]
-            ax.barh(range(len(ms)), ms, color=["gray"] + ["tab:blue"] * 2 + ["tab:orange"] * 2 + ["tab:green"] * 2)
-            ax.set_yticks(range(len(ms)), names, fontsize=8)
-            ax.invert_yaxis()
-            ax.set(title=f"{_fmt_mean(case['mean'])}, {int(vo['threads']):,} threads", xlabel="ms (median)")
-        fig.suptitle(f"variable output: user kernels vs CUB two-pass ({dev})", fontsize=10)
-        fig.tight_layout()
-        fig.savefig(ctx.figure_path("user_variable_output.png"), dpi=110)
-        plt.close(fig)
-    cp = raw.get("compaction")
+        _bars(ctx, plt, rows, "variable output", f"variable output, {int(vo['threads']):,} threads: user kernels vs "
+              f"CUB two-pass ({dev})", "user_variable_output.png")
     if cp:
-        fig, axes = plt.subplots(1, len(cp["selectivities"]), figsize=(5 * len(cp["selectivities"]), 4))
-        for ax, case in zip(list(getattr(axes, "flat", [axes])), cp["selectivities"]):
-            c = case["contenders"]
-            names = ["select_if"] + [f"ggarray {k}" for k in GG_COMPACTION] + [f"static {k}" for k in STATIC_COMPACTION]
-            ms = ([c["select_if"]["ms"]] + [c["ggarray"][k]["ms"] for k in GG_COMPACTION]
-                  + [c["static"][k]["ms"] for k in STATIC_COMPACTION])
-            ax.barh(range(len(ms)), ms, color=["gray"] + ["tab:green"] * 3 + ["tab:blue"] * 2)
-            ax.set_yticks(range(len(ms)), names, fontsize=8)
-            ax.invert_yaxis()
-            ax.set(title=f"{_fmt_kept(case['kept_percent'])} of {int(cp['n']):,} int32", xlabel="ms (median)")
-        fig.suptitle(f"stream compaction: in-kernel push vs cub::DeviceSelect::If ({dev})", fontsize=10)
-        fig.tight_layout()
-        fig.savefig(ctx.figure_path("user_compaction.png"), dpi=110)
-        plt.close(fig)
-    gr = raw.get("growth")
+        _bars(ctx, plt, rows, "stream compaction", f"stream compaction of {int(cp['n']):,} int32: in-kernel push vs "
+              f"cub::DeviceSelect::If ({dev})", "user_compaction.png")
     if gr:
         fig, ax = plt.subplots(figsize=(6, 4))
         for name, s in gr["contenders"].items():
@@ -209,3 +194,21 @@ def _plot(ctx, raw: dict) -> None:
         fig.tight_layout()
         fig.savefig(ctx.figure_path("user_growth.png"), dpi=110)
         plt.close(fig)
+
+
+def _bars(ctx, plt, rows: list[dict], section: str, title: str, filename: str) -> None:
+    """One panel per case of `section`: a bar per contender (and kernel), ms; CUB first, in gray."""
+    cases = list(dict.fromkeys(r["case"] for r in rows if r["section"] == section))
+    fig, axes = plt.subplots(1, len(cases), figsize=(5 * len(cases), 4), squeeze=False)
+    palette = {}
+    for ax, case in zip(axes[0], cases):
+        mine = [r for r in rows if r["section"] == section and r["case"] == case]
+        colors = [palette.setdefault(r["contender"], "gray" if not r["kernel"] else f"C{len(palette)}") for r in mine]
+        ax.barh(range(len(mine)), [r["ms"] for r in mine], color=colors)
+        ax.set_yticks(range(len(mine)), [f"{r['contender']} {r['kernel']}".strip() for r in mine], fontsize=8)
+        ax.invert_yaxis()
+        ax.set(title=case, xlabel="ms (median)")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(ctx.figure_path(filename), dpi=110)
+    plt.close(fig)
