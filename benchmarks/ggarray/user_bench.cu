@@ -113,8 +113,14 @@ constexpr u64 kQuickGrowthStart = 100000ull;
 constexpr int kGrowthDoublings = 7;
 constexpr int kGrowthRepeats = 5;
 constexpr int kQuickGrowthRepeats = 2;
-constexpr int kChunkItems = 8;        // items a thread in push_back_chunk's tiles
-constexpr u64 kChunk = u64(kBlock) * kChunkItems * 8;  // elements a block hands to one push_back_chunk
+constexpr int kChunkItems = 8;             // items a thread in push_back_chunk's tiles (its default)
+// Elements a block hands to one push_back_chunk: 8 tiles of 256 threads x 8 items
+// (64 KiB of int32 per reservation; the chunk is read twice, count then store, and
+// 64 KiB x the resident blocks stays in the H200's 50 MB L2 between the two reads).
+constexpr u64 kChunk = u64(kBlock) * kChunkItems * 8;
+// Grid of the grid-stride helper kernels (input fill, verification): 8 blocks of
+// 256 threads per SM, the 2048 resident threads an SM holds on sm_80/sm_90.
+constexpr unsigned kHelperBlocksPerSm = 8;
 constexpr int kMaxBudgetRaises = 8;        // 1 GiB doubled 8 times: 256 GiB, beyond any GPU
 constexpr u64 kDigestChunk = 1ull << 16;   // elements a verification block walks at a time
 
@@ -382,7 +388,7 @@ struct digester {
     digest* d = nullptr;
     digester() { CUDA(cudaMalloc(&d, sizeof(digest))); }
     ~digester() { cudaFree(d); }
-    unsigned grid() const { return unsigned(g_sms) * 8; }
+    unsigned grid() const { return unsigned(g_sms) * kHelperBlocksPerSm; }
     template <class T>
     digest flat(const T* p, u64 n) {
         CUDA(cudaMemset(d, 0, sizeof(digest)));
@@ -732,7 +738,7 @@ std::string section_compaction(u64 n, int repeats) {
     digester dg;
     int* in = nullptr;
     CUDA(cudaMalloc(&in, n * sizeof(int)));
-    fill_input<<<unsigned(g_sms) * 8, kBlock>>>(in, n);
+    fill_input<<<unsigned(g_sms) * kHelperBlocksPerSm, kBlock>>>(in, n);
     CUDA(cudaGetLastError());
     int thresholds[3];
     for (int p = 0; p < 3; ++p) thresholds[p] = int(kKeptPercent[p] / 100.0 * 2147483648.0 + 0.5);

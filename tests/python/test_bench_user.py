@@ -247,9 +247,14 @@ def test_bench_user_quick_is_clean(tmp_path):
     """`gpudyn bench user --quick`: every output of every contender verified, every
     target computed, and the raw JSON shaped as _raw() (what the host test feeds the module)."""
     _program()
-    env = dict(os.environ)
+    if os.environ.get("GPUDYN_SANITIZER"):
+        # Left out under compute-sanitizer: the quick run launches ~500 kernels over 1e6-1e7
+        # elements (minutes under racecheck) and its timings mean nothing there; the device
+        # code it calls (per-thread and chunk pushes, growth) runs under the tools in the
+        # GGArray tests.
+        pytest.skip("a benchmark under compute-sanitizer measures nothing (GPUDYN_SANITIZER is set)")
     r = subprocess.run([sys.executable, "-m", "gpudyn", "bench", "user", "--quick", "--out-dir", str(tmp_path)],
-                       capture_output=True, text=True, timeout=600, env=env)
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     result = json.loads((tmp_path / "user.json").read_text())
     raw = result["raw"]
