@@ -359,22 +359,24 @@ void fail(const std::string& what) {
     g_failures.push_back(what);
 }
 
-// Host reference: the digest of every value, threads over index ranges.
-template <class F>
-digest parallel_digest(u64 n, F&& add_index) {
+// Host reference: K digests over the indices [0, n), threads over index ranges;
+// add_index(i, d) adds index i's values to the digests d[0..K).
+template <size_t K, class F>
+std::array<digest, K> parallel_digests(u64 n, F&& add_index) {
     const unsigned nt = std::max(1u, std::min(64u, std::thread::hardware_concurrency()));
-    std::vector<digest> part(nt);
+    std::vector<std::array<digest, K>> part(nt);
     std::vector<std::thread> th;
     for (unsigned w = 0; w < nt; ++w)
         th.emplace_back([&, w] {
-            digest d;
+            std::array<digest, K> d{};
             for (u64 i = n * w / nt; i < n * (w + 1) / nt; ++i) add_index(i, d);
             part[w] = d;
         });
-    digest all;
+    std::array<digest, K> all{};
     for (unsigned w = 0; w < nt; ++w) {
         th[w].join();
-        all.count += part[w].count, all.sum += part[w].sum, all.x ^= part[w].x;
+        for (size_t k = 0; k < K; ++k)
+            all[k].count += part[w][k].count, all[k].sum += part[w][k].sum, all[k].x ^= part[w][k].x;
     }
     return all;
 }
@@ -620,10 +622,10 @@ std::string section_variable(u64 m, int repeats) {
     for (const mean_case& mc : kMeans) {
         char label[64];
         snprintf(label, sizeof label, "mean %g", mc.mean);
-        const digest want = parallel_digest(m, [&](u64 t, digest& d) {
+        const digest want = parallel_digests<1>(m, [&](u64 t, std::array<digest, 1>& d) {
             const unsigned k = count_of(t, mc.mode);
-            for (unsigned j = 0; j < k; ++j) digest_push(d, value_of(t, j));
-        });
+            for (unsigned j = 0; j < k; ++j) digest_push(d[0], value_of(t, j));
+        })[0];
         progress(std::string(label) + ": host reference");
         jobj row;
         row.num("mean", mc.mean).u("max_k", mc.max_k).obj("expected", digest_json(want)).u("output_bytes", want.count * 4);
@@ -743,27 +745,11 @@ std::string section_compaction(u64 n, int repeats) {
     int thresholds[3];
     for (int p = 0; p < 3; ++p) thresholds[p] = int(kKeptPercent[p] / 100.0 * 2147483648.0 + 0.5);
     // Host reference: one pass for the three thresholds.
-    digest want[3];
-    {
-        const unsigned nt = std::max(1u, std::min(64u, std::thread::hardware_concurrency()));
-        std::vector<std::array<digest, 3>> part(nt);
-        std::vector<std::thread> th;
-        for (unsigned w = 0; w < nt; ++w)
-            th.emplace_back([&, w] {
-                std::array<digest, 3> d{};
-                for (u64 i = n * w / nt; i < n * (w + 1) / nt; ++i) {
-                    const int x = input_of(i);
-                    for (int p = 0; p < 3; ++p)
-                        if (x < thresholds[p]) digest_push(d[p], unsigned(x));
-                }
-                part[w] = d;
-            });
-        for (unsigned w = 0; w < nt; ++w) {
-            th[w].join();
-            for (int p = 0; p < 3; ++p)
-                want[p].count += part[w][p].count, want[p].sum += part[w][p].sum, want[p].x ^= part[w][p].x;
-        }
-    }
+    const std::array<digest, 3> want = parallel_digests<3>(n, [&](u64 i, std::array<digest, 3>& d) {
+        const int x = input_of(i);
+        for (int p = 0; p < 3; ++p)
+            if (x < thresholds[p]) digest_push(d[p], unsigned(x));
+    });
     CUDA(cudaDeviceSynchronize());
     progress("compaction: input and host reference");
 
@@ -868,7 +854,9 @@ std::string section_compaction(u64 n, int repeats) {
 std::string section_growth(u64 start, int repeats) {
     const u64 final_n = start << kGrowthDoublings;
     digester dg;
-    const digest want = parallel_digest(final_n, [](u64 i, digest& d) { digest_push(d, grow_value_of(i)); });
+    const digest want = parallel_digests<1>(final_n, [](u64 i, std::array<digest, 1>& d) {
+        digest_push(d[0], grow_value_of(i));
+    })[0];
     std::vector<double> sizes;
     for (int s = 0; s <= kGrowthDoublings; ++s) sizes.push_back(double(start << s));
     static const char* names[] = {"ggarray_in_kernel", "ggarray_reserved", "vmm_reserved"};
