@@ -728,7 +728,7 @@ static void test_malloc_pages() {
     CHECK(s.allocations == want && s.bytes_held == held && s.failed_allocations == 0);
     uint64_t ok = 0;
     free_all(v, ptrs, &ok);
-    CHECK(ok == want);
+    CHECK(ok == n);  // free(nullptr) is true too: every real free succeeded
     CHECK(stats_of(h).allocations == 0 && stats_of(h).bytes_held == 0 && stats_of(h).bad_frees == 0);
     // Exhaustion: 32 runs of 4 MiB from a 64 MiB heap, twice as many as fit.
     CHECK_OK(gpudyn_heap_destroy(h));
@@ -747,7 +747,7 @@ static void test_malloc_pages() {
     CHECK(served >= 1 && served <= 16 && e.failed_allocations == m / 2 - served);
     CHECK(corrupted(big, q, 9ull << 40) == 0);
     free_all(w, q, &ok);
-    CHECK(ok == served && stats_of(h).allocations == 0);
+    CHECK(ok == m && stats_of(h).allocations == 0);
     CHECK_OK(gpudyn_heap_destroy(h));
 }
 
