@@ -21,7 +21,7 @@
 
 namespace gpudyn {
 inline namespace v0 {
-namespace dev {
+namespace detail {
 
 // Status bits; values equal gpudyn_array_status_bits_t in ggarray.h.
 constexpr unsigned kArrayAllocationFailed = 1u;
@@ -166,6 +166,12 @@ private:
     };
 };
 
-}  // namespace dev
+}  // namespace detail
+
+// The name of the detail namespace before the lane and block helpers were
+// merged into it: the device reference showed the arrays' shared base as
+// dev::contiguous_array_ref, so code that named it keeps compiling.
+namespace dev = detail;
+
 }  // namespace v0
 }  // namespace gpudyn
