@@ -64,6 +64,7 @@
 #include <cuda/std/cstddef>
 #endif
 #include "gpudyn/ggarray.h"
+#include "gpudyn/detail/array_state.cuh"
 #include "gpudyn/detail/contiguous_array.cuh"
 #include "gpudyn/heap.cuh"  // buckets beyond the pool rows
 
@@ -270,11 +271,7 @@ private:
     // the element size: the library's ranges kernel reads any array's counters
     // through one instantiation (ggarray_ref<unsigned char>), whose valid() is
     // false for every other element size.
-    __device__ unsigned long long held(unsigned l) const {
-        const unsigned long long c = *static_cast<volatile unsigned long long*>(counters() + l);
-        const unsigned long long f = *static_cast<volatile unsigned long long*>(failed() + l);
-        return c < f ? c : f;
-    }
+    __device__ unsigned long long held(unsigned l) const { return detail::held_elements(counters() + l, failed() + l); }
     __device__ unsigned* growth(unsigned l) const { return reinterpret_cast<unsigned*>(view_.growth) + l; }
     __device__ unsigned* status_word() const { return reinterpret_cast<unsigned*>(view_.status); }
     __device__ const unsigned long long* ranges() const {
