@@ -2,8 +2,9 @@
 // launches, built from include/gpudyn/heap.cuh.  Launch configuration and
 // error handling stay with the launchers.
 //
-// Every kernel is a template, deduced from its arguments at the launch, so any
-// number of translation units may include this header.
+// Every kernel is a template (one with no other parameter takes its view or
+// pointer type as one, deduced at the launch), so any number of translation
+// units may include this header.
 // Compiles under nvcc and NVRTC (no host headers).
 #pragma once
 
