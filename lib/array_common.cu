@@ -5,6 +5,8 @@
 
 namespace gpudyn::detail {
 
+using namespace ggarray_detail;  // the arrays' bulk kernels and their constants
+
 bulk_plan push_plan(unsigned long long count, unsigned targets, unsigned first_target) {
     // Resident blocks: grid_for caps at SMs x blocks per SM.
     const unsigned resident = grid_for(~0ull >> 1, kPushThreads, kPushBlocksPerSm);
@@ -25,31 +27,12 @@ uint64_t read_u64(const uint64_t* dev, cudaStream_t stream) {
     return v;
 }
 
-namespace {
-constexpr int kMetaWords = 5;
-constexpr int kHostStatusWord = 4;
-constexpr uint64_t kNoFailure = ~0ull;
-
-// One thread: size = min(counter, failed_at), failure forgotten, snapshot taken.
-__global__ void normalize_kernel(uint64_t* meta, bool clear_status) {
-    const uint64_t n = meta[0] < meta[3] ? meta[0] : meta[3];
-    meta[0] = n;
-    meta[2] = n;
-    meta[3] = kNoFailure;
-    if (clear_status) meta[1] = 0;
-}
-}  // namespace
-
 void contiguous_init(contiguous_state& a, cudaStream_t stream) {
     void* p = nullptr;
     device_alloc(&p, kMetaWords * sizeof(uint64_t), stream, "the array's size counters");
     a.meta = static_cast<uint64_t*>(p);
     GPUDYN_CUDA(cudaMemsetAsync(a.meta, 0, kMetaWords * sizeof(uint64_t), stream));
-    GPUDYN_CUDA(cudaMemsetAsync(a.meta + 3, 0xff, sizeof(uint64_t), stream));
-}
-
-uint32_t contiguous_status(const contiguous_state& a, cudaStream_t stream) {
-    return read_status(reinterpret_cast<const uint32_t*>(a.meta + 1), stream);
+    GPUDYN_CUDA(cudaMemsetAsync(a.meta + kMetaFailedAt, 0xff, sizeof(uint64_t), stream));  // kNoFailure
 }
 
 void contiguous_free_meta(contiguous_state& a, cudaStream_t stream) {
@@ -57,33 +40,53 @@ void contiguous_free_meta(contiguous_state& a, cudaStream_t stream) {
     a.meta = nullptr;
 }
 
-void contiguous_normalize(contiguous_state& a, cudaStream_t stream, bool clear_status) {
-    normalize_kernel<<<1, 1, 0, stream>>>(a.meta, clear_status);
-    GPUDYN_CHECK_LAUNCH("normalize_kernel");
+void contiguous_fold(contiguous_state& a, cudaStream_t stream) {
+    contiguous_fold_kernel<<<1, 1, 0, stream>>>(a.meta);
+    GPUDYN_CHECK_LAUNCH("contiguous_fold_kernel");
 }
 
-void contiguous_push(contiguous_state& a, const void* values, uint64_t count, const uint8_t* mask,
-                     gpudyn_insert_algo_t algorithm, cudaStream_t stream, const char* what) {
+namespace {
+
+// Elements held now; synchronizes.
+uint64_t held_now(const contiguous_state& a, cudaStream_t stream) {
+    uint64_t m[kMetaWords] = {};
+    GPUDYN_CUDA(cudaMemcpyAsync(m, a.meta, sizeof(m), cudaMemcpyDeviceToHost, stream));
+    GPUDYN_CUDA(cudaStreamSynchronize(stream));
+    return held_elements(m[kMetaCounter], m[kMetaFailedAt]);
+}
+
+}  // namespace
+
+namespace contiguous_abi {
+
+void push_back(contiguous_handle* array, const void* values, uint64_t count, const uint8_t* mask,
+               gpudyn_insert_algo_t algorithm, gpudyn_stream_t stream, const char* what) {
+    GPUDYN_REQUIRE_NOT_NULL(array);
+    handle_call call(array->hs, stream);
+    contiguous_state& a = array->a;
+    cudaStream_t s = call.stream();
     require_push_args(values, count, algorithm);
     if (count == 0) return;
-    // Snapshot in meta[2]; the users' status bits stay (their kernels' failures
-    // are reported by get_status until clear_status), ours go to meta[4].
-    contiguous_normalize(a, stream, false);
-    GPUDYN_CUDA(cudaMemsetAsync(a.meta + kHostStatusWord, 0, sizeof(uint64_t), stream));
+    // The snapshot is taken by the fold; the users' status bits stay (their
+    // kernels' failures are reported by get_status until clear_status), ours
+    // go to the host's own word.
+    contiguous_fold(a, s);
+    GPUDYN_CUDA(cudaMemsetAsync(a.meta + kMetaHostStatus, 0, sizeof(uint64_t), s));
     dispatch_element(a.element_size, [&](auto tag) {
         using T = typename decltype(tag)::type;
         gpudyn_static_array_view_t v;
         contiguous_fill_view(a, &v, GPUDYN_STATIC_ARRAY_VIEW_VERSION);
-        v.status = reinterpret_cast<uint64_t>(a.meta + kHostStatusWord);
-        launch_push<T>(static_array_ref<T>{v}, values, mask, count, algorithm, push_plan(count, 1, 0), stream);
+        v.status = reinterpret_cast<uint64_t>(a.meta + kMetaHostStatus);
+        launch_push<T>(static_array_ref<T>{v}, values, mask, count, algorithm, push_plan(count, 1, 0), s);
     });
-    const uint32_t status = read_status(reinterpret_cast<const uint32_t*>(a.meta + kHostStatusWord), stream);
+    const uint32_t status = read_status(reinterpret_cast<const uint32_t*>(a.meta + kMetaHostStatus), s);
     if (status != 0) {
         // Blocks below the failure stored their elements: restore the size (all or nothing per call).
-        const uint64_t before = read_u64(a.meta + 2, stream);
-        GPUDYN_CUDA(cudaMemcpyAsync(a.meta, a.meta + 2, sizeof(uint64_t), cudaMemcpyDeviceToDevice, stream));
-        GPUDYN_CUDA(cudaMemsetAsync(a.meta + 3, 0xff, sizeof(uint64_t), stream));
-        GPUDYN_CUDA(cudaStreamSynchronize(stream));
+        const uint64_t before = read_u64(a.meta + kMetaSnapshot, s);
+        GPUDYN_CUDA(cudaMemcpyAsync(a.meta + kMetaCounter, a.meta + kMetaSnapshot, sizeof(uint64_t),
+                                    cudaMemcpyDeviceToDevice, s));
+        GPUDYN_CUDA(cudaMemsetAsync(a.meta + kMetaFailedAt, 0xff, sizeof(uint64_t), s));  // kNoFailure
+        GPUDYN_CUDA(cudaStreamSynchronize(s));
         raise(GPUDYN_ERROR_OUT_OF_MEMORY,
               "%s: %llu element(s) (count %llu) do not fit: size %llu, capacity %llu; nothing was inserted", what,
               (unsigned long long)count, (unsigned long long)count, (unsigned long long)before,
@@ -91,16 +94,38 @@ void contiguous_push(contiguous_state& a, const void* values, uint64_t count, co
     }
 }
 
-uint64_t contiguous_size(const contiguous_state& a, cudaStream_t stream) {
-    uint64_t m[kMetaWords] = {};
-    GPUDYN_CUDA(cudaMemcpyAsync(m, a.meta, sizeof(m), cudaMemcpyDeviceToHost, stream));
-    GPUDYN_CUDA(cudaStreamSynchronize(stream));
-    return m[0] < m[3] ? m[0] : m[3];
+void size(contiguous_handle* array, uint64_t* size, gpudyn_stream_t stream) {
+    GPUDYN_REQUIRE_NOT_NULL(array);
+    GPUDYN_REQUIRE_NOT_NULL(size);
+    handle_call call(array->hs, stream);
+    *size = held_now(array->a, call.stream());
 }
 
-void contiguous_copy_out(const contiguous_state& a, void* dst, uint64_t dst_bytes, cudaMemcpyKind kind,
-                         cudaStream_t stream) {
-    const uint64_t n = contiguous_size(a, stream);
+void capacity(contiguous_handle* array, uint64_t* capacity) {
+    GPUDYN_REQUIRE_NOT_NULL(array);
+    GPUDYN_REQUIRE_NOT_NULL(capacity);
+    handle_call call(array->hs);
+    *capacity = array->a.capacity;
+}
+
+void allocated_bytes(contiguous_handle* array, uint64_t* bytes) {
+    GPUDYN_REQUIRE_NOT_NULL(array);
+    GPUDYN_REQUIRE_NOT_NULL(bytes);
+    handle_call call(array->hs);
+    *bytes = array->a.bytes;
+}
+
+void data(contiguous_handle* array, void** data) {
+    GPUDYN_REQUIRE_NOT_NULL(array);
+    GPUDYN_REQUIRE_NOT_NULL(data);
+    *data = array->a.data;
+}
+
+void copy_out(contiguous_handle* array, void* dst, uint64_t dst_bytes, cudaMemcpyKind kind, gpudyn_stream_t stream) {
+    GPUDYN_REQUIRE_NOT_NULL(array);
+    handle_call call(array->hs, stream);
+    const contiguous_state& a = array->a;
+    const uint64_t n = held_now(a, call.stream());
     const uint64_t bytes = n * a.element_size;
     if (bytes == 0) return;
     if (dst == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'dst' is NULL");
@@ -108,14 +133,20 @@ void contiguous_copy_out(const contiguous_state& a, void* dst, uint64_t dst_byte
         raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'dst_bytes' is %llu, expected >= %llu (size %llu x %u bytes)",
               (unsigned long long)dst_bytes, (unsigned long long)bytes, (unsigned long long)n,
               unsigned(a.element_size));
-    GPUDYN_CUDA(cudaMemcpyAsync(dst, a.data, bytes, kind, stream));
-    if (kind == cudaMemcpyDeviceToHost) GPUDYN_CUDA(cudaStreamSynchronize(stream));
+    GPUDYN_CUDA(cudaMemcpyAsync(dst, a.data, bytes, kind, call.stream()));
+    if (kind == cudaMemcpyDeviceToHost) GPUDYN_CUDA(cudaStreamSynchronize(call.stream()));
 }
 
-void contiguous_clear(contiguous_state& a, cudaStream_t stream) {
-    GPUDYN_CUDA(cudaMemsetAsync(a.meta, 0, 2 * sizeof(uint64_t), stream));
-    GPUDYN_CUDA(cudaMemsetAsync(a.meta + 3, 0xff, sizeof(uint64_t), stream));
+void clear(contiguous_handle* array, gpudyn_stream_t stream) {
+    GPUDYN_REQUIRE_NOT_NULL(array);
+    handle_call call(array->hs, stream);
+    uint64_t* meta = array->a.meta;
+    // Counter and users' status word 0, no failure.
+    GPUDYN_CUDA(cudaMemsetAsync(meta + kMetaCounter, 0, 2 * sizeof(uint64_t), call.stream()));
+    GPUDYN_CUDA(cudaMemsetAsync(meta + kMetaFailedAt, 0xff, sizeof(uint64_t), call.stream()));  // kNoFailure
 }
+
+}  // namespace contiguous_abi
 
 }  // namespace gpudyn::detail
 

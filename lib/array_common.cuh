@@ -1,6 +1,7 @@
 // Shared by lib/ggarray.cu, lib/static_array.cu and lib/vmm_array.cu: element
-// types, argument checks and the bulk push_back kernel (one kernel body for the
-// three arrays; the algorithms themselves are in include/gpudyn/insert.cuh).
+// types, argument checks, the launch of the bulk push_back kernel (one kernel
+// for the three arrays: include/gpudyn/detail/ggarray/kernels.cuh), the host
+// state and ABI bodies of the static and VMM arrays, and the VMM range.
 #pragma once
 
 #include "internal.hpp"
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include <gpudyn/detail/ggarray/kernels.cuh>
 #include <gpudyn/ggarray.cuh>
 #include <gpudyn/vmm_array.cuh>
 
@@ -56,34 +58,6 @@ void dispatch_algo(gpudyn_insert_algo_t algorithm, F&& f) {
           int(algorithm));
 }
 
-// Bulk insertion: threads per block, elements per thread per ranked tile and
-// resident blocks per SM (<= 64 registers a thread with 8 items, no spills:
-// enough warps to hide each tile's scan latency).  benchmarks/ggarray measures it.
-constexpr unsigned kPushThreads = 512;
-constexpr int kPushItems = 8;
-constexpr int kPushBlocksPerSm = 2;
-
-// Candidates of one part: values[j], flagged by mask[j] (all without a mask).
-template <class T>
-struct chunk_source {
-    const T* values;
-    const uint8_t* mask;
-    __device__ bool all_flagged() const { return mask == nullptr; }
-    __device__ bool flag(unsigned long long j) const { return mask == nullptr || mask[j] != 0; }
-    __device__ T value(unsigned long long j) const { return values[j]; }
-};
-
-// One kernel body for every array (Ref has push_back_part): the parts of
-// plan_bulk_insert, each with one reservation.
-template <class T, insert_algo Algo, class Ref>
-__global__ void __launch_bounds__(kPushThreads, kPushBlocksPerSm)
-    push_kernel(Ref ref, const T* values, const uint8_t* mask, unsigned long long count, bulk_plan plan) {
-    __shared__ push_storage<kPushThreads, Algo> temp;
-    push_back_parts<kPushItems>(temp, ref, count, plan, [&](unsigned long long lo) {
-        return chunk_source<T>{values + lo, mask ? mask + lo : nullptr};
-    });  // failure: the status word
-}
-
 // Plan of push_kernel on the current device; targets: the GGArray's LFVector count, else 1;
 // first_target: the size mod targets (keeps the LFVectors balanced; see plan_bulk_insert).
 bulk_plan push_plan(unsigned long long count, unsigned targets, unsigned first_target);
@@ -92,9 +66,10 @@ template <class T, class Ref>
 void launch_push(Ref ref, const void* values, const uint8_t* mask, uint64_t count, gpudyn_insert_algo_t algorithm,
                  const bulk_plan& plan, cudaStream_t stream) {
     if (plan.grid == 0) return;
+    const ggarray_detail::chunk_sources<T> sources{static_cast<const T*>(values), mask};
     dispatch_algo(algorithm, [&](auto algo) {
-        push_kernel<T, decltype(algo)::value, Ref>
-            <<<plan.grid, kPushThreads, 0, stream>>>(ref, static_cast<const T*>(values), mask, count, plan);
+        ggarray_detail::push_kernel<decltype(algo)::value>
+            <<<plan.grid, ggarray_detail::kPushThreads, 0, stream>>>(ref, sources, count, plan);
         GPUDYN_CHECK_LAUNCH("push_kernel");
     });
 }
@@ -113,45 +88,103 @@ uint64_t read_u64(const uint64_t* dev, cudaStream_t stream);
 
 namespace gpudyn::detail {
 
-// Host state shared by the static and the VMM array.  meta (device) holds
-// [0] reservation counter, [1] status word (low 32 bits; users' kernels), [2]
-// size snapshot for rollback, [3] lowest failed reservation start (~0 when
-// none), [4] status word of the host's own pushes (their failure is the call's
-// return status, so the users' word keeps only what kernels did); the size is
-// min([0], [3]) (see include/gpudyn/detail/contiguous_array.cuh).
+// get_status and clear_status of every array, each run inside the exported
+// function's GPUDYN_ABI (so a message names that function).  Handle: `hs`;
+// user_status(), the device word (64 bits, the status in the low 32) that
+// users' kernels set; fold(stream), which folds the counters back to the sizes
+// and lifts the failures (the status bits stay).
+template <class Handle>
+void array_get_status(Handle* array, uint32_t* status, gpudyn_stream_t stream) {
+    GPUDYN_REQUIRE_NOT_NULL(array);
+    GPUDYN_REQUIRE_NOT_NULL(status);
+    handle_call call(array->hs, stream);
+    *status = read_status(reinterpret_cast<const uint32_t*>(array->user_status()), call.stream());
+}
+template <class Handle>
+void array_clear_status(Handle* array, gpudyn_stream_t stream) {
+    GPUDYN_REQUIRE_NOT_NULL(array);
+    handle_call call(array->hs, stream);
+    GPUDYN_CUDA(cudaMemsetAsync(array->user_status(), 0, sizeof(uint64_t), call.stream()));
+    array->fold(call.stream());
+}
+
+// Host state shared by the static and the VMM array.  meta (device) holds the
+// words of ggarray_detail::contiguous_meta_word; the size is
+// min(counter, failed_at) (include/gpudyn/detail/array_state.cuh).
 struct contiguous_state {
     uint32_t element_size = 0;
     void* data = nullptr;
     uint64_t capacity = 0;   // elements usable now
+    uint64_t bytes = 0;      // device bytes held for the elements (allocated_bytes)
     uint64_t* meta = nullptr;
 };
 
 void contiguous_init(contiguous_state& a, cudaStream_t stream);
 // Stream-ordered free of the meta words on `stream`.
 void contiguous_free_meta(contiguous_state& a, cudaStream_t stream);
-// All-or-nothing bulk insertion; raises OUT_OF_MEMORY (capacity) with the size restored.
-void contiguous_push(contiguous_state& a, const void* values, uint64_t count, const uint8_t* mask,
-                     gpudyn_insert_algo_t algorithm, cudaStream_t stream, const char* what);
-uint64_t contiguous_size(const contiguous_state& a, cudaStream_t stream);
-void contiguous_copy_out(const contiguous_state& a, void* dst, uint64_t dst_bytes, cudaMemcpyKind kind,
-                         cudaStream_t stream);
-void contiguous_clear(contiguous_state& a, cudaStream_t stream);
-// Folds the counter back to the size (after a failed in-kernel reservation) and
-// forgets the failure; with clear_status also zeroes the status word.
-void contiguous_normalize(contiguous_state& a, cudaStream_t stream, bool clear_status);
-// The users' status word (gpudyn_array_status_bits_t); synchronizes.
-uint32_t contiguous_status(const contiguous_state& a, cudaStream_t stream);
+// Folds the counter back to the size (after a failed in-kernel reservation)
+// and forgets the failure; the status word stays.
+void contiguous_fold(contiguous_state& a, cudaStream_t stream);
 
 template <class View>
 void contiguous_fill_view(const contiguous_state& a, View* view, uint32_t version) {
+    using namespace ggarray_detail;
     view->version = version;
     view->element_size = a.element_size;
     view->data = reinterpret_cast<uint64_t>(a.data);
     view->capacity = a.capacity;
-    view->size = reinterpret_cast<uint64_t>(a.meta);
-    view->status = reinterpret_cast<uint64_t>(a.meta + 1);
-    view->failed_at = reinterpret_cast<uint64_t>(a.meta + 3);
+    view->size = reinterpret_cast<uint64_t>(a.meta + kMetaCounter);
+    view->status = reinterpret_cast<uint64_t>(a.meta + kMetaStatus);
+    view->failed_at = reinterpret_cast<uint64_t>(a.meta + kMetaFailedAt);
 }
+
+// The handle of the static and the VMM array (each adds its own state).
+struct contiguous_handle {
+    handle_state hs;  // device, call ordering, lock
+    contiguous_state a;
+
+    // For array_get_status / array_clear_status.
+    uint64_t* user_status() const { return a.meta + ggarray_detail::kMetaStatus; }
+    void fold(cudaStream_t stream) { contiguous_fold(a, stream); }
+};
+
+// The ABI calls the static and the VMM array answer alike, each run inside
+// the exported function's GPUDYN_ABI; `array` is its handle argument.
+namespace contiguous_abi {
+template <class Options>
+void options_init(Options* options) {
+    GPUDYN_REQUIRE_NOT_NULL(options);
+    *options = Options{};
+    options->struct_size = sizeof(*options);
+    options->element_size = 4;
+}
+// The checks create starts with (the array's own follow).
+template <class Handle, class Options>
+void begin_create(Handle** array, const Options* options) {
+    GPUDYN_REQUIRE_NOT_NULL(array);
+    *array = nullptr;
+    require_struct_size(options, "options");
+    require_element_size(options->element_size, "options->element_size");
+}
+// All-or-nothing bulk insertion; raises OUT_OF_MEMORY (capacity) with the size
+// restored.  `what` names the array in the message.
+void push_back(contiguous_handle* array, const void* values, uint64_t count, const uint8_t* mask,
+               gpudyn_insert_algo_t algorithm, gpudyn_stream_t stream, const char* what);
+void size(contiguous_handle* array, uint64_t* size, gpudyn_stream_t stream);
+void capacity(contiguous_handle* array, uint64_t* capacity);
+void allocated_bytes(contiguous_handle* array, uint64_t* bytes);
+void data(contiguous_handle* array, void** data);
+// flatten (kind DeviceToDevice) and copy_to_host (DeviceToHost, synchronizes).
+void copy_out(contiguous_handle* array, void* dst, uint64_t dst_bytes, cudaMemcpyKind kind, gpudyn_stream_t stream);
+void clear(contiguous_handle* array, gpudyn_stream_t stream);
+template <class View>
+void get_view(contiguous_handle* array, View* view, uint32_t version) {
+    GPUDYN_REQUIRE_NOT_NULL(array);
+    GPUDYN_REQUIRE_NOT_NULL(view);
+    handle_call call(array->hs);
+    contiguous_fill_view(array->a, view, version);
+}
+}  // namespace contiguous_abi
 
 }  // namespace gpudyn::detail
 

@@ -1,7 +1,8 @@
 // C ABI of the GGArray.  The structure and its algorithms are in
-// include/gpudyn/ggarray.cuh; this file owns the bookkeeping memory, the bucket
-// pool and the heap the other buckets come from (the budget), and launches the
-// bulk kernels.
+// include/gpudyn/ggarray.cuh, its bulk kernels in
+// include/gpudyn/detail/ggarray/kernels.cuh; this file owns the bookkeeping
+// memory, the bucket pool and the heap the other buckets come from (the
+// budget), and launches the kernels.
 #include "array_common.cuh"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 using namespace gpudyn;
 using namespace gpudyn::detail;
+using namespace gpudyn::ggarray_detail;  // the bulk kernels
 
 namespace {
 
@@ -25,7 +27,6 @@ constexpr uint64_t kDefaultFirstBucket = 1024;
 constexpr uint64_t kMinFirstBucket = 32;
 constexpr unsigned kThreads = 256;        // bookkeeping kernels (one thread per bucket / LFVector)
 constexpr unsigned kRangesThreads = 1024; // one block scans all LFVector sizes
-constexpr unsigned kCopyThreads = 512;
 // options->pool_bytes that turns the bucket pool off.
 constexpr uint64_t kNoPool = ~0ull;
 // Smallest budget: 2 MiB, the driver's mapping granularity on current GPUs and
@@ -36,168 +37,6 @@ constexpr uint64_t kMinBudget = uint64_t(1) << 21;
 constexpr uint64_t kOwnHeapPage = uint64_t(1) << 12;
 // struct_size of the options before max_budget_bytes and heap: still accepted.
 constexpr size_t kOptionsV1Size = offsetof(gpudyn_ggarray_options_t, max_budget_bytes);
-
-using ggarray_detail::internal;
-
-template <class T>
-__global__ void grow_kernel(gpudyn_ggarray_view_t view, unsigned long long per_lfvector) {
-    const ggarray_ref<T> a{view};
-    const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-    if (i >= (unsigned long long)view.num_lfvectors * kMaxBuckets) return;
-    const unsigned l = unsigned(i / kMaxBuckets), b = unsigned(i % kMaxBuckets);
-    // One thread per bucket: O(new buckets).
-    if (internal::bucket_first(a, b) < per_lfvector) internal::ensure_bucket(a, l, b);
-}
-
-template <class T>
-__global__ void capacity_kernel(gpudyn_ggarray_view_t view, unsigned long long* out) {
-    const ggarray_ref<T> a{view};
-    const unsigned l = blockIdx.x * blockDim.x + threadIdx.x;
-    if (l < view.num_lfvectors) atomicAdd(out, internal::lfvector_capacity(a, l));
-}
-
-// One block: the ranges (exclusive prefix sum of the LFVector sizes), or with
-// total != nullptr only the number of elements into *total (ranges untouched).
-__global__ void ranges_kernel(gpudyn_ggarray_view_t view, unsigned long long* total) {
-    __shared__ unsigned long long scratch[33];
-    const ggarray_ref<unsigned char> a{view};
-    internal::compute_ranges(a, scratch, total ? nullptr : reinterpret_cast<unsigned long long*>(view.ranges));
-    if (total != nullptr && threadIdx.x == 0) *total = scratch[32];
-}
-
-// What fold_kernel does to each LFVector's counter before lifting its failure.
-enum class fold_mode { keep, restore, clear };
-// One thread per LFVector: the counter becomes what the LFVector holds
-// (min(counter, failed_at); the snapshot with `restore`; 0 with `clear`), the
-// failure is forgotten and the seal lifted (the ready prefix stays).
-__global__ void fold_kernel(gpudyn_ggarray_view_t view, const unsigned long long* snapshot, fold_mode mode) {
-    const unsigned l = blockIdx.x * blockDim.x + threadIdx.x;
-    if (l >= view.num_lfvectors) return;
-    auto* sizes = reinterpret_cast<unsigned long long*>(view.sizes);
-    auto* failed = reinterpret_cast<unsigned long long*>(view.failed_at);
-    auto* growth = reinterpret_cast<unsigned*>(view.growth);
-    const unsigned long long held = sizes[l] < failed[l] ? sizes[l] : failed[l];
-    sizes[l] = mode == fold_mode::clear ? 0ull : mode == fold_mode::restore ? snapshot[l] : held;
-    failed[l] = ~0ull;
-    growth[l] &= ggarray_detail::kPrefixMask;
-}
-
-// Nonzero bytes of mask[0..n) added to *out (grid-stride; one atomic per warp).
-__global__ void count_kernel(const uint8_t* mask, unsigned long long n, unsigned long long* out) {
-    unsigned long long c = 0;
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
-         i += (unsigned long long)gridDim.x * blockDim.x)
-        c += mask[i] != 0;
-    for (unsigned d = 16; d >= 1; d >>= 1) c += __shfl_down_sync(0xffffffffu, c, d);
-    if ((threadIdx.x & 31u) == 0) atomicAdd(out, c);
-}
-
-// Flatten.  Bytes per vector access: 16 (the widest global load/store, LDG.128).
-constexpr unsigned kVecBytes = 16;
-// Vector copies each thread keeps in flight: all kCopyUnroll loads are issued
-// before any store (written out, since the compiler may not move a load above
-// a store that could alias it), so a thread has 64 bytes of reads outstanding.
-constexpr int kCopyUnroll = 4;
-
-// out[j] = the 16 bytes starting `Word` words + bits/8 bytes into in[j], in[j+1]
-// (Word < 0: an aligned copy, out[j] = in[j]).
-template <int Word>
-__device__ __forceinline__ uint4 shifted(const uint4* in, unsigned long long j, unsigned bits) {
-    if constexpr (Word < 0) {
-        return in[j];
-    } else {
-        const uint4 a = in[j], b = in[j + 1];
-        const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-        unsigned o[4];
-#pragma unroll
-        for (unsigned t = 0; t < 4; ++t)  // Word + t + 1 <= 7
-            o[t] = bits == 0 ? w[Word + t] : __funnelshift_r(w[Word + t], w[Word + t + 1], bits);
-        return make_uint4(o[0], o[1], o[2], o[3]);
-    }
-}
-template <int Word>
-__device__ void copy_vectors(uint4* out, const uint4* in, unsigned long long nvec, unsigned bits) {
-    const unsigned long long step = (unsigned long long)blockDim.x * kCopyUnroll;
-    for (unsigned long long j0 = threadIdx.x; j0 < nvec; j0 += step) {
-        uint4 v[kCopyUnroll];
-#pragma unroll
-        for (int u = 0; u < kCopyUnroll; ++u) {
-            const unsigned long long j = j0 + (unsigned long long)u * blockDim.x;
-            if (j < nvec) v[u] = shifted<Word>(in, j, bits);
-        }
-#pragma unroll
-        for (int u = 0; u < kCopyUnroll; ++u) {
-            const unsigned long long j = j0 + (unsigned long long)u * blockDim.x;
-            if (j < nvec) out[j] = v[u];
-        }
-    }
-}
-
-// Block-cooperative copy of n elements src -> dst.  Elements up to the first
-// 16-byte boundary of dst and after the last one are copied one by one; in
-// between every thread writes whole aligned 16-byte vectors of dst.  src may sit
-// at another offset modulo 16 (its bucket and dst start anywhere): each output
-// vector is then assembled from the two aligned source vectors it straddles
-// (both 16-aligned loads inside the span's written elements: see the last vector).
-template <class T>
-__device__ void copy_span(T* dst, const T* src, unsigned long long n) {
-    static_assert(kVecBytes % sizeof(T) == 0, "element sizes divide 16");
-    constexpr unsigned kPerVec = kVecBytes / sizeof(T);
-    const unsigned long long dst_mis = reinterpret_cast<unsigned long long>(dst) % kVecBytes;
-    unsigned long long head = dst_mis == 0 ? 0 : (kVecBytes - dst_mis) / sizeof(T);
-    if (head > n) head = n;
-    for (unsigned long long i = threadIdx.x; i < head; i += blockDim.x) dst[i] = src[i];
-    const unsigned long long src_addr = reinterpret_cast<unsigned long long>(src + head);
-    const unsigned shift = unsigned(src_addr % kVecBytes);  // bytes; a multiple of sizeof(T)
-    unsigned long long nvec = (n - head) / kPerVec;
-    // A shifted vector j also loads in[j + 1]: for the last one that load would
-    // reach past the span's last element (memory never written, which initcheck
-    // reports), so its elements go one by one with the tail.
-    if (shift != 0 && nvec != 0) --nvec;
-    const unsigned long long tail = head + nvec * kPerVec;
-    for (unsigned long long i = tail + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
-    if (nvec == 0) return;
-    uint4* out = reinterpret_cast<uint4*>(dst + head);
-    const uint4* in = reinterpret_cast<const uint4*>(src_addr - shift);
-    const unsigned bits = 8 * (shift % 4);
-    if (shift == 0) {
-        copy_vectors<-1>(out, in, nvec, bits);
-        return;
-    }
-    switch (shift / 4) {  // uniform over the span: no divergence, registers only
-        case 0: copy_vectors<0>(out, in, nvec, bits); break;
-        case 1: copy_vectors<1>(out, in, nvec, bits); break;
-        case 2: copy_vectors<2>(out, in, nvec, bits); break;
-        default: copy_vectors<3>(out, in, nvec, bits); break;
-    }
-}
-
-// Flatten: the elements are cut into parts of kCopyPartBytes; block b copies
-// parts b, b + gridDim.x, ... span by span, so the blocks work on nearby
-// addresses at any moment (as cudaMemcpy's grid-stride copy does) instead of on
-// one far-apart chunk each.
-constexpr unsigned long long kCopyPartBytes = 64 << 10;
-// Resident 512-thread blocks per SM (the copy needs <= 32 registers a thread for element sizes >= 2).
-constexpr unsigned kCopyBlocksPerSm = 4;
-template <class T>
-__global__ void __launch_bounds__(kCopyThreads) flatten_kernel(gpudyn_ggarray_view_t view, T* dst,
-                                                               unsigned long long n) {
-    const ggarray_ref<T> a{view};
-    constexpr unsigned long long part = kCopyPartBytes / sizeof(T);
-    for (unsigned long long lo = blockIdx.x * part; lo < n; lo += (unsigned long long)gridDim.x * part)
-        a.for_each_span(lo, lo + part, [&](const T* src, unsigned long long m, unsigned long long first) {
-            copy_span(dst + first, src, m);
-        });
-}
-
-// Gives the heap's buckets back to a heap the array shares (an own heap is destroyed whole).
-__global__ void free_kernel(gpudyn_ggarray_view_t view) {
-    const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-    if (i >= (unsigned long long)view.num_lfvectors * kMaxBuckets) return;
-    const unsigned* state = reinterpret_cast<const unsigned*>(view.bucket_state);
-    void** buckets = reinterpret_cast<void**>(view.buckets);
-    if (state[i] == ggarray_detail::kReady) heap_ref{view.heap}.free(buckets[i]);
-}
 
 unsigned blocks_for(unsigned long long n, unsigned threads) { return unsigned((n + threads - 1) / threads); }
 
@@ -282,7 +121,7 @@ struct gpudyn_ggarray_s {
         while (pool_rows < pool_max_rows && pool_row_end(pool_rows + 1) <= pool.mapped) ++pool_rows;
     }
     void update_ranges(cudaStream_t s) const {
-        ranges_kernel<<<1, kRangesThreads, 0, s>>>(view(), nullptr);
+        ranges_kernel<unsigned char><<<1, kRangesThreads, 0, s>>>(view(), nullptr);
         GPUDYN_CHECK_LAUNCH("ranges_kernel");
     }
     // True when rows 0..rows-1 are all mapped in the pool (no heap needed for them).
@@ -334,12 +173,14 @@ struct gpudyn_ggarray_s {
     }
     // Elements held now (sum over the LFVectors); synchronizes.
     uint64_t count_elements(cudaStream_t s) {
-        ranges_kernel<<<1, kRangesThreads, 0, s>>>(view(), reinterpret_cast<unsigned long long*>(scratch));
+        ranges_kernel<unsigned char><<<1, kRangesThreads, 0, s>>>(view(), reinterpret_cast<unsigned long long*>(scratch));
         GPUDYN_CHECK_LAUNCH("ranges_kernel");
         known_size = read_u64(scratch, s);
         return known_size;
     }
-    void fold(cudaStream_t s, fold_mode mode, const uint64_t* from = nullptr) const {
+    // For array_get_status / array_clear_status: the users' status word; fold (keep).
+    uint64_t* user_status() const { return status; }
+    void fold(cudaStream_t s, fold_mode mode = fold_mode::keep, const uint64_t* from = nullptr) const {
         fold_kernel<<<blocks_for(lfvectors, kThreads), kThreads, 0, s>>>(
             view(), reinterpret_cast<const unsigned long long*>(from), mode);
         GPUDYN_CHECK_LAUNCH("fold_kernel");
@@ -715,9 +556,9 @@ void ggarray_copy_out(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes, boo
     try {
         with_type(array, [&](auto tag) {
             using T = typename decltype(tag)::type;
-            const uint64_t parts = (n * sizeof(T) + kCopyPartBytes - 1) / kCopyPartBytes;
-            const unsigned grid = grid_for(parts * kCopyThreads, kCopyThreads, kCopyBlocksPerSm);
-            flatten_kernel<T><<<grid, kCopyThreads, 0, s>>>(array->view(), static_cast<T*>(target), n);
+            const uint64_t parts = (n * sizeof(T) + kFlattenPartBytes - 1) / kFlattenPartBytes;
+            const unsigned grid = grid_for(parts * kFlattenThreads, kFlattenThreads, kFlattenBlocksPerSm);
+            flatten_kernel<T><<<grid, kFlattenThreads, 0, s>>>(array->view(), static_cast<T*>(target), n);
             GPUDYN_CHECK_LAUNCH("flatten_kernel");
         });
         if (to_host) {
@@ -816,21 +657,11 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_budget(gpudyn_ggarray_t array, uin
 
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_status(gpudyn_ggarray_t array, uint32_t* status,
                                                      gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        GPUDYN_REQUIRE_NOT_NULL(status);
-        handle_call call(array->hs, stream);
-        *status = read_status(reinterpret_cast<const uint32_t*>(array->status), call.stream());
-    });
+    GPUDYN_ABI({ array_get_status(array, status, stream); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear_status(gpudyn_ggarray_t array, gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        handle_call call(array->hs, stream);
-        GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), call.stream()));
-        array->fold(call.stream(), fold_mode::keep);
-    });
+    GPUDYN_ABI({ array_clear_status(array, stream); });
 }
 
 }  // extern "C"

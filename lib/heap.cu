@@ -1,9 +1,11 @@
 // C ABI of the device allocator (heap): reserves the virtual range and maps
 // physical memory into it (vmm_range: the driver's VMM calls through
-// driver_entry_point), owns the metadata, and runs bulk kernels built from
-// include/gpudyn/heap.cuh (no second copy of an algorithm lives here).
+// driver_entry_point), owns the metadata, and launches the bulk kernels of
+// include/gpudyn/detail/heap/kernels.cuh (no second copy of an algorithm
+// lives here).
 #include "array_common.cuh"  // vmm_range
 
+#include <gpudyn/detail/heap/kernels.cuh>
 #include <gpudyn/heap.cuh>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 
 using namespace gpudyn;
 using namespace gpudyn::detail;
+using namespace gpudyn::heap_detail;  // the bulk kernels
 
 namespace {
 
@@ -30,61 +33,8 @@ constexpr uint32_t kMaxRandomSteps = 256;
 constexpr unsigned kBlock = 256;
 // Metadata arrays start at multiples of this (a cache line pair).
 constexpr uint64_t kMetaAlign = 256;
-// Slots of the per-call scratch: failed requests of a bulk malloc; stats sums.
-enum { kScratchFailed, kScratchAllocs, kScratchBytes, kScratchLargestSlot, kScratchCount };
 
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
-
-// ---- kernels -------------------------------------------------------------
-
-// Pages [from, to) become free (their bits were set: unmapped pages are used),
-// then the device's mapped page count becomes `to`.
-__global__ void map_pages_kernel(unsigned long long* bitmap, unsigned from, unsigned to, unsigned* mapped) {
-    const unsigned first_word = from / 64, end_word = (to + 63) / 64;
-    for (unsigned long long w = first_word + blockIdx.x * blockDim.x + threadIdx.x; w < end_word;
-         w += gridDim.x * blockDim.x) {
-        const unsigned lo = w * 64 < from ? from - unsigned(w * 64) : 0;
-        const unsigned hi = (w + 1) * 64 > to ? to - unsigned(w * 64) : 64;
-        atomicAnd(bitmap + w, ~gpudyn::detail::bit_range<unsigned long long>(lo, hi));
-    }
-    if (blockIdx.x == 0 && threadIdx.x == 0) *mapped = to;
-}
-
-__global__ void malloc_kernel(gpudyn_heap_view_t v, const unsigned long long* sizes, unsigned long long* out,
-                              unsigned long long n, unsigned long long* scratch) {
-    const heap_ref heap{v};
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
-         i += (unsigned long long)gridDim.x * blockDim.x) {
-        const unsigned long long bytes = sizes[i];
-        void* p = heap.malloc(bytes);
-        out[i] = reinterpret_cast<unsigned long long>(p);
-        if (p == nullptr && bytes != 0) atomicAdd(scratch + kScratchFailed, 1ull);
-    }
-}
-
-__global__ void free_kernel(gpudyn_heap_view_t v, const unsigned long long* ptrs, unsigned long long n) {
-    const heap_ref heap{v};
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
-         i += (unsigned long long)gridDim.x * blockDim.x) {
-        const unsigned long long p = ptrs[i];
-        if (p != 0) heap.free(reinterpret_cast<void*>(p));
-    }
-}
-
-__global__ void stats_kernel(gpudyn_heap_view_t v, unsigned pages, unsigned long long* scratch) {
-    const heap_ref heap{v};
-    unsigned long long allocs = 0, bytes = 0, largest = 0;
-    for (unsigned long long p = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; p < pages;
-         p += (unsigned long long)gridDim.x * blockDim.x) {
-        const heap_page_usage u = heap.usage_of_page(unsigned(p));
-        allocs += u.allocations;
-        bytes += u.bytes_allocated;
-        largest = u.largest_slot > largest ? u.largest_slot : largest;
-    }
-    if (allocs) atomicAdd(scratch + kScratchAllocs, allocs);
-    if (bytes) atomicAdd(scratch + kScratchBytes, bytes);
-    if (largest) atomicMax(scratch + kScratchLargestSlot, largest);
-}
 
 }  // namespace
 

@@ -1,8 +1,11 @@
 // C ABI of the random-walk page heap: owns the pool, bitmap, LockMap and page
-// records, validates arguments and runs bulk kernels built from
-// include/gpudyn/rw_heap.cuh (no second copy of an algorithm lives here).
+// records, validates arguments and launches the bulk kernels of
+// include/gpudyn/detail/rw_heap/kernels.cuh (no second copy of an algorithm
+// lives here).
 #include "internal.hpp"
-#include "rw_heap_kernels.hpp"
+
+#include <gpudyn/detail/rw_heap/kernels.cuh>
+#include <gpudyn/rw_heap.h>
 
 #include <cmath>
 #include <cstring>
@@ -25,7 +28,8 @@ struct gpudyn_rw_heap_s {
 };
 
 using namespace gpudyn::detail;
-using namespace gpudyn::rw_heap_impl;
+using namespace gpudyn::rw_heap_detail;
+using gpudyn::rw_algorithm;
 
 namespace {
 
@@ -42,6 +46,75 @@ constexpr uint32_t kDefaultMaxRandomSteps = 4096;
 constexpr uint64_t kMaxPageCount = uint64_t(1) << 31;
 // RW_malloc's region: 32 words (one per lane), as kRwRegionWords in rw_heap.cuh.
 constexpr uint64_t kRegionWords = 32;
+// Slots of gpudyn_rw_heap_view_t::counters (failed requests, bad frees, spare).
+constexpr unsigned kCounterCount = 4;
+
+// ---- launchers of the bulk kernels (each returns the launch's CUDA error) ----
+unsigned blocks_for(unsigned long long threads) { return unsigned((threads + kBlock - 1) / kBlock); }
+
+// Grid-stride kernels: enough blocks to fill the GPU (8 blocks of 256 per SM:
+// 2048 threads, the sm_90 maximum), not more.
+unsigned grid_stride_blocks(unsigned long long n) { return grid_for(n, kBlock, 8); }
+
+template <rw_algorithm Algo>
+void get_pages_algo(const gpudyn_rw_heap_view_t& v, unsigned* pages, unsigned long long n, unsigned per_thread,
+                    unsigned long long seed, bool stats, unsigned long long* scratch, cudaStream_t s) {
+    const unsigned long long threads = (n + per_thread - 1) / per_thread;
+    if (stats)
+        get_pages_kernel<Algo, true><<<blocks_for(threads), kBlock, 0, s>>>(v, pages, n, per_thread, seed, scratch);
+    else
+        get_pages_kernel<Algo, false><<<blocks_for(threads), kBlock, 0, s>>>(v, pages, n, per_thread, seed, scratch);
+}
+
+cudaError_t launch_set_tail(const gpudyn_rw_heap_view_t& v, cudaStream_t s) {
+    set_tail_kernel<<<1, 1, 0, s>>>(v);
+    return cudaGetLastError();
+}
+
+cudaError_t launch_occupy(const gpudyn_rw_heap_view_t& v, unsigned long long used, unsigned long long seed,
+                          cudaStream_t s) {
+    if (used == 0) return cudaSuccess;
+    unsigned bits = 1;
+    while ((1ull << bits) < v.page_count) ++bits;
+    occupy_kernel<<<grid_stride_blocks(used), kBlock, 0, s>>>(v, used, bits, seed);
+    return cudaGetLastError();
+}
+
+cudaError_t launch_count_free(const gpudyn_rw_heap_view_t& v, unsigned long long* out, cudaStream_t s) {
+    count_free_kernel<<<grid_stride_blocks(v.word_count), kBlock, 0, s>>>(v, out);
+    return cudaGetLastError();
+}
+
+cudaError_t launch_get_pages(const gpudyn_rw_heap_view_t& v, gpudyn_rw_heap_algorithm_t algorithm, unsigned* pages,
+                             unsigned long long n, unsigned per_thread, unsigned long long seed, bool stats,
+                             unsigned long long* scratch, cudaStream_t s) {
+    switch (algorithm) {
+        case GPUDYN_RW_HEAP_RW: get_pages_algo<rw_algorithm::rw>(v, pages, n, per_thread, seed, stats, scratch, s); break;
+        case GPUDYN_RW_HEAP_RW_BM: get_pages_algo<rw_algorithm::rw_bm>(v, pages, n, per_thread, seed, stats, scratch, s); break;
+        case GPUDYN_RW_HEAP_CORW: get_pages_algo<rw_algorithm::corw>(v, pages, n, per_thread, seed, stats, scratch, s); break;
+        case GPUDYN_RW_HEAP_CRW: get_pages_algo<rw_algorithm::crw>(v, pages, n, per_thread, seed, stats, scratch, s); break;
+        default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}
+
+cudaError_t launch_free_pages(const gpudyn_rw_heap_view_t& v, const unsigned* pages, unsigned long long n,
+                              cudaStream_t s) {
+    free_pages_kernel<<<grid_stride_blocks(n), kBlock, 0, s>>>(v, pages, n);
+    return cudaGetLastError();
+}
+
+cudaError_t launch_malloc(const gpudyn_rw_heap_view_t& v, const unsigned long long* sizes, unsigned long long* ptrs,
+                          unsigned long long n, unsigned long long seed, unsigned long long* scratch, cudaStream_t s) {
+    malloc_kernel<<<blocks_for(n), kBlock, 0, s>>>(v, sizes, ptrs, n, seed, scratch);
+    return cudaGetLastError();
+}
+
+cudaError_t launch_free(const gpudyn_rw_heap_view_t& v, const unsigned long long* ptrs, unsigned long long n,
+                        cudaStream_t s) {
+    free_kernel<<<grid_stride_blocks(n), kBlock, 0, s>>>(v, ptrs, n);
+    return cudaGetLastError();
+}
 
 void require_heap(gpudyn_rw_heap_t heap) {
     if (heap == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'heap' is NULL");

@@ -4,31 +4,19 @@
 using namespace gpudyn;
 using namespace gpudyn::detail;
 
-struct gpudyn_static_array_s {
-    handle_state hs;  // device, call ordering, lock
-    contiguous_state a;
-};
+struct gpudyn_static_array_s : contiguous_handle {};
 
 extern "C" {
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_options_init(gpudyn_static_array_options_t* options) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(options);
-        *options = gpudyn_static_array_options_t{};
-        options->struct_size = sizeof(*options);
-        options->element_size = 4;
-        options->capacity = 0;
-    });
+    GPUDYN_ABI({ contiguous_abi::options_init(options); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* array,
                                                       const gpudyn_static_array_options_t* options,
                                                       gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        *array = nullptr;
-        require_struct_size(options, "options");
-        require_element_size(options->element_size, "options->element_size");
+        contiguous_abi::begin_create(array, options);
         GPUDYN_REQUIRE(options->capacity > 0, "options->capacity is 0, expected > 0");
         GPUDYN_REQUIRE(options->capacity <= (UINT64_MAX / 16), "options->capacity is %llu, too large",
                        (unsigned long long)options->capacity);
@@ -44,6 +32,7 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* arr
             char what[96];
             std::snprintf(what, sizeof(what), "options->capacity is %llu", (unsigned long long)options->capacity);
             device_alloc(&h->a.data, options->capacity * options->element_size, s, what);
+            h->a.bytes = options->capacity * options->element_size;
             GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
         } catch (...) {
             if (h->a.data) cudaFreeAsync(h->a.data, s);
@@ -76,98 +65,52 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_destroy(gpudyn_static_array_t arr
 GPUDYN_API gpudyn_status_t gpudyn_static_array_push_back(gpudyn_static_array_t array, const void* values,
                                                          uint64_t count, const uint8_t* mask,
                                                          gpudyn_insert_algo_t algorithm, gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        handle_call call(array->hs, stream);
-        contiguous_push(array->a, values, count, mask, algorithm, call.stream(), "static array");
-    });
+    GPUDYN_ABI({ contiguous_abi::push_back(array, values, count, mask, algorithm, stream, "static array"); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_size(gpudyn_static_array_t array, uint64_t* size,
                                                     gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        GPUDYN_REQUIRE_NOT_NULL(size);
-        handle_call call(array->hs, stream);
-        *size = contiguous_size(array->a, call.stream());
-    });
+    GPUDYN_ABI({ contiguous_abi::size(array, size, stream); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_capacity(gpudyn_static_array_t array, uint64_t* capacity) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        GPUDYN_REQUIRE_NOT_NULL(capacity);
-        *capacity = array->a.capacity;
-    });
+    GPUDYN_ABI({ contiguous_abi::capacity(array, capacity); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_allocated_bytes(gpudyn_static_array_t array, uint64_t* bytes) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        GPUDYN_REQUIRE_NOT_NULL(bytes);
-        *bytes = array->a.capacity * array->a.element_size;
-    });
+    GPUDYN_ABI({ contiguous_abi::allocated_bytes(array, bytes); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_data(gpudyn_static_array_t array, void** data) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        GPUDYN_REQUIRE_NOT_NULL(data);
-        *data = array->a.data;
-    });
+    GPUDYN_ABI({ contiguous_abi::data(array, data); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten(gpudyn_static_array_t array, void* dst, uint64_t dst_bytes,
                                                        gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        handle_call call(array->hs, stream);
-        contiguous_copy_out(array->a, dst, dst_bytes, cudaMemcpyDeviceToDevice, call.stream());
-    });
+    GPUDYN_ABI({ contiguous_abi::copy_out(array, dst, dst_bytes, cudaMemcpyDeviceToDevice, stream); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_copy_to_host(gpudyn_static_array_t array, void* dst,
                                                             uint64_t dst_bytes, gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        handle_call call(array->hs, stream);
-        contiguous_copy_out(array->a, dst, dst_bytes, cudaMemcpyDeviceToHost, call.stream());
-    });
+    GPUDYN_ABI({ contiguous_abi::copy_out(array, dst, dst_bytes, cudaMemcpyDeviceToHost, stream); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_clear(gpudyn_static_array_t array, gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        handle_call call(array->hs, stream);
-        contiguous_clear(array->a, call.stream());
-    });
+    GPUDYN_ABI({ contiguous_abi::clear(array, stream); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_get_status(gpudyn_static_array_t array, uint32_t* status,
-                                                    gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        GPUDYN_REQUIRE_NOT_NULL(status);
-        handle_call call(array->hs, stream);
-        *status = contiguous_status(array->a, call.stream());
-    });
+                                                          gpudyn_stream_t stream) {
+    GPUDYN_ABI({ array_get_status(array, status, stream); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_clear_status(gpudyn_static_array_t array, gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        handle_call call(array->hs, stream);
-        contiguous_normalize(array->a, call.stream(), true);
-    });
+    GPUDYN_ABI({ array_clear_status(array, stream); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_get_view(gpudyn_static_array_t array,
                                                         gpudyn_static_array_view_t* view) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        GPUDYN_REQUIRE_NOT_NULL(view);
-        contiguous_fill_view(array->a, view, GPUDYN_STATIC_ARRAY_VIEW_VERSION);
-    });
+    GPUDYN_ABI({ contiguous_abi::get_view(array, view, GPUDYN_STATIC_ARRAY_VIEW_VERSION); });
 }
 
 }  // extern "C"

@@ -9,9 +9,7 @@
 using namespace gpudyn;
 using namespace gpudyn::detail;
 
-struct gpudyn_vmm_array_s {
-    handle_state hs;  // device, call ordering, lock
-    contiguous_state a;
+struct gpudyn_vmm_array_s : contiguous_handle {
     vmm_range range;            // the virtual range and its physically mapped prefix
     uint64_t max_elements = 0;  // options->max_capacity (the range is rounded up to the granularity)
 
@@ -23,28 +21,21 @@ struct gpudyn_vmm_array_s {
                   (unsigned long long)elements, (unsigned long long)max_elements);
         range.map_to(elements * a.element_size);
         a.capacity = std::min<uint64_t>(range.mapped / a.element_size, max_elements);
+        a.bytes = range.mapped;
     }
 };
 
 extern "C" {
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_options_init(gpudyn_vmm_array_options_t* options) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(options);
-        *options = gpudyn_vmm_array_options_t{};
-        options->struct_size = sizeof(*options);
-        options->element_size = 4;
-    });
+    GPUDYN_ABI({ contiguous_abi::options_init(options); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
                                                    const gpudyn_vmm_array_options_t* options,
                                                    gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        *array = nullptr;
-        require_struct_size(options, "options");
-        require_element_size(options->element_size, "options->element_size");
+        contiguous_abi::begin_create(array, options);
         GPUDYN_REQUIRE(options->max_capacity == 0 || options->initial_capacity <= options->max_capacity,
                        "options->initial_capacity is %llu, expected <= options->max_capacity (%llu)",
                        (unsigned long long)options->initial_capacity, (unsigned long long)options->max_capacity);
@@ -109,106 +100,58 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_reserve(gpudyn_vmm_array_t array, ui
         array->grow(capacity);
         // A reservation that failed in a kernel left the counter above the size:
         // fold it so that kernels after this call can use the new capacity.
-        if (array->a.capacity != before) contiguous_normalize(array->a, call.stream(), false);
+        if (array->a.capacity != before) contiguous_fold(array->a, call.stream());
     });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_push_back(gpudyn_vmm_array_t array, const void* values, uint64_t count,
                                                       const uint8_t* mask, gpudyn_insert_algo_t algorithm,
                                                       gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        handle_call call(array->hs, stream);
-        contiguous_push(array->a, values, count, mask, algorithm, call.stream(), "VMM array");
-    });
+    GPUDYN_ABI({ contiguous_abi::push_back(array, values, count, mask, algorithm, stream, "VMM array"); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_size(gpudyn_vmm_array_t array, uint64_t* size, gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        GPUDYN_REQUIRE_NOT_NULL(size);
-        handle_call call(array->hs, stream);
-        *size = contiguous_size(array->a, call.stream());
-    });
+    GPUDYN_ABI({ contiguous_abi::size(array, size, stream); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_capacity(gpudyn_vmm_array_t array, uint64_t* capacity) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        GPUDYN_REQUIRE_NOT_NULL(capacity);
-        handle_call call(array->hs);
-        *capacity = array->a.capacity;
-    });
+    GPUDYN_ABI({ contiguous_abi::capacity(array, capacity); });
 }
 
+// The bytes mapped: the capacity rounded up to the driver's granularity.
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_allocated_bytes(gpudyn_vmm_array_t array, uint64_t* bytes) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        GPUDYN_REQUIRE_NOT_NULL(bytes);
-        handle_call call(array->hs);
-        *bytes = array->range.mapped;
-    });
+    GPUDYN_ABI({ contiguous_abi::allocated_bytes(array, bytes); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_data(gpudyn_vmm_array_t array, void** data) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        GPUDYN_REQUIRE_NOT_NULL(data);
-        *data = array->a.data;
-    });
+    GPUDYN_ABI({ contiguous_abi::data(array, data); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_flatten(gpudyn_vmm_array_t array, void* dst, uint64_t dst_bytes,
                                                     gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        handle_call call(array->hs, stream);
-        contiguous_copy_out(array->a, dst, dst_bytes, cudaMemcpyDeviceToDevice, call.stream());
-    });
+    GPUDYN_ABI({ contiguous_abi::copy_out(array, dst, dst_bytes, cudaMemcpyDeviceToDevice, stream); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_copy_to_host(gpudyn_vmm_array_t array, void* dst, uint64_t dst_bytes,
                                                          gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        handle_call call(array->hs, stream);
-        contiguous_copy_out(array->a, dst, dst_bytes, cudaMemcpyDeviceToHost, call.stream());
-    });
+    GPUDYN_ABI({ contiguous_abi::copy_out(array, dst, dst_bytes, cudaMemcpyDeviceToHost, stream); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear(gpudyn_vmm_array_t array, gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        handle_call call(array->hs, stream);
-        contiguous_clear(array->a, call.stream());
-    });
+    GPUDYN_ABI({ contiguous_abi::clear(array, stream); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_status(gpudyn_vmm_array_t array, uint32_t* status,
-                                                    gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        GPUDYN_REQUIRE_NOT_NULL(status);
-        handle_call call(array->hs, stream);
-        *status = contiguous_status(array->a, call.stream());
-    });
+                                                       gpudyn_stream_t stream) {
+    GPUDYN_ABI({ array_get_status(array, status, stream); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear_status(gpudyn_vmm_array_t array, gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        handle_call call(array->hs, stream);
-        contiguous_normalize(array->a, call.stream(), true);
-    });
+    GPUDYN_ABI({ array_clear_status(array, stream); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_view(gpudyn_vmm_array_t array, gpudyn_vmm_array_view_t* view) {
-    GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
-        GPUDYN_REQUIRE_NOT_NULL(view);
-        handle_call call(array->hs);
-        contiguous_fill_view(array->a, view, GPUDYN_VMM_ARRAY_VIEW_VERSION);
-    });
+    GPUDYN_ABI({ contiguous_abi::get_view(array, view, GPUDYN_VMM_ARRAY_VIEW_VERSION); });
 }
 
 }  // extern "C"

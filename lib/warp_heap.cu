@@ -1,10 +1,10 @@
 // C ABI of the warp heap (FDGMalloc).  The algorithm lives in
-// <gpudyn/warp_heap.cuh>; this file validates arguments, owns the statistics
-// and the arena batches, and launches the bulk kernels built from the header.
+// <gpudyn/warp_heap.cuh>, the bulk kernels in
+// <gpudyn/detail/warp_heap/kernels.cuh>; this file validates arguments, owns
+// the statistics and the arena batches, and launches the kernels.
 #include "internal.hpp"
 
-#include "warp_heap_kernels.hpp"
-
+#include <gpudyn/detail/warp_heap/kernels.cuh>
 #include <gpudyn/rw_heap.h>
 #include <gpudyn/warp_heap.cuh>
 
@@ -85,9 +85,9 @@ struct warp_heap_call {
 
 void launch_free_kept(gpudyn_warp_heap_s* heap, void* const* headers, uint64_t n, cudaStream_t stream) {
     if (n == 0) return;
-    check_cuda(gpudyn::warp_heap_impl::launch_free_kept(heap->view, headers, n, grid_for(n, kBulkBlock), kBulkBlock,
-                                                         stream),
-               "launch of free_kept_kernel");
+    gpudyn::warp_heap_detail::free_kept_kernel<<<grid_for(n, kBulkBlock), kBulkBlock, 0, stream>>>(heap->view,
+                                                                                                  headers, n);
+    GPUDYN_CHECK_LAUNCH("free_kept_kernel");
 }
 
 void release_batches(gpudyn_warp_heap_s* heap, cudaStream_t stream) {
@@ -310,9 +310,9 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_alloc_batch(gpudyn_warp_heap_t heap,
         try {
             GPUDYN_CUDA(cudaMemsetAsync(b.headers, 0, warps * sizeof(void*), s));
             GPUDYN_CUDA(cudaMemsetAsync(heap->failed, 0, sizeof(unsigned), s));
-            check_cuda(gpudyn::warp_heap_impl::launch_alloc_batch(heap->view, sizes, count, pointers, b.headers,
-                                                                  heap->failed, grid, kBulkBlock, s),
-                       "launch of alloc_batch_kernel");
+            gpudyn::warp_heap_detail::alloc_batch_kernel<<<grid, kBulkBlock, 0, s>>>(heap->view, sizes, count,
+                                                                                     pointers, b.headers, heap->failed);
+            GPUDYN_CHECK_LAUNCH("alloc_batch_kernel");
             unsigned failed = 0;
             GPUDYN_CUDA(cudaMemcpyAsync(&failed, heap->failed, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
             GPUDYN_CUDA(cudaStreamSynchronize(s));

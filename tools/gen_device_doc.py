@@ -3,11 +3,11 @@
 
 Reads include/gpudyn/*.cuh (what CUDA C++, CuPy and Numba kernels program against).
 Per header: its first comment (the summary), then every public declaration of
-namespace gpudyn (not `detail`, `dev` or `*_detail`): classes and structs with their
+namespace gpudyn (not `detail`, its old name `dev`, or `*_detail`): classes and structs with their
 public __device__ / __host__ member functions and data, free functions, enums,
 constants and aliases, each with the comment block directly above it.  A class's
 public members inherited from a base in another header (static_array_ref from
-dev::contiguous_array_ref) are listed under it.  A `// ---- name ----` line at the
+detail::contiguous_array_ref) are listed under it.  A `// ---- name ----` line at the
 head of a member's comment starts a group.
 
   python3 tools/gen_device_doc.py            # rewrite docs/device_api.md
@@ -271,7 +271,7 @@ class Parser:
                 display, rest = name + spec, rest[len(spec):]
             else:
                 display = name + _template_args(cm.group("tparams"))
-            # direct bases, e.g. `dev::contiguous_array_ref<T>` (a nested `X<..>::Y` is skipped)
+            # direct bases, e.g. `detail::contiguous_array_ref<T>` (a nested `X<..>::Y` is skipped)
             bases = [re.sub(r"^(public|protected|private|virtual)\s+", "", b.strip())
                      for b in re.split(r",(?![^<]*>)", rest.strip()[1:])] if rest.strip().startswith(":") else []
             bases = [b for b in bases if b and ">::" not in b]

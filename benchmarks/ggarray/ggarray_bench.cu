@@ -11,6 +11,7 @@
 // Read/write = kRwPasses launches of one kernel that adds 1 to every element:
 // each pass is its own launch, so no compiler can fold passes together, and the
 // kernel body (add_one_span over each span) is the same for every structure.
+#include <gpudyn/detail/ggarray/kernels.cuh>  // the library's insertion kernel and span loops
 #include <gpudyn/ggarray.cuh>
 #include <gpudyn/vmm_array.cuh>
 
@@ -29,10 +30,7 @@ using namespace gpudyn;
 using u32 = unsigned;
 
 constexpr int kRwPasses = 30;                // paper §VI-C: "adds +1, 30 times"
-constexpr unsigned kThreads = 512;           // block size of every bench kernel
-constexpr int kItems = 8;                    // elements per thread per ranked tile (4096 per block tile)
-// Two resident insertion blocks per SM (<= 64 registers a thread): warps to hide the scan's latency.
-constexpr int kInsertBlocksPerSm = 2;
+constexpr unsigned kThreads = 512;           // block size of the read/write kernels
 constexpr unsigned long long kStart = 1000000;  // paper: 1e6 doubled 10 times
 constexpr int kRepeats = 5;                  // median of these for repeatable measurements
 // The grow target compares two host-side driver sequences of ~0.1 ms whose
@@ -61,40 +59,30 @@ struct gg_spans {
 };
 
 // One pass adds 1 to every element: the range is cut into parts of kRwPart
-// elements, block b takes parts b, b + gridDim.x, ... (blocks work on nearby
-// addresses at any moment, as a grid-stride loop does) and walks each part span
-// by span: 16-byte vectors where aligned, kRwUnroll loads issued before their
-// stores (a thread keeps 64 bytes of reads in flight).
+// elements walked span by span as the library's flatten walks them
+// (for_each_part_span), with its vector loop: 16-byte vectors where aligned,
+// kRwUnroll loads issued before their stores (a thread keeps 64 bytes of
+// reads in flight).
 constexpr unsigned long long kRwPart = 16384;  // elements (64 KiB of u32)
 constexpr int kRwUnroll = 4;
 __device__ void add_one_span(u32* p, unsigned long long n) {
-    unsigned long long head = ((16 - (reinterpret_cast<unsigned long long>(p) & 15)) & 15) / 4;
-    if (head > n) head = n;
+    const unsigned long long head = ggarray_detail::elements_before_vector(p, n);
     for (unsigned long long i = threadIdx.x; i < head; i += blockDim.x) p[i] += 1;
     uint4* v = reinterpret_cast<uint4*>(p + head);
     const unsigned long long nv = (n - head) / 4;
-    for (unsigned long long j0 = threadIdx.x; j0 < nv; j0 += (unsigned long long)blockDim.x * kRwUnroll) {
-        uint4 x[kRwUnroll];
-#pragma unroll
-        for (int u = 0; u < kRwUnroll; ++u) {
-            const unsigned long long j = j0 + (unsigned long long)u * blockDim.x;
-            if (j < nv) x[u] = v[j];
-        }
-#pragma unroll
-        for (int u = 0; u < kRwUnroll; ++u) {
-            const unsigned long long j = j0 + (unsigned long long)u * blockDim.x;
-            if (j < nv) {
-                x[u].x += 1; x[u].y += 1; x[u].z += 1; x[u].w += 1;
-                v[j] = x[u];
-            }
-        }
-    }
+    ggarray_detail::block_vector_loop<kRwUnroll>(
+        nv, [&](unsigned long long j) { return v[j]; },
+        [&](unsigned long long j, uint4 x) {
+            x.x += 1; x.y += 1; x.z += 1; x.w += 1;
+            v[j] = x;
+        });
     for (unsigned long long i = head + nv * 4 + threadIdx.x; i < n; i += blockDim.x) p[i] += 1;
 }
 template <class Spans>
 __global__ void __launch_bounds__(kThreads) add_one(Spans s, unsigned long long n) {
-    for (unsigned long long lo = blockIdx.x * kRwPart; lo < n; lo += (unsigned long long)gridDim.x * kRwPart)
-        s.for_each_span(lo, lo + kRwPart, [&](u32* p, unsigned long long m, unsigned long long) { add_one_span(p, m); });
+    ggarray_detail::for_each_part_span(s, n, kRwPart, [&](u32* p, unsigned long long m, unsigned long long) {
+        add_one_span(p, m);
+    });
 }
 // rw_g: one thread per global element, located by binary search (paper's rw_g).
 __global__ void add_one_global(ggarray_ref<u32> a, unsigned long long n) {
@@ -103,23 +91,20 @@ __global__ void add_one_global(ggarray_ref<u32> a, unsigned long long n) {
         a.at(i) += 1;
 }
 
-// Insertion of n new values (value = first + index) into any array, the same
-// way for every structure and as the library's push_back: the parts of
-// plan_bulk_insert, each reserved once (push_back_parts), ranked tile by tile
-// (kThreads x kItems candidates) with algorithm A and stored.
+// Insertion of n new values (value = first + index) into any array with the
+// library's bulk push kernel (ggarray_detail::push_kernel: the parts of
+// plan_bulk_insert, each reserved once, ranked tile by tile with algorithm A
+// and stored), from these sources instead of a values array.
 struct iota_source {
     unsigned long long first;  // value of candidate j
     __device__ bool all_flagged() const { return true; }
     __device__ bool flag(unsigned long long) const { return true; }
     __device__ u32 value(unsigned long long j) const { return u32(first + j); }
 };
-template <insert_algo A, class Ref>
-__global__ void __launch_bounds__(kThreads, kInsertBlocksPerSm) insert_n(Ref ref, unsigned long long n,
-                                                                       unsigned long long first,
-                                                                       bulk_plan plan) {
-    __shared__ push_storage<kThreads, A> temp;
-    push_back_parts<kItems>(temp, ref, n, plan, [&](unsigned long long lo) { return iota_source{first + lo}; });
-}
+struct iota_sources {
+    unsigned long long first;  // value of candidate 0
+    __device__ iota_source operator()(unsigned long long lo) const { return iota_source{first + lo}; }
+};
 // Baselines: plain coalesced writes of the same values, grid-stride, one
 // 4-byte store per value and 16-byte stores of 4 values (p from cudaMalloc:
 // 16-byte aligned); the insertion target compares with the faster of the two.
@@ -219,18 +204,23 @@ template <insert_algo A>
 static void launch_insert(subject& x, unsigned long long n, unsigned long long first) {
     // first: the size before (every value so far was inserted here): keeps the LFVectors balanced.
     const unsigned targets = x.kind == 2 ? x.lfv : 1;
-    const bulk_plan plan = plan_bulk_insert(n, grid_fill(kInsertBlocksPerSm), targets,
-                                            (unsigned long long)kThreads * kItems, unsigned(first % targets));
+    using ggarray_detail::kPushBlocksPerSm;
+    using ggarray_detail::kPushItems;
+    using ggarray_detail::kPushThreads;
+    using ggarray_detail::push_kernel;
+    const bulk_plan plan = plan_bulk_insert(n, grid_fill(kPushBlocksPerSm), targets,
+                                            (unsigned long long)kPushThreads * kPushItems, unsigned(first % targets));
     if (plan.grid == 0) return;
+    const iota_sources src{first};
     if (x.kind == 2) {
         gpudyn_ggarray_view_t v; GK(gpudyn_ggarray_get_view(x.g, &v, nullptr));
-        insert_n<A><<<plan.grid, kThreads>>>(ggarray_ref<u32>{v}, n, first, plan);
+        push_kernel<A><<<plan.grid, kPushThreads>>>(ggarray_ref<u32>{v}, src, n, plan);
     } else if (x.kind == 0) {
         gpudyn_static_array_view_t v; GK(gpudyn_static_array_get_view(x.s, &v));
-        insert_n<A><<<plan.grid, kThreads>>>(static_array_ref<u32>{v}, n, first, plan);
+        push_kernel<A><<<plan.grid, kPushThreads>>>(static_array_ref<u32>{v}, src, n, plan);
     } else {
         gpudyn_vmm_array_view_t v; GK(gpudyn_vmm_array_get_view(x.v, &v));
-        insert_n<A><<<plan.grid, kThreads>>>(vmm_array_ref<u32>{v}, n, first, plan);
+        push_kernel<A><<<plan.grid, kPushThreads>>>(vmm_array_ref<u32>{v}, src, n, plan);
     }
     CK(cudaGetLastError());
 }

@@ -69,18 +69,9 @@ constexpr unsigned long long kPageCount = 1ull << 16;
         }                                                                                         \
     } while (0)
 
-// Lanes of the calling thread's warp that exist in the block (partial warps
-// when blockDim.x is not a multiple of 32).
-__device__ unsigned warp_lanes_in_block() {
-    const unsigned lane = gpudyn::detail::lane_index();
-    const unsigned base = threadIdx.x - lane;
-    const unsigned lanes = min(32u, blockDim.x - base);
-    return lanes == 32 ? 0xffffffffu : (1u << lanes) - 1u;
-}
-
 __global__ void __launch_bounds__(kMaxBlock) warp_heap_kernel(gpudyn_warp_heap_view_t view, unsigned n, unsigned s, unsigned* failures) {
     gpudyn::warp_heap_ref ref{view};
-    const unsigned mask = warp_lanes_in_block();
+    const unsigned mask = gpudyn::detail::block_warp_mask();  // partial last warp when blockDim.x % 32 != 0
     gpudyn::warp_heap heap = ref.start(mask);
     unsigned failed = heap.valid() ? 0u : n;
 #pragma unroll 1

@@ -64,6 +64,7 @@
 #include <cuda/std/cstddef>
 #endif
 #include "gpudyn/ggarray.h"
+#include "gpudyn/detail/array_state.cuh"
 #include "gpudyn/detail/contiguous_array.cuh"
 #include "gpudyn/heap.cuh"  // buckets beyond the pool rows
 
@@ -127,13 +128,13 @@ public:
     __device__ bool push_back(const T& x) const {
         if (!valid()) return false;
         // A warp's lanes are in one block: one target, so __activemask() is the group.
-        return dev::warp_push_one<T>(__activemask(), sink{this, block_lfvector()}, x);
+        return detail::warp_push_one<T>(__activemask(), sink{this, block_lfvector()}, x);
     }
     // Appends values[0..n) (n may be 0 and differ per thread) to the block's
     // LFVector: one reservation of the group's total; all or nothing per group.
     __device__ bool push_back(const T* values, unsigned n) const {
         if (!valid()) return false;
-        return dev::warp_push_many<T>(__activemask(), sink{this, block_lfvector()}, values, n);
+        return detail::warp_push_many<T>(__activemask(), sink{this, block_lfvector()}, values, n);
     }
     // Appends x to LFVector l (l < num_lfvectors, else false): lanes that call
     // together with the same l share one reservation (__match_any_sync).
@@ -142,7 +143,7 @@ public:
         if (!valid()) return false;  // uniform: a view is the same in every lane
         const unsigned peers = __match_any_sync(active, l);
         if (l >= view_.num_lfvectors) return false;  // the whole peer group leaves together
-        return dev::warp_push_one<T>(peers, sink{this, l}, x);
+        return detail::warp_push_one<T>(peers, sink{this, l}, x);
     }
 
     // ---- block-level push (every thread of the block calls) ----
@@ -251,7 +252,7 @@ private:
     friend struct ggarray_detail::internal;
     gpudyn_ggarray_view_t view_;
 
-    __device__ unsigned block_lfvector() const { return unsigned(dev::block_linear_index() % view_.num_lfvectors); }
+    __device__ unsigned block_lfvector() const { return unsigned(detail::block_linear_index() % view_.num_lfvectors); }
 
     // ---- layout arithmetic ----
     // Bucket holding local index i: b with first·(2^b − 1) <= i < first·(2^(b+1) − 1).
@@ -270,11 +271,7 @@ private:
     // the element size: the library's ranges kernel reads any array's counters
     // through one instantiation (ggarray_ref<unsigned char>), whose valid() is
     // false for every other element size.
-    __device__ unsigned long long held(unsigned l) const {
-        const unsigned long long c = *static_cast<volatile unsigned long long*>(counters() + l);
-        const unsigned long long f = *static_cast<volatile unsigned long long*>(failed() + l);
-        return c < f ? c : f;
-    }
+    __device__ unsigned long long held(unsigned l) const { return detail::held_elements(counters() + l, failed() + l); }
     __device__ unsigned* growth(unsigned l) const { return reinterpret_cast<unsigned*>(view_.growth) + l; }
     __device__ unsigned* status_word() const { return reinterpret_cast<unsigned*>(view_.status); }
     __device__ const unsigned long long* ranges() const {
@@ -377,7 +374,7 @@ private:
     __device__ bool ensure_bucket(unsigned l, unsigned b) const {
         using namespace ggarray_detail;
         if (b >= GPUDYN_GGARRAY_MAX_BUCKETS) {
-            atomicOr(status_word(), dev::kArrayCapacityExceeded);
+            atomicOr(status_word(), detail::kArrayCapacityExceeded);
             return false;
         }
         bool tried = false;
@@ -413,7 +410,7 @@ private:
                         unsigned long long held = bytes;
                         p = ggarray_detail::heap_bucket(&heap, bytes, &held);
                         if (p == nullptr) {
-                            atomicOr(status_word(), dev::kArrayAllocationFailed);
+                            atomicOr(status_word(), detail::kArrayAllocationFailed);
                             seal(l, b);  // before the release: nothing above b succeeds from now on
                             atomicExch(state(l, b), kEmpty);
                             return false;
@@ -433,7 +430,7 @@ private:
     // A bucket refused at a seal: the status says why (the sealer set the bit
     // in its own view's word, which may be another one's).
     __device__ bool refuse_sealed() const {
-        atomicOr(status_word(), dev::kArrayAllocationFailed);
+        atomicOr(status_word(), detail::kArrayAllocationFailed);
         return false;
     }
     // Elements LFVector l can hold without allocating: its prefix of buckets
@@ -551,16 +548,16 @@ private:
     // block scans the chunk sums.  `scratch` holds 33 values in shared memory.
     __device__ void compute_ranges(unsigned long long* scratch, unsigned long long* out) const {
         const unsigned L = view_.num_lfvectors;
-        const unsigned n = dev::block_thread_count(), r = dev::block_thread_rank();
+        const unsigned n = detail::block_thread_count(), r = detail::block_thread_rank();
         const unsigned chunk = (L + n - 1) / n;
         const unsigned begin = r * chunk < L ? r * chunk : L;
         const unsigned stop = begin + chunk < L ? begin + chunk : L;
         unsigned long long mine = 0;
         for (unsigned i = begin; i < stop; ++i) mine += held(i);
-        const unsigned mask = dev::block_warp_mask();
-        const unsigned long long incl = dev::contiguous_lanes_inclusive_sum(mask, mine);
-        const unsigned warp = r / dev::kWarpLanes, nwarps = (n + dev::kWarpLanes - 1) / dev::kWarpLanes;
-        if (dev::lane_index() == dev::highest_lane(mask)) scratch[warp] = incl;
+        const unsigned mask = detail::block_warp_mask();
+        const unsigned long long incl = detail::contiguous_lanes_inclusive_sum(mask, mine);
+        const unsigned warp = r / detail::kWarpLanes, nwarps = (n + detail::kWarpLanes - 1) / detail::kWarpLanes;
+        if (detail::lane_index() == detail::highest_lane(mask)) scratch[warp] = incl;
         __syncthreads();
         if (r == 0) {
             unsigned long long run = 0;

@@ -111,7 +111,7 @@
 #pragma once
 
 #include "gpudyn/detail/bits.cuh"
-#include "gpudyn/detail/lane_mask.cuh"
+#include "gpudyn/detail/warp.cuh"
 #include "gpudyn/detail/random.cuh"
 #include "gpudyn/rw_heap.cuh"  // page bitmap walk and run search, rw_heap_ref (medium runs)
 

@@ -22,7 +22,7 @@
 // TempStorage (shared memory), as in CUB.
 #pragma once
 
-#include "detail/block_thread.cuh"
+#include "gpudyn/detail/warp.cuh"
 
 #include <mma.h>
 
@@ -68,7 +68,7 @@ struct block_rank<insert_algo::atomic, MaxThreads> {
     // Slot of the calling thread among the block's flagged threads (meaningful
     // when flag is true); *total gets the number of flagged threads.
     __device__ static unsigned rank(TempStorage& s, bool flag, unsigned* total) {
-        if (dev::block_thread_rank() == 0) s.counter = 0;
+        if (detail::block_thread_rank() == 0) s.counter = 0;
         __syncthreads();
         unsigned slot = flag ? atomicAdd(&s.counter, 1u) : 0u;
         __syncthreads();
@@ -82,7 +82,7 @@ struct block_rank<insert_algo::atomic, MaxThreads> {
 template <unsigned MaxThreads>
 struct block_rank<insert_algo::warp_scan, MaxThreads> {
     static_assert(MaxThreads >= 1 && MaxThreads <= kMaxBlockThreads, "MaxThreads must be 1..1024");
-    static constexpr unsigned kWarps = (MaxThreads + dev::kWarpLanes - 1) / dev::kWarpLanes;
+    static constexpr unsigned kWarps = (MaxThreads + detail::kWarpLanes - 1) / detail::kWarpLanes;
     // rank_items packs the flags of up to kPackedItems items into 16-bit fields
     // of 64-bit words and scans all items at once (one block scan instead of one
     // per item).  A field never carries: it counts at most 1024 threads (< 2^16).
@@ -104,21 +104,21 @@ struct block_rank<insert_algo::warp_scan, MaxThreads> {
     };
     __device__ static unsigned rank(TempStorage& ts, bool flag, unsigned* total) {
         auto& s = ts.one;
-        const unsigned n = dev::block_thread_count();
-        const unsigned r = dev::block_thread_rank();
-        const unsigned warp = r / dev::kWarpLanes;
-        const unsigned nwarps = (n + dev::kWarpLanes - 1) / dev::kWarpLanes;
-        const unsigned mask = dev::block_warp_mask();  // lanes 0..k-1: contiguous
+        const unsigned n = detail::block_thread_count();
+        const unsigned r = detail::block_thread_rank();
+        const unsigned warp = r / detail::kWarpLanes;
+        const unsigned nwarps = (n + detail::kWarpLanes - 1) / detail::kWarpLanes;
+        const unsigned mask = detail::block_warp_mask();  // lanes 0..k-1: contiguous
         const unsigned mine = flag ? 1u : 0u;
-        const unsigned incl = dev::contiguous_lanes_inclusive_sum(mask, mine);
-        const unsigned last_lane = dev::highest_lane(mask);
-        if (dev::lane_index() == last_lane) s.warp_offset[warp] = incl;
+        const unsigned incl = detail::contiguous_lanes_inclusive_sum(mask, mine);
+        const unsigned last_lane = detail::highest_lane(mask);
+        if (detail::lane_index() == last_lane) s.warp_offset[warp] = incl;
         __syncthreads();
         if (warp == 0) {
             // Warp 0 has min(n, 32) lanes and nwarps <= that many (nwarps > 1 implies n > 32).
-            const unsigned lane = dev::lane_index();
+            const unsigned lane = detail::lane_index();
             const unsigned v = lane < nwarps ? s.warp_offset[lane] : 0u;
-            const unsigned inc = dev::contiguous_lanes_inclusive_sum(mask, v);
+            const unsigned inc = detail::contiguous_lanes_inclusive_sum(mask, v);
             if (lane < nwarps) s.warp_offset[lane] = inc - v;
             if (lane == nwarps - 1) s.total = inc;
         }
@@ -141,27 +141,27 @@ struct block_rank<insert_algo::warp_scan, MaxThreads> {
             constexpr unsigned W = (unsigned(Items) + kFieldsPerWord - 1) / kFieldsPerWord;
             constexpr unsigned long long kField = (1ull << kFieldBits) - 1ull;
             auto& s = ts.packed;
-            const unsigned n = dev::block_thread_count();
-            const unsigned r = dev::block_thread_rank();
-            const unsigned warp = r / dev::kWarpLanes;
-            const unsigned nwarps = (n + dev::kWarpLanes - 1) / dev::kWarpLanes;
-            const unsigned mask = dev::block_warp_mask();
-            const unsigned last_lane = dev::highest_lane(mask);
+            const unsigned n = detail::block_thread_count();
+            const unsigned r = detail::block_thread_rank();
+            const unsigned warp = r / detail::kWarpLanes;
+            const unsigned nwarps = (n + detail::kWarpLanes - 1) / detail::kWarpLanes;
+            const unsigned mask = detail::block_warp_mask();
+            const unsigned last_lane = detail::highest_lane(mask);
             static_assert(W == (Items * kFieldBits + 63) / 64, "one word per kFieldsPerWord items");
             unsigned long long mine[W], incl[W];
             pack_item_flags<kFieldBits, Items>(flag, mine);
 #pragma unroll
             for (unsigned w = 0; w < W; ++w) {
-                incl[w] = dev::contiguous_lanes_inclusive_sum(mask, mine[w]);
-                if (dev::lane_index() == last_lane) s.warp_offset[warp][w] = incl[w];
+                incl[w] = detail::contiguous_lanes_inclusive_sum(mask, mine[w]);
+                if (detail::lane_index() == last_lane) s.warp_offset[warp][w] = incl[w];
             }
             __syncthreads();
             if (warp == 0) {  // as in rank(): warp 0 has at least nwarps lanes
-                const unsigned lane = dev::lane_index();
+                const unsigned lane = detail::lane_index();
 #pragma unroll
                 for (unsigned w = 0; w < W; ++w) {
                     const unsigned long long v = lane < nwarps ? s.warp_offset[lane][w] : 0ull;
-                    const unsigned long long inc = dev::contiguous_lanes_inclusive_sum(mask, v);
+                    const unsigned long long inc = detail::contiguous_lanes_inclusive_sum(mask, v);
                     if (lane < nwarps) s.warp_offset[lane][w] = inc - v;
                     if (lane == nwarps - 1) s.total[w] = inc;
                 }
@@ -232,9 +232,9 @@ struct block_rank<insert_algo::tensor_scan, MaxThreads> {
         const __half* strict_lower = reinterpret_cast<const __half*>(s.mma.strict_lower);
         __half* upper_w = reinterpret_cast<__half*>(s.mma.upper);
         __half* strict_lower_w = reinterpret_cast<__half*>(s.mma.strict_lower);
-        const unsigned n = dev::block_thread_count();
-        if (n % dev::kWarpLanes != 0) return fallback::rank(s.warp, flag, total);
-        const unsigned r = dev::block_thread_rank();
+        const unsigned n = detail::block_thread_count();
+        if (n % detail::kWarpLanes != 0) return fallback::rank(s.warp, flag, total);
+        const unsigned r = detail::block_thread_rank();
         const unsigned tiles = (n + kTileElems - 1) / kTileElems;
         a_all[r] = __float2half(flag ? 1.0f : 0.0f);
         for (unsigned i = n + r; i < tiles * kTileElems; i += n) a_all[i] = __float2half(0.0f);
@@ -244,7 +244,7 @@ struct block_rank<insert_algo::tensor_scan, MaxThreads> {
             strict_lower_w[i] = __float2half(col < row ? 1.0f : 0.0f);
         }
         __syncthreads();
-        const unsigned warp = r / dev::kWarpLanes;
+        const unsigned warp = r / detail::kWarpLanes;
         if (warp < tiles) {  // whole warps: n is a multiple of 32
             __half* a = a_all + warp * kTileElems;
             __half* la = la_all + warp * kTileElems;
@@ -259,7 +259,7 @@ struct block_rank<insert_algo::tensor_scan, MaxThreads> {
             wmma::mma_sync(acc, fl, fb, acc);
             wmma::store_matrix_sync(c, acc, kTile, wmma::mem_row_major);
             __syncwarp();
-            for (unsigned i = dev::lane_index(); i < kTileElems; i += dev::kWarpLanes) la[i] = __float2half(c[i]);
+            for (unsigned i = detail::lane_index(); i < kTileElems; i += detail::kWarpLanes) la[i] = __float2half(c[i]);
             __syncwarp();
             // (L·A)·1 broadcasts each row's "earlier rows" total across the row;
             // A·U added on top gives the inclusive scan in row-major order.
@@ -316,7 +316,7 @@ struct warp_rank<insert_algo::warp_scan, MaxThreads> {
         pack_item_flags<kFieldBits, Items>(flag, mine);
 #pragma unroll
         for (unsigned w = 0; w < W; ++w) {
-            const unsigned long long incl = dev::contiguous_lanes_inclusive_sum(mask, mine[w]);
+            const unsigned long long incl = detail::contiguous_lanes_inclusive_sum(mask, mine[w]);
             tot[w] = __shfl_sync(mask, incl, int(nlanes - 1));
             excl[w] = incl - mine[w];
         }
@@ -335,15 +335,15 @@ struct warp_rank<insert_algo::warp_scan, MaxThreads> {
 // shared counter (order arbitrary); the count is the counter after the warp's adds.
 template <unsigned MaxThreads>
 struct warp_rank<insert_algo::atomic, MaxThreads> {
-    static constexpr unsigned kWarps = (MaxThreads + dev::kWarpLanes - 1) / dev::kWarpLanes;
+    static constexpr unsigned kWarps = (MaxThreads + detail::kWarpLanes - 1) / detail::kWarpLanes;
     struct TempStorage {
         unsigned counter[kWarps];
     };
     template <int Items>
     __device__ static void rank_tile(TempStorage& s, unsigned mask, unsigned, const bool (&flag)[Items],
                                      unsigned (&off)[Items], unsigned* tile_total) {
-        unsigned& c = s.counter[dev::block_thread_rank() / dev::kWarpLanes];
-        if (dev::lane_index() == 0) c = 0;
+        unsigned& c = s.counter[detail::block_thread_rank() / detail::kWarpLanes];
+        if (detail::lane_index() == 0) c = 0;
         __syncwarp(mask);
 #pragma unroll
         for (int k = 0; k < Items; ++k)
@@ -363,8 +363,8 @@ struct warp_rank<insert_algo::atomic, MaxThreads> {
 template <unsigned MaxThreads>
 struct warp_rank<insert_algo::tensor_scan, MaxThreads> {
     static constexpr unsigned kTile = 16, kTileElems = kTile * kTile;
-    static constexpr unsigned kItemsPerTile = kTileElems / dev::kWarpLanes;  // 8
-    static constexpr unsigned kWarps = (MaxThreads + dev::kWarpLanes - 1) / dev::kWarpLanes;
+    static constexpr unsigned kItemsPerTile = kTileElems / detail::kWarpLanes;  // 8
+    static constexpr unsigned kWarps = (MaxThreads + detail::kWarpLanes - 1) / detail::kWarpLanes;
     using fallback = warp_rank<insert_algo::warp_scan, MaxThreads>;
     struct TempStorage {
         __align__(32) unsigned short upper[kTileElems];         // U[k][c] = k <= c (half)
@@ -375,7 +375,7 @@ struct warp_rank<insert_algo::tensor_scan, MaxThreads> {
     __device__ static void init(TempStorage& s) {
         __half* u = reinterpret_cast<__half*>(s.upper);
         __half* l = reinterpret_cast<__half*>(s.strict_lower);
-        for (unsigned i = dev::block_thread_rank(); i < kTileElems; i += dev::block_thread_count()) {
+        for (unsigned i = detail::block_thread_rank(); i < kTileElems; i += detail::block_thread_count()) {
             const unsigned row = i / kTile, col = i % kTile;
             u[i] = __float2half(row <= col ? 1.0f : 0.0f);
             l[i] = __float2half(col < row ? 1.0f : 0.0f);
@@ -384,13 +384,13 @@ struct warp_rank<insert_algo::tensor_scan, MaxThreads> {
     template <int Items>
     __device__ static void rank_tile(TempStorage& s, unsigned mask, unsigned nlanes, const bool (&flag)[Items],
                                      unsigned (&off)[Items], unsigned* tile_total) {
-        if (nlanes != dev::kWarpLanes) {
+        if (nlanes != detail::kWarpLanes) {
             typename fallback::TempStorage none;
             fallback::template rank_tile<Items>(none, mask, nlanes, flag, off, tile_total);
             return;
         }
         using namespace nvcuda;
-        const unsigned warp = dev::block_thread_rank() / dev::kWarpLanes, lane = dev::lane_index();
+        const unsigned warp = detail::block_thread_rank() / detail::kWarpLanes, lane = detail::lane_index();
         __half* t = reinterpret_cast<__half*>(s.t[warp]);
         constexpr int kGroups = (Items + int(kItemsPerTile) - 1) / int(kItemsPerTile);
         unsigned run = 0;
@@ -399,7 +399,7 @@ struct warp_rank<insert_algo::tensor_scan, MaxThreads> {
 #pragma unroll
             for (int i = 0; i < int(kItemsPerTile); ++i) {
                 const int k = g * int(kItemsPerTile) + i;
-                t[i * dev::kWarpLanes + lane] = __float2half(k < Items && flag[k] ? 1.0f : 0.0f);
+                t[i * detail::kWarpLanes + lane] = __float2half(k < Items && flag[k] ? 1.0f : 0.0f);
             }
             __syncwarp();
             // A is kept in registers (as both operands) so the one tile buffer can take L·A.
@@ -426,7 +426,7 @@ struct warp_rank<insert_algo::tensor_scan, MaxThreads> {
 #pragma unroll
             for (int i = 0; i < int(kItemsPerTile); ++i) {
                 const int k = g * int(kItemsPerTile) + i;
-                if (k < Items && flag[k]) off[k] = run + unsigned(__half2float(t[i * dev::kWarpLanes + lane])) - 1u;
+                if (k < Items && flag[k]) off[k] = run + unsigned(__half2float(t[i * detail::kWarpLanes + lane])) - 1u;
             }
             run += unsigned(__half2float(t[kTileElems - 1]));
             __syncwarp();  // reads done before the next group overwrites the tile
@@ -463,7 +463,7 @@ template <insert_algo Algo, unsigned MaxThreads = kMaxBlockThreads>
 struct block_inserter {
     using rank_type = block_rank<Algo, MaxThreads>;
     using warp_rank_type = warp_rank<Algo, MaxThreads>;
-    static constexpr unsigned kWarps = (MaxThreads + dev::kWarpLanes - 1) / dev::kWarpLanes;
+    static constexpr unsigned kWarps = (MaxThreads + detail::kWarpLanes - 1) / detail::kWarpLanes;
     struct TempStorage {
         union {
             typename rank_type::TempStorage rank;        // push()
@@ -481,7 +481,7 @@ struct block_inserter {
     template <class Sink>
     __device__ static bool reserve_block(TempStorage& s, Sink& sink, unsigned long long total,
                                          unsigned long long* base) {
-        if (dev::block_thread_rank() == 0) {
+        if (detail::block_thread_rank() == 0) {
             unsigned long long b = 0;
             const bool ok = total == 0 || sink.reserve(total, &b);
             if (ok && total > 0) sink.open(s.window, b, total);
@@ -500,7 +500,7 @@ struct block_inserter {
     // refused the reservation (then nothing of this call is stored).
     template <int Items, class T, class Sink>
     __device__ static bool push(TempStorage& s, Sink& sink, const bool (&flag)[Items], const T (&value)[Items]) {
-        if (dev::block_thread_count() > MaxThreads) return false;  // storage too small: refuse, touch nothing
+        if (detail::block_thread_count() > MaxThreads) return false;  // storage too small: refuse, touch nothing
         unsigned slot[Items], total[Items];
         unsigned long long start[Items];
         unsigned long long run = 0;
@@ -534,15 +534,15 @@ struct block_inserter {
     // nothing of the chunk is stored.
     template <int Items, class T, class Sink, class Src>
     __device__ static bool push_chunk(TempStorage& s, Sink& sink, unsigned long long n, const Src& src) {
-        if (dev::block_thread_count() > MaxThreads) return false;  // storage too small: refuse, touch nothing
-        const unsigned nt = dev::block_thread_count(), r = dev::block_thread_rank();
-        const unsigned warp = r / dev::kWarpLanes, lane = dev::lane_index();
-        const unsigned nwarps = (nt + dev::kWarpLanes - 1) / dev::kWarpLanes;
-        const unsigned mask = dev::block_warp_mask();  // contiguous low lanes
+        if (detail::block_thread_count() > MaxThreads) return false;  // storage too small: refuse, touch nothing
+        const unsigned nt = detail::block_thread_count(), r = detail::block_thread_rank();
+        const unsigned warp = r / detail::kWarpLanes, lane = detail::lane_index();
+        const unsigned nwarps = (nt + detail::kWarpLanes - 1) / detail::kWarpLanes;
+        const unsigned mask = detail::block_warp_mask();  // contiguous low lanes
         const unsigned nlanes = unsigned(__popc(mask));
         // Warp w's piece: [w*piece, (w+1)*piece) cut to n; piece a multiple of 32.
         unsigned long long piece = (n + nwarps - 1) / nwarps;
-        piece = (piece + dev::kWarpLanes - 1) / dev::kWarpLanes * dev::kWarpLanes;
+        piece = (piece + detail::kWarpLanes - 1) / detail::kWarpLanes * detail::kWarpLanes;
         const unsigned long long lo = (unsigned long long)warp * piece < n ? (unsigned long long)warp * piece : n;
         const unsigned long long hi = lo + piece < n ? lo + piece : n;
         unsigned long long mine = 0;
@@ -551,7 +551,7 @@ struct block_inserter {
         } else {
             for (unsigned long long j = lo + lane; j < hi; j += nlanes) mine += src.flag(j) ? 1u : 0u;
         }
-        mine = dev::contiguous_lanes_inclusive_sum(mask, mine);  // the last lane holds the warp's count
+        mine = detail::contiguous_lanes_inclusive_sum(mask, mine);  // the last lane holds the warp's count
         if (lane == nlanes - 1) s.warp_base[warp] = mine;
         if constexpr (Algo == insert_algo::tensor_scan) warp_rank_type::init(s.warp);
         __syncthreads();
@@ -699,7 +699,7 @@ __device__ bool push_back_parts(Storage& s, const Ref& ref, unsigned long long c
                                 MakeSource make_source) {
     bool ok = true;
     const unsigned long long blocks = (unsigned long long)gridDim.x * gridDim.y * gridDim.z;
-    for (unsigned long long p = dev::block_linear_index(); p < plan.parts; p += blocks) {
+    for (unsigned long long p = detail::block_linear_index(); p < plan.parts; p += blocks) {
         unsigned long long lo = 0, hi = 0;
         bulk_part_range(count, plan, p, &lo, &hi);
         ok = ref.template push_back_part<Items>(p + plan.first_target, s, hi - lo, make_source(lo)) && ok;

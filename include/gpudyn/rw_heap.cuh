@@ -35,7 +35,7 @@
 #pragma once
 
 #include "gpudyn/detail/bits.cuh"
-#include "gpudyn/detail/lane_mask.cuh"
+#include "gpudyn/detail/warp.cuh"
 #include "gpudyn/detail/page_queue.cuh"  // the paper's queue baseline (SV-A)
 #include "gpudyn/detail/random.cuh"
 

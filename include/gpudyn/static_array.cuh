@@ -25,7 +25,7 @@ namespace gpudyn {
 inline namespace v0 {
 
 template <class T>
-class static_array_ref : public dev::contiguous_array_ref<T> {
+class static_array_ref : public detail::contiguous_array_ref<T> {
 public:
     __host__ __device__ explicit static_array_ref(const gpudyn_static_array_view_t& v) {
         this->bind(v, GPUDYN_STATIC_ARRAY_VIEW_VERSION);

@@ -11,7 +11,7 @@ namespace gpudyn {
 inline namespace v0 {
 
 template <class T>
-class vmm_array_ref : public dev::contiguous_array_ref<T> {
+class vmm_array_ref : public detail::contiguous_array_ref<T> {
 public:
     __host__ __device__ explicit vmm_array_ref(const gpudyn_vmm_array_view_t& v) {
         this->bind(v, GPUDYN_VMM_ARRAY_VIEW_VERSION);

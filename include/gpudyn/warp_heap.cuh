@@ -43,7 +43,7 @@
 #include <cuda/std/cstddef>
 #endif
 #include "gpudyn/warp_heap.h"
-#include "gpudyn/detail/lane_mask.cuh"
+#include "gpudyn/detail/warp.cuh"
 #include "gpudyn/detail/random.cuh"
 #include "gpudyn/rw_heap.cuh"
 

@@ -44,7 +44,7 @@ def test_device_doc_names_the_api():
     assert re.search(r"malloc\(unsigned long long bytes\) const\n```\n\nAny thread, any time", heap)
     # static_array_ref's device API lives in its base class: listed as inherited
     sa = doc[doc.index("### `static_array_ref<T>`"):doc.index("## gpudyn/vmm_array.cuh")]
-    assert "Inherited from `dev::contiguous_array_ref<T>`" in sa and "push_back_chunk(" in sa
+    assert "Inherited from `detail::contiguous_array_ref<T>`" in sa and "push_back_chunk(" in sa
     # private members and implementation namespaces stay out
     assert "block_lfvector" not in doc  # ggarray_ref private
     assert "heap_bucket" not in doc     # ggarray_detail

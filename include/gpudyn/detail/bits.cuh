@@ -1,5 +1,5 @@
-// Bit tricks on 32- and 64-bit words and a masked warp maximum, shared by the
-// bitmap-based structures.  Compiles under nvcc and NVRTC (no host headers).
+// Bit tricks on 32- and 64-bit words, shared by the bitmap-based structures
+// (warp collectives: warp.cuh).  Compiles under nvcc and NVRTC (no host headers).
 #pragma once
 
 namespace gpudyn {
@@ -43,22 +43,6 @@ __device__ __forceinline__ Word bit_range(unsigned lo, unsigned hi) {
     Word upto_hi = hi >= kBits ? ~Word(0) : ((Word(1) << hi) - 1);
     Word below_lo = lo >= kBits ? ~Word(0) : ((Word(1) << lo) - 1);
     return upto_hi & ~below_lo;
-}
-
-// Maximum of `value` over the lanes of `mask` (a warp collective over mask:
-// exactly the lanes of mask call, with the same mask).  sm_80+ has a reduction instruction; older GPUs shuffle from
-// every lane of the mask in turn.
-__device__ __forceinline__ unsigned masked_max(unsigned mask, unsigned value) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    return __reduce_max_sync(mask, value);
-#else
-    unsigned best = value;
-    for (unsigned rest = mask; rest != 0; rest &= rest - 1) {
-        unsigned other = __shfl_sync(mask, value, int(lowest_bit(rest)));
-        best = other > best ? other : best;
-    }
-    return best;
-#endif
 }
 
 }  // namespace detail

@@ -3,10 +3,8 @@
 // one per block of a block-level push) is one atomicAdd on the reservation
 // counter (no compare-and-swap loop: contended reservations would serialize on
 // it).  A range that does not fit fails whole (nothing of it is stored),
-// records its start in `failed_at` (atomicMin) and sets the status word.
-// Because the counter only grows, every range handed out after a failing one
-// starts above it and fails too, and every range below the lowest failing start
-// succeeded: the elements are exactly [0, min(counter, failed_at)).
+// records its start in `failed_at` (atomicMin) and sets the status word, so
+// the elements are exactly [0, min(counter, failed_at)) (array_state.cuh).
 // Consequence: once a reservation failed, later ones fail until the host folds
 // the counter back to that size (push_back, reserve, clear, clear_status); the
 // status bits stay until clear_status or clear.
@@ -16,16 +14,13 @@
 // Compiles under nvcc and NVRTC.
 #pragma once
 
-#include "../insert.cuh"
-#include "warp_push.cuh"
+#include "gpudyn/detail/array_state.cuh"
+#include "gpudyn/detail/warp_push.cuh"
+#include "gpudyn/insert.cuh"
 
 namespace gpudyn {
 inline namespace v0 {
-namespace dev {
-
-// Status bits; values equal gpudyn_array_status_bits_t in ggarray.h.
-constexpr unsigned kArrayAllocationFailed = 1u;
-constexpr unsigned kArrayCapacityExceeded = 2u;
+namespace detail {
 
 template <class T>
 class contiguous_array_ref {
@@ -82,12 +77,7 @@ public:
 
     // ---- reads ----
     // Elements stored (see the file comment): min(counter, lowest failed start); 0 when refused.
-    __device__ unsigned long long size() const {
-        if (!valid()) return 0;
-        const unsigned long long c = *static_cast<volatile unsigned long long*>(size_ptr_);
-        const unsigned long long f = *static_cast<volatile unsigned long long*>(failed_ptr_);
-        return c < f ? c : f;
-    }
+    __device__ unsigned long long size() const { return valid() ? held_elements(size_ptr_, failed_ptr_) : 0; }
     // Elements the array can hold (as of the view).
     __host__ __device__ unsigned long long capacity() const { return capacity_; }
     // Element i (i < size(); valid() required).
@@ -166,6 +156,12 @@ private:
     };
 };
 
-}  // namespace dev
+}  // namespace detail
+
+// The name of the detail namespace before the lane and block helpers were
+// merged into it: the device reference showed the arrays' shared base as
+// dev::contiguous_array_ref, so code that named it keeps compiling.
+namespace dev = detail;
+
 }  // namespace v0
 }  // namespace gpudyn

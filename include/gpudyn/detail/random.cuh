@@ -1,5 +1,6 @@
 // Counter-based random numbers for device code: no state in memory, one 64-bit
-// key per thread, reproducible from a seed.  Compiles under nvcc and NVRTC.
+// key per thread, reproducible from a seed; and a seeded permutation of
+// [0, n).  Compiles under nvcc and NVRTC.
 //
 //   gpudyn::detail::counter_rng rng(seed, thread_id);
 //   unsigned r = rng.below(n);   // uniform in [0, n)
@@ -44,6 +45,23 @@ struct counter_rng {
         return unsigned((static_cast<unsigned long long>(next32()) * n) >> 32);
     }
 };
+
+// A seeded bijection of [0, 2^bits) (odd multiply, add, xorshift: each step is
+// invertible mod 2^bits); cycle-walking maps it onto [0, n) (i < n <= 2^bits).
+__device__ inline unsigned permute(unsigned long long i, unsigned bits, unsigned n, unsigned long long seed) {
+    const unsigned long long mask = (bits >= 64) ? ~0ull : ((1ull << bits) - 1);
+    const unsigned shift = bits / 2 + 1;
+    unsigned long long x = i;
+    do {
+        for (unsigned r = 0; r < 4; ++r) {
+            unsigned long long k = mix64(seed + r * kGoldenGamma);
+            x = (x * (k | 1)) & mask;
+            x = (x + (k >> 17)) & mask;
+            x ^= x >> shift;
+        }
+    } while (x >= n);
+    return unsigned(x);
+}
 
 }  // namespace detail
 }  // namespace v0

@@ -33,11 +33,11 @@
 // Compiles under nvcc and NVRTC.
 #pragma once
 
-#include "gpudyn/detail/lane_mask.cuh"
+#include "gpudyn/detail/warp.cuh"
 
 namespace gpudyn {
 inline namespace v0 {
-namespace dev {
+namespace detail {
 
 // One value per calling lane.  Returns the same bool in every lane of `peers`.
 template <class T, class Sink>
@@ -75,6 +75,6 @@ __device__ __forceinline__ bool warp_push_many(unsigned peers, const Sink& sink,
     return true;
 }
 
-}  // namespace dev
+}  // namespace detail
 }  // namespace v0
 }  // namespace gpudyn

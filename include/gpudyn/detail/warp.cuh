@@ -1,0 +1,128 @@
+// Lane, warp and block helpers shared by every device header: where the
+// calling thread sits in its warp and block, and warp collectives over an
+// arbitrary lane mask (not only full warps).
+//
+// A warp collective here takes `mask`: exactly the lanes set in `mask` must
+// call it, with the same `mask`, and the calling lane must be in it.  Nothing
+// assumes lockstep execution (independent thread scheduling, Volta+): data
+// moves only through *_sync intrinsics, which also synchronize the lanes.
+// Compiles under nvcc and NVRTC (no host headers).
+#pragma once
+
+#include "gpudyn/detail/bits.cuh"
+
+namespace gpudyn {
+inline namespace v0 {
+namespace detail {
+
+// Lanes in a warp (CUDA programming guide, "warp size"; fixed at 32 on every sm_75+ GPU).
+constexpr unsigned kWarpLanes = 32;
+constexpr unsigned kFullWarpMask = 0xffffffffu;
+
+// ---- the calling thread ----
+// Lane of the calling thread.  CUDA forms warps from consecutive linear ranks
+// in the block (programming guide, "thread hierarchy"), so this is also
+// block_thread_rank() mod 32, for any block shape.
+__device__ __forceinline__ unsigned lane_index() {
+    unsigned lane;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+    return lane;
+}
+
+// Bits of the lanes below the calling one.
+__device__ __forceinline__ unsigned lanes_below() {
+    unsigned m;
+    asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
+    return m;
+}
+
+// Threads in the calling block (any block shape: 1D/2D/3D).
+__device__ __forceinline__ unsigned block_thread_count() { return blockDim.x * blockDim.y * blockDim.z; }
+
+// Linear rank of the calling thread in its block; rank / 32 is its warp.
+__device__ __forceinline__ unsigned block_thread_rank() {
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+// Linear index of the calling block in its grid.
+__device__ __forceinline__ unsigned long long block_linear_index() {
+    return blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+}
+
+// Lanes that exist in the calling thread's warp: all 32 except in the last
+// warp of a block whose size is not a multiple of 32 (then a contiguous run of
+// low lanes).
+__device__ __forceinline__ unsigned block_warp_mask() {
+    const unsigned n = block_thread_count();
+    const unsigned first = block_thread_rank() & ~(kWarpLanes - 1u);
+    const unsigned left = n - first;
+    return left >= kWarpLanes ? kFullWarpMask : ((1u << left) - 1u);
+}
+
+// ---- lane masks ----
+// Highest set lane of a non-empty mask: the "worker" of FDGMalloc (the paper
+// takes the most significant bit of the vote, found with bfind).
+__device__ __forceinline__ unsigned highest_lane(unsigned mask) { return 31u - unsigned(__clz(mask)); }
+
+// Position of the k-th (0-based) set lane of mask; k < popc(mask).
+__device__ __forceinline__ unsigned nth_set_lane(unsigned mask, unsigned k) { return nth_set_bit(mask, k); }
+
+// ---- warp collectives over `mask` ----
+// Inclusive prefix sum over the lanes of `mask`, which must be a contiguous
+// run of low lanes (a full warp, or block_warp_mask()): Kogge-Stone scan with
+// shuffles from lane - d, which is in mask whenever lane >= d.  `lane`: the
+// calling lane, for callers that read it already.
+template <class V>
+__device__ __forceinline__ V contiguous_lanes_inclusive_sum(unsigned mask, V value, unsigned lane = lane_index()) {
+    for (unsigned d = 1; d < kWarpLanes; d <<= 1) {
+        const V up = __shfl_up_sync(mask, value, d);
+        if (lane >= d) value += up;
+    }
+    return value;
+}
+
+// Inclusive prefix sum of `value` over the lanes of any `mask`, in lane order.
+// T is unsigned or unsigned long long (types __shfl_*_sync move natively).
+template <class T>
+__device__ __forceinline__ T masked_inclusive_sum(unsigned mask, T value) {
+    const unsigned lane = lane_index();
+    if (mask == kFullWarpMask) return contiguous_lanes_inclusive_sum(mask, value, lane);  // dense warp
+    // Sparse mask: the same scan over ranks; the source of rank r is the lane
+    // holding rank r - d (lanes without one read themselves and discard it, since
+    // every lane of the mask must take part in each shuffle).
+    const unsigned rank = unsigned(__popc(mask & lanes_below()));
+    const unsigned count = unsigned(__popc(mask));
+    for (unsigned d = 1; d < count; d <<= 1) {
+        unsigned src = rank >= d ? nth_set_lane(mask, rank - d) : lane;
+        T up = __shfl_sync(mask, value, int(src));
+        if (rank >= d) value += up;
+    }
+    return value;
+}
+
+// Maximum of `value` over the lanes of `mask`.  sm_80+ has a reduction
+// instruction; older GPUs shuffle from every lane of the mask in turn.
+__device__ __forceinline__ unsigned masked_max(unsigned mask, unsigned value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(mask, value);
+#else
+    unsigned best = value;
+    for (unsigned rest = mask; rest != 0; rest &= rest - 1) {
+        unsigned other = __shfl_sync(mask, value, int(lowest_bit(rest)));
+        best = other > best ? other : best;
+    }
+    return best;
+#endif
+}
+
+// Broadcast of a pointer from `src_lane` (in mask) to the lanes of mask.
+template <class P>
+__device__ __forceinline__ P* broadcast_pointer(unsigned mask, P* p, unsigned src_lane) {
+    unsigned long long bits = reinterpret_cast<unsigned long long>(p);
+    bits = __shfl_sync(mask, bits, int(src_lane));
+    return reinterpret_cast<P*>(bits);
+}
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace gpudyn
