@@ -228,6 +228,16 @@ def test_git_commit_of_a_checkout_marks_changes(tmp_path):
 
 
 @needs_git
+def test_git_commit_named_by_the_environment_wins(tmp_path, monkeypatch):
+    repo = _checkout(tmp_path / "gpudyn")
+    head = _git(repo, "rev-parse", "HEAD")
+    monkeypatch.setenv("GPUDYN_GIT_COMMIT", "0123abcd")
+    assert git_commit(str(repo)) == "0123abcd" != head
+    monkeypatch.delenv("GPUDYN_GIT_COMMIT")
+    assert git_commit(str(repo)) == head
+
+
+@needs_git
 def test_git_commit_outside_a_gpudyn_checkout_is_the_package_record(tmp_path):
     from gpudyn import _version
     recorded = getattr(_version, "__git_commit__", None)

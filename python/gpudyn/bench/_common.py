@@ -205,7 +205,11 @@ def gpudyn_checkout(cwd: str | None = None) -> str | None:
 def git_commit(cwd: str | None = None) -> str | None:
     """`git rev-parse HEAD` of the gpudyn checkout holding `cwd`, with '-dirty' when
     tracked files differ from it; outside a checkout the commit the package records
-    (`gpudyn._version.__git_commit__`), or None."""
+    (`gpudyn._version.__git_commit__`), or None.  GPUDYN_GIT_COMMIT, when set, wins:
+    a run from a copy of the tree whose .git is not that tree's (a remote GPU
+    machine given the working tree) names the commit it was copied from."""
+    if os.environ.get("GPUDYN_GIT_COMMIT"):
+        return os.environ["GPUDYN_GIT_COMMIT"]
     top = gpudyn_checkout(cwd)
     if top is not None:
         try:
