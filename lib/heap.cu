@@ -118,7 +118,8 @@ void allocate_meta(gpudyn_heap_s* h, cudaStream_t s) {
     const uint64_t o_state = take(h->class_count * kHeapClassStateWords * sizeof(uint32_t));
     const uint64_t o_dir = take(h->dir_entries * sizeof(uint32_t));
     const uint64_t o_mapped = take(sizeof(uint64_t));
-    const uint64_t o_counters = take(kHeapCounterCount * sizeof(uint64_t));
+    // The counters, then the heap's own view (heap.cuh's heap_descriptor).
+    const uint64_t o_counters = take(kHeapCounterCount * sizeof(uint64_t) + sizeof(gpudyn_heap_view_t));
     h->meta_bytes = off;
     device_alloc(&h->meta, off, s, "the heap's metadata (sized for options->max_bytes)");
     const uint64_t m = reinterpret_cast<uint64_t>(h->meta);
@@ -260,6 +261,9 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
             device_alloc(reinterpret_cast<void**>(&h->scratch), kScratchCount * sizeof(uint64_t), s,
                          "the scratch counters");
             GPUDYN_CUDA(cudaMemcpyAsync(h->at(v.class_table), h->classes.data(), h->classes.size() * sizeof(heap_class),
+                                        cudaMemcpyHostToDevice, s));
+            // The descriptor: the view, complete now and never changed after.
+            GPUDYN_CUDA(cudaMemcpyAsync(h->at(v.counters + kHeapCounterCount * sizeof(uint64_t)), &v, sizeof v,
                                         cudaMemcpyHostToDevice, s));
             h->clear(s);
             // Every later call waits for this one through the heap's event.

@@ -49,13 +49,18 @@
 // false, every push returns false and nothing (counters, status, buckets) is
 // touched; size() is 0 and spans visit nothing.
 //
-// Registers.  A kernel that pushes into a GGArray contains the growth path (an
-// out-of-line call into the heap's page runs, heap.cuh), which takes it to
-// about 80 registers a thread (sm_90, nvcc 13.0; the push itself needs about
-// 30).  Blocks of up to 768 threads launch as they are; a kernel launched with larger blocks needs
-// __launch_bounds__(threads) (the compiler then keeps to the register budget,
-// spilling around the rare growth call), else the launch fails with
-// cudaErrorLaunchOutOfResources.
+// Registers.  A kernel that pushes into a GGArray contains the growth path
+// (bucket claim, then a run of heap pages: heap.cuh's heap_page_run, which
+// reaches the heap through one pointer), which takes it to about 58 registers
+// a thread for a per-thread push and about 68 for the block-level chunk push
+// (sm_90, nvcc 13.0; the push itself needs about 30; with a copy of the heap
+// view and RW_malloc's region search on that path it was 78-94).  Blocks of
+// up to 768 threads launch as they are; a kernel launched with larger blocks
+// needs __launch_bounds__(threads) (the compiler then keeps to the register
+// budget, spilling around the rare growth path), else the launch fails with
+// cudaErrorLaunchOutOfResources.  Forcing more occupancy (a minimum of 8
+// blocks of 256, 32 registers) made the chunk push 1.2x faster but the
+// per-thread push loops 1.3-2x slower (spills; H200).
 // Compiles under nvcc and NVRTC.
 #pragma once
 
@@ -79,20 +84,21 @@ constexpr unsigned kEmpty = 0, kBusy = 1, kReady = 2, kReadyPool = 3;
 constexpr unsigned kWaitNs = 128;
 
 // Buckets beyond the pool rows, from the heap of the view (`heap`: the view's
-// gpudyn_heap_view_t, heap.cuh's heap_view layout).  nullptr when there is no
-// heap (version 0) or it has no memory left (the budget).  Out of line (the
-// heap's code stays off the registers of the push loops that call it rarely),
-// and the heap view by pointer to a copy the caller makes only on this path:
-// passed by value, its 16 words took registers in the callee and every
-// caller (a push kernel went from 119 to 148 registers a thread, sm_90).
-// A bucket is a run of whole pages (malloc_pages: the size-class path would
-// double the registers of every push kernel); *held = the bytes it takes.
-__device__ __noinline__ inline void* heap_bucket(const heap_view* heap, unsigned long long bytes,
-                                                 unsigned long long* held) {
-    if (heap->version != kHeapViewVersion || heap->counters == 0) return nullptr;
-    const unsigned long long page = 1ull << heap->page_shift;
+// gpudyn_heap_view_t).  nullptr when there is no heap (version 0) or it has no
+// memory left (the budget; counted as the heap's failed allocation).  A bucket
+// is a run of whole pages (heap.cuh's heap_page_run, reached through the
+// heap's descriptor: the caller passes one pointer and holds no copy of the
+// heap view, so the growth path costs the push kernels no registers beyond
+// the push's own); *held = the bytes it takes.
+__device__ inline void* heap_bucket(const gpudyn_heap_view_t& heap, unsigned long long bytes,
+                                    unsigned long long* held) {
+    if (heap.version != kHeapViewVersion || heap.counters == 0) return nullptr;
+    const heap_view* h = detail::heap_descriptor(heap.counters);
+    const unsigned long long page = 1ull << heap.page_shift;
     *held = (bytes + page - 1) & ~(page - 1);
-    return heap_ref{*heap}.malloc_pages(bytes);
+    void* p = detail::heap_page_run(h, bytes);
+    if (p == nullptr) atomicAdd(reinterpret_cast<unsigned long long*>(heap.counters) + kHeapCounterFailed, 1ull);
+    return p;
 }
 // Growth word of an LFVector (view .growth): bits 0-7 the ready prefix (buckets
 // 0..n-1 ready), bits 8-15 1 + the sealed bucket (0: none).
@@ -406,9 +412,8 @@ private:
                     if (pooled) {
                         p = pool_bucket(l, b);  // mapped by the host: nothing to allocate
                     } else {
-                        const heap_view heap = *reinterpret_cast<const heap_view*>(&view_.heap);
                         unsigned long long held = bytes;
-                        p = ggarray_detail::heap_bucket(&heap, bytes, &held);
+                        p = ggarray_detail::heap_bucket(view_.heap, bytes, &held);
                         if (p == nullptr) {
                             atomicOr(status_word(), detail::kArrayAllocationFailed);
                             seal(l, b);  // before the release: nothing above b succeeds from now on

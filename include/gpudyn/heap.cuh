@@ -134,6 +134,11 @@ constexpr unsigned kHeapNoPage = 0xffffffffu;
 constexpr unsigned kHeapCounterFailed = 0;
 constexpr unsigned kHeapCounterBadFree = 1;
 constexpr unsigned kHeapCounterAttachScratch = 2;
+// Not a counter: the bitmap word where heap_page_run last placed a short run
+// (a hint; zeroed with the counters).
+constexpr unsigned kHeapCounterRunHint = 3;
+// Short runs start within this many words of the hint.
+constexpr unsigned kHeapRunHintWindow = 8;
 constexpr unsigned kHeapCounterCount = 4;
 
 // slab_meta records: tag in the top 2 bits.
@@ -327,6 +332,132 @@ __device__ __forceinline__ counter_rng heap_rng() {
     return counter_rng(static_cast<unsigned long long>(clock64()), id);
 }
 
+// The heap's view as the library keeps it in device memory, right after the
+// counters (lib/heap.cu writes it once, at create; a heap's view never changes).
+// Out-of-line code reaches the whole heap through this one pointer, so its
+// callers hold no copy of the view (a copy costs a hot kernel ~30 registers).
+__device__ __forceinline__ const heap_view* heap_descriptor(unsigned long long counters) {
+    return reinterpret_cast<const heap_view*>(counters + kHeapCounterCount * sizeof(unsigned long long));
+}
+
+// Bit i of the result is set when bits i .. i + n - 1 of `free_bits` all are
+// (1 <= n <= 64): runs of n free pages that start at bit i and fit the word.
+__device__ __forceinline__ unsigned long long run_starts_in(unsigned long long free_bits, unsigned n) {
+    unsigned long long m = free_bits;
+    for (unsigned covered = 1; covered < n && m != 0;) {
+        const unsigned step = covered < n - covered ? covered : n - covered;
+        m &= m >> step;
+        covered += step;
+    }
+    return m;
+}
+
+// Sets the bits of pages [first, first + n) in the page bitmap, all or none:
+// word by word with atomicOr; on a bit another thread holds, the bits this
+// call set are cleared again and it returns false.
+__device__ __forceinline__ bool claim_pages(unsigned long long* bm, unsigned first, unsigned n) {
+    const unsigned end = first + n;
+    for (unsigned w = first / 64; w * 64 < end; ++w) {
+        const unsigned lo = first > w * 64 ? first - w * 64 : 0;
+        const unsigned hi = end - w * 64 < 64 ? end - w * 64 : 64;
+        const unsigned long long want = (hi - lo == 64 ? ~0ull : ((1ull << (hi - lo)) - 1)) << lo;
+        const unsigned long long old = atomicOr(bm + w, want);
+        if ((old & want) != 0) {
+            atomicAnd(bm + w, ~(want & ~old));
+            for (unsigned k = first / 64; k < w; ++k) {  // earlier words: all of `want` was ours
+                const unsigned l2 = first > k * 64 ? first - k * 64 : 0;
+                atomicAnd(bm + k, ~(~0ull << l2));
+            }
+            return false;
+        }
+    }
+    return true;
+}
+
+// A run of whole pages for `bytes` (one thread, any divergence), recorded so
+// heap_ref::free takes it; nullptr when none is free (not counted: callers
+// count).  Lean (a few words of state, the heap through one pointer):
+// GGArray's in-kernel bucket growth calls it, and every register it needs is
+// a register of every push kernel (inlined it costs them fewer than called:
+// 58 against 62, sm_90).  First fit over the page bitmap, each mapped word
+// visited once (a lost claim retries its word up to kHeapClaimTries times),
+// claimed with claim_pages:
+//  * n <= 64 pages: a run inside one word (run_starts_in), from a word near
+//    the heap's run hint (counters[kHeapCounterRunHint], the word of the last
+//    such run), so short runs pack into few words and whole free words stay
+//    for long runs (random starts left no free word among thousands of short
+//    runs: test_heap_device's malloc_pages mix failed);
+//  * more: from a random word, a run of free pages across words (the free
+//    high bits of one word, free words, the free low bits of the last).
+// Medium runs (<= kRwRegionWords * 64 pages) get rw_heap's run records (page
+// records, then the live-start bit, as RW_malloc writes them); larger ones
+// round up to whole bitmap words from a word start and get a huge record.
+__device__ __forceinline__ void* heap_page_run(const heap_view* h, unsigned long long bytes) {
+    const unsigned shift = h->page_shift;
+    const unsigned long long pages = (bytes + (1ull << shift) - 1) >> shift;
+    const bool huge = pages > static_cast<unsigned long long>(kRwRegionWords) * 64;
+    const unsigned mapped = load_word(reinterpret_cast<const unsigned*>(h->mapped_pages));
+    // Huge runs take whole words (the tail word of the mapping is never all free).
+    const unsigned words = huge ? mapped / 64 : (mapped + 63) / 64;
+    const unsigned long long span64 = (pages + 63) / 64;
+    if (bytes == 0 || span64 > words || span64 > kHeapLowMask) return nullptr;
+    const unsigned n = huge ? unsigned(span64 * 64) : unsigned(pages);
+    unsigned long long* bm = reinterpret_cast<unsigned long long*>(h->page_bitmap);
+    unsigned long long* hint = reinterpret_cast<unsigned long long*>(h->counters) + kHeapCounterRunHint;
+    unsigned first = kHeapNoPage;
+    // Short runs: a word among the kHeapRunHintWindow from the hint (concurrent
+    // growths rarely race for one word); long runs: any word.
+    const unsigned long long r = mix64(clock64() ^ (threadIdx.x + 0x9E3779B9ull * blockIdx.x));
+    unsigned w = unsigned((n <= 64 ? load_word(hint) + r % kHeapRunHintWindow : r) % words);
+    unsigned run = 0, run_first = 0;  // free pages just before word w, from run_first
+    for (unsigned i = 0, tries = 0; i < words;) {
+        const unsigned long long used = load_word(bm + w);
+        unsigned cand = kHeapNoPage;
+        if (n <= 64) {
+            const unsigned long long starts = run_starts_in(~used, n);
+            if (starts != 0) cand = w * 64 + lowest_bit(starts);
+        } else {
+            if (w == 0) run = 0;  // a run never wraps
+            // Free low bits of this word extend the run (huge runs: whole words only).
+            const unsigned low = used == 0 ? 64u : (huge ? 0u : lowest_bit(used));
+            if (run == 0) run_first = w * 64;
+            if (run + low >= n) {
+                cand = run_first;
+                run = 0;
+            } else if (used == 0) {
+                run += 64;
+            } else {
+                run = huge ? 0u : unsigned(__clzll(static_cast<long long>(used)));  // free high bits
+                run_first = w * 64 + 64 - run;
+            }
+        }
+        if (cand != kHeapNoPage) {
+            if (claim_pages(bm, cand, n)) {
+                first = cand;
+                break;
+            }
+            if (n <= 64 && ++tries < kHeapClaimTries) continue;  // the same word again
+        }
+        tries = 0;
+        ++i;
+        w = w + 1 == words ? 0 : w + 1;
+    }
+    if (first != kHeapNoPage && n <= 64 && load_word(hint) != first / 64)
+        *static_cast<volatile unsigned long long*>(hint) = first / 64;
+    if (first == kHeapNoPage) return nullptr;
+    if (huge) {
+        reinterpret_cast<unsigned*>(h->slab_meta)[first] = (kHeapTagHuge << kHeapTagShift) | unsigned(span64);
+    } else {
+        unsigned* m = reinterpret_cast<unsigned*>(h->run_meta);
+        for (unsigned k = 1; k < n; ++k) m[first + k] = (kRwMetaMember << kRwMetaTagShift) | k;
+        m[first] = (kRwMetaLarge << kRwMetaTagShift) | n;
+        __threadfence();  // the records before the live bit (rw_heap_ref::free reads them after it)
+        const unsigned long long g = (static_cast<unsigned long long>(first) << shift) / kRwMallocAlign;
+        atomicOr(reinterpret_cast<unsigned*>(h->run_starts) + g / kRwLiveWordBits, 1u << (g % kRwLiveWordBits));
+    }
+    return reinterpret_cast<char*>(h->base) + (static_cast<unsigned long long>(first) << shift);
+}
+
 }  // namespace detail
 
 // Device handle over a view.  Cheap to construct; copy freely.
@@ -375,11 +506,8 @@ public:
     // half the registers of malloc (the size-class path stays out of the
     // caller's kernel, sm_90), which GGArray's in-kernel growth relies on.
     __device__ void* malloc_pages(unsigned long long bytes) const {
-        if (!valid() || bytes == 0) {
-            if (bytes != 0) atomicAdd(counters() + kHeapCounterFailed, 1ull);
-            return nullptr;
-        }
-        void* p = run_malloc(bytes);
+        if (bytes == 0) return nullptr;
+        void* p = valid() ? detail::heap_page_run(detail::heap_descriptor(v_.counters), bytes) : nullptr;
         if (p == nullptr) atomicAdd(counters() + kHeapCounterFailed, 1ull);
         return p;
     }
@@ -812,50 +940,19 @@ private:
     }
 
     // ---- medium and huge: runs of pages (thread-level) ---------------------
+    // Medium: RW_malloc's random region search (a one-lane call); huge: the
+    // word scan of detail::heap_page_run (whole bitmap words).
     __device__ void* run_malloc(unsigned long long bytes) const {
         const unsigned long long pages = (bytes + page_size() - 1) >> v_.page_shift;
-        detail::counter_rng rng = detail::heap_rng();
         if (pages <= static_cast<unsigned long long>(kRwRegionWords) * 64) {
+            detail::counter_rng rng = detail::heap_rng();
             rw_malloc_storage st;  // a one-lane RW_malloc: local scratch
             // Whole pages, so rw_heap records a run (not a shared small run).
             // Its failure count is ours, so it must not count: the caller does.
             return run_ref(kHeapCounterAttachScratch)
                 .malloc(1u << detail::lane_index(), pages << v_.page_shift, st, rng);
         }
-        return huge_malloc(pages, rng);
-    }
-
-    __device__ void* huge_malloc(unsigned long long pages, detail::counter_rng& rng) const {
-        const unsigned words = mapped_pages() / 64;  // whole mapped words (the tail word is never all free)
-        const unsigned long long need64 = (pages + 63) / 64;
-        if (need64 > words || need64 > kHeapLowMask) return nullptr;
-        const unsigned need = unsigned(need64);
-        unsigned long long* bm = page_words();
-        // Every word once from a random start, plus `need` words so a run across
-        // the start is seen too; a run never wraps past the last word.
-        const unsigned start = rng.below(words);
-        unsigned run = 0, run_start = 0;
-        for (unsigned long long i = 0; i < static_cast<unsigned long long>(words) + need; ++i) {
-            const unsigned w = unsigned((start + i) % words);
-            if (w == 0) run = 0;
-            if (detail::load_word(bm + w) != 0) {
-                run = 0;
-                continue;
-            }
-            if (run++ == 0) run_start = w;
-            if (run < need) continue;
-            // Claim the run word by word; roll back on a conflict.
-            unsigned got = 0;
-            while (got < need && atomicCAS(bm + run_start + got, 0ull, ~0ull) == 0ull) ++got;
-            if (got == need) {
-                const unsigned head = run_start * 64;
-                slab_meta()[head] = (kHeapTagHuge << kHeapTagShift) | need;
-                return page_address(head);
-            }
-            for (unsigned j = 0; j < got; ++j) atomicExch(bm + run_start + j, 0ull);  // ours: all ones
-            run = 0;
-        }
-        return nullptr;
+        return detail::heap_page_run(detail::heap_descriptor(v_.counters), bytes);
     }
 
     __device__ bool huge_free(unsigned page) const {

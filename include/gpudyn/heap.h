@@ -53,7 +53,8 @@ typedef struct gpudyn_heap_view_t {
     uint64_t class_state;       /* uint32[16] per size class: slabs attached, attaches under way, current slabs + 1 (heap.cuh) */
     uint64_t directory;         /* uint32 slab head pages of every class, 0xFFFFFFFF = not yet published */
     uint64_t mapped_pages;      /* device address of the uint32 count of pages mapped now */
-    uint64_t counters;          /* device address of uint64[4]: failed allocations, bad frees, -, - */
+    uint64_t counters;          /* device address of uint64[4]: failed allocations, bad frees, -, a placement hint;
+                                   followed by a copy of this view (read by out-of-line device code) */
     uint32_t class_count;       /* size classes (sizes up to page_size / 2) */
     uint32_t max_pages;         /* pages of the reserved range */
     uint32_t max_random_steps;  /* random draws of a medium-run search before it fails */

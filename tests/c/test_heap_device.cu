@@ -680,7 +680,8 @@ static void test_two_heaps() {
     CHECK_OK(gpudyn_heap_destroy(b));
 }
 
-// malloc_pages: odd lanes and lane-dependent sizes (1 B .. 5 pages); each
+// malloc_pages: odd lanes and lane-dependent sizes (1 B .. 5 pages, and 64-80
+// pages for lanes 3 and 19: runs over several bitmap words); each
 // block fills its whole pages (the pattern over the rounded size).
 __global__ void pages_kernel(gpudyn_heap_view_t v, const uint64_t* sizes, uint64_t* ptrs, uint64_t n, uint64_t tag0,
                              uint64_t page) {
@@ -704,7 +705,7 @@ static void test_malloc_pages() {
     const gpudyn_heap_view_t v = view_of(h);
     std::vector<uint64_t> sizes(n), rounded(n);
     for (uint64_t i = 0; i < n; ++i) {
-        sizes[i] = 1 + (i * 2654435761ull) % (5 * P);
+        sizes[i] = 1 + (i * 2654435761ull) % (i % 16 == 3 ? 16 * P : 5 * P) + (i % 16 == 3 ? 64 * P : 0);
         rounded[i] = (sizes[i] + P - 1) / P * P;
     }
     dev_vec<uint64_t> ds(sizes), dp(n);
