@@ -380,8 +380,9 @@ __device__ __forceinline__ bool claim_pages(unsigned long long* bm, unsigned fir
 // GGArray's in-kernel bucket growth calls it, and every register it needs is
 // a register of every push kernel (inlined it costs them fewer than called:
 // 58 against 62, sm_90).  First fit over the page bitmap, each mapped word
-// visited once (a lost claim retries its word up to kHeapClaimTries times),
-// claimed with claim_pages:
+// visited once (a lost claim retries its word up to kHeapClaimTries times; a
+// long run that crosses the start word is seen at the end), claimed with
+// claim_pages:
 //  * n <= 64 pages: a run inside one word (run_starts_in), from a word near
 //    the heap's run hint (counters[kHeapCounterRunHint], the word of the last
 //    such run), so short runs pack into few words and whole free words stay
@@ -410,7 +411,9 @@ __device__ __forceinline__ void* heap_page_run(const heap_view* h, unsigned long
     const unsigned long long r = mix64(clock64() ^ (threadIdx.x + 0x9E3779B9ull * blockIdx.x));
     unsigned w = unsigned((n <= 64 ? load_word(hint) + r % kHeapRunHintWindow : r) % words);
     unsigned run = 0, run_first = 0;  // free pages just before word w, from run_first
-    for (unsigned i = 0, tries = 0; i < words;) {
+    // Every word once, plus (long runs) the words of a run that crosses the start.
+    const unsigned steps = n <= 64 ? words : words + unsigned(span64);
+    for (unsigned i = 0, tries = 0; i < steps;) {
         const unsigned long long used = load_word(bm + w);
         unsigned cand = kHeapNoPage;
         if (n <= 64) {
