@@ -137,8 +137,9 @@ constexpr unsigned kHeapCounterAttachScratch = 2;
 // Not a counter: the bitmap word where heap_page_run last placed a short run
 // (a hint; zeroed with the counters).
 constexpr unsigned kHeapCounterRunHint = 3;
-// Short runs start within this many words of the hint.
-constexpr unsigned kHeapRunHintWindow = 8;
+// Short runs start within this many words past the hint (GGArray: 512
+// LFVectors grow together; a window of 8 made them queue on its words).
+constexpr unsigned kHeapRunHintWindow = 64;
 constexpr unsigned kHeapCounterCount = 4;
 
 // slab_meta records: tag in the top 2 bits.
