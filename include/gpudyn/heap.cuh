@@ -137,8 +137,11 @@ constexpr unsigned kHeapCounterAttachScratch = 2;
 // Not a counter: the bitmap word where heap_page_run last placed a short run
 // (a hint; zeroed with the counters).
 constexpr unsigned kHeapCounterRunHint = 3;
-// Short runs start within this many words past the hint (GGArray: 512
-// LFVectors grow together; a window of 8 made them queue on its words).
+// Short runs start within this many words past the hint, fewer in a heap of
+// fewer than 64 x this many words (1 + words / 64): wide enough that GGArray's
+// 512 LFVectors growing together do not queue on a few words (a window of 8
+// did), narrow enough in a small heap that short runs pack and leave whole
+// words for long ones (a window of 64 failed a 4-array test's 32 MiB budget).
 constexpr unsigned kHeapRunHintWindow = 64;
 constexpr unsigned kHeapCounterCount = 4;
 
@@ -410,7 +413,9 @@ __device__ __forceinline__ void* heap_page_run(const heap_view* h, unsigned long
     // Short runs: a word among the kHeapRunHintWindow from the hint (concurrent
     // growths rarely race for one word); long runs: any word.
     const unsigned long long r = mix64(clock64() ^ (threadIdx.x + 0x9E3779B9ull * blockIdx.x));
-    unsigned w = unsigned((n <= 64 ? load_word(hint) + r % kHeapRunHintWindow : r) % words);
+    const unsigned window = words / kHeapRunHintWindow < kHeapRunHintWindow ? words / kHeapRunHintWindow + 1
+                                                                             : kHeapRunHintWindow;
+    unsigned w = unsigned((n <= 64 ? load_word(hint) + r % window : r) % words);
     unsigned run = 0, run_first = 0;  // free pages just before word w, from run_first
     // Every word once, plus (long runs) the words of a run that crosses the start.
     const unsigned steps = n <= 64 ? words : words + unsigned(span64);
