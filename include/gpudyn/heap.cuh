@@ -65,11 +65,13 @@
 //    by the lane alone (a one-lane mask with a local rw_malloc_storage), recorded
 //    in run_meta by rw_heap's run records; free goes through rw_heap_ref::free
 //    (the record is claimed by a CAS, so one of two concurrent frees wins).
-//  * Huge (more pages than a region): a bounded scan (every mapped word once,
-//    from a random word) for ceil(pages / 64) consecutive all-free bitmap
-//    words, claimed word by word with CAS 0 -> all ones and rolled back on a
-//    conflict; recorded as a huge record in slab_meta at the first page.  Sizes
-//    round up to 64 pages (4 MiB with 64 KiB pages, < 3.2 % of a huge request).
+//  * Huge (more pages than a region): detail::heap_page_run, a bounded scan
+//    (every mapped word once, from a random word) for ceil(pages / 64)
+//    consecutive all-free bitmap words, claimed word by word and rolled back
+//    on a conflict; recorded as a huge record in slab_meta at the first page.
+//    Sizes round up to 64 pages (4 MiB with 64 KiB pages, < 3.2 % of a huge
+//    request).  malloc_pages (GGArray's buckets) takes every run size there:
+//    short runs packed near a hint, longer ones across words (see it).
 //
 // free(p) finds the page of p (p outside the range: bad free), then its record:
 // a slab (the first page or a member page pointing back to it) -> the slot
