@@ -27,17 +27,21 @@
 //    one-page slabs, the P/2 class 4-page slabs of 8), whose slot bits (1 =
 //    used) live out of band (slot_bitmap, P/1024 words per page, indexed by the
 //    slab's first page).  A class keeps a directory of its slabs (an
-//    append-only array of first pages plus a count) and a *current* slab
-//    (1 + slabs / 16 of them, at most 8, chosen by SM: few partly filled
-//    slabs for a small class, less contention on one slab for a large one).
+//    append-only array of first pages plus a count) and *current* slabs
+//    (1 + slabs / 8 of them, at most 32, each on a cache line of its own, SM
+//    s using s % that many: few partly filled slabs for a small class, less
+//    contention on one slab for a large one).
 //    malloc groups the lanes that arrive together (__activemask) by class
 //    (__match_any_sync); the group's lanes read words of the current slab (a
 //    group-uniform random start, lane r at start + r, + n, ..), split the need
 //    by a prefix sum of the free bits they saw, claim with one atomicOr per
 //    lane (retried on the same word while it has free bits, so a lost race is
-//    not a miss) and hand the won slots out by rank (shuffles).  A converged
-//    warp of one class: two state loads, a word load, one atomicOr, shuffles;
-//    a lone lane does the same with k = 1.  So groups fill one slab at a time.
+//    not a miss; when one lane's word has a free slot for every lane, that
+//    lane claims them all and no prefix sum is needed) and hand the won slots
+//    out by rank (shuffles).  A converged warp of one class: a cursor load,
+//    a word load, one atomicOr, a few shuffles; a lone lane makes the same
+//    loads and one atomicOr without the group steps.  So groups fill one slab
+//    at a time.
 //    When the current slab had no free slot, the next rounds draw random slabs
 //    of the class (half the lanes among the newest few, where a burst's free
 //    slots are) and a few words in each; a draw that finds a slab with room
@@ -100,8 +104,10 @@
 //
 // Memory ordering: a slot's bit is set (atomicOr) before its pointer is handed
 // out; a slab is initialised and fenced (__threadfence) before its directory
-// entry is stored, and readers load entries with ld.acquire.gpu, so a reader
-// that sees an entry sees the slab's bits and records.  Huge and medium records
+// entry or a current slab is stored; readers load those with a relaxed
+// gpu-scope load and read what they name only through L2, at addresses
+// computed from the loaded value (load_published), so a reader that sees an
+// entry sees the slab's bits and records.  Huge and medium records
 // are written by the allocating thread before it returns the pointer; a free
 // clears the record (CAS) and fences before releasing the page bits.
 //
@@ -109,7 +115,7 @@
 // lanes that arrive together are aggregated inside (the mask is the
 // __activemask() taken at entry and every lane of it runs every collective step).
 // Pointers are 16-byte aligned; malloc_aligned gives alignments up to P.  Bytes
-// are not zeroed.  Needs sm_70+ (match, nanosleep, ld.acquire); CUDA 13 is sm_75+.
+// are not zeroed.  Needs sm_70+ (match, nanosleep, ld.relaxed); CUDA 13 is sm_75+.
 #pragma once
 
 #include "gpudyn/detail/bits.cuh"
@@ -192,14 +198,19 @@ constexpr unsigned kHeapMissesBeforeAttach = 8;
 // share of its slabs is left nearly empty when the burst ends).
 constexpr unsigned kHeapMinConcurrentAttach = 2;
 constexpr unsigned kHeapAttachShare = 16;
-// Class state (uint32 words per class): slabs attached, attaches under way,
-// then kHeapCursors current slabs (+ 1; 0: none).  A class of s slabs uses
-// 1 + s / kHeapSlabsPerCursor of them (chosen by SM): few partly filled slabs
-// for a small class, less contention on one slab's words for a large one.
-constexpr unsigned kHeapClassStateWords = 16;
-constexpr unsigned kHeapStateCursor = 2;
-constexpr unsigned kHeapCursors = 8;
-constexpr unsigned kHeapSlabsPerCursor = 16;
+// Class state: 128-byte lines (with all of it on one line, which attaches and
+// promotions also write, every warp of a burst loaded that line three times
+// and the burst queued at one L2 slice: 1M converged 16 B mallocs took 0.135
+// ms, 0.072 with these lines).  Line 0: slabs attached, attaches under way.  Line 1: the current
+// slabs in use, 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors; few
+// partly filled slabs for a small class, less contention on one slab for a
+// large one), written only when it grows and read as a hint through L1.
+// Lines 2 ..: the current slabs (+ 1; 0: none), each on its own line; SM s
+// uses cursor s % active.
+constexpr unsigned kHeapStateLineWords = 32;
+constexpr unsigned kHeapCursors = 32;
+constexpr unsigned kHeapSlabsPerCursor = 8;
+constexpr unsigned kHeapClassStateWords = kHeapStateLineWords * (2 + kHeapCursors);
 // Refusals after which a group attaches regardless (a bound on waiting).
 constexpr unsigned kHeapMaxRefusals = 64;
 // Wait of a group refused an attach, in ns (about one attach's latency),
@@ -295,11 +306,24 @@ __host__ __device__ __forceinline__ heap_class heap_class_geometry(unsigned c, u
     return k;
 }
 
-// ld.acquire at GPU scope: later loads of this thread see what the writer
-// stored before its release (here: its __threadfence before the store).
-__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+// A word another thread published (a slab's directory entry, a current slab)
+// after initialising what it names: a relaxed load at GPU scope.  Not
+// ld.acquire: that compiles to an invalidation of the SM's whole L1
+// (CCTL.IVALL), a quarter of a burst of mallocs on the H200.  What the word
+// names is only read with loads that go to L2 (load_word), at addresses
+// computed from the loaded value, so they cannot be performed before it; the
+// publisher fences (__threadfence) before its store.
+__device__ __forceinline__ unsigned load_published(const unsigned* p) {
     unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// A hint another SM may update (the class's cursors in use): a relaxed load at
+// CTA scope, which L1 may serve (a stale value only picks another cursor).
+__device__ __forceinline__ unsigned load_hint(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
 
@@ -636,6 +660,12 @@ private:
     __device__ unsigned* run_meta() const { return reinterpret_cast<unsigned*>(v_.run_meta); }
     __device__ unsigned long long* page_words() const { return reinterpret_cast<unsigned long long*>(v_.page_bitmap); }
     __device__ unsigned* class_state(unsigned c) const { return reinterpret_cast<unsigned*>(v_.class_state) + kHeapClassStateWords * c; }
+    // Cursor i of a class's state, and the cursor the calling SM uses now.
+    __device__ static unsigned* cursor_word(unsigned* state, unsigned i) { return state + kHeapStateLineWords * (2 + i); }
+    __device__ static unsigned sm_cursor(unsigned* state) {
+        const unsigned active = detail::load_hint(state + kHeapStateLineWords);
+        return active > 1 ? detail::sm_id() % (active < kHeapCursors ? active : kHeapCursors) : 0u;
+    }
     __device__ unsigned* directory() const { return reinterpret_cast<unsigned*>(v_.directory); }
     __device__ unsigned mapped_pages() const { return detail::load_word(reinterpret_cast<const unsigned*>(v_.mapped_pages)); }
     __device__ char* page_address(unsigned page) const {
@@ -729,7 +759,7 @@ private:
 
     // ---- small: slabs of a size class ------------------------------------
     // A warp collective over `group` (lanes of one class that arrived together).
-    // Rounds: (a) the class's current slab, scanned by the group's lanes from a
+    // A lone lane first tries one word of the current slab.  Rounds: (a) the class's current slab, scanned by the group's lanes from a
     // group-uniform random word; (b) when it had no free slot, random slabs of
     // the class (half the draws among the newest slabs, where a burst's free
     // slots are); a draw that finds a slab with room left makes it current, so
@@ -749,8 +779,22 @@ private:
         const unsigned nwords = (k.slots + 63) / 64;
         unsigned* state = class_state(c);
         const unsigned* dir = directory() + k.dir_offset;
+        if (n == 1) {
+            // A lone caller (divergent code, or the only lane of its class): a free
+            // slot of one word of the current slab the first round would read, with
+            // none of the group machinery (a divergent burst is bound by the
+            // instructions it issues: 1M one-lane 16 B mallocs 1.36 -> 0.61 ms).
+            const unsigned cur = detail::load_published(cursor_word(state, sm_cursor(state)));
+            if (cur != 0) {
+                const unsigned w = unsigned((static_cast<unsigned long long>(unsigned(clock64()) * 0x9E3779B1u) * nwords) >> 32);
+                unsigned long long* wp = slot_words(cur - 1) + w;
+                const unsigned long long free_bits = ~detail::load_word(wp);
+                const unsigned long long bit = free_bits & (~free_bits + 1);  // its lowest free slot
+                if (bit != 0 && (atomicOr(wp, bit) & bit) == 0)
+                    return page_address(cur - 1) + static_cast<unsigned long long>(w * 64 + detail::lowest_bit(bit)) * k.size;
+            }
+        }
         detail::counter_rng rng = detail::heap_rng();
-        const unsigned sm_cursor = detail::sm_id() % kHeapCursors;
         char* mine = nullptr;
         unsigned misses = 0, refusals = 0;
         bool sweeping = false;
@@ -761,18 +805,13 @@ private:
             const unsigned need = detail::popcount(needy);
             const unsigned needy_rank = detail::popcount(needy & detail::lanes_below());
             // 1. Each lane finds a word with free bits (or none).
-            // The class's slab count and current slab: the SM's cursor of
-            // 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors) spreads the
-            // groups of a large class over several current slabs; the three loads
-            // are independent (one latency).
+            // The SM's current slab (its cursor among the class's cursors in use);
+            // the slab count only when the group reads beyond it.
             unsigned count = 0, cur = 0, cursor = 0;
             if (lane == leader) {
-                count = detail::load_word(state);
-                const unsigned cur0 = detail::load_acquire(state + kHeapStateCursor);
-                const unsigned curs = detail::load_acquire(state + kHeapStateCursor + sm_cursor);
-                const unsigned active = count / kHeapSlabsPerCursor + 1;
-                cursor = sm_cursor < active ? sm_cursor : 0u;
-                cur = cursor != 0 ? curs : cur0;
+                cursor = sm_cursor(state);
+                cur = detail::load_published(cursor_word(state, cursor));
+                if (sweeping || misses != 0 || cur == 0) count = detail::load_word(state);
             }
             count = __shfl_sync(group, count, int(leader));
             cur = __shfl_sync(group, cur, int(leader));
@@ -784,7 +823,7 @@ private:
             if (sweeping) {
                 const unsigned long long q = sweep_pos + rank;
                 if (q < sweep_end) {
-                    slab = detail::load_acquire(dir + unsigned(q / nwords));
+                    slab = detail::load_published(dir + unsigned(q / nwords));
                     w = unsigned(q % nwords);
                     if (slab != kHeapNoPage) free_bits = ~detail::load_word(slot_words(slab) + w);
                 }
@@ -804,7 +843,7 @@ private:
                 const unsigned recent = count < kHeapRecentSlabs ? count : kHeapRecentSlabs;
                 for (unsigned j = 0; j < kHeapDrawProbes; ++j) {
                     const unsigned idx = ((rank + j) & 1) != 0 ? count - 1 - rng.below(recent) : rng.below(count);
-                    const unsigned sl = detail::load_acquire(dir + idx);
+                    const unsigned sl = detail::load_published(dir + idx);
                     if (sl == kHeapNoPage) continue;
                     slab = sl;
                     w = nwords > 1 ? rng.below(nwords) : 0u;
@@ -812,14 +851,21 @@ private:
                     if (free_bits != 0) break;
                 }
             }
-            // 2. A prefix sum of the free bits splits the need; each lane claims its
-            //    share on its word with atomicOr, again on the bits still free when
-            //    another warp took some first.
+            // 2. Claims.  When one lane's word has a free slot for every needy lane
+            //    (a converged group in a slab with room), that lane claims them all;
+            //    else a prefix sum of the free bits splits the need.  A lane claims
+            //    its share on its word with atomicOr, again on the bits still free
+            //    when another warp took some first.
             unsigned long long* wp = free_bits != 0 ? slot_words(slab) + w : nullptr;
             const unsigned f = detail::popcount(free_bits);
-            const unsigned incl = detail::masked_inclusive_sum(group, f);
-            const unsigned s = incl - f;
-            const unsigned take = s < need ? (f < need - s ? f : need - s) : 0;
+            const unsigned enough = __ballot_sync(group, f >= need);
+            unsigned take = 0;
+            if (enough != 0) {
+                take = lane == detail::lowest_bit(enough) ? need : 0u;
+            } else {
+                const unsigned sf = detail::masked_inclusive_sum(group, f) - f;
+                take = sf < need ? (f < need - sf ? f : need - sf) : 0u;
+            }
             unsigned long long got = 0, avail = free_bits;
             unsigned left = 0;  // free bits seen after the last claim
             for (unsigned tries = 0; take != 0 && tries < kHeapClaimTries; ++tries) {
@@ -834,15 +880,15 @@ private:
             // 3. Hand-out by what was won: needy lane of rank r takes the (r - s2)-th
             //    won bit of the lane whose won range [s2, s2 + g) covers r.
             const unsigned g = detail::popcount(got);
-            const unsigned s2 = detail::masked_inclusive_sum(group, g) - g;
             const unsigned contributors = __ballot_sync(group, g != 0);
+            const unsigned s2 = enough != 0 ? 0u : detail::masked_inclusive_sum(group, g) - g;
             for (unsigned rest = contributors; rest != 0; rest &= rest - 1) {
                 const int src = int(detail::lowest_bit(rest));
-                const unsigned cs = __shfl_sync(group, s2, src);
-                const unsigned cg = __shfl_sync(group, g, src);
+                const unsigned cs = enough != 0 ? 0u : __shfl_sync(group, s2, src);
                 const unsigned long long cgot = __shfl_sync(group, got, src);
                 const unsigned cslab = __shfl_sync(group, slab, src);
                 const unsigned cw = __shfl_sync(group, w, src);
+                const unsigned cg = detail::popcount(cgot);
                 if (mine == nullptr && needy_rank >= cs && needy_rank < cs + cg) {
                     const unsigned bit = detail::nth_set_bit(cgot, needy_rank - cs);
                     mine = page_address(cslab) + static_cast<unsigned long long>(cw * 64 + bit) * k.size;
@@ -857,11 +903,11 @@ private:
             const unsigned promote = __ballot_sync(group, !from_current && g != 0 && left >= room);
             // (A plain load first: when many groups promote at once, one CAS per cursor lands.)
             if (promote != 0 && lane == detail::lowest_bit(promote) &&
-                detail::load_word(state + kHeapStateCursor + cursor) == cur)
-                atomicCAS(state + kHeapStateCursor + cursor, cur, slab + 1);
+                detail::load_word(cursor_word(state, cursor)) == cur)
+                atomicCAS(cursor_word(state, cursor), cur, slab + 1);
             const bool progress = contributors != 0;
             misses = progress ? 0 : misses + 1;
-            if (count == 0) misses = kHeapMissesBeforeAttach;  // no slab yet: attach at once
+            if (!from_current && count == 0) misses = kHeapMissesBeforeAttach;  // no slab yet: attach at once
             if (misses < kHeapMissesBeforeAttach) continue;
             // 4. Attach a slab (the leader), pre-claiming slots for the still needy lanes.
             const unsigned still = __ballot_sync(group, mine == nullptr);
@@ -871,7 +917,7 @@ private:
             bool refused = false;
             if (lane == leader) {
                 const unsigned underway = atomicAdd(state + 1, 1u);
-                const unsigned limit = kHeapMinConcurrentAttach + count / kHeapAttachShare;
+                const unsigned limit = kHeapMinConcurrentAttach + detail::load_word(state) / kHeapAttachShare;
                 if (underway >= limit && refusals < kHeapMaxRefusals) {
                     refused = true;
                 } else {
@@ -946,7 +992,10 @@ private:
         unsigned* state = class_state(c);
         const unsigned idx = atomicAdd(state, 1u);
         atomicExch(directory() + k.dir_offset + idx, head);
-        atomicExch(state + kHeapStateCursor + cursor, head + 1);  // the caller's current slab (0: none), after the fence
+        atomicExch(cursor_word(state, cursor), head + 1);  // the caller's current slab (0: none), after the fence
+        const unsigned active = 1 + (idx + 1) / kHeapSlabsPerCursor;
+        if (active > 1 && (idx + 1) % kHeapSlabsPerCursor == 0)  // the class just grew a cursor
+            atomicMax(state + kHeapStateLineWords, active < kHeapCursors ? active : kHeapCursors);
         return head;
     }
 

@@ -50,7 +50,7 @@ typedef struct gpudyn_heap_view_t {
     uint64_t slab_meta;         /* uint32 per page: slab and huge-run records */
     uint64_t slot_bitmap;       /* uint64 words, page_size / 1024 per page: slot bits of the slab headed there */
     uint64_t class_table;       /* uint32[4] per size class: size, slab pages, slots, directory offset */
-    uint64_t class_state;       /* uint32[16] per size class: slabs attached, attaches under way, current slabs + 1 (heap.cuh) */
+    uint64_t class_state;       /* per size class, 128-byte lines (heap.cuh): slabs attached, cursors in use, current slabs + 1 */
     uint64_t directory;         /* uint32 slab head pages of every class, 0xFFFFFFFF = not yet published */
     uint64_t mapped_pages;      /* device address of the uint32 count of pages mapped now */
     uint64_t counters;          /* device address of uint64[4]: failed allocations, bad frees, -, a placement hint;
