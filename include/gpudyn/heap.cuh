@@ -28,7 +28,7 @@
 //    used) live out of band (slot_bitmap, P/1024 words per page, indexed by the
 //    slab's first page).  A class keeps a directory of its slabs (an
 //    append-only array of first pages plus a count) and *current* slabs
-//    (1 + slabs / 8 of them, at most 32, each on a cache line of its own, SM
+//    (1 + slabs / 16 of them, at most 32, each on a cache line of its own, SM
 //    s using s % that many: few partly filled slabs for a small class, less
 //    contention on one slab for a large one).
 //    malloc groups the lanes that arrive together (__activemask) by class
@@ -200,16 +200,16 @@ constexpr unsigned kHeapMinConcurrentAttach = 2;
 constexpr unsigned kHeapAttachShare = 16;
 // Class state: 128-byte lines (with all of it on one line, which attaches and
 // promotions also write, every warp of a burst loaded that line three times
-// and the burst queued at one L2 slice: 1M converged 16 B mallocs took 0.135
-// ms, 0.072 with these lines).  Line 0: slabs attached, attaches under way.  Line 1: the current
+// and the burst queued at one L2 slice).  Line 0: slabs attached, attaches under way.  Line 1: the current
 // slabs in use, 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors; few
 // partly filled slabs for a small class, less contention on one slab for a
-// large one), written only when it grows and read as a hint through L1.
+// large one), written only when it grows (a group reads it from L2, a lone
+// caller's first try through L1).
 // Lines 2 ..: the current slabs (+ 1; 0: none), each on its own line; SM s
 // uses cursor s % active.
 constexpr unsigned kHeapStateLineWords = 32;
 constexpr unsigned kHeapCursors = 32;
-constexpr unsigned kHeapSlabsPerCursor = 8;
+constexpr unsigned kHeapSlabsPerCursor = 16;
 constexpr unsigned kHeapClassStateWords = kHeapStateLineWords * (2 + kHeapCursors);
 // Refusals after which a group attaches regardless (a bound on waiting).
 constexpr unsigned kHeapMaxRefusals = 64;
@@ -662,8 +662,13 @@ private:
     __device__ unsigned* class_state(unsigned c) const { return reinterpret_cast<unsigned*>(v_.class_state) + kHeapClassStateWords * c; }
     // Cursor i of a class's state, and the cursor the calling SM uses now.
     __device__ static unsigned* cursor_word(unsigned* state, unsigned i) { return state + kHeapStateLineWords * (2 + i); }
-    __device__ static unsigned sm_cursor(unsigned* state) {
-        const unsigned active = detail::load_hint(state + kHeapStateLineWords);
+    // `fresh`: read the cursors in use from L2 (a group's round) rather than
+    // through L1 (a lone caller's try; a stale count only picks another cursor,
+    // but in a cold burst a stale 1 for every group crowded one slab, and the
+    // misses attached slabs that stayed nearly empty).
+    __device__ static unsigned sm_cursor(unsigned* state, bool fresh) {
+        const unsigned* in_use = state + kHeapStateLineWords;
+        const unsigned active = fresh ? detail::load_word(in_use) : detail::load_hint(in_use);
         return active > 1 ? detail::sm_id() % (active < kHeapCursors ? active : kHeapCursors) : 0u;
     }
     __device__ unsigned* directory() const { return reinterpret_cast<unsigned*>(v_.directory); }
@@ -783,8 +788,8 @@ private:
             // A lone caller (divergent code, or the only lane of its class): a free
             // slot of one word of the current slab the first round would read, with
             // none of the group machinery (a divergent burst is bound by the
-            // instructions it issues: 1M one-lane 16 B mallocs 1.36 -> 0.61 ms).
-            const unsigned cur = detail::load_published(cursor_word(state, sm_cursor(state)));
+            // instructions it issues).
+            const unsigned cur = detail::load_published(cursor_word(state, sm_cursor(state, false)));
             if (cur != 0) {
                 const unsigned w = unsigned((static_cast<unsigned long long>(unsigned(clock64()) * 0x9E3779B1u) * nwords) >> 32);
                 unsigned long long* wp = slot_words(cur - 1) + w;
@@ -809,7 +814,7 @@ private:
             // the slab count only when the group reads beyond it.
             unsigned count = 0, cur = 0, cursor = 0;
             if (lane == leader) {
-                cursor = sm_cursor(state);
+                cursor = sm_cursor(state, true);
                 cur = detail::load_published(cursor_word(state, cursor));
                 if (sweeping || misses != 0 || cur == 0) count = detail::load_word(state);
             }
@@ -914,19 +919,31 @@ private:
             const unsigned still_n = detail::popcount(still);
             const unsigned claimed = still_n < k.slots ? still_n : k.slots;
             unsigned head = kHeapNoPage;
-            bool refused = false;
+            bool refused = false, grown = false;
             if (lane == leader) {
-                const unsigned underway = atomicAdd(state + 1, 1u);
-                const unsigned limit = kHeapMinConcurrentAttach + detail::load_word(state) / kHeapAttachShare;
-                if (underway >= limit && refusals < kHeapMaxRefusals) {
-                    refused = true;
+                // A slab attached since this round read the count has room: read it
+                // first (in a burst, groups that decided together attached a slab
+                // each, and the last ones stayed nearly empty).
+                if (detail::load_word(state) != count && refusals < kHeapMaxRefusals) {
+                    grown = true;
                 } else {
-                    head = attach_slab(c, k, claimed, cursor, rng);
+                    const unsigned underway = atomicAdd(state + 1, 1u);
+                    const unsigned limit = kHeapMinConcurrentAttach + detail::load_word(state) / kHeapAttachShare;
+                    if (underway >= limit && refusals < kHeapMaxRefusals) {
+                        refused = true;
+                    } else {
+                        head = attach_slab(c, k, claimed, cursor, rng);
+                    }
+                    atomicSub(state + 1, 1u);
                 }
-                atomicSub(state + 1, 1u);
             }
             head = __shfl_sync(group, head, int(leader));
             refused = __shfl_sync(group, refused, int(leader));
+            if (__shfl_sync(group, grown, int(leader))) {
+                ++refusals;
+                misses = 0;
+                continue;
+            }
             if (head != kHeapNoPage) {
                 const unsigned r = detail::popcount(still & detail::lanes_below());
                 if (mine == nullptr && r < claimed)
