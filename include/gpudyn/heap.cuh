@@ -100,7 +100,8 @@
 // medium runs (one bit per 16 bytes: another 0.78 %), two uint32 records per page, one bitmap bit per page,
 // the class directories (sum over classes of max_pages / slab_pages(c) uint32:
 // 0.4 % with 64 KiB pages, 2.5 % with 4 KiB pages).  About 2 % of max_bytes
-// with 64 KiB pages, 4 % with 4 KiB pages.
+// with 64 KiB pages, 4 % with 4 KiB pages, plus the class states, 4.25 KiB per
+// class whatever the heap's size (0.3 MiB with 64 KiB pages, 0.5 MiB with 2 MiB).
 //
 // Memory ordering: a slot's bit is set (atomicOr) before its pointer is handed
 // out; a slab is initialised and fenced (__threadfence) before its directory
