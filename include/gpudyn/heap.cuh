@@ -391,13 +391,13 @@ __device__ __forceinline__ bool claim_pages(unsigned long long* bm, unsigned fir
     for (unsigned w = first / 64; w * 64 < end; ++w) {
         const unsigned lo = first > w * 64 ? first - w * 64 : 0;
         const unsigned hi = end - w * 64 < 64 ? end - w * 64 : 64;
-        const unsigned long long want = (hi - lo == 64 ? ~0ull : ((1ull << (hi - lo)) - 1)) << lo;
+        const unsigned long long want = bit_range<unsigned long long>(lo, hi);
         const unsigned long long old = atomicOr(bm + w, want);
         if ((old & want) != 0) {
             atomicAnd(bm + w, ~(want & ~old));
             for (unsigned k = first / 64; k < w; ++k) {  // earlier words: all of `want` was ours
                 const unsigned l2 = first > k * 64 ? first - k * 64 : 0;
-                atomicAnd(bm + k, ~(~0ull << l2));
+                atomicAnd(bm + k, ~bit_range<unsigned long long>(l2, 64));
             }
             return false;
         }
@@ -484,12 +484,9 @@ __device__ __forceinline__ void* heap_page_run(const heap_view* h, unsigned long
     if (huge) {
         reinterpret_cast<unsigned*>(h->slab_meta)[first] = (kHeapTagHuge << kHeapTagShift) | unsigned(span64);
     } else {
-        unsigned* m = reinterpret_cast<unsigned*>(h->run_meta);
-        for (unsigned k = 1; k < n; ++k) m[first + k] = (kRwMetaMember << kRwMetaTagShift) | k;
-        m[first] = (kRwMetaLarge << kRwMetaTagShift) | n;
+        write_run_records(reinterpret_cast<unsigned*>(h->run_meta), first, n, (kRwMetaLarge << kRwMetaTagShift) | n);
         __threadfence();  // the records before the live bit (rw_heap_ref::free reads them after it)
-        const unsigned long long g = (static_cast<unsigned long long>(first) << shift) / kRwMallocAlign;
-        atomicOr(reinterpret_cast<unsigned*>(h->run_starts) + g / kRwLiveWordBits, 1u << (g % kRwLiveWordBits));
+        set_live_start(reinterpret_cast<unsigned*>(h->run_starts), static_cast<unsigned long long>(first) << shift);
     }
     return reinterpret_cast<char*>(h->base) + (static_cast<unsigned long long>(first) << shift);
 }
@@ -925,11 +922,12 @@ private:
                 // A slab attached since this round read the count has room: read it
                 // first (in a burst, groups that decided together attached a slab
                 // each, and the last ones stayed nearly empty).
-                if (detail::load_word(state) != count && refusals < kHeapMaxRefusals) {
+                const unsigned now = detail::load_word(state);
+                if (now != count && refusals < kHeapMaxRefusals) {
                     grown = true;
                 } else {
                     const unsigned underway = atomicAdd(state + 1, 1u);
-                    const unsigned limit = kHeapMinConcurrentAttach + detail::load_word(state) / kHeapAttachShare;
+                    const unsigned limit = kHeapMinConcurrentAttach + now / kHeapAttachShare;
                     if (underway >= limit && refusals < kHeapMaxRefusals) {
                         refused = true;
                     } else {
@@ -1012,7 +1010,7 @@ private:
         atomicExch(directory() + k.dir_offset + idx, head);
         atomicExch(cursor_word(state, cursor), head + 1);  // the caller's current slab (0: none), after the fence
         const unsigned active = 1 + (idx + 1) / kHeapSlabsPerCursor;
-        if (active > 1 && (idx + 1) % kHeapSlabsPerCursor == 0)  // the class just grew a cursor
+        if ((idx + 1) % kHeapSlabsPerCursor == 0)  // the class just grew a cursor
             atomicMax(state + kHeapStateLineWords, active < kHeapCursors ? active : kHeapCursors);
         return head;
     }

@@ -189,6 +189,20 @@ struct rw_bitmap {
     }
 };
 
+// A malloc run's page records: pages after the first point back to it, the
+// first holds `head` (what the run is; free() reads it after the live bit).
+__device__ __forceinline__ void write_run_records(unsigned* meta, unsigned first, unsigned n, unsigned head) {
+    for (unsigned i = 1; i < n; ++i) meta[first + i] = (kRwMetaMember << kRwMetaTagShift) | i;
+    meta[first] = head;
+}
+
+// Sets the live-start bit of the pointer `offset` bytes from the pool: last,
+// after the records are fenced, so only a free that clears it frees.
+__device__ __forceinline__ void set_live_start(unsigned* live, unsigned long long offset) {
+    const unsigned long long g = offset / kRwMallocAlign;
+    atomicOr(live + g / kRwLiveWordBits, 1u << (g % kRwLiveWordBits));
+}
+
 }  // namespace detail
 
 // Device handle over a view.  Cheap to construct; copy freely.
@@ -612,11 +626,10 @@ private:
         // the first page says what the run is, its later pages point back to it
         // (so free_page refuses them too).
         if (first != kRwInvalidPage) {
-            unsigned* m = meta();
-            for (unsigned i = 1; i < my_need; ++i) m[first + i] = (kRwMetaMember << kRwMetaTagShift) | i;
-            m[first] = lane == owner ? (kRwMetaShared << kRwMetaTagShift) |
-                                           (detail::popcount(small_mask) << kRwMetaRefShift) | my_need
-                                     : (kRwMetaLarge << kRwMetaTagShift) | my_need;
+            detail::write_run_records(meta(), first, my_need,
+                                      lane == owner ? (kRwMetaShared << kRwMetaTagShift) |
+                                                          (detail::popcount(small_mask) << kRwMetaRefShift) | my_need
+                                                    : (kRwMetaLarge << kRwMetaTagShift) | my_need);
             __threadfence();
         } else if (my_need != 0) {
             fail();
@@ -635,10 +648,7 @@ private:
             p = static_cast<char*>(page_address(first));
         }
         // Each pointer's start goes live last: only a free that clears it frees.
-        if (p != nullptr) {
-            const unsigned long long g = (reinterpret_cast<unsigned long long>(p) - v_.pool) / kRwMallocAlign;
-            atomicOr(live_starts() + g / kRwLiveWordBits, 1u << (g % kRwLiveWordBits));
-        }
+        if (p != nullptr) detail::set_live_start(live_starts(), reinterpret_cast<unsigned long long>(p) - v_.pool);
         return p;
     }
 
