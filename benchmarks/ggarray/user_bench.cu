@@ -114,10 +114,10 @@ constexpr int kGrowthDoublings = 7;
 constexpr int kGrowthRepeats = 5;
 constexpr int kQuickGrowthRepeats = 2;
 constexpr int kChunkItems = 8;             // items a thread in push_back_chunk's tiles (its default)
-// Elements a block hands to one push_back_chunk: 8 tiles of 256 threads x 8 items
-// (64 KiB of int32 per reservation; the chunk is read twice, count then store, and
-// 64 KiB x the resident blocks stays in the H200's 50 MB L2 between the two reads).
-constexpr u64 kChunk = u64(kBlock) * kChunkItems * 8;
+// Elements a block hands to one push_back_chunk: one tile, 256 threads x 8 items
+// (8 KiB of int32 per reservation): a chunk of at most one tile a warp is read
+// once, into registers; a larger one is read twice (count, then store).
+constexpr u64 kChunk = u64(kBlock) * kChunkItems;
 // Grid of the grid-stride helper kernels (input fill, verification): 8 blocks of
 // 256 threads per SM, the 2048 resident threads an SM holds on sm_80/sm_90.
 constexpr unsigned kHelperBlocksPerSm = 8;

@@ -176,7 +176,9 @@ public:
     }
     // A block's chunk of n candidates (src.flag(j), src.value(j), j < n; see
     // block_inserter::push_chunk) appended to LFVector l with ONE reservation.
-    // Every thread of the block calls with the same l, n and src.
+    // Every thread of the block calls with the same l, n and src.  Fastest with
+    // n <= threads x Items: each candidate is then read once (larger chunks are
+    // read twice, count then store).
     template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
     __device__ bool push_back_chunk_to(unsigned l, push_storage<BX, A, BY, BZ>& s, unsigned long long n,
                                        const Src& src) const {

@@ -521,6 +521,55 @@ struct block_inserter {
         return ok;
     }
 
+    // push_chunk when every warp's piece [lo, hi) is at most one tile: each
+    // candidate is read once, into registers, ranked in the warp, and stored
+    // after the block's reservation (no counting pass, two barriers).
+    template <int Items, class T, class Sink, class Src>
+    __device__ static bool push_one_tile(TempStorage& s, Sink& sink, unsigned long long lo, unsigned long long hi,
+                                         const Src& src, unsigned warp, unsigned nwarps, unsigned mask,
+                                         unsigned nlanes) {
+        const unsigned lane = detail::lane_index();
+        bool flag[Items];
+        T value[Items];
+#pragma unroll
+        for (int k = 0; k < Items; ++k) {
+            const unsigned long long j = lo + (unsigned long long)k * nlanes + lane;
+            flag[k] = j < hi && (src.all_flagged() || src.flag(j));
+            value[k] = flag[k] ? src.value(j) : T{};
+        }
+        unsigned off[Items], total = 0;
+        warp_rank_type::template rank_tile<Items>(s.warp, mask, nlanes, flag, off, &total);
+        if (lane == 0) s.warp_base[warp] = total;
+        __syncthreads();
+        unsigned long long count = 0;  // thread 0's: the block's total, for reserve_block
+        if (detail::block_thread_rank() == 0) {
+            for (unsigned w = 0; w < nwarps; ++w) {
+                const unsigned long long c = s.warp_base[w];
+                s.warp_base[w] = count;
+                count += c;
+            }
+        }
+        unsigned long long base = 0;
+        const bool ok = reserve_block(s, sink, count, &base);
+        if (ok && total > 0) {
+            const unsigned long long at = base + s.warp_base[warp];
+            unsigned long long first = 0, end = 0;
+            T* p = sink.extent(s.window, at, &first, &end);
+            if (at + total <= end) {
+                p += at - first;
+#pragma unroll
+                for (int k = 0; k < Items; ++k)
+                    if (flag[k]) p[off[k]] = value[k];
+            } else {  // the warp's values straddle two pieces
+#pragma unroll
+                for (int k = 0; k < Items; ++k)
+                    if (flag[k]) sink.store(s.window, at + off[k], value[k]);
+            }
+        }
+        __syncthreads();  // the storage may be reused right after the call
+        return ok;
+    }
+
     // A block's whole chunk with ONE reservation: every thread calls with the
     // same n and src; the candidates are j in [0, n) (j: index in the block's
     // chunk).  The chunk is cut into one contiguous piece per warp (multiples of
@@ -545,6 +594,15 @@ struct block_inserter {
         piece = (piece + detail::kWarpLanes - 1) / detail::kWarpLanes * detail::kWarpLanes;
         const unsigned long long lo = (unsigned long long)warp * piece < n ? (unsigned long long)warp * piece : n;
         const unsigned long long hi = lo + piece < n ? lo + piece : n;
+        if constexpr (Algo != insert_algo::tensor_scan) {  // (its ranking needs init and a barrier first)
+            // Block-uniform: full warps hold a tile of 32 x Items, the last warp
+            // (maybe fewer lanes) what is left of n after the others' pieces.
+            const unsigned long long last_lo = (nwarps - 1) * piece < n ? (nwarps - 1) * piece : n;
+            const unsigned last_lanes = nt - (nwarps - 1) * detail::kWarpLanes;
+            if (piece <= (unsigned long long)detail::kWarpLanes * Items &&
+                n - last_lo <= (unsigned long long)last_lanes * Items)
+                return push_one_tile<Items, T>(s, sink, lo, hi, src, warp, nwarps, mask, nlanes);
+        }
         unsigned long long mine = 0;
         if (src.all_flagged()) {
             mine = lane == 0 ? hi - lo : 0;
