@@ -256,6 +256,27 @@ __global__ void __launch_bounds__(kBlock) keep_grid_stride(View view, const int*
         if (x < threshold) out.push_back(x);
     }
 }
+// Warp-level: each lane loads kChunkItems candidates of its warp's tile
+// (candidate k * 32 + lane: coalesced), then one push_back(flags, values) per
+// tile: one reservation a warp, no shared memory, no barrier; grid-stride.
+template <class Ref, class View>
+__global__ void __launch_bounds__(kBlock) keep_warp_tiles(View view, const int* in, u64 n, int threshold) {
+    constexpr u64 kTile = 32 * kChunkItems;
+    const Ref out{view};
+    const unsigned lane = threadIdx.x % 32;
+    const u64 warps = u64(gridDim.x) * (blockDim.x / 32);
+    for (u64 t = (blockIdx.x * u64(blockDim.x) + threadIdx.x) / 32; t * kTile < n; t += warps) {
+        bool keep[kChunkItems];
+        int x[kChunkItems];
+#pragma unroll
+        for (int k = 0; k < kChunkItems; ++k) {
+            const u64 j = t * kTile + u64(k) * 32 + lane;
+            x[k] = j < n ? in[j] : 0;
+            keep[k] = j < n && x[k] < threshold;
+        }
+        out.push_back(keep, x);
+    }
+}
 // Block-level: each block hands kChunk candidates at a time to push_back_chunk
 // (one reservation per chunk), grid-stride over the chunks.
 struct keep_source {
@@ -768,6 +789,9 @@ std::string section_compaction(u64 n, int repeats) {
     const unsigned gs_gg = grid_stride_blocks(keep_grid_stride<gpudyn::ggarray_ref<int>, gpudyn_ggarray_view_t>);
     const unsigned gs_st = grid_stride_blocks(keep_grid_stride<gpudyn::static_array_ref<int>, gpudyn_static_array_view_t>);
     const unsigned gs_chunk = grid_stride_blocks(keep_chunk);
+    const unsigned gs_warp_gg = grid_stride_blocks(keep_warp_tiles<gpudyn::ggarray_ref<int>, gpudyn_ggarray_view_t>);
+    const unsigned gs_warp_st =
+        grid_stride_blocks(keep_warp_tiles<gpudyn::static_array_ref<int>, gpudyn_static_array_view_t>);
     gpudyn_static_array_options_t so;
     GD(gpudyn_static_array_options_init(&so));
     so.capacity = n;
@@ -802,13 +826,14 @@ std::string section_compaction(u64 n, int repeats) {
         // ---- GGArray, reused; three kernels ----
         budget_state budget;
         jobj gg_j;
-        for (int kernel = 0; kernel < 3; ++kernel) {
-            static const char* names[] = {"one_per_thread", "grid_stride", "chunk"};
+        for (int kernel = 0; kernel < 4; ++kernel) {
+            static const char* names[] = {"one_per_thread", "grid_stride", "chunk", "warp_tiles"};
             const std::string tag = std::string(label) + " ggarray " + names[kernel];
             series s = reused_ggarray_runs(tag, repeats, budget, want[p], dg, [&](const gpudyn_ggarray_view_t& v) {
                 if (kernel == 0) keep_one_per_thread<gpudyn::ggarray_ref<int>><<<blocks_for(n), kBlock>>>(v, in, n, thr);
                 else if (kernel == 1) keep_grid_stride<gpudyn::ggarray_ref<int>><<<gs_gg, kBlock>>>(v, in, n, thr);
-                else keep_chunk<<<gs_chunk, kBlock>>>(v, in, n, thr);
+                else if (kernel == 2) keep_chunk<<<gs_chunk, kBlock>>>(v, in, n, thr);
+                else keep_warp_tiles<gpudyn::ggarray_ref<int>><<<gs_warp_gg, kBlock>>>(v, in, n, thr);
             });
             s.kernel = names[kernel];
             gg_j.obj(names[kernel], s.json());
@@ -817,12 +842,13 @@ std::string section_compaction(u64 n, int repeats) {
 
         // ---- static array of capacity N ----
         jobj st_j;
-        for (int kernel = 0; kernel < 2; ++kernel) {
-            static const char* names[] = {"one_per_thread", "grid_stride"};
+        for (int kernel = 0; kernel < 3; ++kernel) {
+            static const char* names[] = {"one_per_thread", "grid_stride", "warp_tiles"};
             const std::string tag = std::string(label) + " static " + names[kernel];
             series s = static_array_runs(sa, tag, repeats, want[p], dg, [&](const gpudyn_static_array_view_t& v) {
                 if (kernel == 0) keep_one_per_thread<gpudyn::static_array_ref<int>><<<blocks_for(n), kBlock>>>(v, in, n, thr);
-                else keep_grid_stride<gpudyn::static_array_ref<int>><<<gs_st, kBlock>>>(v, in, n, thr);
+                else if (kernel == 1) keep_grid_stride<gpudyn::static_array_ref<int>><<<gs_st, kBlock>>>(v, in, n, thr);
+                else keep_warp_tiles<gpudyn::static_array_ref<int>><<<gs_warp_st, kBlock>>>(v, in, n, thr);
             });
             s.kernel = names[kernel];
             st_j.obj(names[kernel], s.json());
@@ -845,6 +871,7 @@ std::string section_compaction(u64 n, int repeats) {
     jobj sec;
     sec.u("n", n).u("block", kBlock).u("chunk_elements", kChunk).u("chunk_items", kChunkItems)
         .u("grid_stride_blocks_ggarray", gs_gg).u("grid_stride_blocks_static", gs_st).u("chunk_blocks", gs_chunk)
+        .u("warp_tiles_blocks_ggarray", gs_warp_gg).u("warp_tiles_blocks_static", gs_warp_st)
         .u("num_lfvectors", o.num_lfvectors).u("first_bucket_elements", o.first_bucket_elements)
         .u("element_bytes", sizeof(int)).raw("selectivities", jlist(rows));
     return sec.str();

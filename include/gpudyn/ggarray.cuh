@@ -142,6 +142,15 @@ public:
         if (!valid()) return false;
         return detail::warp_push_many<T>(__activemask(), sink{this, block_lfvector()}, values, n);
     }
+    // Items (flag, value) pairs per thread: the flagged values of the lanes that
+    // call together with one reservation, item k of every lane (lane order)
+    // before item k + 1 (a warp that loads candidate k * 32 + lane keeps input
+    // order); all or nothing per group.  No shared memory, no barrier.
+    template <int Items>
+    __device__ bool push_back(const bool (&flag)[Items], const T (&value)[Items]) const {
+        if (!valid()) return false;
+        return detail::warp_push_flagged<Items>(__activemask(), sink{this, block_lfvector()}, flag, value);
+    }
     // Appends x to LFVector l (l < num_lfvectors, else false): lanes that call
     // together with the same l share one reservation (__match_any_sync).
     __device__ bool push_back_to(unsigned l, const T& x) const {

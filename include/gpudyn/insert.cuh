@@ -41,21 +41,6 @@ enum class insert_algo : int { atomic = 0, warp_scan = 1, tensor_scan = 2 };
 // Largest block the default TempStorage serves (CUDA's limit on threads per block).
 constexpr unsigned kMaxBlockThreads = 1024;
 
-// Counts of Items flags packed into FieldBits-bit fields of 64-bit words (item
-// k: field k mod (64/FieldBits) of word k / (64/FieldBits)), so one shuffle scan
-// of a word scans all its items at once; the scans below keep every field
-// below 2^FieldBits, so no field carries into the next.
-template <unsigned FieldBits, int Items>
-__device__ __forceinline__ void pack_item_flags(const bool (&flag)[Items],
-                                                unsigned long long (&mine)[(Items * FieldBits + 63) / 64]) {
-    constexpr unsigned kFields = 64 / FieldBits;
-#pragma unroll
-    for (unsigned w = 0; w < (Items * FieldBits + 63) / 64; ++w) mine[w] = 0;
-#pragma unroll
-    for (int k = 0; k < Items; ++k)
-        if (flag[k]) mine[k / kFields] += 1ull << (FieldBits * (k % kFields));
-}
-
 template <insert_algo Algo, unsigned MaxThreads = kMaxBlockThreads>
 struct block_rank;
 
@@ -149,7 +134,7 @@ struct block_rank<insert_algo::warp_scan, MaxThreads> {
             const unsigned last_lane = detail::highest_lane(mask);
             static_assert(W == (Items * kFieldBits + 63) / 64, "one word per kFieldsPerWord items");
             unsigned long long mine[W], incl[W];
-            pack_item_flags<kFieldBits, Items>(flag, mine);
+            detail::pack_item_flags<kFieldBits, Items>(flag, mine);
 #pragma unroll
             for (unsigned w = 0; w < W; ++w) {
                 incl[w] = detail::contiguous_lanes_inclusive_sum(mask, mine[w]);
@@ -309,25 +294,7 @@ struct warp_rank<insert_algo::warp_scan, MaxThreads> {
     template <int Items>
     __device__ static void rank_tile(TempStorage&, unsigned mask, unsigned nlanes, const bool (&flag)[Items],
                                      unsigned (&off)[Items], unsigned* tile_total) {
-        constexpr unsigned W = (unsigned(Items) + kFields - 1) / kFields;
-        constexpr unsigned long long kField = (1ull << kFieldBits) - 1ull;
-        static_assert(W == (Items * kFieldBits + 63) / 64, "one word per kFields items");
-        unsigned long long mine[W], excl[W], tot[W];
-        pack_item_flags<kFieldBits, Items>(flag, mine);
-#pragma unroll
-        for (unsigned w = 0; w < W; ++w) {
-            const unsigned long long incl = detail::contiguous_lanes_inclusive_sum(mask, mine[w]);
-            tot[w] = __shfl_sync(mask, incl, int(nlanes - 1));
-            excl[w] = incl - mine[w];
-        }
-        unsigned run = 0;
-#pragma unroll
-        for (int k = 0; k < Items; ++k) {
-            const unsigned shift = kFieldBits * (k % kFields);
-            off[k] = run + unsigned((excl[k / kFields] >> shift) & kField);
-            run += unsigned((tot[k / kFields] >> shift) & kField);
-        }
-        *tile_total = run;
+        *tile_total = detail::rank_flagged_items<Items>(mask, nlanes - 1, flag, off);
     }
 };
 

@@ -3,8 +3,9 @@
 //   A  divergent pushes: odd lanes only, early-returning threads, one thread
 //      per block, 2-D and 3-D blocks (partial last warps), loops whose trip
 //      count differs per lane, several values per thread (push_back(values, n),
-//      n = 0 included), and GGArray's push_back_to(l, x) with lanes of one warp
-//      aiming at different LFVectors.  Every push returns true and every pushed
+//      n = 0 included), push_back(flags, values) from two branches, and
+//      GGArray's push_back_to(l, x) with lanes of one warp aiming at different
+//      LFVectors.  Every push returns true and every pushed
 //      value (unique per thread and item) is stored exactly once; the GGArray
 //      grows inside the kernel (32-element first buckets: groups straddle
 //      buckets) from the pool (after reserve) and from its heap (no pool);
@@ -67,9 +68,9 @@ __host__ __device__ inline unsigned mix(unsigned x) {  // "lowbias32" (C. Wellon
     return x;
 }
 
-enum pattern { kOddLanes, kEarlyReturn, kLoneThread, kParity, kLoops, kMany, kTargets, kPatterns };
+enum pattern { kOddLanes, kEarlyReturn, kLoneThread, kParity, kLoops, kMany, kTargets, kFlagged, kPatterns };
 static const char* const pattern_name[] = {"odd lanes", "early return", "lone thread", "parity (2-D/3-D)",
-                                           "loops", "several values", "push_back_to"};
+                                           "loops", "several values", "push_back_to", "flags and values"};
 
 // Items thread t (rank r in its block of `threads`, block b, coordinates x,y,z)
 // pushes with pattern p: items 0..count-1.  The same function decides on the
@@ -84,6 +85,7 @@ __host__ __device__ inline unsigned items_of(int p, unsigned t, unsigned r, unsi
         case kLoops: return mix(t) % 7;
         case kMany: return t % 4 == 3 ? 0 : mix(t) % 6;
         case kTargets: return t % 2;
+        case kFlagged: return t % 5 == 4 ? 0 : mix(t) % (kItems + 1);
     }
     return 0;
 }
@@ -109,6 +111,20 @@ __global__ void push_kernel(View view, int p, unsigned char* ok) {
         for (unsigned j = 0; j < k; ++j) v[j] = int(t * kItems + j);
         if (t % 4 == 3) return;  // these threads leave (k == 0 for them)
         const bool stored = a.push_back(v, k);
+        for (unsigned j = 0; j < k; ++j) ok[t * kItems + j] = stored;
+        return;
+    }
+    if (p == kFlagged) {  // push_back(flags, values): items j < k flagged, two branches, early leavers
+        if (t % 5 == 4) return;
+        bool f[kItems];
+        int v[kItems];
+        for (unsigned j = 0; j < kItems; ++j) {
+            f[j] = j < k;
+            v[j] = int(t * kItems + j);
+        }
+        bool stored;
+        if (t % 2 == 0) stored = a.push_back(f, v);
+        else stored = a.push_back(f, v);
         for (unsigned j = 0; j < k; ++j) ok[t * kItems + j] = stored;
         return;
     }

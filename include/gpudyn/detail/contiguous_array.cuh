@@ -42,6 +42,14 @@ public:
         if (!valid()) return false;
         return warp_push_many<T>(__activemask(), sink{this}, values, n);
     }
+    // Items (flag, value) pairs per thread: the flagged values of the lanes that
+    // call together with one reservation, item k of every lane (lane order)
+    // before item k + 1; all or nothing per group.
+    template <int Items>
+    __device__ bool push_back(const bool (&flag)[Items], const T (&value)[Items]) const {
+        if (!valid()) return false;
+        return warp_push_flagged<Items>(__activemask(), sink{this}, flag, value);
+    }
 
     // ---- block-level push (every thread of the block calls) ----
     // Items (flag, value) pairs per thread, one reservation per block; the

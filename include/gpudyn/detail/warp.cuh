@@ -100,6 +100,49 @@ __device__ __forceinline__ T masked_inclusive_sum(unsigned mask, T value) {
     return value;
 }
 
+// Counts of Items flags packed into FieldBits-bit fields of 64-bit words (item
+// k: field k mod (64/FieldBits) of word k / (64/FieldBits)), so one shuffle scan
+// of a word scans all its items at once; the scans keep every field
+// below 2^FieldBits, so no field carries into the next.
+template <unsigned FieldBits, int Items>
+__device__ __forceinline__ void pack_item_flags(const bool (&flag)[Items],
+                                                unsigned long long (&mine)[(Items * FieldBits + 63) / 64]) {
+    constexpr unsigned kFields = 64 / FieldBits;
+#pragma unroll
+    for (unsigned w = 0; w < (Items * FieldBits + 63) / 64; ++w) mine[w] = 0;
+#pragma unroll
+    for (int k = 0; k < Items; ++k)
+        if (flag[k]) mine[k / kFields] += 1ull << (FieldBits * (k % kFields));
+}
+
+// Ranks the flagged items of the lanes of `mask` (any mask; `last` its highest
+// lane) in item-major order: item k of every lane in lane order, then item
+// k + 1.  off[k]: the offset of a flagged item k of the calling lane; returns
+// the group's count (< 2^16: at most 32 lanes x 2^11 items).
+template <int Items>
+__device__ __forceinline__ unsigned rank_flagged_items(unsigned mask, unsigned last, const bool (&flag)[Items],
+                                                       unsigned (&off)[Items]) {
+    constexpr unsigned kFieldBits = 8, kFields = 64 / kFieldBits;  // a field counts at most 32 lanes
+    constexpr unsigned W = (unsigned(Items) + kFields - 1) / kFields;
+    constexpr unsigned long long kField = (1ull << kFieldBits) - 1ull;
+    unsigned long long mine[W], excl[W], tot[W];
+    pack_item_flags<kFieldBits, Items>(flag, mine);
+#pragma unroll
+    for (unsigned w = 0; w < W; ++w) {
+        const unsigned long long incl = masked_inclusive_sum(mask, mine[w]);
+        tot[w] = __shfl_sync(mask, incl, int(last));
+        excl[w] = incl - mine[w];
+    }
+    unsigned run = 0;
+#pragma unroll
+    for (int k = 0; k < Items; ++k) {
+        const unsigned shift = kFieldBits * (k % kFields);
+        off[k] = run + unsigned((excl[k / kFields] >> shift) & kField);
+        run += unsigned((tot[k / kFields] >> shift) & kField);
+    }
+    return run;
+}
+
 // Maximum of `value` over the lanes of `mask`.  sm_80+ has a reduction
 // instruction; older GPUs shuffle from every lane of the mask in turn.
 __device__ __forceinline__ unsigned masked_max(unsigned mask, unsigned value) {

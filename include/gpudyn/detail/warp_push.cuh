@@ -75,6 +75,29 @@ __device__ __forceinline__ bool warp_push_many(unsigned peers, const Sink& sink,
     return true;
 }
 
+// Items (flag, value) pairs per calling lane: the group's flagged values with
+// one claim, in item-major order (item k of every lane in lane order, then
+// item k + 1: lanes that loaded candidate k * 32 + lane keep input order).
+// Returns the same bool in every lane of `peers` (true when none is flagged).
+template <int Items, class T, class Sink>
+__device__ __forceinline__ bool warp_push_flagged(unsigned peers, const Sink& sink, const bool (&flag)[Items],
+                                                  const T (&value)[Items]) {
+    const unsigned last = detail::highest_lane(peers);
+    unsigned off[Items];
+    const unsigned total = rank_flagged_items<Items>(peers, last, flag, off);
+    if (total == 0) return true;
+    unsigned long long base = 0;
+    unsigned word = 0;
+    if (detail::lane_index() == last) base = sink.claim(total, &word);
+    base = __shfl_sync(peers, base, int(last));
+    word = __shfl_sync(peers, word, int(last));
+    if (!sink.settle(base, total, word)) return false;
+#pragma unroll
+    for (int k = 0; k < Items; ++k)
+        if (flag[k]) sink.store_run(base + off[k], &value[k], 1u);
+    return true;
+}
+
 }  // namespace detail
 }  // namespace v0
 }  // namespace gpudyn

@@ -9,7 +9,8 @@ contender and what its timing covers) and computes from its raw JSON:
   - "GGArray reused vs CUB two-pass, mean M": the same for one array kept across runs
     (clear + get_view + kernel + size);
   - "in-kernel push vs DeviceSelect::If, P % kept": DeviceSelect::If ms / the fastest
-    GGArray kernel (one element per thread, grid-stride, block-level push_back_chunk);
+    GGArray kernel (one element per thread, grid-stride, block-level push_back_chunk,
+    warp tiles: push_back(flags, values) of 8 candidates a lane);
   - "GGArray bytes held / output bytes (+ one first bucket per LFVector), SECTION": the
     worst over the section's GGArray runs of allocated bytes / (output bytes +
     LFVectors x first bucket x element size);
@@ -23,8 +24,8 @@ REUSED_GOAL = 1.5      # a reused GGArray 1.5x faster than CUB's two-pass
 SELECT_GOAL = 0.9      # in-kernel push at least 0.9x DeviceSelect::If's speed
 BYTES_GOAL = 2.0       # bytes held at most twice the output (+ one first bucket per LFVector)
 KERNELS = ("loop", "bulk")
-GG_COMPACTION = ("one_per_thread", "grid_stride", "chunk")
-STATIC_COMPACTION = ("one_per_thread", "grid_stride")
+GG_COMPACTION = ("one_per_thread", "grid_stride", "chunk", "warp_tiles")
+STATIC_COMPACTION = ("one_per_thread", "grid_stride", "warp_tiles")
 SECTIONS = {"variable_output": "variable output", "compaction": "stream compaction", "growth": "growth in the kernel"}
 
 
