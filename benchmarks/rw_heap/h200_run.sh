@@ -53,9 +53,10 @@ fi
 if [ -z "${SKIP_NCU:-}" ]; then
   stamp "ncu: hash-join probe, 10M tuples (DO vs CoRW)"
   B=$(python3 -c 'import gpudyn, os; print(os.path.join(os.path.dirname(gpudyn.__file__), "bin"))')/gpudyn_bench_rw_heap
-  # ncu's demangled name of the DO probe is probe_kernel<0>, of the CoRW probe probe_kernel<3>;
-  # with --reps 1 each runs twice: -c 4 profiles both launches of both.
-  timeout 120 ncu --kernel-name-base demangled -k 'regex:probe_kernel<(0|3)>' -c 4 \
+  # The DO probe is join_fill_kernel<(join_src)0>, the CoRW probe join_fill_kernel<(join_src)3>
+  # (the regex also takes ncu's shorter <0>); with --reps 1 each runs twice: -c 4 profiles
+  # both launches of both.
+  timeout 120 ncu --kernel-name-base demangled -k 'regex:join_fill_kernel<(\(join_src\))?(0|3)>' -c 4 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
     "$B" --out /tmp/rwlogs/ncu.json --only fig17 --join-n 10000000 --reps 1 2>&1 | grep -vE "^==PROF==|progress"
 fi
