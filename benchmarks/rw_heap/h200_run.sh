@@ -5,7 +5,7 @@
 # C device test (racecheck on the example), the Python tests against the
 # installed package, the full `gpudyn bench rw_heap` (JSON + PNGs) and ncu on the
 # hash-join probe at 10M tuples.  Everything is logged to $OUT/log.txt; the
-# results go to $OUT/res (JSON + 6 PNGs), so $OUT holds 8 files.
+# results go to $OUT/res (JSON + 7 PNGs), so $OUT holds 9 files.
 #   SKIP_BENCH=1  no full benchmark     SKIP_NCU=1  no profile
 set -o pipefail
 export PYTHONUNBUFFERED=1
