@@ -883,8 +883,8 @@ int main(int argc, char** argv) {
                             verified ? "true" : "false"));
                 }
             }
-        cudaFree(d_sizes);
-        cudaFree(d_fail);
+        CUDA(cudaFree(d_sizes));
+        CUDA(cudaFree(d_fail));
         GD(gpudyn_rw_heap_destroy(h));
     }
 
