@@ -5,7 +5,7 @@
 # C device test (racecheck on the example), the Python tests against the
 # installed package, the full `gpudyn bench rw_heap` (JSON + PNGs) and ncu on the
 # hash-join probe at 10M tuples.  Everything is logged to $OUT/log.txt; the
-# results go to $OUT/res (JSON + 6 PNGs), so $OUT holds 8 files.
+# results go to $OUT/res (JSON + 7 PNGs), so $OUT holds 9 files.
 #   SKIP_BENCH=1  no full benchmark     SKIP_NCU=1  no profile
 set -o pipefail
 export PYTHONUNBUFFERED=1
@@ -53,9 +53,10 @@ fi
 if [ -z "${SKIP_NCU:-}" ]; then
   stamp "ncu: hash-join probe, 10M tuples (DO vs CoRW)"
   B=$(python3 -c 'import gpudyn, os; print(os.path.join(os.path.dirname(gpudyn.__file__), "bin"))')/gpudyn_bench_rw_heap
-  # ncu's demangled name of the DO probe is probe_kernel<0>, of the CoRW probe probe_kernel<3>;
-  # with --reps 1 each runs twice: -c 4 profiles both launches of both.
-  timeout 120 ncu --kernel-name-base demangled -k 'regex:probe_kernel<(0|3)>' -c 4 \
+  # The DO probe is join_fill_kernel<(join_src)0>, the CoRW probe join_fill_kernel<(join_src)3>
+  # (the regex also takes ncu's shorter <0>); with --reps 1 each runs twice: -c 4 profiles
+  # both launches of both.
+  timeout 120 ncu --kernel-name-base demangled -k 'regex:join_fill_kernel<(\(join_src\))?(0|3)>' -c 4 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
     "$B" --out /tmp/rwlogs/ncu.json --only fig17 --join-n 10000000 --reps 1 2>&1 | grep -vE "^==PROF==|progress"
 fi
