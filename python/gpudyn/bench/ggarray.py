@@ -108,16 +108,17 @@ def table_rows(raw: dict, baseline: dict) -> list[dict]:
         held = raw.get("fig4_bytes_held", {})
         n = int(raw["sizes"][-1] // 2)
         for k, ms in f4.items():
-            rows.append({"section": "fig4", "structure": "plain buffer" if k.startswith("plain") else "static_cudaMalloc",
+            plain = k.startswith("plain")
+            rows.append({"section": "fig4", "structure": "plain buffer" if plain else "static_cudaMalloc",
                          "elements": n, "operation": FIG4_LABELS.get(k, k), "ms": float(ms[-1]),
-                         "bytes_held": held.get("plain_write" if k.startswith("plain") else "static")})
+                         "bytes_held": held.get("plain_write" if plain else "static")})
     for r in raw.get("baselines", {}).get("rows", []):
         rows.append({"section": "baselines", "structure": r["name"], "elements": raw["baselines"]["elements"],
                      "operation": "rw (median)", "ms": float(r["rw_ms"]), "bytes_held": r["bytes_held"]})
     fl = raw.get("flatten")
     if fl:
-        rows.append({"section": "flatten", "structure": "ggarray512", "elements": fl["elements"], "operation": "flatten",
-                     "ms": float(fl["flatten_ms"]), "bytes_held": fl.get("flatten_bytes_held")})
+        rows.append({"section": "flatten", "structure": "ggarray512", "elements": fl["elements"],
+                     "operation": "flatten", "ms": float(fl["flatten_ms"]), "bytes_held": fl.get("flatten_bytes_held")})
         rows.append({"section": "flatten", "structure": "cudaMemcpy D2D", "elements": fl["elements"],
                      "operation": "copy", "ms": float(fl["memcpy_ms"]), "bytes_held": fl.get("memcpy_bytes_held")})
     f6 = raw.get("fig6")
@@ -130,8 +131,8 @@ def table_rows(raw: dict, baseline: dict) -> list[dict]:
             for way in ("ggarray", "vmm", "ggarray_inplace"):
                 if way + "_ms" in r:
                     rows.append({"section": "fig6", "structure": way, "elements": r["final_size"],
-                                 "operation": f"two-phase, {int(r['work_passes'])} work passes", "ms": float(r[way + "_ms"]),
-                                 "bytes_held": r.get(way + "_bytes_held")})
+                                 "operation": f"two-phase, {int(r['work_passes'])} work passes",
+                                 "ms": float(r[way + "_ms"]), "bytes_held": r.get(way + "_bytes_held")})
     return rows
 
 
@@ -276,7 +277,8 @@ def _draw(ctx, raw: dict, fig3: dict, rows6: list[dict]) -> None:
         ax[0].set(title="Fig. 6: two-phase speedup over VMM", xlabel="work passes", ylabel="speedup")
         ax[0].legend(fontsize=7)
         if "vmm_bytes_held" in rows6[0]:
-            for way, label in (("ggarray", "GGArray + flat buffer"), ("vmm", "VMM"), ("ggarray_inplace", "GGArray in place")):
+            ways = (("ggarray", "GGArray + flat buffer"), ("vmm", "VMM"), ("ggarray_inplace", "GGArray in place"))
+            for way, label in ways:
                 by = {}
                 for r in rows6:
                     by[r["final_size"]] = r[way + "_bytes_held"]
