@@ -59,6 +59,45 @@ def fig3(size: int = 10**6, sigmas=None, samples: int = 2000, seed: int = 0, num
     return {"sigma": list(map(float, sigmas)), "static_elements": static, "needed_elements": needed,
             "ggarray_elements": gg}
 
+
+# Bytes the structures hold (Fig. 3 drawn against the benchmark's measured bytes).
+# The driver maps device memory in units of this many bytes (VMM arrays, the
+# GGArray's bucket pool) on current GPUs.
+MAPPING_GRANULARITY = 2 << 20
+
+
+def _round_up(x: int, unit: int) -> int:
+    return -(-int(x) // unit) * unit
+
+
+def vmm_bytes(elements: int, element_size: int = 4, granularity: int = MAPPING_GRANULARITY) -> int:
+    """Bytes a VMM array holds for `elements`: their bytes rounded up to the mapping granularity."""
+    return _round_up(int(elements) * element_size, granularity)
+
+
+def ggarray_pool_bytes(elements: int, element_size: int = 4, num_lfvectors: int = 512, first_bucket: int = 1024,
+                       granularity: int = MAPPING_GRANULARITY) -> int:
+    """Bytes a GGArray holds when `elements` are spread evenly over its LFVectors and
+    its bucket rows come from the pool: the rows' bytes (ggarray_capacity) rounded up
+    to the mapping granularity."""
+    cap = ggarray_capacity(elements, num_lfvectors, first_bucket)
+    return _round_up(cap * element_size, granularity)
+
+
+def memory_vs_elements(elements, final_elements: int, element_size: int = 4, num_lfvectors=(32, 512),
+                       first_bucket: int = 1024, headroom: bool = True) -> dict:
+    """Fig. 3 against the number of elements: bytes held by a static array sized
+    for `final_elements`, a VMM array grown to each size, and GGArrays of each
+    `num_lfvectors` (with `headroom`, the benchmark's reserve of one more element
+    per LFVector), beside the element bytes themselves."""
+    xs = [int(n) for n in elements]
+    out = {"elements": xs, "element_bytes": [n * element_size for n in xs],
+           "static": [int(final_elements) * element_size] * len(xs),
+           "vmm": [vmm_bytes(n, element_size) for n in xs]}
+    for L in num_lfvectors:
+        out[f"ggarray{L}"] = [ggarray_pool_bytes(n + (L if headroom else 0), element_size, L, first_bucket) for n in xs]
+    return out
+
 # ---- random-walk page heap --------------------------------------------------
 # Pham et al., "Dynamic Buffer Management in Massively Parallel Systems: A Case on
 # GPUs" (SIII-B, SIV-A, SIV-D).  Notation: T pages in the pool, A of them free,
