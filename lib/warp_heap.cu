@@ -63,7 +63,8 @@ struct gpudyn_warp_heap_s {
     gpudyn_rw_heap_t page_heap = nullptr;       // PAGE_HEAP: the caller's heap (not owned)
     void* page_heap_view = nullptr;             // device copy of its view
     gpudyn_warp_heap_stats_t* stats = nullptr;  // device
-    unsigned* failed = nullptr;                 // device flag of alloc_batch
+    unsigned* failed = nullptr;                 // device: alloc_batch's flag; tidy_up_kept's refused
+                                                // entries and lowest refused index (2 words)
     std::vector<batch> batches;
 };
 
@@ -85,8 +86,8 @@ struct warp_heap_call {
 
 void launch_free_kept(gpudyn_warp_heap_s* heap, void* const* headers, uint64_t n, cudaStream_t stream) {
     if (n == 0) return;
-    gpudyn::warp_heap_detail::free_kept_kernel<<<grid_for(n, kBulkBlock), kBulkBlock, 0, stream>>>(heap->view,
-                                                                                                  headers, n);
+    gpudyn::warp_heap_detail::free_kept_kernel<<<grid_for(n, kBulkBlock), kBulkBlock, 0, stream>>>(
+        heap->view, headers, n, nullptr);
     GPUDYN_CHECK_LAUNCH("free_kept_kernel");
 }
 
@@ -197,7 +198,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
             h->hs.init();
             device_alloc(reinterpret_cast<void**>(&h->stats), sizeof(gpudyn_warp_heap_stats_t), s, "the statistics");
             GPUDYN_CUDA(cudaMemsetAsync(h->stats, 0, sizeof(gpudyn_warp_heap_stats_t), s));
-            device_alloc(reinterpret_cast<void**>(&h->failed), sizeof(unsigned), s, "the failure flag");
+            device_alloc(reinterpret_cast<void**>(&h->failed), 2 * sizeof(unsigned), s, "the failure flags");
             h->view.version = GPUDYN_WARP_HEAP_VIEW_VERSION;
             h->view.backing = o.backing;
             h->view.superblock_bytes = uint32_t(o.superblock_bytes);
@@ -407,6 +408,31 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_free_kept(gpudyn_warp_heap_t heap, v
         GPUDYN_REQUIRE_NOT_NULL(headers);
         warp_heap_call call(heap, stream);
         launch_free_kept(heap, headers, count, call.stream());
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_tidy_up_kept(gpudyn_warp_heap_t heap, void* const* headers,
+                                                         uint64_t count, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(heap);
+        if (count == 0) return;
+        GPUDYN_REQUIRE_NOT_NULL(headers);
+        warp_heap_call call(heap, stream);
+        cudaStream_t s = call.stream();
+        // refused[0]: entries that cannot be a header of this heap; refused[1]: the lowest such index.
+        const unsigned init[2] = {0u, 0xffffffffu};
+        GPUDYN_CUDA(cudaMemcpyAsync(heap->failed, init, sizeof(init), cudaMemcpyHostToDevice, s));
+        gpudyn::warp_heap_detail::tidy_up_kept_kernel<<<grid_for(count, kBulkBlock), kBulkBlock, 0, s>>>(
+            heap->view, headers, count, heap->failed);
+        GPUDYN_CHECK_LAUNCH("tidy_up_kept_kernel");
+        unsigned refused[2] = {0u, 0u};
+        GPUDYN_CUDA(cudaMemcpyAsync(refused, heap->failed, sizeof(refused), cudaMemcpyDeviceToHost, s));
+        GPUDYN_CUDA(cudaStreamSynchronize(s));  // `init` and `refused` are host temporaries
+        if (refused[0] != 0)
+            raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+                  "argument 'headers': %u of %llu entries are not warp headers of this heap (the first at index "
+                  "%u); they were skipped, the others tidied up",
+                  refused[0], (unsigned long long)count, refused[1]);
     });
 }
 

@@ -303,6 +303,18 @@ class warp_heap_ref {
     // its last lane would (used by the host's release and free_kept).
     __device__ inline void destroy_kept(void* kept) const;
 
+    // Single thread: frees everything a kept header holds but the header block
+    // (its first superblock becomes current again), as tidy_up() by its warp
+    // would; the header stays kept, for resume() in a later kernel (used by the
+    // host's tidy_up_kept).  No warp may be using the header meanwhile.
+    __device__ inline void tidy_up_kept(void* kept) const;
+
+    // Single thread: can `p` be a header block of this heap?  ARENA: the start
+    // of a header slot that is taken; PAGE_HEAP: the start of a page of its
+    // pool.  CUDA_MALLOC cannot tell (always true).  Lets the host's bulk calls
+    // skip a foreign pointer instead of freeing memory it does not own.
+    __device__ inline bool may_be_header(const void* p) const;
+
     // Single thread, worker only: frees every registered block and chained list
     // of `h`; the embedded list becomes empty and the first superblock current.
     __device__ inline void free_blocks(warp_heap_detail::header* h) const;
@@ -517,6 +529,37 @@ __device__ inline void warp_heap_ref::destroy_kept(void* kept) const {
     if (view.superblock_bytes != 0) count(view.stats, kSuperblocks, -1);
     count(view.stats, kHeaders, -1);
     backing_free(h, h->block_bytes);
+}
+
+__device__ inline void warp_heap_ref::tidy_up_kept(void* kept) const {
+    using namespace warp_heap_detail;
+    header* h = static_cast<header*>(kept);
+    if (h == nullptr) return;
+    // keep() folded everything requested into the statistics (flushed); it goes.
+    if (h->flushed != 0) count(view.stats, kRequested, -(long long)h->flushed);
+    h->requested = h->flushed = 0;
+    free_blocks(h);
+}
+
+__device__ inline bool warp_heap_ref::may_be_header(const void* p) const {
+    using namespace warp_heap_detail;
+    const char* c = static_cast<const char*>(p);
+    if (view.backing == GPUDYN_WARP_HEAP_BACKING_ARENA) {
+        const char* base = static_cast<const char*>(view.arena_base);
+        if (c < base || view.arena_header_bytes == 0) return false;
+        const unsigned long long off = (unsigned long long)(c - base);
+        const unsigned long long slot = off / view.arena_header_bytes;
+        if (slot >= view.arena_header_slots || off % view.arena_header_bytes != 0) return false;
+        const unsigned word = *static_cast<volatile unsigned*>(static_cast<unsigned*>(view.arena_bitmap) +
+                                                               slot / kArenaWordBits);
+        return (word >> (slot % kArenaWordBits) & 1u) != 0;  // a free slot holds no header
+    }
+    if (view.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) {
+        const rw_heap_ref rw = page_heap();
+        const unsigned page = rw.page_of(p);
+        return page != kRwInvalidPage && rw.page_address(page) == p;
+    }
+    return true;
 }
 
 __device__ inline bool warp_heap::enter(unsigned mask) {

@@ -156,9 +156,26 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_backing_free_bytes(gpudyn_warp_heap_
 
 /* Frees warp headers that a user kernel kept (warp_heap::keep) and will not
  * resume: `headers` is a device array of `count` header pointers (NULL entries
- * are skipped), freed stream-ordered by a kernel as if each warp had ended. */
+ * are skipped), freed stream-ordered by a kernel as if each warp had ended.
+ * Entries that cannot be headers of this heap (see tidy_up_kept) are skipped
+ * and counted in stats.misuse. */
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_free_kept(gpudyn_warp_heap_t heap, void* const* headers,
                                                       uint64_t count, gpudyn_stream_t stream);
+
+/* Tidies up warp headers that a user kernel kept (warp_heap::keep) and will
+ * resume later: as warp_heap::tidy_up by each warp, every superblock, list and
+ * large block a header holds goes back to the backing allocator, its requested
+ * bytes leave the statistics, and the header block (header, first list, first
+ * superblock) stays, for warp_heap_ref::resume in a later kernel.  Blocks handed
+ * out through these headers are invalid afterwards.  `headers` is a device
+ * array of `count` header pointers (NULL entries skipped; no header twice, and
+ * no kernel may be using one meanwhile).  Synchronizes `stream`.  Entries that
+ * cannot be headers of this heap (ARENA: not the start of a taken header slot;
+ * PAGE_HEAP: not the start of a page of its pool; CUDA_MALLOC cannot tell) are
+ * skipped and counted in stats.misuse, the others tidied, and the call returns
+ * INVALID_ARGUMENT naming how many and the first index. */
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_tidy_up_kept(gpudyn_warp_heap_t heap, void* const* headers,
+                                                         uint64_t count, gpudyn_stream_t stream);
 
 #ifdef __cplusplus
 }

@@ -169,3 +169,20 @@ class WarpHeap(OwnedHandle):
         if n:
             check(lib.gpudyn_warp_heap_free_kept(h, ffi.cast("void* const*", ptr), n, self._stream))
         del keep
+
+    def tidy_up_kept(self, headers) -> None:
+        """Tidies up warp headers that a kernel kept (``warp_heap::keep``) and will
+        resume later, as ``warp_heap::tidy_up`` by each warp: every superblock and
+        large block they hold goes back to the backing allocator, the header blocks
+        stay usable for ``warp_heap_ref::resume``; blocks handed out through them
+        are invalid afterwards.  ``headers`` is a device array of uint64 header
+        pointers (0 skipped; each header once).  Synchronizes the stream.  Raises
+        ``InvalidArgumentError`` when entries are not headers of this heap (arena
+        and page heap backings can tell; those entries are skipped, the others
+        tidied)."""
+        w = "WarpHeap.tidy_up_kept"
+        h = self._h()
+        ptr, n, _, keep = as_integer_array(headers, self.stream, np.uint64, w, "headers")
+        if n:
+            check(lib.gpudyn_warp_heap_tidy_up_kept(h, ffi.cast("void* const*", ptr), n, self._stream))
+        del keep

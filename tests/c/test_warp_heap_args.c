@@ -63,6 +63,8 @@ int main(void) {
     CHECK_INVALID(gpudyn_warp_heap_release(NULL, NULL), "heap");
     CHECK_INVALID(gpudyn_warp_heap_batch_count(NULL, &count), "heap");
     CHECK_INVALID(gpudyn_warp_heap_free_kept(NULL, NULL, 1, NULL), "heap");
+    CHECK_INVALID(gpudyn_warp_heap_tidy_up_kept(NULL, NULL, 1, NULL), "heap");
+    CHECK_INVALID(gpudyn_warp_heap_tidy_up_kept(NULL, NULL, 0, NULL), "heap");
 
     /* With a device, the per-heap argument checks too. */
     if (gpudyn_test_has_device()) {
@@ -71,6 +73,8 @@ int main(void) {
         CHECK_INVALID(gpudyn_warp_heap_alloc_batch(h, NULL, 5, NULL, NULL), "sizes");
         CHECK_OK(gpudyn_warp_heap_alloc_batch(h, NULL, 0, NULL, NULL)); /* nothing to do */
         CHECK_INVALID(gpudyn_warp_heap_free_kept(h, NULL, 3, NULL), "headers");
+        CHECK_INVALID(gpudyn_warp_heap_tidy_up_kept(h, NULL, 3, NULL), "headers");
+        CHECK_OK(gpudyn_warp_heap_tidy_up_kept(h, NULL, 0, NULL)); /* nothing to do */
         CHECK_INVALID(gpudyn_warp_heap_get_stats(h, NULL, NULL), "stats");
         CHECK_OK(gpudyn_warp_heap_get_view(h, &view));
         CHECK(view.version == GPUDYN_WARP_HEAP_VIEW_VERSION);

@@ -2,7 +2,8 @@
 // every other and 16-byte aligned, data written by a lane survives until
 // tidy_up, superblock counts match a host simulation of the packing, requests
 // larger than a superblock, partial and divergent warps, exhaustion, keep across
-// kernels then end (the backing allocator gets all its memory back), the bulk
+// kernels then end (the backing allocator gets all its memory back), the
+// host's tidy_up_kept (memory back, headers resumable), the bulk
 // ABI (alloc_batch / release, OOM roll-back) and the heap without superblocks;
 // every test on each backing (arena, CUDA malloc, random-walk page heap).
 #include <cstdlib>
@@ -565,6 +566,107 @@ static void test_keep() {
     CHECK_OK(gpudyn_warp_heap_destroy(h));
 }
 
+// ---- 6b: tidy_up_kept from the host, then resume in a later kernel ------------
+// The lanes resume a header the host tidied up, allocate, check their data, end.
+__global__ void tidy_resume_kernel(gpudyn_warp_heap_view_t view, void** kept, unsigned calls, unsigned bytes,
+                                   unsigned long long* bad) {
+    gpudyn::warp_heap_ref ref{view};
+    const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    gpudyn::warp_heap heap = ref.resume(kFullWarpMask, kept[tid / 32]);
+    unsigned long long b = heap.valid() ? 0 : 1;
+    void* first = nullptr;
+#pragma unroll 1
+    for (unsigned c = 0; c < calls; ++c) {
+        void* p = heap.alloc(bytes);
+        if (p == nullptr) ++b;
+        else fill(p, 64, tid, c);  // the first 64 bytes of each block
+        if (c == 0) first = p;
+    }
+    __syncwarp();
+    if (first) b += verify(first, 64, tid, 0);
+    if (b) atomicAdd(bad, b);
+    heap.end();
+}
+
+static void test_tidy_up_kept() {
+    const unsigned warps = 64;
+    // 4 calls x 32 lanes x 32 KiB: 128 superblocks per warp (a second list chained),
+    // 256 MiB in all; then 48 B requests: several superblocks per warp.
+    struct { unsigned calls, bytes; } cases[] = {{4, 32768}, {100, 48}};
+    for (auto c : cases) {
+        gpudyn_warp_heap_t h = make_heap(32768);
+        const uint64_t before = backing_level(h);
+        gpudyn_warp_heap_view_t v;
+        CHECK_OK(gpudyn_warp_heap_get_view(h, &v));
+        void** d_kept;
+        unsigned long long* d_bad;
+        CUDA_OK(cudaMalloc(&d_kept, sizeof(void*) * warps));
+        CUDA_OK(cudaMalloc(&d_bad, sizeof(unsigned long long)));
+        CUDA_OK(cudaMemset(d_bad, 0, sizeof(unsigned long long)));
+        count_kernel<<<warps / 4, 128>>>(v, c.calls, c.bytes, d_kept);
+        CUDA_OK(cudaGetLastError());
+        const gpudyn_warp_heap_stats_t kept = stats_of(h);
+        const uint64_t held = backing_level(h);
+        CHECK(kept.headers == warps && kept.superblocks > warps && kept.bytes_requested > 0);
+        CHECK(held < before);
+
+        CHECK_OK(gpudyn_warp_heap_tidy_up_kept(h, d_kept, warps, nullptr));
+        const gpudyn_warp_heap_stats_t tidy = stats_of(h);
+        // Each header keeps its block (header, first list, first superblock) and nothing else.
+        if (tidy.headers != warps || tidy.superblocks != warps || tidy.large_blocks != 0 ||
+            tidy.bytes_requested != 0 || tidy.bytes_reserved >= kept.bytes_reserved ||
+            tidy.bytes_reserved % warps != 0 || tidy.misuse != 0) {
+            fprintf(stderr, "tidy_up_kept %u x %u B: headers %llu superblocks %llu large %llu requested %llu "
+                    "reserved %llu (kept: %llu) misuse %llu\n", c.calls, c.bytes,
+                    (unsigned long long)tidy.headers, (unsigned long long)tidy.superblocks,
+                    (unsigned long long)tidy.large_blocks, (unsigned long long)tidy.bytes_requested,
+                    (unsigned long long)tidy.bytes_reserved, (unsigned long long)kept.bytes_reserved,
+                    (unsigned long long)tidy.misuse);
+            ++gpudyn_test_failures;
+        }
+        const uint64_t tidied = backing_level(h);
+        // The memory really went back (CUDA malloc is probed in 4 MiB blocks: only
+        // the 256 MiB case frees enough for the probe to see it for sure).
+        if (g_backing != GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC || c.bytes == 32768) CHECK(tidied > held);
+        if (g_backing == GPUDYN_WARP_HEAP_BACKING_ARENA) CHECK(before - tidied == warps * v.arena_header_bytes);
+        if (g_backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) CHECK(before - tidied == warps * kPageBytes);
+
+        // Bad input: nothing to do, NULL array, and (where the backing can tell)
+        // pointers that are no header of this heap.
+        CHECK_OK(gpudyn_warp_heap_tidy_up_kept(h, nullptr, 0, nullptr));
+        CHECK_INVALID(gpudyn_warp_heap_tidy_up_kept(h, nullptr, 3, nullptr), "headers");
+        if (g_backing != GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC) {
+            void* first = nullptr;
+            CUDA_OK(cudaMemcpy(&first, d_kept, sizeof(void*), cudaMemcpyDeviceToHost));
+            void* bogus[3] = {nullptr, static_cast<char*>(first) + 16, reinterpret_cast<void*>(uintptr_t(4096))};
+            void** d_bogus;
+            CUDA_OK(cudaMalloc(&d_bogus, sizeof(bogus)));
+            CUDA_OK(cudaMemcpy(d_bogus, bogus, sizeof(bogus), cudaMemcpyHostToDevice));
+            CHECK_INVALID(gpudyn_warp_heap_tidy_up_kept(h, d_bogus, 3, nullptr), "2 of 3 entries");
+            CHECK(strstr(gpudyn_last_error_message(), "index 1") != nullptr);
+            CHECK_OK(gpudyn_warp_heap_free_kept(h, d_bogus, 3, nullptr));  // skipped, not freed
+            const gpudyn_warp_heap_stats_t after = stats_of(h);
+            CHECK(after.misuse == 4 && after.headers == warps && after.bytes_reserved == tidy.bytes_reserved);
+            CHECK(backing_level(h) == tidied);
+            CUDA_OK(cudaFree(d_bogus));
+        }
+
+        // The headers still work: a later kernel resumes, allocates, checks, ends.
+        tidy_resume_kernel<<<warps / 4, 128>>>(v, d_kept, c.calls, c.bytes, d_bad);
+        CUDA_OK(cudaGetLastError());
+        unsigned long long bad = 1;
+        CUDA_OK(cudaMemcpy(&bad, d_bad, sizeof(bad), cudaMemcpyDeviceToHost));
+        CHECK(bad == 0);
+        const gpudyn_warp_heap_stats_t s = stats_of(h);
+        CHECK(s.failed_allocations == 0);
+        check_all_released(h, "tidy_up_kept");
+        CHECK(backing_level(h) == before);
+        CUDA_OK(cudaFree(d_kept));
+        CUDA_OK(cudaFree(d_bad));
+        CHECK_OK(gpudyn_warp_heap_destroy(h));
+    }
+}
+
 // ---- 7: Listing 2 misuse is detected, not a crash ------------------------------
 __global__ void misuse_kernel(gpudyn_warp_heap_view_t view, unsigned* nonnull) {
     gpudyn::warp_heap_ref ref{view};
@@ -692,7 +794,7 @@ int main(int argc, char** argv) {
     struct { const char* name; void (*fn)(); } tests[] = {
         {"small", test_small},     {"counts", test_counts},   {"large", test_large},
         {"partial", test_partial}, {"exhaustion", test_exhaustion}, {"keep", test_keep},
-        {"misuse", test_misuse},
+        {"tidy_up_kept", test_tidy_up_kept}, {"misuse", test_misuse},
         {"batch", [] { test_batch(32768); }},
         {"batch_no_superblocks", [] { test_batch(0); }},
     };

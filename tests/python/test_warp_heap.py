@@ -137,3 +137,112 @@ def test_bad_sizes_are_refused():
             heap.alloc(np.array([1.5]))
         assert heap.alloc([]).size == 0
         assert heap.batch_count == 0
+
+
+# ---- tidy_up_kept: host-side misuse (no GPU needed) ---------------------------------
+def test_tidy_up_kept_null_heap_is_refused_by_the_library():
+    from gpudyn._ffi import check, ffi, lib
+
+    with pytest.raises(gpudyn.InvalidArgumentError, match="'heap'"):
+        check(lib.gpudyn_warp_heap_tidy_up_kept(ffi.NULL, ffi.NULL, 1, ffi.NULL))
+    # A NULL array with entries is refused before the handle is used (the stand-in is never read).
+    stand_in = ffi.cast("gpudyn_warp_heap_t", 16)
+    with pytest.raises(gpudyn.InvalidArgumentError, match="'headers'"):
+        check(lib.gpudyn_warp_heap_tidy_up_kept(stand_in, ffi.NULL, 3, ffi.NULL))
+
+
+def test_tidy_up_kept_on_a_closed_heap_is_a_value_error():
+    heap = WarpHeap.__new__(WarpHeap)  # no device here: a heap that is not open
+    with pytest.raises(ValueError, match="closed"):
+        heap.tidy_up_kept([0])
+
+
+def test_tidy_up_kept_refuses_bad_header_values_before_any_device_call():
+    heap = WarpHeap.__new__(WarpHeap)
+    heap._handle = object()  # open, as far as the argument checks go
+    heap.stream = None
+    with pytest.raises(ValueError, match="headers"):
+        heap.tidy_up_kept(np.array([16, -1]))
+    with pytest.raises(TypeError, match="headers"):
+        heap.tidy_up_kept(np.array([1.5]))
+
+
+# ---- tidy_up_kept on a GPU: memory back, headers usable in a later kernel ------------
+TIDY_SRC = r'''
+#include <gpudyn/warp_heap.cuh>
+// Each warp allocates `calls` x 32 lanes x `bytes` and keeps its header.
+extern "C" __global__ void keep(gpudyn_warp_heap_view_t view, unsigned long long* kept, unsigned calls,
+                                unsigned bytes) {
+    gpudyn::warp_heap_ref ref{view};
+    gpudyn::warp_heap wh = ref.start(0xffffffffu);
+    for (unsigned c = 0; c < calls; ++c) {
+        unsigned* p = static_cast<unsigned*>(wh.alloc(bytes));
+        if (p != nullptr) p[0] = c;
+    }
+    void* k = wh.valid() ? wh.keep() : nullptr;
+    if (threadIdx.x % 32 == 0) kept[(blockIdx.x * blockDim.x + threadIdx.x) / 32] = (unsigned long long)k;
+}
+// A later kernel resumes the (tidied) headers, allocates, checks its data, ends.
+extern "C" __global__ void resume(gpudyn_warp_heap_view_t view, const unsigned long long* kept, unsigned bytes,
+                                  unsigned* bad) {
+    gpudyn::warp_heap_ref ref{view};
+    const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    gpudyn::warp_heap wh = ref.resume(0xffffffffu, (void*)kept[tid / 32]);
+    if (!wh.valid()) { atomicAdd(bad, 1u); return; }
+    unsigned* p = static_cast<unsigned*>(wh.alloc(bytes));
+    if (p == nullptr) atomicAdd(bad, 1u);
+    else {
+        for (unsigned i = 0; i < bytes / 4; ++i) p[i] = tid * 7919u + i;
+        __syncwarp();
+        for (unsigned i = 0; i < bytes / 4; ++i) if (p[i] != tid * 7919u + i) { atomicAdd(bad, 1u); break; }
+    }
+    wh.end();
+}
+'''
+WARPS, CALLS, BYTES = 16, 16, 512  # 256 KiB per warp: 8 superblocks of 32 KiB each
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backing", ["arena", "cuda_malloc", "page_heap"])
+def test_tidy_up_kept_returns_memory_and_keeps_headers_usable(backing):
+    cp = pytest.importorskip("cupy")
+    mod = cp.RawModule(code=TIDY_SRC, options=tuple(gpudyn.nvrtc_options()))
+    pages = gpudyn.PageHeap(page_count=PAGE_COUNT, page_size=PAGE_BYTES) if backing == "page_heap" else None
+    with WarpHeap(device_heap_bytes=HEAP_BYTES, backing=pages if pages is not None else backing) as heap:
+        view = heap.view_bytes()
+        view_arg = np.frombuffer(view.tobytes(), dtype=np.dtype((np.void, view.size)))[0]
+        level = heap.backing_free_bytes if backing != "cuda_malloc" else (lambda: None)
+        free0 = level()
+        kept = cp.zeros(WARPS, dtype=cp.uint64)
+        mod.get_function("keep")((WARPS // 4,), (128,), (view_arg, kept, np.uint32(CALLS), np.uint32(BYTES)))
+        held = heap.stats()
+        free1 = level()
+        assert held["headers"] == WARPS and held["superblocks"] > WARPS
+        assert held["bytes_requested"] == WARPS * CALLS * 32 * BYTES
+        heap.tidy_up_kept(kept)
+        tidy = heap.stats()
+        # Each header keeps its own block (header, first list, first superblock) and nothing else.
+        assert tidy["headers"] == WARPS and tidy["superblocks"] == WARPS and tidy["large_blocks"] == 0
+        assert tidy["bytes_requested"] == 0 and tidy["misuse"] == 0
+        assert tidy["bytes_reserved"] < held["bytes_reserved"] and tidy["bytes_reserved"] % WARPS == 0
+        if free0 is not None:
+            free2 = level()
+            assert free1 < free2 < free0  # the superblocks went back, the header blocks stayed
+            if backing == "page_heap":
+                assert free0 - free2 == WARPS * PAGE_BYTES
+            else:
+                assert free0 - free2 == tidy["bytes_reserved"]  # a header slot is exactly a header block
+            # A pointer that is no header of this heap is refused by name, the rest untouched.
+            with pytest.raises(gpudyn.InvalidArgumentError, match="headers.*1 of 2 entries.*index 1"):
+                heap.tidy_up_kept(cp.asarray([0, int(kept[0].get()) + 16], dtype=cp.uint64))
+            assert heap.stats()["misuse"] == 1 and level() == free2
+        bad = cp.zeros(1, dtype=cp.uint32)
+        mod.get_function("resume")((WARPS // 4,), (128,), (view_arg, kept, np.uint32(BYTES), bad))
+        assert int(bad.get()[0]) == 0
+        st = heap.stats()
+        assert st["headers"] == st["superblocks"] == st["bytes_reserved"] == st["bytes_requested"] == 0
+        assert st["failed_allocations"] == 0
+        if free0 is not None:
+            assert level() == free0
+    if pages is not None:
+        pages.close()

@@ -43,13 +43,39 @@ __global__ void alloc_batch_kernel(View view, const uint64_t* sizes, uint64_t n,
     if (lane == 0) headers[warp] = kept;
 }
 
-// Frees kept headers (NULL entries skipped), one thread per header.
+// Entry i of a host bulk call on kept headers: NULL is skipped; a pointer that
+// cannot be a header of this heap (warp_heap_ref::may_be_header) is skipped too,
+// counted in stats.misuse and, when `refused` is given, in refused[0] with the
+// lowest such index in refused[1] (the host sets them to 0 and ~0 first).
 template <class View>
-__global__ void free_kept_kernel(View view, void* const* headers, uint64_t n) {
+__device__ bool kept_entry_ok(const gpudyn::warp_heap_ref& ref, const View& view, void* h, uint64_t i,
+                              unsigned* refused) {
+    if (h == nullptr) return false;
+    if (ref.may_be_header(h)) return true;
+    count(view.stats, kMisuse, 1);
+    if (refused != nullptr) {
+        atomicAdd(refused, 1u);
+        atomicMin(refused + 1, unsigned(i < 0xffffffffu ? i : 0xffffffffu));
+    }
+    return false;
+}
+
+// Frees kept headers, one thread per header.
+template <class View>
+__global__ void free_kept_kernel(View view, void* const* headers, uint64_t n, unsigned* refused) {
     gpudyn::warp_heap_ref ref{view};
     const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
     for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-        ref.destroy_kept(headers[i]);
+        if (kept_entry_ok(ref, view, headers[i], i, refused)) ref.destroy_kept(headers[i]);
+}
+
+// Tidies up kept headers (frees all but each header block), one thread per header.
+template <class View>
+__global__ void tidy_up_kept_kernel(View view, void* const* headers, uint64_t n, unsigned* refused) {
+    gpudyn::warp_heap_ref ref{view};
+    const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+    for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+        if (kept_entry_ok(ref, view, headers[i], i, refused)) ref.tidy_up_kept(headers[i]);
 }
 
 }  // namespace warp_heap_detail
