@@ -516,6 +516,12 @@ private:
                 i += m;
             }
         }
+        // One element (the value stays in a register: a pointer to it, as
+        // store_run takes, put per-lane value arrays in local memory).
+        __device__ void store_one(unsigned long long i, const T& v) const {
+            const unsigned b = a->bucket_of(i);
+            a->ready_bucket(l, b)[i - a->bucket_first(b)] = v;
+        }
         // Block sink: the pointers of the buckets holding [base, base + n), once,
         // into shared memory (word b = bucket b), by the reserving thread.
         __device__ void open(sink_window& w, unsigned long long base, unsigned long long n) const {

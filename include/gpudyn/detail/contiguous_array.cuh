@@ -152,6 +152,7 @@ private:
             T* p = a->data_ + i;
             for (unsigned j = 0; j < n; ++j) p[j] = v[j];
         }
+        __device__ void store_one(unsigned long long i, const T& v) const { a->data_[i] = v; }
         // Block sink: nothing to keep in the window (element i is data[i]).
         __device__ void open(sink_window&, unsigned long long, unsigned long long) const {}
         __device__ void store(const sink_window&, unsigned long long i, const T& v) const { a->data_[i] = v; }

@@ -29,7 +29,8 @@
 //        answer: the range's storage is ready, or false (the failure recorded,
 //        nothing to store);
 //   void store_run(unsigned long long i, const T* v, unsigned n)    any thread,
-//        after settle returned true: elements [i, i + n) = v[0..n).
+//        after settle returned true: elements [i, i + n) = v[0..n);
+//   void store_one(unsigned long long i, const T& v)   the same for one element.
 // Compiles under nvcc and NVRTC.
 #pragma once
 
@@ -51,7 +52,7 @@ __device__ __forceinline__ bool warp_push_one(unsigned peers, const Sink& sink, 
     base = __shfl_sync(peers, base, int(leader));
     word = __shfl_sync(peers, word, int(leader));
     if (!sink.settle(base, count, word)) return false;
-    sink.store_run(base + rank, &x, 1u);
+    sink.store_one(base + rank, x);
     return true;
 }
 
@@ -94,7 +95,7 @@ __device__ __forceinline__ bool warp_push_flagged(unsigned peers, const Sink& si
     if (!sink.settle(base, total, word)) return false;
 #pragma unroll
     for (int k = 0; k < Items; ++k)
-        if (flag[k]) sink.store_run(base + off[k], &value[k], 1u);
+        if (flag[k]) sink.store_one(base + off[k], value[k]);
     return true;
 }
 
