@@ -575,15 +575,16 @@ __global__ void tidy_resume_kernel(gpudyn_warp_heap_view_t view, void** kept, un
     gpudyn::warp_heap heap = ref.resume(kFullWarpMask, kept[tid / 32]);
     unsigned long long b = heap.valid() ? 0 : 1;
     void* first = nullptr;
+    const unsigned span = bytes < 64 ? bytes : 64;  // the first (up to) 64 bytes of each block
 #pragma unroll 1
     for (unsigned c = 0; c < calls; ++c) {
         void* p = heap.alloc(bytes);
         if (p == nullptr) ++b;
-        else fill(p, 64, tid, c);  // the first 64 bytes of each block
+        else fill(p, span, tid, c);
         if (c == 0) first = p;
     }
     __syncwarp();
-    if (first) b += verify(first, 64, tid, 0);
+    if (first) b += verify(first, span, tid, 0);
     if (b) atomicAdd(bad, b);
     heap.end();
 }
