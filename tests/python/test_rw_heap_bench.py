@@ -241,3 +241,67 @@ def test_figures(tmp_path):
                  "rw_heap_fig12.png", f"rw_heap_fig11_T{T1}.png"):
         assert name in ctx.plots
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bytes_held_table(tmp_path):
+    _, result = _run(tmp_path, _raw())
+    held = {e["T"]: e for e in result["bytes_held"]}
+    heap, queue = _bytes(T1), _bytes(T1, queue=True)
+    assert held[T1]["heap_bytes"] == heap["bytes_held"] and held[T1]["heap_bitmap_bytes"] == T1 // 8
+    assert held[T1]["queue_bytes"] == queue["bytes_held"] and held[T1]["ring_bytes"] == queue["bytes_held"]
+    assert held[T16]["heap_pool_bytes"] == T16 * 256 and "ring_bytes" not in held[T16]  # no churn row at 16M
+    assert held[None]["cuda_malloc_heap_bytes"] == 12 << 30
+    assert "| CUDA device malloc | heap reserved by the program: 12288 |" in result["table"]
+    # 16M pages: pool 4096 MiB; meta = bitmap 2 + records 64 + live bits 32 + 80 B = 98 MiB
+    assert f"| {T16} | 4194 = 4096 + 98 (2) | 4160 = 4096 + 64 |" in result["table"]
+
+
+# ---- GPU: the program's rows are what the host tests feed the driver ----------
+def _program():
+    try:
+        return Context("rw_heap", ".", False, {}).find_program(PROGRAM)
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("section", ["fig11", "crw", "churn"])
+def test_program_sections_quick_are_verified(tmp_path, section):
+    """gpudyn_bench_rw_heap --quick --only SECTION: every checked row verified, each row
+    carrying the keys the hand-made rows above carry, and the driver's part computed
+    from the rows."""
+    import os
+    import subprocess
+
+    prog = _program()
+    if os.environ.get("GPUDYN_SANITIZER"):
+        pytest.skip("a benchmark under compute-sanitizer measures nothing (GPUDYN_SANITIZER is set)")
+    out = tmp_path / "raw.json"
+    r = subprocess.run([prog, "--out", str(out), "--quick", "--only", section], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-4000:]
+    rows = json.loads(out.read_text())["rows"]
+    figure = {"fig11": "fig11", "crw": "crw", "churn": "churn"}[section]
+    mine = [x for x in rows if x["figure"] == figure]
+    assert mine and all(x["figure"] == figure for x in rows)
+    bad = [x for x in mine if "verified" in x and not x["verified"]]
+    assert not bad, bad[:3]
+    expected = {}
+    for x in _raw()["rows"]:
+        if x["figure"] == figure:
+            expected.setdefault(x["allocator"], set()).update(x)
+    for x in mine:
+        missing = expected[x["allocator"]] - set(x) - {"near_a", "build_ms"}
+        assert not missing, (x, missing)
+        if "ms" in x:
+            assert x["ms"] > 0
+        if figure != "fig11" or x["allocator"] != "cuda_malloc_16B":
+            assert x["verified"] is True and x["bytes_held"] > x["pool_bytes"] > 0
+    if section == "fig11":
+        assert {x.get("near_a") for x in mine} >= {0.9, 0.99, 1.0}
+        assert {x["allocator"] for x in mine} == {"rw", "rw_bm", "corw", "queue", "queue_build", "cuda_malloc_16B"}
+    ctx = Context("rw_heap", str(tmp_path), True, {"name": "test GPU"})
+    ctx.pyplot = lambda: None
+    part = rw_heap.evaluation_part1(ctx, rows)
+    json.dumps(part, allow_nan=False)
+    assert part["verification_failures"] == [] and part["verified_rows"] == len([x for x in rows if "verified" in x])

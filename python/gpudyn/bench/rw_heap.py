@@ -337,6 +337,30 @@ def crw_table(rows):
     return out
 
 
+def bytes_table(rows):
+    """Device bytes each structure held for the GETPAGE work, per pool size T (the
+    rows carry them; every row of one T and structure holds the same): the heap
+    (pool, bitmap, all metadata), the queue's list, the churn queue's ring, and
+    the CUDA device-malloc heap the program reserves."""
+    out = []
+    for T in sorted({r["T"] for r in rows if "T" in r and "bytes_held" in r}):
+        e = {"T": T}
+        for name, figure, alloc in (("heap", None, "rw_bm"), ("queue", "fig11", "queue"),
+                                    ("queue_build", "fig11", "queue_build"), ("ring", "churn", "queue")):
+            r = [x for x in rows if x.get("T") == T and x.get("allocator") == alloc and "bytes_held" in x
+                 and (figure is None or x["figure"] == figure)]
+            if r:
+                e.update({f"{name}_bytes": r[0]["bytes_held"], f"{name}_pool_bytes": r[0].get("pool_bytes"),
+                          f"{name}_meta_bytes": r[0].get("meta_bytes")})
+                if name == "heap":
+                    e["heap_bitmap_bytes"] = r[0].get("bitmap_bytes")
+        out.append(e)
+    cm = [r for r in rows if r.get("allocator") == "cuda_malloc_16B" and "bytes_held" in r]
+    if cm:
+        out.append({"T": None, "cuda_malloc_heap_bytes": cm[0]["bytes_held"]})
+    return out
+
+
 def verification(rows):
     """(rows checked, [what failed]) over the rows that carry a 'verified' flag."""
     checked = [r for r in rows if "verified" in r]
@@ -347,11 +371,26 @@ def verification(rows):
 
 
 def _f(x, spec=".4g"):
-    return "-" if x is None else format(x, spec)
+    if x is None:
+        return "-"
+    return format(x, ".0f") if spec == ".4g" and abs(x) >= 1e4 else format(x, spec)  # 12288, not 1.229e+04
 
 
-def _tables(near, crw, summary, corr, churn_rows):
+def _tables(near, crw, summary, corr, churn_rows, held=()):
     lines = []
+    if held:
+        lines += ["", "Bytes held for the GETPAGE work (MiB; meta = all but the pool):", "",
+                  "| T | heap: pool + meta (bitmap) | queue: pool + list | queue + build: + bitmap | "
+                  "churn ring: pool + ring |", "|---|---|---|---|---|"]
+        for e in held:
+            if e["T"] is None:
+                lines.append(f"| CUDA device malloc | heap reserved by the program: "
+                             f"{_f(_mib(e['cuda_malloc_heap_bytes']))} | | | |")
+                continue
+            cell = lambda n: "-" if f"{n}_bytes" not in e else (  # noqa: E731
+                f"{_f(_mib(e[f'{n}_bytes']))} = {_f(_mib(e[f'{n}_pool_bytes']))} + {_f(_mib(e[f'{n}_meta_bytes']))}")
+            heap = cell("heap") + (f" ({_f(_mib(e['heap_bitmap_bytes']))})" if "heap_bitmap_bytes" in e else "")
+            lines.append(f"| {e['T']} | {heap} | {cell('queue')} | {cell('queue_build')} | {cell('ring')} |")
     if near:
         lines += ["", "N close to the free pages A (Fig. 11; kernel ms; bytes held by the heap / by the queue):", "",
                   "| T | free | N/A | N | RW | RW-BM | CoRW | queue | queue + list build | heap MiB | queue MiB |",
@@ -512,6 +551,7 @@ def evaluation_part1(ctx, rows):
     summary = queue_summary(cases)
     corr = tas_time_correlation([r for r in f11 if "T" in r])
     f10 = theory.fig10()
+    held = bytes_table(rows)
     checked, bad = verification(rows)
     if checked:
         t = ctx.target("GETPAGE, CRW and churn outputs verified (1 = yes)", 0.0 if bad else 1.0, 1.0, "", True)
@@ -526,8 +566,8 @@ def evaluation_part1(ctx, rows):
         if churn_rows:
             _plot_churn(ctx, plt, churn_rows)
     return {"fig10": f10, "near_a": near, "crw": crw, "queue_cases": cases, "queue_summary": summary,
-            "tas_time_correlation": corr, "verified_rows": checked, "verification_failures": bad,
-            "table": _tables(near, crw, summary, corr, churn_rows)}
+            "tas_time_correlation": corr, "bytes_held": held, "verified_rows": checked,
+            "verification_failures": bad, "table": _tables(near, crw, summary, corr, churn_rows, held)}
 
 
 def run(ctx):
