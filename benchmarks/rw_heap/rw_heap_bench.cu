@@ -2,10 +2,12 @@
 // TAS, WAS vs threads and free fraction, with a queue baseline and CUDA device
 // malloc), Fig. 13/14 (RW_malloc sizes vs CUDA malloc), Fig. 15 (utilisation
 // until out of memory) and Fig. 17 (hash-join probe writing into pages: DO
-// atomic counter, RW, RW-BM, CoRW, CUDA malloc).  Fig. 12 is derived from the
-// Fig. 11 rows by gpudyn/bench/rw_heap.py.
+// atomic counter, RW, RW-BM, CoRW, CUDA malloc), with CRW in its regime (crw),
+// a queue that frees while allocating (churn), Fig. 13 on a pre-filled heap
+// (fig13_free) and the join over page sizes (fig18).  Figs. 10 and 12 are
+// derived by gpudyn/bench/rw_heap.py.
 //
-//   gpudyn_bench_rw_heap --out FILE.json [--quick]
+//   gpudyn_bench_rw_heap --out FILE.json [--quick] [--only SECTION]
 //
 // Device work is timed with CUDA events after a warm-up launch; the median of
 // the repeats is reported.  Every heap is reset (not timed) before each repeat.
@@ -16,12 +18,15 @@
 // (a new page only when the thread's page is full) and checks every output.
 #include <gpudyn/gpudyn.h>
 #include <gpudyn/rw_heap.cuh>
+#include <gpudyn/detail/rw_heap/kernels.cuh>  // the library's get_pages kernel (CRW with per_thread > 1)
 
 #include <algorithm>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,6 +68,163 @@ __global__ void queue_kernel(gpudyn::detail::page_queue q, unsigned n, unsigned*
     unsigned long long i;
     out[tid] = q.pop(i);
     position[tid] = unsigned(i);
+}
+
+// ---- kernels of the fair queue baseline and the churn workload (issue 14) ----
+// A queue allocator whose free pages are not listed yet must list them before
+// its first pop: every clear bit of the bitmap into `list`, one thread per word,
+// warps reserving their share with one atomic on `count`.  Launch with whole
+// warps (blocks of kBlock); lanes past word_count offer nothing.
+__global__ void list_free_kernel(const unsigned* words, unsigned word_count, unsigned* list,
+                                 unsigned long long* count) {
+    const unsigned w = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned lane = threadIdx.x % 32u;
+    const unsigned free_bits = w < word_count ? ~words[w] : 0u;  // bits past the pages are kept used
+    const unsigned n = __popc(free_bits);
+    unsigned incl = n;
+    for (unsigned d = 1; d < 32; d <<= 1) {
+        const unsigned t = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += t;
+    }
+    unsigned long long base = 0;
+    if (lane == 31 && incl != 0) base = atomicAdd(count, (unsigned long long)incl);
+    base = __shfl_sync(0xffffffffu, base, 31);
+    unsigned long long at = base + incl - n;
+    for (unsigned b = free_bits; b != 0; b &= b - 1) list[at++] = w * 32u + unsigned(__ffs(b) - 1);
+}
+
+// The queue's pops when the list was just built on the device: the count is
+// read there (the host does not know it without a round trip).
+__global__ void queue_listed_kernel(const unsigned* list, const unsigned long long* count, unsigned long long* head,
+                                    unsigned n, unsigned* out, unsigned* position) {
+    const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= n) return;
+    const unsigned long long i = atomicAdd(head, 1ull);
+    out[tid] = i < *count ? list[i] : kRwInvalidPage;
+    position[tid] = unsigned(i);
+}
+
+// A queue allocator that takes pages back: a bounded multi-producer
+// multi-consumer ring of page ids.  Each slot is one 64-bit word, (seq << 32) |
+// page, so a page and the state saying it is there are read and written
+// together: seq 2L = empty, waiting for the push of lap L; 2L + 1 = holding lap
+// L's page.  A push (pop) takes a ticket from tail (head) and waits until its
+// slot reaches its lap's state; a pop first reserves one of the `avail` pages
+// published, so its ticket's push has been issued and its waits end.  The
+// capacity must hold every page that can be in the ring at once (here: every
+// page of the pool), so a push never waits for a pop that has not started.
+constexpr unsigned kRingPopTries = 1u << 20;  // reservations tried before a pop reports "empty"
+struct page_ring {
+    unsigned long long* slots;
+    unsigned long long* head;  // pop tickets
+    unsigned long long* tail;  // push tickets
+    int* avail;                // pages pushed and not yet reserved by a pop
+    unsigned log2_capacity;
+
+    __device__ static unsigned long long load(const unsigned long long* p) {
+        return *static_cast<const volatile unsigned long long*>(p);
+    }
+    __device__ void push(unsigned page) const {
+        const unsigned long long t = atomicAdd(tail, 1ull);
+        unsigned long long* s = slots + (t & ((1ull << log2_capacity) - 1));
+        const unsigned long long lap = t >> log2_capacity;
+        while ((load(s) >> 32) != 2 * lap) {}  // the previous lap's pop is still taking it
+        __threadfence();  // the caller's writes to the page before another thread can own it
+        *static_cast<volatile unsigned long long*>(s) = ((2 * lap + 1) << 32) | page;
+        __threadfence();  // published before it is counted
+        atomicAdd(avail, 1);
+    }
+    // A page id, or kRwInvalidPage when no page was available after
+    // kRingPopTries reservations; `steps` counts the reservations and waits.
+    __device__ unsigned pop(unsigned& steps) const {
+        for (unsigned i = 0;; ++i) {
+            ++steps;
+            if (atomicSub(avail, 1) > 0) break;
+            atomicAdd(avail, 1);
+            if (i + 1 == kRingPopTries) return kRwInvalidPage;
+        }
+        const unsigned long long t = atomicAdd(head, 1ull);
+        unsigned long long* s = slots + (t & ((1ull << log2_capacity) - 1));
+        const unsigned long long lap = t >> log2_capacity;
+        unsigned long long word;
+        while (((word = load(s)) >> 32) != 2 * lap + 1) ++steps;  // its push is under way
+        *static_cast<volatile unsigned long long*>(s) = (2 * lap + 2) << 32;
+        return unsigned(word);
+    }
+};
+// Ring state from a free list: slots [0, count) hold lap 0's pages.
+__global__ void ring_init_kernel(page_ring r, const unsigned* list, const unsigned long long* count) {
+    const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    const unsigned long long c = *count;
+    if (i < (1ull << r.log2_capacity)) r.slots[i] = i < c ? (1ull << 32) | list[i] : 0ull;
+    if (i == 0) {
+        *r.head = 0;
+        *r.tail = c;
+        *r.avail = int(c);
+    }
+}
+
+// Churn: every thread holds one page at a time for `rounds` rounds: it gets a
+// page, writes (tid, round) into it, and in the next round checks that both are
+// still there (another owner would have overwritten them), gives the page back
+// and gets another.  counters: [0] gets that found no page, [1] pages whose
+// words changed while owned, [2] frees refused, [3] step sum, [4] sum over
+// warp-rounds of the warp's largest steps, [5] warp-rounds.
+enum class churn_alloc { rw_bm, corw, queue };
+template <churn_alloc Alloc, bool Stats>
+__global__ void churn_kernel(gpudyn_rw_heap_view_t v, page_ring ring, unsigned n, unsigned rounds, unsigned seed,
+                             unsigned* out, unsigned long long* counters) {
+    const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned warp_mask = __ballot_sync(0xffffffffu, tid < n);
+    if (tid >= n) return;
+    rw_heap_ref heap{v};
+    counter_rng rng(seed, tid);
+    unsigned page = kRwInvalidPage;
+    for (unsigned r = 0; r < rounds; ++r) {
+        if (page != kRwInvalidPage) {
+            volatile unsigned* p = static_cast<volatile unsigned*>(heap.page_address(page));
+            if (p[0] != tid || p[1] != r - 1) atomicAdd(counters + 1, 1ull);
+            if constexpr (Alloc == churn_alloc::queue) {
+                ring.push(page);
+            } else {
+                __threadfence();  // this thread's writes to the page land before the page is free
+                if (!heap.free_page(page)) atomicAdd(counters + 2, 1ull);
+            }
+        }
+        unsigned steps = 0;
+        if constexpr (Alloc == churn_alloc::corw)
+            page = heap.get_page_corw(warp_mask, rng, steps);
+        else if constexpr (Alloc == churn_alloc::rw_bm)
+            page = heap.get_page<rw_algorithm::rw_bm>(rng, steps);
+        else
+            page = ring.pop(steps);
+        if (page == kRwInvalidPage) {
+            atomicAdd(counters + 0, 1ull);
+        } else {
+            volatile unsigned* p = static_cast<volatile unsigned*>(heap.page_address(page));
+            p[0] = tid;
+            p[1] = r;
+        }
+        if constexpr (Stats) {
+            const unsigned sum = __reduce_add_sync(warp_mask, steps);
+            const unsigned top = __reduce_max_sync(warp_mask, steps);
+            if ((threadIdx.x % 32u) == unsigned(__ffs(warp_mask) - 1)) {
+                atomicAdd(counters + 3, (unsigned long long)sum);
+                atomicAdd(counters + 4, (unsigned long long)top);
+                atomicAdd(counters + 5, 1ull);
+            }
+        }
+    }
+    out[tid] = page;
+}
+// Pages whose words are not (tid, last round) after a churn run, counted into *bad.
+__global__ void churn_tag_check_kernel(gpudyn_rw_heap_view_t v, const unsigned* pages, unsigned n, unsigned last,
+                                       unsigned long long* bad) {
+    const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= n || pages[tid] == kRwInvalidPage) return;
+    rw_heap_ref heap{v};
+    const unsigned* p = static_cast<const unsigned*>(heap.page_address(pages[tid]));
+    if (p[0] != tid || p[1] != last) atomicAdd(bad, 1ull);
 }
 
 __global__ void cuda_malloc_kernel(const unsigned long long* sizes, unsigned long long fixed, unsigned n,
@@ -515,15 +677,384 @@ static unsigned long long malloc_pages_needed(const std::vector<unsigned long lo
     return pages;
 }
 
+// ---- shared by the GETPAGE sections: bytes held, output checks ---------------
+// Device bytes a heap holds, from its view: the sizes lib/rw_heap.cu allocates
+// (no ABI call reports them).  meta = everything but the pool: the bitmap that
+// GETPAGE reads, plus the LockMap, RW_malloc's page records and live-start
+// bits, the counters and the scratch counters.
+struct heap_bytes {
+    unsigned long long pool = 0, bitmap = 0, meta = 0;
+    std::string json() const {
+        return fmt(",\"bytes_held\":%llu,\"pool_bytes\":%llu,\"bitmap_bytes\":%llu,\"meta_bytes\":%llu", pool + meta,
+                   pool, bitmap, meta);
+    }
+};
+static heap_bytes bytes_of(const gpudyn_rw_heap_view_t& v) {
+    heap_bytes b;
+    b.pool = (unsigned long long)v.page_count * v.page_size;
+    b.bitmap = (unsigned long long)v.word_count * (v.word_bits / 8);
+    const unsigned long long lockmap = v.lockmap ? (v.word_count + 31ull) / 32 * 4 : 0;
+    const unsigned long long records = (unsigned long long)v.page_count * 4;
+    const unsigned long long live = ((v.page_size / 16) * v.page_count + 31) / 32 * 4;
+    const unsigned long long counters = 4 * 8 + gpudyn::rw_heap_detail::kScratchCount * 8;
+    b.meta = b.bitmap + lockmap + records + live + counters;
+    return b;
+}
+// A queue allocator over the same pool: the pool, plus its list (slot_bytes per
+// page; a queue that takes pages back must have room for every page id) and
+// its counters.  It needs no bitmap (bitmap = 0).
+static heap_bytes queue_bytes(const gpudyn_rw_heap_view_t& v, unsigned long long slot_bytes,
+                              unsigned long long counter_bytes) {
+    heap_bytes b;
+    b.pool = (unsigned long long)v.page_count * v.page_size;
+    b.meta = (unsigned long long)v.page_count * slot_bytes + counter_bytes;
+    return b;
+}
+
+static std::vector<unsigned> read_bitmap(const gpudyn_rw_heap_view_t& v) {
+    if (v.word_bits != 32) {
+        fprintf(stderr, "rw_heap_bench: the output checks read 32-bit bitmap words, the heap has %u\n", v.word_bits);
+        exit(1);
+    }
+    std::vector<unsigned> w(v.word_count);
+    CUDA(cudaMemcpy(w.data(), reinterpret_cast<const void*>(v.bitmap), w.size() * sizeof(unsigned),
+                    cudaMemcpyDeviceToHost));
+    return w;
+}
+static std::vector<unsigned> read_pages(const unsigned* d, size_t n) {
+    std::vector<unsigned> p(n);
+    CUDA(cudaMemcpy(p.data(), d, n * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    return p;
+}
+static bool page_used(const std::vector<unsigned>& bm, unsigned p) { return (bm[p / 32] >> (p % 32)) & 1u; }
+static unsigned long long count_free(const std::vector<unsigned>& bm) {
+    unsigned long long n = 0;
+    for (unsigned w : bm) n += unsigned(__builtin_popcount(~w));
+    return n;
+}
+// Runs of consecutive free pages (the paper's clusters, SIV-D1).
+static unsigned long long count_clusters(const std::vector<unsigned>& bm, unsigned long long T) {
+    unsigned long long m = 0;
+    bool prev_free = false;
+    for (unsigned long long p = 0; p < T; ++p) {
+        const bool f = !page_used(bm, unsigned(p));
+        m += f && !prev_free;
+        prev_free = f;
+    }
+    return m;
+}
+
+// What is wrong with the pages handed out ("" when nothing): ids out of range,
+// a page handed out twice, a page that was used before the run, or (with
+// `after`) one whose bit is not set after it.  kRwInvalidPage entries (requests
+// that found no page) are counted into *none, not judged here.
+static std::string check_pages(const std::vector<unsigned>& pages, unsigned long long T,
+                               const std::vector<unsigned>& before, const std::vector<unsigned>* after,
+                               unsigned long long* none) {
+    std::vector<unsigned long long> seen((T + 63) / 64, 0ull);
+    unsigned long long bad_id = 0, twice = 0, was_used = 0, unmarked = 0, missing = 0;
+    for (unsigned p : pages) {
+        if (p == kRwInvalidPage) {
+            ++missing;
+            continue;
+        }
+        if (p >= T) {
+            ++bad_id;
+            continue;
+        }
+        const unsigned long long bit = 1ull << (p % 64);
+        twice += (seen[p / 64] & bit) != 0;
+        seen[p / 64] |= bit;
+        was_used += page_used(before, p);
+        if (after) unmarked += !page_used(*after, p);
+    }
+    if (none) *none = missing;
+    std::string msg;
+    if (bad_id) msg += fmt("%llu ids out of range; ", bad_id);
+    if (twice) msg += fmt("%llu pages handed out twice; ", twice);
+    if (was_used) msg += fmt("%llu pages were used before; ", was_used);
+    if (unmarked) msg += fmt("%llu pages not marked used; ", unmarked);
+    return msg;
+}
+// The row's verdict: "verified" true, or false with what was wrong (also on stderr).
+static std::string verdict(const std::string& problem, const std::string& what) {
+    if (problem.empty()) return ",\"verified\":true";
+    fprintf(stderr, "check failed: %s: %s\n", what.c_str(), problem.c_str());
+    return fmt(",\"verified\":false,\"check\":\"%s\"", problem.c_str());
+}
+
+// The queue's steps (SV-A): a request's position in the head's order, plus one.
+static void queue_steps(const unsigned* d_pos, unsigned N, double& tas, double& was) {
+    std::vector<unsigned> pos = read_pages(d_pos, N);
+    tas = was = 0;
+    for (unsigned i = 0; i < N; i += 32) {
+        unsigned top = 0;
+        for (unsigned j = i; j < std::min(N, i + 32); ++j) {
+            tas += pos[j] + 1.0;
+            top = std::max(top, pos[j] + 1);
+        }
+        was += top;
+    }
+    tas /= N;
+    was /= (N + 31) / 32;
+}
+
+// Step statistics of a get_pages call that may run out of pages (near N = A):
+// the statistics come back with the failures counted instead of ending the run.
+static gpudyn_rw_heap_stats_t page_stats(gpudyn_rw_heap_t h, unsigned* pages, unsigned long long n,
+                                         gpudyn_rw_heap_algorithm_t algo, unsigned per_thread,
+                                         unsigned long long seed) {
+    gpudyn_rw_heap_stats_t st{};
+    st.struct_size = sizeof st;
+    const gpudyn_status_t s = gpudyn_rw_heap_get_pages(h, pages, n, algo, per_thread, seed, &st, nullptr);
+    if (s != GPUDYN_SUCCESS && s != GPUDYN_ERROR_OUT_OF_MEMORY) {
+        fprintf(stderr, "gpudyn_rw_heap_get_pages: %s\n", gpudyn_last_error_message());
+        exit(1);
+    }
+    return st;
+}
+
+// What the sections after Fig. 11 get from main.
+struct section_env {
+    bool quick;
+    int reps;
+    timer* tm;
+    std::function<void(const std::string&)> progress;
+    size_t* total;  // progress steps; a section adds its own
+};
+
+// ---- CRW in its regime (Alg. 5, Eq. 9, Fig. 10) -----------------------------
+// Each of N threads asks for R pages in turn (the library's get_pages kernel
+// with per_thread = R, the same pages for every algorithm): CRW first tries the
+// page after its last one, RW-BM and CoRW walk for every page.  The pool's free
+// pages lie in clusters of c consecutive pages (M = A / c clusters; c = 100, 2
+// and 1 are Fig. 10's M = 0.01A, 0.5A and A), or where gpudyn_rw_heap_occupy
+// puts them ("random").  Rows "crw": time, TAS, WAS, and the fraction of a
+// thread's pages that follow its previous one.
+//   --only crw
+constexpr unsigned long long kCrwPool = 1ull << 20;        // the paper's T = 1M pages (SV-A)
+constexpr unsigned long long kCrwMaxRequests = 1ull << 18;  // pages per run: A/2, at most this
+static std::vector<unsigned> cluster_bitmap(unsigned long long T, double f, unsigned c, unsigned long long seed) {
+    std::vector<unsigned> bm((T + 31) / 32, 0xffffffffu);
+    const unsigned long long M = std::max(1ull, (unsigned long long)std::llround(f * double(T) / c));
+    // One cluster at a random place in each segment of seg pages, never in its
+    // last page, so that no two clusters touch: exactly M clusters of c pages.
+    const unsigned long long seg = T / M;
+    const unsigned long long places = seg > c ? seg - c : 1;
+    for (unsigned long long i = 0; i < M; ++i) {
+        const unsigned long long start = i * seg + gpudyn::detail::mix64(seed * 0x9E3779B97F4A7C15ull + i) % places;
+        for (unsigned long long p = start; p < start + c; ++p) bm[p / 32] &= ~(1u << (p % 32));
+    }
+    return bm;
+}
+static void crw_section(const section_env& env) {
+    const unsigned long long T = kCrwPool;
+    const std::vector<double> frees = env.quick ? std::vector<double>{0.5, 0.01} : std::vector<double>{0.5, 0.1, 0.01, 0.005};
+    const std::vector<unsigned> layouts = {100, 2, 1, 0};  // cluster pages; 0: occupy's random pages
+    const std::vector<unsigned> per_threads = env.quick ? std::vector<unsigned>{8} : std::vector<unsigned>{8, 32};
+    *env.total += frees.size() * layouts.size() * per_threads.size();
+    gpudyn_rw_heap_t h = make_heap(T, 256);
+    gpudyn_rw_heap_view_t v;
+    GD(gpudyn_rw_heap_get_view(h, &v));
+    const heap_bytes hb = bytes_of(v);
+    unsigned* d_pages;
+    unsigned long long* d_scratch;
+    CUDA(cudaMalloc(&d_pages, T * sizeof(unsigned)));
+    CUDA(cudaMalloc(&d_scratch, gpudyn::rw_heap_detail::kScratchCount * sizeof(unsigned long long)));
+    CUDA(cudaMemset(d_scratch, 0, gpudyn::rw_heap_detail::kScratchCount * sizeof(unsigned long long)));
+    const char* names[] = {"crw", "rw_bm", "corw"};
+    const gpudyn_rw_heap_algorithm_t ids[] = {GPUDYN_RW_HEAP_CRW, GPUDYN_RW_HEAP_RW_BM, GPUDYN_RW_HEAP_CORW};
+    for (double f : frees)
+        for (unsigned c : layouts) {
+            std::vector<unsigned> before;
+            if (c == 0) {
+                GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
+                before = read_bitmap(v);
+            } else {
+                before = cluster_bitmap(T, f, c, 1);
+            }
+            auto restore = [&] {  // the same layout before every run (not timed)
+                if (c == 0) {
+                    GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
+                } else {
+                    GD(gpudyn_rw_heap_reset(h, nullptr));
+                    CUDA(cudaMemcpy(reinterpret_cast<void*>(v.bitmap), before.data(), before.size() * sizeof(unsigned),
+                                    cudaMemcpyHostToDevice));
+                }
+            };
+            const unsigned long long A = count_free(before), M = count_clusters(before, T);
+            for (unsigned R : per_threads) {
+                env.progress(fmt("crw free=%g clusters=%u R=%u", f, c, R));
+                const unsigned long long Q = std::min(A / 2, kCrwMaxRequests) / R * R;
+                const unsigned N = unsigned(Q / R);
+                if (N == 0) continue;
+                for (int a = 0; a < 3; ++a) {
+                    std::vector<float> t;
+                    for (int r = 0; r <= env.reps; ++r) {  // r == 0: warm-up
+                        restore();
+                        float ms = env.tm->ms([&] {
+                            using gpudyn::rw_heap_detail::get_pages_kernel;
+                            if (a == 0) get_pages_kernel<rw_algorithm::crw, false><<<blocks(N), kBlock>>>(v, d_pages, Q, R, r, d_scratch);
+                            if (a == 1) get_pages_kernel<rw_algorithm::rw_bm, false><<<blocks(N), kBlock>>>(v, d_pages, Q, R, r, d_scratch);
+                            if (a == 2) get_pages_kernel<rw_algorithm::corw, false><<<blocks(N), kBlock>>>(v, d_pages, Q, R, r, d_scratch);
+                        });
+                        if (r) t.push_back(ms);
+                    }
+                    // The last run's pages: distinct, free before, used now; and how
+                    // many follow the same thread's previous page.
+                    const std::vector<unsigned> pages = read_pages(d_pages, Q), after = read_bitmap(v);
+                    unsigned long long none = 0, adjacent = 0;
+                    std::string problem = check_pages(pages, T, before, &after, &none);
+                    if (none) problem += fmt("%llu requests found no page; ", none);
+                    for (unsigned long long i = 0; i < Q; ++i)
+                        adjacent += i % R != 0 && pages[i] != kRwInvalidPage && pages[i] == pages[i - 1] + 1;
+                    restore();
+                    const gpudyn_rw_heap_stats_t st = page_stats(h, d_pages, Q, ids[a], R, 77);
+                    row(fmt("{\"figure\":\"crw\",\"allocator\":\"%s\",\"layout\":\"%s\",\"cluster_pages\":%u,\"T\":%llu,"
+                            "\"A\":%llu,\"clusters\":%llu,\"free\":%g,\"per_thread\":%u,\"N\":%u,\"requests\":%llu,"
+                            "\"ms\":%.6f,\"tas\":%.6f,\"was\":%.6f,\"failed\":%llu,\"adjacent_fraction\":%.6f",
+                            names[a], c ? "clusters" : "random", c, T, A, M, f, R, N, Q, median(t), st.tas, st.was,
+                            (unsigned long long)st.failed, Q > N ? double(adjacent) / double(Q - N) : 0.0) +
+                        hb.json() + verdict(problem, fmt("crw %s free=%g clusters=%u R=%u", names[a], f, c, R)) + "}");
+                }
+            }
+        }
+    GD(gpudyn_rw_heap_destroy(h));
+    cudaFree(d_pages);
+    cudaFree(d_scratch);
+}
+
+// ---- churn: allocation while freeing (queue vs RW-BM vs CoRW) ---------------
+// N threads each hold one page at a time for kChurnRounds rounds in one kernel
+// (see churn_kernel), on a pool pre-filled as in Fig. 11.  The queue is the
+// ring above (pushes and pops, correct under contention), its free list built
+// from the heap's bitmap before the timing; RW-BM and CoRW use the heap's
+// free_page and GETPAGE.  Rows "churn": time, time per round, TAS/WAS of the
+// random walks (the queue's steps are not the paper's), bytes held.
+//   --only churn
+constexpr unsigned kChurnRounds = 8;
+static void churn_section(const section_env& env) {
+    const std::vector<unsigned long long> pools = env.quick ? std::vector<unsigned long long>{1ull << 20}
+                                                            : std::vector<unsigned long long>{1ull << 20, 1ull << 24};
+    const std::vector<double> frees = env.quick ? std::vector<double>{0.5, 0.01} : std::vector<double>{0.5, 0.1, 0.01};
+    const std::vector<unsigned> threads = env.quick ? std::vector<unsigned>{4096, 65536}
+                                                    : std::vector<unsigned>{4096, 65536, 1048576};
+    *env.total += pools.size() * frees.size() * threads.size();
+    const char* names[] = {"queue", "rw_bm", "corw"};
+    for (unsigned long long T : pools) {
+        unsigned log2_t = 0;
+        while ((1ull << log2_t) < T) ++log2_t;  // the ring's capacity: T, a power of two here
+        gpudyn_rw_heap_t h = make_heap(T, 256);
+        gpudyn_rw_heap_view_t v;
+        GD(gpudyn_rw_heap_get_view(h, &v));
+        page_ring ring{};
+        ring.log2_capacity = log2_t;
+        unsigned *d_list, *d_out;
+        unsigned long long *d_count, *d_counters, *d_bad;
+        CUDA(cudaMalloc(&ring.slots, (1ull << log2_t) * sizeof(unsigned long long)));
+        CUDA(cudaMalloc(&ring.head, sizeof(unsigned long long)));
+        CUDA(cudaMalloc(&ring.tail, sizeof(unsigned long long)));
+        CUDA(cudaMalloc(&ring.avail, sizeof(int)));
+        CUDA(cudaMalloc(&d_list, T * sizeof(unsigned)));
+        CUDA(cudaMalloc(&d_out, threads.back() * sizeof(unsigned)));
+        CUDA(cudaMalloc(&d_count, sizeof(unsigned long long)));
+        CUDA(cudaMalloc(&d_counters, 6 * sizeof(unsigned long long)));
+        CUDA(cudaMalloc(&d_bad, sizeof(unsigned long long)));
+        const heap_bytes hb = bytes_of(v), qb = queue_bytes(v, sizeof(unsigned long long), 3 * 8);
+        for (double f : frees) {
+            GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
+            const std::vector<unsigned> before = read_bitmap(v);
+            const unsigned long long A = count_free(before);
+            for (unsigned N : threads) {
+                env.progress(fmt("churn T=%llu free=%g N=%u", T, f, N));
+                if (N > A / 2) continue;  // as Fig. 11: every walk stays bounded
+                for (int a = 0; a < 3; ++a) {
+                    auto prepare = [&] {  // the pool as before the first run, counters cleared (not timed)
+                        GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
+                        if (a == 0) {
+                            CUDA(cudaMemset(d_count, 0, sizeof(unsigned long long)));
+                            list_free_kernel<<<blocks(v.word_count), kBlock>>>(reinterpret_cast<const unsigned*>(v.bitmap),
+                                                                               v.word_count, d_list, d_count);
+                            ring_init_kernel<<<unsigned((T + kBlock - 1) / kBlock), kBlock>>>(ring, d_list, d_count);
+                            CUDA(cudaGetLastError());
+                        }
+                        CUDA(cudaMemset(d_counters, 0, 6 * sizeof(unsigned long long)));
+                    };
+                    auto launch = [&](bool stats) {
+                        const unsigned b = blocks(N);
+                        if (a == 0 && !stats) churn_kernel<churn_alloc::queue, false><<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
+                        if (a == 0 && stats) churn_kernel<churn_alloc::queue, true><<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
+                        if (a == 1 && !stats) churn_kernel<churn_alloc::rw_bm, false><<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
+                        if (a == 1 && stats) churn_kernel<churn_alloc::rw_bm, true><<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
+                        if (a == 2 && !stats) churn_kernel<churn_alloc::corw, false><<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
+                        if (a == 2 && stats) churn_kernel<churn_alloc::corw, true><<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
+                    };
+                    std::vector<float> t;
+                    for (int r = 0; r <= env.reps; ++r) {
+                        prepare();
+                        float ms = env.tm->ms([&] { launch(false); });
+                        if (r) t.push_back(ms);
+                    }
+                    // The last run: no request without a page, no page changed while
+                    // owned, no refused free; the pages held at the end distinct,
+                    // free before, still holding their owner's words; the allocator
+                    // left with exactly A - N free pages.
+                    unsigned long long c[6], bad = 0, none = 0;
+                    CUDA(cudaMemcpy(c, d_counters, sizeof c, cudaMemcpyDeviceToHost));
+                    CUDA(cudaMemset(d_bad, 0, sizeof(unsigned long long)));
+                    churn_tag_check_kernel<<<blocks(N), kBlock>>>(v, d_out, N, kChurnRounds - 1, d_bad);
+                    CUDA(cudaGetLastError());
+                    CUDA(cudaMemcpy(&bad, d_bad, sizeof bad, cudaMemcpyDeviceToHost));
+                    const std::vector<unsigned> pages = read_pages(d_out, N);
+                    std::vector<unsigned> after;
+                    if (a != 0) after = read_bitmap(v);
+                    std::string problem = check_pages(pages, T, before, a != 0 ? &after : nullptr, &none);
+                    unsigned long long left = 0;
+                    if (a == 0) {
+                        int avail = 0;
+                        CUDA(cudaMemcpy(&avail, ring.avail, sizeof avail, cudaMemcpyDeviceToHost));
+                        left = (unsigned long long)std::max(avail, 0);
+                    } else {
+                        left = count_free(after);
+                    }
+                    if (c[0] || none) problem += fmt("%llu gets found no page (%llu at the end); ", c[0], none);
+                    if (c[1]) problem += fmt("%llu pages changed while owned; ", c[1]);
+                    if (c[2]) problem += fmt("%llu frees refused; ", c[2]);
+                    if (bad) problem += fmt("%llu held pages lost their owner's words; ", bad);
+                    if (left != A - N) problem += fmt("%llu pages free at the end, expected %llu; ", left, A - N);
+                    std::string steps;
+                    if (a != 0) {  // TAS/WAS of the walks, from a run of its own
+                        prepare();
+                        launch(true);
+                        CUDA(cudaGetLastError());
+                        CUDA(cudaMemcpy(c, d_counters, sizeof c, cudaMemcpyDeviceToHost));
+                        steps = fmt(",\"tas\":%.6f,\"was\":%.6f", double(c[3]) / (double(N) * kChurnRounds),
+                                    c[5] ? double(c[4]) / double(c[5]) : 0.0);
+                    }
+                    const double ms = median(t);
+                    row(fmt("{\"figure\":\"churn\",\"allocator\":\"%s\",\"T\":%llu,\"A\":%llu,\"free\":%g,\"N\":%u,"
+                            "\"rounds\":%u,\"ms\":%.6f,\"ms_per_round\":%.6f",
+                            names[a], T, A, f, N, kChurnRounds, ms, ms / kChurnRounds) +
+                        steps + (a == 0 ? qb : hb).json() +
+                        verdict(problem, fmt("churn %s T=%llu free=%g N=%u", names[a], T, f, N)) + "}");
+                }
+            }
+        }
+        GD(gpudyn_rw_heap_destroy(h));
+        cudaFree(ring.slots); cudaFree(ring.head); cudaFree(ring.tail); cudaFree(ring.avail);
+        cudaFree(d_list); cudaFree(d_out); cudaFree(d_count); cudaFree(d_counters); cudaFree(d_bad);
+    }
+}
+
 int main(int argc, char** argv) {
     const char* out_path = nullptr;
     bool quick = false;
-    // Profiling aids (ncu): --only fig11|fig13|fig17 runs one part, --join-n N one
+    // --only fig11|crw|churn|fig13|fig13_free|fig17|fig18 runs one part, --join-n N one
     // hash-join size, --reps R timed repeats.
     const char* only = nullptr;
     unsigned join_n = 0;
     int reps_arg = 0;
-    const char* usage = "usage: %s --out FILE.json [--quick] [--only fig11|fig13|fig17] [--join-n N] [--reps R]\n";
+    const char* usage = "usage: %s --out FILE.json [--quick] [--only fig11|crw|churn|fig13|fig13_free|fig17|fig18] [--join-n N] [--reps R]\n";
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = true;
@@ -580,22 +1111,46 @@ int main(int argc, char** argv) {
     CUDA(cudaMalloc(&d_ptrs, max_n * sizeof(void*)));
 
     // ---- Fig. 11: GETPAGE ---------------------------------------------------
+    // Beside the grid (N <= A/2), points with N = 0.9, 0.99 and 1.0 x the free
+    // pages A ("near_a"): the walks' worst case, where a queue does best.  Fewer
+    // repeats there: a run that ends in the bounded sweep takes milliseconds.
+    // Every run's pages are checked (distinct, free before, used after), and the
+    // queue is also timed building its free list from the bitmap ("queue_build").
     const char* algo_names[] = {"rw", "rw_bm", "corw"};
+    const std::vector<double> near_a = {0.9, 0.99, 1.0};
+    const int near_a_reps = std::min(reps, 3);
+    unsigned long long* d_count;
+    CUDA(cudaMalloc(&d_count, sizeof(unsigned long long)));
+    if (part("fig11")) total += pool_pages.size() * frees.size() * near_a.size();
     for (unsigned long long T : pool_pages) {
         if (!part("fig11")) break;
         gpudyn_rw_heap_t h = make_heap(T, 256);
         gpudyn_rw_heap_view_t v;
         GD(gpudyn_rw_heap_get_view(h, &v));
-        for (double f : frees)
-            for (unsigned N : threads) {
-                progress(fmt("fig11 T=%llu free=%g N=%u", T, f, N));
-                GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
-                uint64_t A = 0;
-                GD(gpudyn_rw_heap_free_page_count(h, &A, nullptr));
-                if (N > A / 2) continue;  // the walks need N <= A; A/2 keeps every algorithm bounded
+        const heap_bytes hb = bytes_of(v), qb = queue_bytes(v, sizeof(unsigned), 8);
+        heap_bytes qbb = qb;  // the queue that lists its pages from the bitmap also holds the bitmap
+        qbb.bitmap = hb.bitmap;
+        qbb.meta += hb.bitmap;
+        for (double f : frees) {
+            GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
+            uint64_t A = 0;
+            GD(gpudyn_rw_heap_free_page_count(h, &A, nullptr));
+            const std::vector<unsigned> before = read_bitmap(v);  // every repeat's start (occupy's seed 1)
+            std::vector<std::pair<unsigned, double>> points;      // (N, N/A for the near_a points, else 0)
+            for (unsigned N : threads) points.push_back({N, 0.0});
+            for (double x : near_a) points.push_back({unsigned(std::max(1.0, std::floor(x * double(A) + 0.5))), x});
+            for (const auto& point : points) {
+                const unsigned N = point.first;
+                const double near = point.second;
+                progress(near ? fmt("fig11 T=%llu free=%g N=%u (%g A)", T, f, N, near)
+                              : fmt("fig11 T=%llu free=%g N=%u", T, f, N));
+                if (!near && N > A / 2) continue;  // the walks need N <= A; A/2 keeps every algorithm bounded
+                const int nreps = near ? near_a_reps : reps;
+                const std::string where = fmt(",\"T\":%llu,\"A\":%llu,\"free\":%g,\"N\":%u", T, (unsigned long long)A, f, N) +
+                                          (near ? fmt(",\"near_a\":%g", near) : std::string());
                 for (int a = 0; a < 3; ++a) {
                     std::vector<float> t;
-                    for (int r = 0; r <= reps; ++r) {  // r == 0: warm-up
+                    for (int r = 0; r <= nreps; ++r) {  // r == 0: warm-up
                         GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
                         float ms = tm.ms([&] {
                             if (a == 0) getpage_kernel<rw_algorithm::rw><<<blocks(N), kBlock>>>(v, N, r, d_out);
@@ -604,44 +1159,84 @@ int main(int argc, char** argv) {
                         });
                         if (r) t.push_back(ms);
                     }
+                    unsigned long long none = 0;
+                    const std::vector<unsigned> after = read_bitmap(v);
+                    std::string problem = check_pages(read_pages(d_out, N), T, before, &after, &none);
+                    if (none) problem += fmt("%llu requests found no page; ", none);  // N <= A: each must find one
                     GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
-                    gpudyn_rw_heap_stats_t st;
-                    st.struct_size = sizeof st;
-                    GD(gpudyn_rw_heap_get_pages(h, d_out, N, gpudyn_rw_heap_algorithm_t(a + 1), 1, 77, &st, nullptr));
-                    row(fmt("{\"figure\":\"fig11\",\"allocator\":\"%s\",\"T\":%llu,\"A\":%llu,\"free\":%g,\"N\":%u,"
-                            "\"ms\":%.6f,\"tas\":%.6f,\"was\":%.6f,\"failed\":%llu}",
-                            algo_names[a], T, (unsigned long long)A, f, N, median(t), st.tas, st.was,
-                            (unsigned long long)st.failed));
+                    const gpudyn_rw_heap_stats_t st = page_stats(h, d_out, N, gpudyn_rw_heap_algorithm_t(a + 1), 1, 77);
+                    row(fmt("{\"figure\":\"fig11\",\"allocator\":\"%s\"", algo_names[a]) + where +
+                        fmt(",\"ms\":%.6f,\"tas\":%.6f,\"was\":%.6f,\"failed\":%llu", median(t), st.tas, st.was,
+                            (unsigned long long)st.failed) +
+                        hb.json() + verdict(problem, fmt("fig11 %s T=%llu free=%g N=%u", algo_names[a], T, f, N)) + "}");
                 }
-                // Queue baseline: the free pages in an array, one atomic head.
+                // Queue baseline: the free pages in an array, one atomic head.  The
+                // list is built before the timing, as in the paper's queue.
+                GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
+                CUDA(cudaMemset(d_count, 0, sizeof(unsigned long long)));
+                list_free_kernel<<<blocks(v.word_count), kBlock>>>(reinterpret_cast<const unsigned*>(v.bitmap), v.word_count,
+                                                                   d_queue, d_count);
+                CUDA(cudaGetLastError());
                 {
-                    GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
-                    GD(gpudyn_rw_heap_get_pages(h, d_queue, N, GPUDYN_RW_HEAP_RW_BM, 1, 3, nullptr, nullptr));
                     std::vector<float> t;
-                    for (int r = 0; r <= reps; ++r) {
+                    for (int r = 0; r <= nreps; ++r) {
                         CUDA(cudaMemset(d_head, 0, 8));
-                        float ms = tm.ms([&] { queue_kernel<<<blocks(N), kBlock>>>(gpudyn::detail::page_queue{d_queue, d_head, N}, N, d_out, d_pos); });
+                        float ms = tm.ms([&] { queue_kernel<<<blocks(N), kBlock>>>(gpudyn::detail::page_queue{d_queue, d_head, A}, N, d_out, d_pos); });
                         if (r) t.push_back(ms);
                     }
-                    std::vector<unsigned> pos(N);
-                    CUDA(cudaMemcpy(pos.data(), d_pos, N * sizeof(unsigned), cudaMemcpyDeviceToHost));
+                    unsigned long long none = 0;
+                    std::string problem = check_pages(read_pages(d_out, N), T, before, nullptr, &none);
+                    if (none) problem += fmt("%llu requests found no page; ", none);
                     double tas = 0, was = 0;
-                    for (unsigned i = 0; i < N; i += 32) {
-                        unsigned top = 0;
-                        for (unsigned j = i; j < std::min(N, i + 32); ++j) {
-                            tas += pos[j] + 1.0;
-                            top = std::max(top, pos[j] + 1);
+                    queue_steps(d_pos, N, tas, was);
+                    row(std::string("{\"figure\":\"fig11\",\"allocator\":\"queue\"") + where +
+                        fmt(",\"ms\":%.6f,\"tas\":%.6f,\"was\":%.6f,\"failed\":%llu", median(t), tas, was, none) +
+                        qb.json() + verdict(problem, fmt("fig11 queue T=%llu free=%g N=%u", T, f, N)) + "}");
+                }
+                // The queue when its free pages are not listed yet: the timing holds
+                // the list's build from the bitmap (one pass over T/32 words) and
+                // the pops; build_ms is the build alone.
+                {
+                    std::vector<float> t, tb;
+                    for (int r = 0; r <= nreps; ++r) {
+                        // The count and head start at 0 (set before the timing: a
+                        // queue keeps them in its state), the list is built anew.
+                        auto build = [&] {
+                            list_free_kernel<<<blocks(v.word_count), kBlock>>>(reinterpret_cast<const unsigned*>(v.bitmap),
+                                                                               v.word_count, d_queue, d_count);
+                        };
+                        CUDA(cudaMemset(d_count, 0, sizeof(unsigned long long)));
+                        float ms_build = tm.ms(build);
+                        CUDA(cudaMemset(d_count, 0, sizeof(unsigned long long)));
+                        CUDA(cudaMemset(d_head, 0, 8));
+                        float ms = tm.ms([&] {
+                            build();
+                            queue_listed_kernel<<<blocks(N), kBlock>>>(d_queue, d_count, d_head, N, d_out, d_pos);
+                        });
+                        if (r) {
+                            t.push_back(ms);
+                            tb.push_back(ms_build);
                         }
-                        was += top;
                     }
-                    row(fmt("{\"figure\":\"fig11\",\"allocator\":\"queue\",\"T\":%llu,\"A\":%llu,\"free\":%g,\"N\":%u,"
-                            "\"ms\":%.6f,\"tas\":%.6f,\"was\":%.6f,\"failed\":0}",
-                            T, (unsigned long long)A, f, N, median(t), tas / N, was / ((N + 31) / 32)));
+                    unsigned long long none = 0, listed = 0;
+                    std::string problem = check_pages(read_pages(d_out, N), T, before, nullptr, &none);
+                    if (none) problem += fmt("%llu requests found no page; ", none);
+                    CUDA(cudaMemcpy(&listed, d_count, sizeof listed, cudaMemcpyDeviceToHost));
+                    if (listed != A) problem += fmt("%llu pages listed, %llu free; ", listed, (unsigned long long)A);
+                    double tas = 0, was = 0;
+                    queue_steps(d_pos, N, tas, was);
+                    row(std::string("{\"figure\":\"fig11\",\"allocator\":\"queue_build\"") + where +
+                        fmt(",\"ms\":%.6f,\"build_ms\":%.6f,\"tas\":%.6f,\"was\":%.6f,\"failed\":%llu", median(t),
+                            median(tb), tas, was, none) +
+                        qbb.json() + verdict(problem, fmt("fig11 queue_build T=%llu free=%g N=%u", T, f, N)) + "}");
                 }
             }
+        }
         GD(gpudyn_rw_heap_destroy(h));
     }
-    // CUDA device malloc of 16 B by the same thread counts.
+    cudaFree(d_count);
+    // CUDA device malloc of 16 B by the same thread counts; it holds the
+    // device-malloc heap this program sets (kCudaMallocHeap).
     for (unsigned N : threads) {
         if (!part("fig11")) break;
         progress(fmt("fig11 cuda_malloc N=%u", N));
@@ -652,7 +1247,15 @@ int main(int argc, char** argv) {
             CUDA(cudaDeviceSynchronize());
             if (r) t.push_back(ms);
         }
-        row(fmt("{\"figure\":\"fig11\",\"allocator\":\"cuda_malloc_16B\",\"N\":%u,\"ms\":%.6f}", N, median(t)));
+        row(fmt("{\"figure\":\"fig11\",\"allocator\":\"cuda_malloc_16B\",\"N\":%u,\"ms\":%.6f,\"bytes_held\":%llu}", N,
+                median(t), (unsigned long long)kCudaMallocHeap));
+    }
+
+    // ---- issue 14, item 1: CRW in its regime, allocation while freeing -------
+    {
+        const section_env env{quick, reps, &tm, progress, &total};
+        if (part("crw")) crw_section(env);
+        if (part("churn")) churn_section(env);
     }
 
     // ---- Fig. 13/14: RW_malloc vs CUDA malloc -------------------------------

@@ -198,3 +198,56 @@ def crw_tas(T, A, N, M):
     """Eq. 9: CRW's TAS, 1 + (M - 1)/(A + M - 1) * (T/N) ln(A / (A - N))."""
     _rw_check(T, A, N)
     return 1.0 + crw_repeat_probability(A, M) * rw_tas(T, A, N, exact=False)
+
+
+def crw_bm_tas(T, A, N, M, w=32, per_thread=1):
+    """Eq. 9 with the bitmap walk: 1 + p U, p from Eq. 8 and U = RW-BM's TAS (Eq. 5)
+    in place of RW's (Eq. 3); the paper leaves the bitmap out of Eq. 9 because it
+    helps RW and CRW alike (SIV-D1), and gpudyn's CRW walks RW-BM.  With
+    per_thread = R requests per thread, the first has no last page and walks:
+    the mean over the R requests is (U + (R - 1)(1 + p U)) / R."""
+    _rw_check(T, A, N, w)
+    if per_thread < 1:
+        raise ValueError(f"gpudyn.theory: argument 'per_thread' is {per_thread!r}, expected >= 1")
+    u = rw_bm_tas(T, A, N, w)
+    p = crw_repeat_probability(A, M)
+    if per_thread == 1:
+        return 1.0 + p * u
+    return (u + (per_thread - 1) * (1.0 + p * u)) / per_thread
+
+
+# Fig. 10's scenarios: free fractions, and CRW's clusters M as fractions of A
+# (CRW1: M = 0.01A, CRW2: M = 0.5A, CRW3: M = A), with T = 1M pages as in SV-A.
+FIG10_FREES = (0.5, 0.1, 0.01, 0.005)
+FIG10_M_FRACTIONS = (0.01, 0.5, 1.0)
+
+
+def fig10(T=1 << 20, frees=FIG10_FREES, n_values=None, m_fractions=FIG10_M_FRACTIONS, fixed_n=1000, free_axis=None):
+    """Fig. 10 series: RW's TAS (Eq. 3 as printed, the logarithm form) and CRW's
+    (Eq. 9) for each M = m A, (a) against N for each free fraction (A = round(free T);
+    N from 1 to 5000, the thread counts of Fig. 6, below A), (b) against the free
+    fraction at N = fixed_n."""
+    if n_values is None:
+        n_values = sorted({int(round(10 ** (k / 8))) for k in range(0, 30)} | {5000})
+    free_axis = list(np.geomspace(0.005, 0.5, 25)) if free_axis is None else list(free_axis)
+
+    def m_of(A, m):
+        return max(1, int(round(m * A)))
+
+    panels = []
+    for f in frees:
+        A = int(round(f * T))
+        ns = [n for n in n_values if 0 < n < A]
+        panels.append({"free": f, "A": A, "N": ns,
+                       "rw": [rw_tas(T, A, n, exact=False) for n in ns],
+                       "crw": {str(m): [crw_tas(T, A, n, m_of(A, m)) for n in ns] for m in m_fractions}})
+    by_free = {"N": fixed_n, "free": [], "rw": [], "crw": {str(m): [] for m in m_fractions}}
+    for f in free_axis:
+        A = int(round(f * T))
+        if not 0 < fixed_n < A:
+            continue
+        by_free["free"].append(float(f))
+        by_free["rw"].append(rw_tas(T, A, fixed_n, exact=False))
+        for m in m_fractions:
+            by_free["crw"][str(m)].append(crw_tas(T, A, fixed_n, m_of(A, m)))
+    return {"T": T, "m_fractions": list(m_fractions), "panels": panels, "by_free": by_free}

@@ -117,22 +117,6 @@ def test_fig13_free_target_counts_unverified_points(tmp_path):
     assert t["value"] == 1 and not t["met"]
 
 
-def test_queue_comparison_finds_where_the_queue_wins():
-    f11 = []
-    for free, q, walks in ((0.5, 0.05, (0.2, 0.03, 0.02)), (0.005, 0.05, (9.0, 0.3, 0.1))):
-        f11.append({"figure": "fig11", "allocator": "queue", "T": 1 << 20, "A": 1, "free": free, "N": 4096, "ms": q})
-        for a, ms in zip(("rw", "rw_bm", "corw"), walks):
-            f11.append({"figure": "fig11", "allocator": a, "T": 1 << 20, "A": 1, "free": free, "N": 4096, "ms": ms})
-    f11.append({"figure": "fig11", "allocator": "cuda_malloc_16B", "N": 4096, "ms": 5.0})
-    qc = rw_heap.queue_comparison(f11)
-    assert [x["queue_faster_than_all"] for x in qc] == [False, True]
-    assert qc[1]["corw_over_queue"] == pytest.approx(2.0)
-    md = rw_heap.queue_markdown(f11)
-    assert "faster than every walk at 1 of 2" in md
-    assert "| 1048576 | 0.5% | 4096 | 0.05 | 180 | 6 | 2 |" in md
-    assert rw_heap.queue_markdown([]) == ""
-
-
 def test_plots_draw_fig13_fig17_fig18(tmp_path):
     ctx = Context("rw_heap", str(tmp_path), True, DEVICE)
     plt = ctx.pyplot()

@@ -9,6 +9,7 @@ tables give times against DO (the join's floor) and against the queue, not only
 speedups over CUDA malloc."""
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from .. import theory
@@ -27,12 +28,25 @@ def _pick(rows, **kw):
     return [r for r in rows if all(r.get(k) == v for k, v in kw.items())]
 
 
-def run(ctx):
+# Fig. 11's lines: the queue that builds its list is the queue's colour, dashed.
+FIG11_COLORS = {"queue": "C0", "queue_build": "C0", "rw": "C1", "rw_bm": "C2", "corw": "C3"}
+
+
+def _finite_ratio(a, b):
+    """a / b, or None where either is infinite (or b is 0): strict JSON has no inf/NaN."""
+    return a / b if math.isfinite(a) and math.isfinite(b) and b != 0 else None
+
+
+def _nan(x):
+    return float("nan") if x is None else x
+
+
+def _run_paper_figures(ctx):
     raw = ctx.run_program("gpudyn_bench_rw_heap")
     rows = raw["rows"]
     f11 = _pick(rows, figure="fig11")
     Tmax = max(r["T"] for r in f11 if "T" in r)
-    Nmax = max(r["N"] for r in f11 if "T" in r)
+    Nmax = max(r["N"] for r in f11 if "T" in r and not r.get("near_a"))  # the grid, not the N ~ A points
     cm16 = {r["N"]: r["ms"] for r in _pick(rows, figure="fig11", allocator="cuda_malloc_16B")}
 
     # CoRW at the largest measured config (T = 16M, N = 1M in the full run), 50% free.
@@ -50,19 +64,23 @@ def run(ctx):
             continue
         b = b[0]
         T, A, N = r["T"], r["A"], r["N"]
-        fig12.append({"T": T, "free": r["free"], "N": N, "tas_ratio": r["tas"] / b["tas"],
+        fig12.append({"T": T, "free": r["free"], "N": N, "near_a": r.get("near_a", 0),
+                      "tas_ratio": r["tas"] / b["tas"],
                       "was_ratio": r["was"] / b["was"],
                       "tas_ratio_theory": theory.rw_tas(T, A, N) / theory.rw_bm_tas(T, A, N),
-                      "was_ratio_theory": theory.rw_was_bound(T, A, N) / theory.rw_bm_was_bound(T, A, N),
+                      # Eqs. 4 and 6 are infinite at N = A: no ratio there (None, strict JSON)
+                      "was_ratio_theory": _finite_ratio(theory.rw_was_bound(T, A, N),
+                                                        theory.rw_bm_was_bound(T, A, N)),
                       "rw_tas_rel_err": r["tas"] / theory.rw_tas(T, A, N) - 1,
                       "rw_bm_tas_rel_err": b["tas"] / theory.rw_bm_tas(T, A, N) - 1})
-    low = [x for x in fig12 if x["free"] == 0.005]
+    low = [x for x in fig12 if x["free"] == 0.005 and not x["near_a"]]
     if low:
         best = max(low, key=lambda x: x["N"])
         ctx.target(f"RW/RW-BM TAS ratio at 0.5% free (T={best['T']}, N={best['N']})", best["tas_ratio"],
                    TAS_RATIO_GOAL, "x", True)
     if fig12:
-        worst = max(max(abs(x["rw_tas_rel_err"]), abs(x["rw_bm_tas_rel_err"])) for x in fig12 if x["free"] >= 0.01)
+        worst = max(max(abs(x["rw_tas_rel_err"]), abs(x["rw_bm_tas_rel_err"])) for x in fig12
+                    if x["free"] >= 0.01 and not x["near_a"])
         ctx.target("TAS vs Eq. 3 / Eq. 5, worst relative error at >= 1% free", worst, THEORY_TOLERANCE, "", False)
 
     f13 = _pick(rows, figure="fig13")
@@ -83,7 +101,7 @@ def run(ctx):
 
     plt = ctx.pyplot()
     if plt is not None:
-        algos = ("queue", "rw", "rw_bm", "corw")
+        algos = ("queue", "queue_build", "rw", "rw_bm", "corw")
         frees = sorted({r["free"] for r in f11 if "free" in r}, reverse=True)
         for T in sorted({r["T"] for r in f11 if "T" in r}):
             fig, axes = plt.subplots(3, len(frees), figsize=(4 * len(frees), 9), squeeze=False)
@@ -91,7 +109,14 @@ def run(ctx):
                 for a in algos:
                     pts = sorted(_pick(f11, allocator=a, T=T, free=fr), key=lambda r: r["N"])
                     for i, key in enumerate(("ms", "tas", "was")):
-                        axes[i][j].plot([p["N"] for p in pts], [p[key] for p in pts], marker="o", label=a)
+                        if not pts or (a == "queue_build" and key != "ms"):
+                            continue  # nothing measured here; queue_build's steps are the queue's
+                        axes[i][j].plot([p["N"] for p in pts], [p[key] for p in pts], marker="o", label=a,
+                                        color=FIG11_COLORS[a], ls="--" if a == "queue_build" else "-")
+                free_pages = {r["A"] for r in _pick(f11, T=T, free=fr) if r["allocator"] in algos}
+                for i in range(3):  # N = A: the right end of the N ~ A points
+                    for A in free_pages:
+                        axes[i][j].axvline(A, color="grey", ls=":", lw=0.8)
                 if T == Tmax:
                     xs = sorted(cm16)
                     axes[0][j].plot(xs, [cm16[x] for x in xs], marker="x", ls="--", label="CUDA malloc 16 B")
@@ -109,7 +134,8 @@ def run(ctx):
             pts = sorted((x for x in fig12 if x["free"] == fr and x["T"] == 1 << 20), key=lambda x: x["N"])
             for ax, k in zip(axes, ("tas", "was")):
                 line = ax.plot([p["N"] for p in pts], [p[f"{k}_ratio"] for p in pts], marker="o", label=f"{fr * 100:g}% free")
-                ax.plot([p["N"] for p in pts], [p[f"{k}_ratio_theory"] for p in pts], ls="--", color=line[0].get_color())
+                ax.plot([p["N"] for p in pts], [_nan(p[f"{k}_ratio_theory"]) for p in pts], ls="--",
+                        color=line[0].get_color())
         for ax, k in zip(axes, ("TAS (theory: Eq. 3 / Eq. 5)", "WAS (theory: Eq. 4 / Eq. 6)")):
             ax.axhline(32, color="grey", lw=0.5)
             ax.set(xscale="log", xlabel="threads N", ylabel="RW / RW-BM", title=f"Fig. 12: {k}")
@@ -142,9 +168,9 @@ def run(ctx):
     for s in ("16", "4096", "mixed_16_4096", "8192"):
         lines.append(f"| RW_malloc {s} N={N13} | {ms13('rw_malloc', s):.4g} | CUDA malloc: {ms13('cuda_malloc', s):.4g} |")
     lines += _join_table_lines(rows)
-    tables = ["\n".join(lines), fig13_free_markdown(f13free), join_markdown(rows), queue_markdown(rows)]
+    tables = ["\n".join(lines), fig13_free_markdown(f13free), join_markdown(rows)]
     return {"raw": raw, "fig12": fig12, "fig13_free": f13free, "join": join_summary(rows),
-            "queue_comparison": queue_comparison(rows), "missing_join_outputs": join["missing"],
+            "missing_join_outputs": join["missing"],
             "join_errors": join["errors"], "table": "\n\n".join(t for t in tables if t)}
 
 
@@ -377,40 +403,393 @@ def _plot_join(ctx, plt, rows):
 
 # ---- GETPAGE against the queue (Fig. 11 rows) -------------------------------
 
-def queue_comparison(rows):
-    """Each Fig. 11 point with a queue baseline (any allocator named queue*):
-    each walk's time over the queue's (above 1: the queue is faster) and
-    whether the queue beats every walk measured there."""
-    f11 = _pick(rows, figure="fig11")
-    walks = ("rw", "rw_bm", "corw", "crw")
-    out = []
-    for q in f11:
-        if not str(q.get("allocator", "")).startswith("queue") or "T" not in q or not q.get("ms"):
-            continue
-        at = {r["allocator"]: r["ms"] for r in f11 if r.get("T") == q["T"] and r.get("free") == q["free"]
-              and r.get("N") == q["N"] and r.get("allocator") in walks and "ms" in r}
-        if not at:
-            continue
-        x = {"queue": q["allocator"], "T": q["T"], "free": q["free"], "N": q["N"], "queue_ms": q["ms"]}
-        x.update({f"{a}_over_queue": ms / q["ms"] for a, ms in at.items()})
-        x["queue_faster_than_all"] = min(at.values()) > q["ms"]
-        out.append(x)
+
+# ---- issue 14, item 1: the random-walk evaluation in the regimes the paper argues from ----
+# Rows of gpudyn_bench_rw_heap used here: fig11 (now with "near_a" points at N = 0.9,
+# 0.99, 1.0 x A, "queue_build", bytes held and a "verified" flag), crw (CRW with
+# per_thread = R on clustered or random free pages), churn (free while allocating).
+NEAR_A_ALLOCATORS = ("rw", "rw_bm", "corw", "queue", "queue_build")
+RIVALS = ("rw_bm", "corw")  # what the queue is measured against: the paper's bitmap walks
+QUEUE_WORKLOADS = {
+    "queue": "GETPAGE, queue list built before the timing (the paper's queue)",
+    "queue_build": "GETPAGE, queue list built from the bitmap inside the timing",
+    "churn": "churn: each thread frees its page and gets another, 8 rounds in one kernel",
+}
+CRW_ALLOCATORS = ("crw", "rw_bm", "corw")
+CRW_COLORS = {"crw": "C4", "rw_bm": FIG11_COLORS["rw_bm"], "corw": FIG11_COLORS["corw"]}
+MIB = float(1 << 20)
+
+
+def pearson(xs, ys):
+    """Pearson's r of two equal-length sequences; None with fewer than 3 points or
+    when either has no spread (r is undefined there)."""
+    xs, ys = [float(x) for x in xs], [float(y) for y in ys]
+    if len(xs) != len(ys):
+        raise ValueError(f"pearson: {len(xs)} x values, {len(ys)} y values")
+    n = len(xs)
+    if n < 3:
+        return None
+    mx, my = math.fsum(xs) / n, math.fsum(ys) / n
+    sxy = math.fsum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sxx = math.fsum((x - mx) ** 2 for x in xs)
+    syy = math.fsum((y - my) ** 2 for y in ys)
+    if sxx <= 0 or syy <= 0:
+        return None
+    return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
+
+
+def tas_time_correlation(f11):
+    """Per allocator of the Fig. 11 rows: Pearson's r between measured TAS (and WAS)
+    and kernel time, on the values and on their logarithms (time spans decades
+    with N, so the log form weighs every point alike)."""
+    out = {}
+    for a in sorted({r["allocator"] for r in f11 if "tas" in r and "was" in r and "ms" in r}):
+        pts = [r for r in f11 if r["allocator"] == a and "tas" in r and "was" in r and "ms" in r]
+        pos = [r for r in pts if r["tas"] > 0 and r["was"] > 0 and r["ms"] > 0]
+        out[a] = {"points": len(pts),
+                  "tas_r": pearson([r["tas"] for r in pts], [r["ms"] for r in pts]),
+                  "was_r": pearson([r["was"] for r in pts], [r["ms"] for r in pts]),
+                  "tas_r_log": pearson([math.log(r["tas"]) for r in pos], [math.log(r["ms"]) for r in pos]),
+                  "was_r_log": pearson([math.log(r["was"]) for r in pos], [math.log(r["ms"]) for r in pos])}
     return out
 
 
-def queue_markdown(rows):
-    qc = queue_comparison(rows)
-    if not qc:
-        return ""
+def queue_comparison(rows):
+    """Every point where a queue variant and the bitmap walks did the same work:
+    queue_speedup = (the faster of RW-BM and CoRW) ms / queue ms, > 1 where the
+    queue wins.  Bytes held beside each."""
+    cases = []
+    f11 = _pick(rows, figure="fig11")
+    churn = _pick(rows, figure="churn")
+    sources = [("queue", f11, "queue"), ("queue_build", f11, "queue_build"), ("churn", churn, "queue")]
+    for workload, table, variant in sources:
+        for q in _pick(table, allocator=variant):
+            key = {"T": q["T"], "free": q["free"], "N": q["N"]}
+            rivals = {a: r[0] for a in RIVALS for r in [_pick(table, allocator=a, **key)] if r}
+            if not rivals or q["ms"] <= 0:
+                continue
+            best = min(rivals, key=lambda a: rivals[a]["ms"])
+            speedup = rivals[best]["ms"] / q["ms"]
+            cases.append({"workload": workload, **key, "near_a": q.get("near_a", 0), "queue_ms": q["ms"],
+                          "rival": best, "rival_ms": rivals[best]["ms"], "queue_speedup": speedup,
+                          "queue_wins": speedup > 1.0, "queue_bytes": q.get("bytes_held"),
+                          "rival_bytes": rivals[best].get("bytes_held")})
+    return cases
+
+
+def _at(c):
+    s = f"T={c['T']} {c['free'] * 100:g}% free N={c['N']}"
+    return s + (f" ({c['near_a']:g} A)" if c.get("near_a") else "")
+
+
+def queue_summary(cases):
+    """Per workload, and per free fraction within it: points, queue wins, and the
+    smallest and largest queue speedup with where they are (ordered as
+    QUEUE_WORKLOADS, then free fraction descending; 'all' first)."""
+    out = []
+    for w in QUEUE_WORKLOADS:
+        ws = [c for c in cases if c["workload"] == w]
+        groups = [("all", ws)] + [(fr, [c for c in ws if c["free"] == fr])
+                                  for fr in sorted({c["free"] for c in ws}, reverse=True)]
+        for fr, cs in groups:
+            if not cs:
+                continue
+            lo = min(cs, key=lambda c: c["queue_speedup"])
+            hi = max(cs, key=lambda c: c["queue_speedup"])
+            out.append({"workload": w, "free": fr, "points": len(cs), "queue_wins": sum(c["queue_wins"] for c in cs),
+                        "min_speedup": lo["queue_speedup"], "min_at": _at(lo),
+                        "max_speedup": hi["queue_speedup"], "max_at": _at(hi)})
+    return out
+
+
+def near_a_table(f11):
+    """The N ~ A points of Fig. 11: per (T, free, N/A) each allocator's ms, TAS and
+    WAS, and the bytes held by the heap and by the queue."""
+    out = []
+    keys = sorted({(r["T"], r["free"], r["near_a"]) for r in f11 if r.get("near_a")},
+                  key=lambda k: (k[0], -k[1], k[2]))
+    for T, fr, x in keys:
+        e = {"T": T, "free": fr, "n_over_a": x}
+        for a in NEAR_A_ALLOCATORS:
+            r = _pick(f11, allocator=a, T=T, free=fr, near_a=x)
+            if not r:
+                continue
+            r = r[0]
+            e.update({"N": r["N"], "A": r["A"], f"{a}_ms": r["ms"], f"{a}_tas": r.get("tas"),
+                      f"{a}_was": r.get("was"), f"{a}_bytes": r.get("bytes_held")})
+        out.append(e)
+    return out
+
+
+def crw_table(rows):
+    """Per (free, layout, cluster pages, pages per thread): CRW, RW-BM and CoRW side
+    by side, RW-BM's time over CRW's, and Eq. 9's TAS with the bitmap walk at the
+    measured clusters (theory.crw_bm_tas with per_thread)."""
+    crw = _pick(rows, figure="crw")
+    out = []
+    keys = []
+    for r in crw:
+        k = (r["free"], r["layout"], r["cluster_pages"], r["per_thread"])
+        if k not in keys:
+            keys.append(k)
+    for fr, layout, c, R in keys:
+        pts = {r["allocator"]: r for r in _pick(crw, free=fr, layout=layout, cluster_pages=c, per_thread=R)}
+        any_r = next(iter(pts.values()))
+        e = {"free": fr, "layout": layout, "cluster_pages": c, "per_thread": R, "N": any_r["N"],
+             "requests": any_r["requests"], "A": any_r["A"], "clusters": any_r["clusters"],
+             "bytes_held": any_r.get("bytes_held")}
+        for a in CRW_ALLOCATORS:
+            if a in pts:
+                e.update({f"{a}_ms": pts[a]["ms"], f"{a}_tas": pts[a]["tas"], f"{a}_was": pts[a]["was"],
+                          f"{a}_adjacent": pts[a].get("adjacent_fraction")})
+        if "crw" in pts and "rw_bm" in pts and pts["crw"]["ms"] > 0:
+            e["rw_bm_over_crw_ms"] = pts["rw_bm"]["ms"] / pts["crw"]["ms"]
+        try:
+            e["crw_tas_eq9_bm"] = theory.crw_bm_tas(any_r["T"], e["A"], e["requests"], max(1, e["clusters"]),
+                                                    per_thread=R)
+        except ValueError:
+            e["crw_tas_eq9_bm"] = None
+        out.append(e)
+    return out
+
+
+def bytes_table(rows):
+    """Device bytes each structure held for the GETPAGE work, per pool size T (the
+    rows carry them; every row of one T and structure holds the same): the heap
+    (pool, bitmap, all metadata), the queue's list, the churn queue's ring, and
+    the CUDA device-malloc heap the program reserves."""
+    out = []
+    for T in sorted({r["T"] for r in rows if "T" in r and "bytes_held" in r}):
+        e = {"T": T}
+        for name, figure, alloc in (("heap", None, "rw_bm"), ("queue", "fig11", "queue"),
+                                    ("queue_build", "fig11", "queue_build"), ("ring", "churn", "queue")):
+            r = [x for x in rows if x.get("T") == T and x.get("allocator") == alloc and "bytes_held" in x
+                 and (figure is None or x["figure"] == figure)]
+            if r:
+                e.update({f"{name}_bytes": r[0]["bytes_held"], f"{name}_pool_bytes": r[0].get("pool_bytes"),
+                          f"{name}_meta_bytes": r[0].get("meta_bytes")})
+                if name == "heap":
+                    e["heap_bitmap_bytes"] = r[0].get("bitmap_bytes")
+        out.append(e)
+    cm = [r for r in rows if r.get("allocator") == "cuda_malloc_16B" and "bytes_held" in r]
+    if cm:
+        out.append({"T": None, "cuda_malloc_heap_bytes": cm[0]["bytes_held"]})
+    return out
+
+
+def verification(rows):
+    """(rows checked, [what failed]) over the rows that carry a 'verified' flag."""
+    checked = [r for r in rows if "verified" in r]
+    bad = [f"{r['figure']} {r.get('allocator', '')} " + ", ".join(f"{k}={r[k]}" for k in ("T", "free", "N", "layout")
+                                                                  if k in r) + f": {r.get('check', '?')}"
+           for r in checked if not r["verified"]]
+    return len(checked), bad
+
+
+def _f(x, spec=".4g"):
+    if x is None:
+        return "-"
+    return format(x, ".0f") if spec == ".4g" and abs(x) >= 1e4 else format(x, spec)  # 12288, not 1.229e+04
+
+
+def _tables(near, crw, summary, corr, churn_rows, held=()):
     lines = []
-    for qname in sorted({x["queue"] for x in qc}):
-        pts = [x for x in qc if x["queue"] == qname]
-        wins = sum(x["queue_faster_than_all"] for x in pts)
-        lines.append(f"GETPAGE against the {qname} baseline: the queue is faster than every walk at {wins} of "
-                     f"{len(pts)} Fig. 11 points (ratios: walk time / queue time, above 1 the queue wins).")
-        lines += ["| T | free | N | queue ms | RW / queue | RW-BM / queue | CoRW / queue |", "|---|---|---|---|---|---|---|"]
-        for x in sorted(pts, key=lambda x: (x["T"], -x["free"], x["N"])):
-            cells = " | ".join(f"{x[k]:.3g}" if k in x else "" for k in ("rw_over_queue", "rw_bm_over_queue",
-                                                                            "corw_over_queue"))
-            lines.append(f"| {x['T']} | {x['free'] * 100:g}% | {x['N']} | {x['queue_ms']:.4g} | {cells} |")
+    if held:
+        lines += ["", "Bytes held for the GETPAGE work (MiB; meta = all but the pool):", "",
+                  "| T | heap: pool + meta (bitmap) | queue: pool + list | queue + build: + bitmap | "
+                  "churn ring: pool + ring |", "|---|---|---|---|---|"]
+        for e in held:
+            if e["T"] is None:
+                lines.append(f"| CUDA device malloc | heap reserved by the program: "
+                             f"{_f(_mib(e['cuda_malloc_heap_bytes']))} | | | |")
+                continue
+            cell = lambda n: "-" if f"{n}_bytes" not in e else (  # noqa: E731
+                f"{_f(_mib(e[f'{n}_bytes']))} = {_f(_mib(e[f'{n}_pool_bytes']))} + {_f(_mib(e[f'{n}_meta_bytes']))}")
+            heap = cell("heap") + (f" ({_f(_mib(e['heap_bitmap_bytes']))})" if "heap_bitmap_bytes" in e else "")
+            lines.append(f"| {e['T']} | {heap} | {cell('queue')} | {cell('queue_build')} | {cell('ring')} |")
+    if near:
+        lines += ["", "N close to the free pages A (Fig. 11; kernel ms; bytes held by the heap / by the queue):", "",
+                  "| T | free | N/A | N | RW | RW-BM | CoRW | queue | queue + list build | heap MiB | queue MiB |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for e in near:
+            lines.append(f"| {e['T']} | {e['free'] * 100:g}% | {e['n_over_a']:g} | {e.get('N', '-')} | "
+                         + " | ".join(_f(e.get(f"{a}_ms")) for a in NEAR_A_ALLOCATORS)
+                         + f" | {_f(_mib(e.get('rw_bytes')))} | {_f(_mib(e.get('queue_bytes')))} |")
+    if crw:
+        lines += ["", "CRW in its regime: N threads x R pages each (ms; TAS and WAS per request; adjacent = share of "
+                  "a thread's pages right after its previous one; Eq. 9 with the bitmap walk):", "",
+                  "| free | free pages in | R | N | CRW ms | RW-BM ms | CoRW ms | RW-BM/CRW | CRW TAS | RW-BM TAS | "
+                  "CoRW TAS | CRW WAS | RW-BM WAS | CRW adjacent | Eq. 9 (BM) TAS |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for e in crw:
+            where = f"clusters of {e['cluster_pages']}" if e["layout"] == "clusters" else "random pages"
+            lines.append(f"| {e['free'] * 100:g}% | {where} | {e['per_thread']} | {e['N']} | "
+                         f"{_f(e.get('crw_ms'))} | {_f(e.get('rw_bm_ms'))} | {_f(e.get('corw_ms'))} | "
+                         f"{_f(e.get('rw_bm_over_crw_ms'), '.3g')} | {_f(e.get('crw_tas'))} | "
+                         f"{_f(e.get('rw_bm_tas'))} | "
+                         f"{_f(e.get('corw_tas'))} | {_f(e.get('crw_was'))} | {_f(e.get('rw_bm_was'))} | "
+                         f"{_f(e.get('crw_adjacent'), '.3f')} | {_f(e.get('crw_tas_eq9_bm'))} |")
+    if churn_rows:
+        lines += ["", "Churn: N threads each free their page and get another, 8 rounds in one kernel (ms; bytes held):",
+                  "", "| T | free | N | queue | RW-BM | CoRW | RW-BM TAS | CoRW TAS | RW-BM WAS | CoRW WAS | "
+                  "heap MiB | queue MiB |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        keys = []
+        for r in churn_rows:
+            if (r["T"], r["free"], r["N"]) not in keys:
+                keys.append((r["T"], r["free"], r["N"]))
+        for T, fr, N in keys:
+            p = {r["allocator"]: r for r in _pick(churn_rows, T=T, free=fr, N=N)}
+            g = lambda a, k: p[a].get(k) if a in p else None  # noqa: E731
+            lines.append(f"| {T} | {fr * 100:g}% | {N} | {_f(g('queue', 'ms'))} | {_f(g('rw_bm', 'ms'))} | "
+                         f"{_f(g('corw', 'ms'))} | {_f(g('rw_bm', 'tas'))} | {_f(g('corw', 'tas'))} | "
+                         f"{_f(g('rw_bm', 'was'))} | {_f(g('corw', 'was'))} | {_f(_mib(g('rw_bm', 'bytes_held')))} | "
+                         f"{_f(_mib(g('queue', 'bytes_held')))} |")
+    if summary:
+        lines += ["", "Where the queue wins: queue speedup = (faster of RW-BM and CoRW) ms / queue ms; > 1: the queue "
+                  "is faster.", "", "| workload | free | points | queue wins | smallest speedup (where) | "
+                  "largest speedup (where) |", "|---|---|---|---|---|---|"]
+        for s in summary:
+            fr = "all" if s["free"] == "all" else f"{s['free'] * 100:g}%"
+            lines.append(f"| {QUEUE_WORKLOADS[s['workload']]} | {fr} | {s['points']} | {s['queue_wins']} | "
+                         f"{s['min_speedup']:.3g} ({s['min_at']}) | {s['max_speedup']:.3g} ({s['max_at']}) |")
+    if corr:
+        lines += ["", "TAS and WAS against kernel time over the Fig. 11 rows (Pearson's r; log: of the logarithms):",
+                  "", "| allocator | points | r(TAS, ms) | r(WAS, ms) | r(log TAS, log ms) | r(log WAS, log ms) |",
+                  "|---|---|---|---|---|---|"]
+        for a, c in corr.items():
+            lines.append(f"| {a} | {c['points']} | {_f(c['tas_r'], '.3f')} | {_f(c['was_r'], '.3f')} | "
+                         f"{_f(c['tas_r_log'], '.3f')} | {_f(c['was_r_log'], '.3f')} |")
     return "\n".join(lines)
+
+
+def _mib(b):
+    return None if b is None else b / MIB
+
+
+def _plot_fig10(ctx, plt, f10):
+    panels = f10["panels"]
+    fig, axes = plt.subplots(1, len(panels) + 1, figsize=(4 * (len(panels) + 1), 4), squeeze=False)
+    labels = {m: f"CRW{i + 1} (M = {m:g}A)" for i, m in enumerate(f10["m_fractions"])}
+    for ax, p in zip(axes[0], panels):
+        ax.plot(p["N"], p["rw"], color="k", label="RW (Eq. 3)")
+        for m in f10["m_fractions"]:
+            ax.plot(p["N"], p["crw"][str(m)], ls="--", label=labels[m] + " (Eq. 9)")
+        ax.set(xscale="log", yscale="log", xlabel="threads N", ylabel="TAS (theory)",
+               title=f"{p['free'] * 100:g}% free (A = {p['A']})")
+    bf, ax = f10["by_free"], axes[0][-1]
+    ax.plot([f * 100 for f in bf["free"]], bf["rw"], color="k", label="RW (Eq. 3)")
+    for m in f10["m_fractions"]:
+        ax.plot([f * 100 for f in bf["free"]], bf["crw"][str(m)], ls="--", label=labels[m])
+    ax.set(xscale="log", yscale="log", xlabel="free pages (%)", ylabel="TAS (theory)",
+           title=f"against free %, N = {bf['N']}")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"Fig. 10: TAS of RW and CRW from Eqs. 3 and 9, T = {f10['T']}", fontsize=9)
+    fig.tight_layout()
+    ctx.caption(fig, "TAS")
+    fig.savefig(ctx.figure_path("rw_heap_fig10.png"), dpi=100)
+    plt.close(fig)
+
+
+def _plot_crw(ctx, plt, crw_rows):
+    layouts = []
+    for r in crw_rows:
+        k = (r["layout"], r["cluster_pages"])
+        if k not in layouts:
+            layouts.append(k)
+    fig, axes = plt.subplots(3, len(layouts), figsize=(4 * len(layouts), 9), squeeze=False)
+    for j, (layout, c) in enumerate(layouts):
+        for a in CRW_ALLOCATORS:
+            for R, ls in zip(sorted({r["per_thread"] for r in crw_rows}), ("-", "--", ":")):
+                pts = sorted(_pick(crw_rows, allocator=a, layout=layout, cluster_pages=c, per_thread=R),
+                             key=lambda r: r["free"])
+                for i, key in enumerate(("ms", "tas", "was")):
+                    if pts:
+                        axes[i][j].plot([p["free"] * 100 for p in pts], [p[key] for p in pts], marker="o", ls=ls,
+                                        color=CRW_COLORS[a], label=f"{a} R={R}")
+        for i, lab in enumerate(("kernel time (ms)", "TAS", "WAS")):
+            axes[i][j].set(xscale="log", yscale="log", xlabel="free pages (%)", ylabel=lab)
+        axes[0][j].set_title(f"free pages in clusters of {c}" if layout == "clusters" else "free pages at random")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("CRW in its regime: N threads x R pages each", fontsize=9)
+    fig.tight_layout()
+    ctx.caption(fig, "TAS", "WAS")
+    fig.savefig(ctx.figure_path("rw_heap_crw.png"), dpi=100)
+    plt.close(fig)
+
+
+def _plot_tas_time(ctx, plt, f11, corr):
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
+    for a, c in corr.items():
+        pts = [r for r in f11 if r["allocator"] == a and "tas" in r and "was" in r and r["ms"] > 0]
+        for ax, key in zip(axes, ("tas", "was")):
+            r = c[f"{key}_r"]
+            ax.scatter([p[key] for p in pts], [p["ms"] for p in pts], s=12, color=FIG11_COLORS.get(a),
+                       marker="x" if a == "queue_build" else "o",
+                       label=f"{a} (r = {_f(r, '.2f')}, log r = {_f(c[f'{key}_r_log'], '.2f')})")
+    for ax, key in zip(axes, ("TAS", "WAS")):
+        ax.set(xscale="log", yscale="log", xlabel=f"measured {key}", ylabel="kernel time (ms)",
+               title=f"Fig. 11 rows: {key} against time")
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    ctx.caption(fig, "TAS", "WAS")
+    fig.savefig(ctx.figure_path("rw_heap_tas_time.png"), dpi=100)
+    plt.close(fig)
+
+
+def _plot_churn(ctx, plt, churn_rows):
+    frees = sorted({r["free"] for r in churn_rows}, reverse=True)
+    fig, axes = plt.subplots(1, len(frees), figsize=(4 * len(frees), 4), squeeze=False)
+    for j, fr in enumerate(frees):
+        for a in ("queue", "rw_bm", "corw"):
+            for T, mk in zip(sorted({r["T"] for r in churn_rows}), ("o", "s", "^")):
+                pts = sorted(_pick(churn_rows, allocator=a, free=fr, T=T), key=lambda r: r["N"])
+                if pts:
+                    axes[0][j].plot([p["N"] for p in pts], [p["ms"] for p in pts], marker=mk, color=FIG11_COLORS[a],
+                                    label=f"{a} T={T}")
+        axes[0][j].set(xscale="log", yscale="log", xlabel="threads N", ylabel="kernel time (ms), 8 rounds",
+                       title=f"churn, {fr * 100:g}% free")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(ctx.figure_path("rw_heap_churn.png"), dpi=100)
+    plt.close(fig)
+
+
+def evaluation_part1(ctx, rows):
+    """Issue 14 item 1 from the program's rows: the N ~ A table, CRW in its regime,
+    the fair queue comparison (where it wins and loses), the TAS/WAS-time
+    correlation, Fig. 10 from theory, and a target that every checked output was
+    right.  Returns the JSON additions and their table."""
+    f11 = _pick(rows, figure="fig11")
+    churn_rows = _pick(rows, figure="churn")
+    near = near_a_table(f11)
+    crw = crw_table(rows)
+    cases = queue_comparison(rows)
+    summary = queue_summary(cases)
+    corr = tas_time_correlation([r for r in f11 if "T" in r])
+    f10 = theory.fig10()
+    held = bytes_table(rows)
+    checked, bad = verification(rows)
+    if checked:
+        t = ctx.target("GETPAGE, CRW and churn outputs verified (1 = yes)", 0.0 if bad else 1.0, 1.0, "", True)
+        t["where"] = f"{checked} rows checked" + (f"; {len(bad)} failed: " + "; ".join(bad[:5]) if bad else "")
+    plt = ctx.pyplot()
+    if plt is not None:
+        _plot_fig10(ctx, plt, f10)
+        if crw:
+            _plot_crw(ctx, plt, _pick(rows, figure="crw"))
+        if corr:
+            _plot_tas_time(ctx, plt, [r for r in f11 if "T" in r], corr)
+        if churn_rows:
+            _plot_churn(ctx, plt, churn_rows)
+    return {"fig10": f10, "near_a": near, "crw": crw, "queue_cases": cases, "queue_summary": summary,
+            "tas_time_correlation": corr, "bytes_held": held, "verified_rows": checked,
+            "verification_failures": bad, "table": _tables(near, crw, summary, corr, churn_rows, held)}
+
+
+def run(ctx):
+    result = _run_paper_figures(ctx)
+    part = evaluation_part1(ctx, result["raw"]["rows"])
+    table = part.pop("table")
+    result.update(part)
+    result["table"] = (result.get("table") or "") + ("\n" + table if table else "")
+    return result
