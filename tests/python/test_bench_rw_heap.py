@@ -2,7 +2,6 @@
 free-percentage axis beside CUDA malloc, the hash join against DO (Figs. 17, 18)
 with the bytes it holds, the queue comparison of Fig. 11, the targets that say
 whether every output was checked, and the figures they draw."""
-import math
 import os
 
 import pytest
@@ -56,8 +55,8 @@ def test_fig13_free_summary_puts_cuda_malloc_beside_and_drops_skipped_points():
     assert first["speedup_over_cuda_malloc"] == pytest.approx(1000.0)
     assert first["held_over_requested"] == pytest.approx(2.0)
     assert s[2]["speedup_over_cuda_malloc"] == pytest.approx(140.0)
-    # No CUDA malloc row at that size and N: nan, not an error.
-    assert math.isnan(s[3]["cuda_malloc_ms"]) and math.isnan(s[3]["speedup_over_cuda_malloc"])
+    # No CUDA malloc row at that size and N: None (strict JSON), not an error.
+    assert s[3]["cuda_malloc_ms"] is None and s[3]["speedup_over_cuda_malloc"] is None
     md = rw_heap.fig13_free_markdown(s)
     assert "| 16 | 65536 | 100 (99.9) |" in md and md.count("\n") == 2 + len(s)
     assert rw_heap.fig13_free_markdown([]) == ""
@@ -82,7 +81,7 @@ def test_join_summary_measures_against_do_and_cuda_malloc():
     assert by[("fig17", "RW", 64)]["ms_over_do"] == pytest.approx(2.0)
     bm = by[("fig18", "RW-BM", 2048)]
     assert bm["speedup_over_do"] == pytest.approx(2.0)
-    assert math.isnan(bm["speedup_over_cuda_malloc"])               # not run in fig18
+    assert bm["speedup_over_cuda_malloc"] is None               # not run in fig18
     assert bm["held_over_output"] == pytest.approx(50 * 2048 / 6400)
     # Sorted by figure, axis, then DO, RW, RW-BM, CoRW, cuda_malloc.
     assert [x["allocator"] for x in s if x["figure"] == "fig17"] == ["DO", "RW", "CoRW", "cuda_malloc"]

@@ -75,9 +75,9 @@ def _raw():
             "contenders": {
                 "select_if": _series(sel_ms, 4_000_000_000 + 1000, ("select", "num_to_host")),
                 "ggarray": {k: dict(_gg(ms, int(1.5 * out)), kernel=k)
-                            for k, ms in zip(("one_per_thread", "grid_stride", "chunk"), gg)},
+                            for k, ms in zip(("one_per_thread", "grid_stride", "chunk", "warp_tiles"), gg + (9.0,))},
                 "static": {k: dict(_series(ms, 4_000_000_000), kernel=k)
-                           for k, ms in (("one_per_thread", 2.1), ("grid_stride", 2.0))},
+                           for k, ms in (("one_per_thread", 2.1), ("grid_stride", 2.0), ("warp_tiles", 2.4))},
             }})
     sizes = [1e6 * 2**s for s in range(8)]
     growth = {"ms": [0.1 * (s + 1) for s in range(8)], "setup_ms": 2.0, "bytes_held": 600_000_000, "verified": True}
@@ -88,6 +88,7 @@ def _raw():
         "variable_output_seconds": 20.0,
         "compaction": {"n": 1_000_000_000, "block": 256, "chunk_elements": 16384, "chunk_items": 8,
                        "grid_stride_blocks_ggarray": 1056, "grid_stride_blocks_static": 2112, "chunk_blocks": 1056,
+                       "warp_tiles_blocks_ggarray": 1056, "warp_tiles_blocks_static": 1584,
                        "num_lfvectors": L, "first_bucket_elements": FIRST, "element_bytes": ELEM,
                        "selectivities": sel},
         "compaction_seconds": 15.0,
@@ -160,7 +161,7 @@ def test_targets_from_a_raw_result(tmp_path):
     # per-contender times and the loop/bulk split for the lead
     rows = result["rows"]
     assert len([r for r in rows if r["section"] == "variable output"]) == 3 * 7
-    assert len([r for r in rows if r["section"] == "stream compaction"]) == 3 * 6
+    assert len([r for r in rows if r["section"] == "stream compaction"]) == 3 * 8
     assert len([r for r in rows if r["section"] == "growth in the kernel"]) == 3
     fresh8 = next(r for r in rows
                   if r["case"] == "mean 8" and r["contender"] == "ggarray_fresh" and r["kernel"] == "loop")

@@ -192,9 +192,9 @@ def fig13_free_summary(rows):
                     "free_pct_measured": r.get("free_pct_measured"), "ms": r["ms"], "failed": r.get("failed", 0),
                     "bytes_requested": req, "bytes_held": r.get("bytes_held"),
                     "held_over_requested": r["bytes_held"] / req if req and r.get("bytes_held") is not None
-                    else float("nan"),
-                    "cuda_malloc_ms": c if c is not None else float("nan"),
-                    "speedup_over_cuda_malloc": c / r["ms"] if c is not None and r["ms"] > 0 else float("nan"),
+                    else None,
+                    "cuda_malloc_ms": c,
+                    "speedup_over_cuda_malloc": c / r["ms"] if c is not None and r["ms"] > 0 else None,
                     "verified": bool(r.get("verified", False))})
     out.sort(key=lambda x: (_size_order(x["size"]), x["N"], -x["free_pct"]))
     return out
@@ -222,9 +222,9 @@ def fig13_free_markdown(summary):
              "| speedup over CUDA malloc | checked |", "|---|---|---|---|---|---|---|---|---|"]
     for x in summary:
         fm = x["free_pct_measured"]
-        lines.append(f"| {x['size']} | {x['N']} | {x['free_pct']:g} ({fm:.3g}) | {x['ms']:.4g} | {x['failed']} | "
-                     f"{x['held_over_requested']:.3g} | {x['cuda_malloc_ms']:.4g} | "
-                     f"{x['speedup_over_cuda_malloc']:.4g} | {'yes' if x['verified'] else 'NO'} |")
+        lines.append(f"| {x['size']} | {x['N']} | {x['free_pct']:g} ({_f(fm, '.3g')}) | {x['ms']:.4g} | {x['failed']} | "
+                     f"{_f(x['held_over_requested'], '.3g')} | {_f(x['cuda_malloc_ms'])} | "
+                     f"{_f(x['speedup_over_cuda_malloc'])} | {'yes' if x['verified'] else 'NO'} |")
     return "\n".join(lines)
 
 
@@ -290,13 +290,13 @@ def join_summary(rows):
             out.append({
                 "figure": figure, "allocator": r["allocator"], "tuples": r.get("tuples"),
                 "page_size": r.get("page_size"), "ms": r["ms"], "total_ms": total,
-                "ms_over_do": r["ms"] / d["ms"] if d and d["ms"] > 0 else float("nan"),
-                "speedup_over_do": d.get("total_ms", d["ms"]) / total if d and total > 0 else float("nan"),
-                "speedup_over_cuda_malloc": c.get("total_ms", c["ms"]) / total if c and total > 0 else float("nan"),
+                "ms_over_do": r["ms"] / d["ms"] if d and d["ms"] > 0 else None,
+                "speedup_over_do": d.get("total_ms", d["ms"]) / total if d and total > 0 else None,
+                "speedup_over_cuda_malloc": c.get("total_ms", c["ms"]) / total if c and total > 0 else None,
                 "pages_used": r.get("pages_used"), "bytes_held": r.get("bytes_held"),
                 "output_bytes": r.get("output_bytes"),
                 "held_over_output": r["bytes_held"] / r["output_bytes"] if r.get("output_bytes") and
-                r.get("bytes_held") is not None else float("nan"),
+                r.get("bytes_held") is not None else None,
                 "verified": bool(r.get("verified", False))})
     out.sort(key=lambda x: (x["figure"], x[JOIN_AXIS[x["figure"]]] or 0, _join_rank(x["allocator"])))
     return out
@@ -359,8 +359,8 @@ def join_markdown(rows):
                         "pages | bytes held / output | checked |", "|---|---|---|---|---|---|---|---|---|"]
         for x in pts:
             lines.append(f"| {x[axis]} | {x['allocator']} | {x['ms']:.4g} | {x['total_ms']:.4g} | "
-                         f"{x['ms_over_do']:.3g} | {x['speedup_over_do']:.3g} | {x['pages_used']} | "
-                         f"{x['held_over_output']:.3g} | {'yes' if x['verified'] else 'NO'} |")
+                         f"{_f(x['ms_over_do'], '.3g')} | {_f(x['speedup_over_do'], '.3g')} | {x['pages_used']} | "
+                         f"{_f(x['held_over_output'], '.3g')} | {'yes' if x['verified'] else 'NO'} |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
@@ -379,8 +379,8 @@ def _plot_join(ctx, plt, rows):
             pts = sorted((x for x in pts_all if x["allocator"] == a), key=lambda x: x[axis])
             xs = [p[axis] for p in pts]
             axes[0].plot(xs, [p["total_ms"] for p in pts], marker="o", label=a)
-            axes[1].plot(xs, [p["speedup_over_do"] for p in pts], marker="o", label=a)
-            axes[2].plot(xs, [p["bytes_held"] for p in pts], marker="o", label=a)
+            axes[1].plot(xs, [_nan(p["speedup_over_do"]) for p in pts], marker="o", label=a)
+            axes[2].plot(xs, [_nan(p["bytes_held"]) for p in pts], marker="o", label=a)
         out = sorted({(x[axis], x["output_bytes"]) for x in pts_all if x["output_bytes"]})
         if out:
             axes[2].plot([o[0] for o in out], [o[1] for o in out], ls="--", color="k", label="output bytes")
@@ -391,17 +391,15 @@ def _plot_join(ctx, plt, rows):
         axes[1].axhline(1.0, color="grey", lw=0.5)
         axes[1].set(xscale="log", xlabel=xlabel, ylabel="speedup over DO (total time)",
                     title="baseline: DO (no Ouroboros here)")
-        axes[2].set(xscale="log", yscale="log", xlabel=xlabel, ylabel="bytes held (pages used x page size)",
-                    title="memory the output holds")
+        held_known = any(x["bytes_held"] for x in pts_all)
+        axes[2].set(xscale="log", yscale="log" if held_known else "linear", xlabel=xlabel,
+                    ylabel="bytes held (pages used x page size)", title="memory the output holds")
         for ax in axes:
             ax.legend(fontsize=7)
         fig.tight_layout()
         ctx.caption(fig, "DO")
         fig.savefig(ctx.figure_path(f"rw_heap_{figure}.png"), dpi=100)
         plt.close(fig)
-
-
-# ---- GETPAGE against the queue (Fig. 11 rows) -------------------------------
 
 
 # ---- issue 14, item 1: the random-walk evaluation in the regimes the paper argues from ----
