@@ -86,9 +86,9 @@ struct warp_heap_call {
 
 void launch_free_kept(gpudyn_warp_heap_s* heap, void* const* headers, uint64_t n, cudaStream_t stream) {
     if (n == 0) return;
-    gpudyn::warp_heap_detail::free_kept_kernel<<<grid_for(n, kBulkBlock), kBulkBlock, 0, stream>>>(
+    gpudyn::warp_heap_detail::kept_headers_kernel<false><<<grid_for(n, kBulkBlock), kBulkBlock, 0, stream>>>(
         heap->view, headers, n, nullptr);
-    GPUDYN_CHECK_LAUNCH("free_kept_kernel");
+    GPUDYN_CHECK_LAUNCH("kept_headers_kernel (free)");
 }
 
 void release_batches(gpudyn_warp_heap_s* heap, cudaStream_t stream) {
@@ -422,9 +422,9 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_tidy_up_kept(gpudyn_warp_heap_t heap
         // refused[0]: entries that cannot be a header of this heap; refused[1]: the lowest such index.
         const unsigned init[2] = {0u, 0xffffffffu};
         GPUDYN_CUDA(cudaMemcpyAsync(heap->failed, init, sizeof(init), cudaMemcpyHostToDevice, s));
-        gpudyn::warp_heap_detail::tidy_up_kept_kernel<<<grid_for(count, kBulkBlock), kBulkBlock, 0, s>>>(
+        gpudyn::warp_heap_detail::kept_headers_kernel<true><<<grid_for(count, kBulkBlock), kBulkBlock, 0, s>>>(
             heap->view, headers, count, heap->failed);
-        GPUDYN_CHECK_LAUNCH("tidy_up_kept_kernel");
+        GPUDYN_CHECK_LAUNCH("kept_headers_kernel (tidy up)");
         unsigned refused[2] = {0u, 0u};
         GPUDYN_CUDA(cudaMemcpyAsync(refused, heap->failed, sizeof(refused), cudaMemcpyDeviceToHost, s));
         GPUDYN_CUDA(cudaStreamSynchronize(s));  // `init` and `refused` are host temporaries

@@ -40,6 +40,21 @@ namespace gpudyn {
 inline namespace v0 {
 namespace detail {
 
+// The group's claim: lane `claimer` takes [base, base + total) of the counter,
+// every lane of `peers` gets base and settles the range itself.  Returns
+// settle's answer (the same in every lane).
+template <class Sink>
+__device__ __forceinline__ bool claim_group(unsigned peers, const Sink& sink, unsigned claimer,
+                                            unsigned long long total, unsigned long long* base) {
+    unsigned long long b = 0;
+    unsigned word = 0;
+    if (detail::lane_index() == claimer) b = sink.claim(total, &word);
+    b = __shfl_sync(peers, b, int(claimer));
+    word = __shfl_sync(peers, word, int(claimer));
+    *base = b;
+    return sink.settle(b, total, word);
+}
+
 // One value per calling lane.  Returns the same bool in every lane of `peers`.
 template <class T, class Sink>
 __device__ __forceinline__ bool warp_push_one(unsigned peers, const Sink& sink, const T& x) {
@@ -47,11 +62,7 @@ __device__ __forceinline__ bool warp_push_one(unsigned peers, const Sink& sink, 
     const unsigned rank = unsigned(__popc(peers & detail::lanes_below()));
     const unsigned count = unsigned(__popc(peers));
     unsigned long long base = 0;
-    unsigned word = 0;
-    if (detail::lane_index() == leader) base = sink.claim(count, &word);
-    base = __shfl_sync(peers, base, int(leader));
-    word = __shfl_sync(peers, word, int(leader));
-    if (!sink.settle(base, count, word)) return false;
+    if (!claim_group(peers, sink, leader, count, &base)) return false;
     sink.store_one(base + rank, x);
     return true;
 }
@@ -67,11 +78,7 @@ __device__ __forceinline__ bool warp_push_many(unsigned peers, const Sink& sink,
     const unsigned long long total = __shfl_sync(peers, incl, int(last));
     if (total == 0) return true;
     unsigned long long base = 0;
-    unsigned word = 0;
-    if (detail::lane_index() == last) base = sink.claim(total, &word);
-    base = __shfl_sync(peers, base, int(last));
-    word = __shfl_sync(peers, word, int(last));
-    if (!sink.settle(base, total, word)) return false;
+    if (!claim_group(peers, sink, last, total, &base)) return false;
     if (n != 0) sink.store_run(base + (incl - n), values, n);
     return true;
 }
@@ -88,11 +95,7 @@ __device__ __forceinline__ bool warp_push_flagged(unsigned peers, const Sink& si
     const unsigned total = rank_flagged_items<Items>(peers, last, flag, off);
     if (total == 0) return true;
     unsigned long long base = 0;
-    unsigned word = 0;
-    if (detail::lane_index() == last) base = sink.claim(total, &word);
-    base = __shfl_sync(peers, base, int(last));
-    word = __shfl_sync(peers, word, int(last));
-    if (!sink.settle(base, total, word)) return false;
+    if (!claim_group(peers, sink, last, total, &base)) return false;
 #pragma unroll
     for (int k = 0; k < Items; ++k)
         if (flag[k]) sink.store_one(base + off[k], value[k]);

@@ -60,22 +60,16 @@ __device__ bool kept_entry_ok(const gpudyn::warp_heap_ref& ref, const View& view
     return false;
 }
 
-// Frees kept headers, one thread per header.
-template <class View>
-__global__ void free_kept_kernel(View view, void* const* headers, uint64_t n, unsigned* refused) {
+// Frees kept headers (Tidy: frees all but each header block), one thread per header.
+template <bool Tidy, class View>
+__global__ void kept_headers_kernel(View view, void* const* headers, uint64_t n, unsigned* refused) {
     gpudyn::warp_heap_ref ref{view};
     const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-    for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-        if (kept_entry_ok(ref, view, headers[i], i, refused)) ref.destroy_kept(headers[i]);
-}
-
-// Tidies up kept headers (frees all but each header block), one thread per header.
-template <class View>
-__global__ void tidy_up_kept_kernel(View view, void* const* headers, uint64_t n, unsigned* refused) {
-    gpudyn::warp_heap_ref ref{view};
-    const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
-    for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-        if (kept_entry_ok(ref, view, headers[i], i, refused)) ref.tidy_up_kept(headers[i]);
+    for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+        if (!kept_entry_ok(ref, view, headers[i], i, refused)) continue;
+        if (Tidy) ref.tidy_up_kept(headers[i]);
+        else ref.destroy_kept(headers[i]);
+    }
 }
 
 }  // namespace warp_heap_detail
