@@ -126,6 +126,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap,
  * and never ended are not known to the heap and stay allocated. */
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_destroy(gpudyn_warp_heap_t heap);
 
+/* Fills *view for kernels (gpudyn::warp_heap_ref wraps it); valid until destroy. */
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_view(gpudyn_warp_heap_t heap, gpudyn_warp_heap_view_t* view);
 
 /* Arena allocation for callers without kernels: element i of `pointers`
