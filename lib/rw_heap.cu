@@ -5,6 +5,7 @@
 #include "internal.hpp"
 
 #include <gpudyn/detail/rw_heap/kernels.cuh>
+#include <gpudyn/experimental.h>
 #include <gpudyn/rw_heap.h>
 
 #include <cmath>
@@ -25,6 +26,7 @@ struct gpudyn_rw_heap_s {
     uint64_t live_bytes = 0;
     gpudyn::detail::handle_state hs;  // device, call ordering, lock
     uint32_t backing_users = 0;       // warp heaps backed by this heap (under hs.mutex)
+    uint64_t calls = 0;               // stable calls so far (under hs.mutex): each walks from a new seed
 };
 
 using namespace gpudyn::detail;
@@ -270,55 +272,120 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_view(gpudyn_rw_heap_t heap, gpudyn
     });
 }
 
-GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_pages(gpudyn_rw_heap_t heap, uint32_t* pages, uint64_t n,
-                                                    gpudyn_rw_heap_algorithm_t algorithm, uint32_t per_thread,
-                                                    uint64_t seed, gpudyn_rw_heap_stats_t* stats,
-                                                    gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        require_heap(heap);
-        GPUDYN_REQUIRE(algorithm >= GPUDYN_RW_HEAP_RW && algorithm <= GPUDYN_RW_HEAP_CRW,
-                       "argument 'algorithm' is %d, expected a gpudyn_rw_heap_algorithm_t (1..4)", int(algorithm));
-        GPUDYN_REQUIRE(per_thread >= 1, "argument 'per_thread' is 0, expected >= 1");
-        if (stats) require_struct_size(stats, "stats");
-        if (n == 0) {
-            if (stats) {
-                uint32_t size = stats->struct_size;
-                std::memset(stats, 0, sizeof(*stats));
-                stats->struct_size = size;
-            }
-            return;
-        }
-        GPUDYN_REQUIRE_NOT_NULL(pages);
-        GPUDYN_REQUIRE(n <= heap->options.page_count, "argument 'n' is %llu, more than the %llu pages of the heap",
-                       (unsigned long long)n, (unsigned long long)heap->options.page_count);
-        handle_call call(heap->hs, stream);
-        cudaStream_t s = call.stream();
-        GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, kScratchCount * sizeof(unsigned long long), s));
-        check_cuda(launch_get_pages(heap->view, algorithm, pages, n, per_thread, seed, stats != nullptr, heap->scratch, s),
-                   "launch of get_pages_kernel");
-        unsigned long long sc[kScratchCount];
-        read_back(sc, heap->scratch, kScratchCount, s);
+namespace {
+
+// The stable calls' seed: a new one per call (the same seed would start every
+// call's walks on the same words), from a counter mixed by splitmix64.
+uint64_t next_seed(gpudyn_rw_heap_t heap) {
+    uint64_t z = (++heap->calls) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void get_pages(gpudyn_rw_heap_t heap, uint32_t* pages, uint64_t n, gpudyn_rw_heap_algorithm_t algorithm,
+               uint32_t per_thread, const uint64_t* seed, gpudyn_exp_rw_heap_stats_t* stats, gpudyn_stream_t stream) {
+    require_heap(heap);
+    GPUDYN_REQUIRE(algorithm >= GPUDYN_RW_HEAP_RW && algorithm <= GPUDYN_RW_HEAP_CRW,
+                   "argument 'algorithm' is %d, expected a gpudyn_rw_heap_algorithm_t (1..4)", int(algorithm));
+    GPUDYN_REQUIRE(per_thread >= 1, "argument 'per_thread' is 0, expected >= 1");
+    if (stats) require_struct_size(stats, "stats");
+    if (n == 0) {
         if (stats) {
             uint32_t size = stats->struct_size;
             std::memset(stats, 0, sizeof(*stats));
             stats->struct_size = size;
-            stats->requests = n;
-            stats->failed = sc[kFailedHere];
-            stats->total_steps = sc[kStepsSum];
-            stats->warps = sc[kWarpRounds];
-            stats->warp_max_steps_sum = sc[kWarpMaxSum];
-            stats->max_steps = sc[kMaxSteps];
-            stats->tas = double(sc[kStepsSum]) / double(n);
-            stats->was = sc[kWarpRounds] ? double(sc[kWarpMaxSum]) / double(sc[kWarpRounds]) : 0.0;
         }
-        if (sc[kFailedHere] != 0) {
-            // Give back what this call took: the heap keeps exactly what it had.
-            check_cuda(launch_free_pages(heap->view, pages, n, s), "launch of free_pages_kernel");
-            GPUDYN_CUDA(cudaStreamSynchronize(s));
-            raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%llu of %llu page requests found no free page",
-                  (unsigned long long)sc[kFailedHere], (unsigned long long)n);
-        }
-    });
+        return;
+    }
+    GPUDYN_REQUIRE_NOT_NULL(pages);
+    GPUDYN_REQUIRE(n <= heap->options.page_count, "argument 'n' is %llu, more than the %llu pages of the heap",
+                   (unsigned long long)n, (unsigned long long)heap->options.page_count);
+    handle_call call(heap->hs, stream);
+    cudaStream_t s = call.stream();
+    const uint64_t walk_seed = seed ? *seed : next_seed(heap);  // under the heap's lock
+    GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, kScratchCount * sizeof(unsigned long long), s));
+    check_cuda(launch_get_pages(heap->view, algorithm, pages, n, per_thread, walk_seed, stats != nullptr,
+                                heap->scratch, s),
+               "launch of get_pages_kernel");
+    unsigned long long sc[kScratchCount];
+    read_back(sc, heap->scratch, kScratchCount, s);
+    if (stats) {
+        uint32_t size = stats->struct_size;
+        std::memset(stats, 0, sizeof(*stats));
+        stats->struct_size = size;
+        stats->requests = n;
+        stats->failed = sc[kFailedHere];
+        stats->total_steps = sc[kStepsSum];
+        stats->warps = sc[kWarpRounds];
+        stats->warp_max_steps_sum = sc[kWarpMaxSum];
+        stats->max_steps = sc[kMaxSteps];
+        stats->tas = double(sc[kStepsSum]) / double(n);
+        stats->was = sc[kWarpRounds] ? double(sc[kWarpMaxSum]) / double(sc[kWarpRounds]) : 0.0;
+    }
+    if (sc[kFailedHere] != 0) {
+        // Give back what this call took: the heap keeps exactly what it had.
+        check_cuda(launch_free_pages(heap->view, pages, n, s), "launch of free_pages_kernel");
+        GPUDYN_CUDA(cudaStreamSynchronize(s));
+        raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%llu of %llu page requests found no free page",
+              (unsigned long long)sc[kFailedHere], (unsigned long long)n);
+    }
+}
+
+void rw_malloc(gpudyn_rw_heap_t heap, const uint64_t* sizes, uint64_t* pointers, uint64_t n, const uint64_t* seed,
+               gpudyn_stream_t stream) {
+    require_heap(heap);
+    if (n == 0) return;
+    GPUDYN_REQUIRE_NOT_NULL(sizes);
+    GPUDYN_REQUIRE_NOT_NULL(pointers);
+    handle_call call(heap->hs, stream);
+    cudaStream_t s = call.stream();
+    const uint64_t walk_seed = seed ? *seed : next_seed(heap);  // under the heap's lock
+    GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, kScratchCount * sizeof(unsigned long long), s));
+    auto* out = reinterpret_cast<unsigned long long*>(pointers);
+    check_cuda(launch_malloc(heap->view, reinterpret_cast<const unsigned long long*>(sizes), out, n, walk_seed,
+                             heap->scratch, s),
+               "launch of malloc_kernel");
+    unsigned long long sc[kScratchCount];
+    read_back(sc, heap->scratch, kScratchCount, s);
+    if (sc[kFailedHere] != 0) {
+        check_cuda(launch_free(heap->view, out, n, s), "launch of free_kernel");
+        GPUDYN_CUDA(cudaMemsetAsync(out, 0, n * sizeof(uint64_t), s));
+        GPUDYN_CUDA(cudaStreamSynchronize(s));
+        const unsigned long long max_bytes = kRegionWords * heap->options.word_bits * heap->options.page_size;
+        if (sc[kOversize] != 0)
+            raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+                  "argument 'sizes' has %llu entries above the largest request of %llu bytes "
+                  "(32 words x %u bits x %llu-byte pages)",
+                  sc[kOversize], max_bytes, unsigned(heap->options.word_bits),
+                  (unsigned long long)heap->options.page_size);
+        raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%llu of %llu malloc requests found no free run",
+              sc[kFailedHere], (unsigned long long)n);
+    }
+}
+
+}  // namespace
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_pages(gpudyn_rw_heap_t heap, uint32_t* pages, uint64_t n,
+                                                    gpudyn_rw_heap_algorithm_t algorithm, gpudyn_stream_t stream) {
+    GPUDYN_ABI({ get_pages(heap, pages, n, algorithm, 1, nullptr, nullptr, stream); });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_exp_rw_heap_get_pages(gpudyn_rw_heap_t heap, uint32_t* pages, uint64_t n,
+                                                        gpudyn_rw_heap_algorithm_t algorithm, uint32_t per_thread,
+                                                        uint64_t seed, gpudyn_exp_rw_heap_stats_t* stats,
+                                                        gpudyn_stream_t stream) {
+    GPUDYN_ABI({ get_pages(heap, pages, n, algorithm, per_thread, &seed, stats, stream); });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_malloc(gpudyn_rw_heap_t heap, const uint64_t* sizes, uint64_t* pointers,
+                                                 uint64_t n, gpudyn_stream_t stream) {
+    GPUDYN_ABI({ rw_malloc(heap, sizes, pointers, n, nullptr, stream); });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_exp_rw_heap_malloc(gpudyn_rw_heap_t heap, const uint64_t* sizes, uint64_t* pointers,
+                                                     uint64_t n, uint64_t seed, gpudyn_stream_t stream) {
+    GPUDYN_ABI({ rw_malloc(heap, sizes, pointers, n, &seed, stream); });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free_pages(gpudyn_rw_heap_t heap, const uint32_t* pages, uint64_t n,
@@ -329,39 +396,6 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free_pages(gpudyn_rw_heap_t heap, cons
         GPUDYN_REQUIRE_NOT_NULL(pages);
         handle_call call(heap->hs, stream);
         check_cuda(launch_free_pages(heap->view, pages, n, call.stream()), "launch of free_pages_kernel");
-    });
-}
-
-GPUDYN_API gpudyn_status_t gpudyn_rw_heap_malloc(gpudyn_rw_heap_t heap, const uint64_t* sizes, uint64_t* pointers,
-                                                 uint64_t n, uint64_t seed, gpudyn_stream_t stream) {
-    GPUDYN_ABI({
-        require_heap(heap);
-        if (n == 0) return;
-        GPUDYN_REQUIRE_NOT_NULL(sizes);
-        GPUDYN_REQUIRE_NOT_NULL(pointers);
-        handle_call call(heap->hs, stream);
-        cudaStream_t s = call.stream();
-        GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, kScratchCount * sizeof(unsigned long long), s));
-        auto* out = reinterpret_cast<unsigned long long*>(pointers);
-        check_cuda(launch_malloc(heap->view, reinterpret_cast<const unsigned long long*>(sizes), out, n, seed,
-                                 heap->scratch, s),
-                   "launch of malloc_kernel");
-        unsigned long long sc[kScratchCount];
-        read_back(sc, heap->scratch, kScratchCount, s);
-        if (sc[kFailedHere] != 0) {
-            check_cuda(launch_free(heap->view, out, n, s), "launch of free_kernel");
-            GPUDYN_CUDA(cudaMemsetAsync(out, 0, n * sizeof(uint64_t), s));
-            GPUDYN_CUDA(cudaStreamSynchronize(s));
-            const unsigned long long max_bytes = kRegionWords * heap->options.word_bits * heap->options.page_size;
-            if (sc[kOversize] != 0)
-                raise(GPUDYN_ERROR_INVALID_ARGUMENT,
-                      "argument 'sizes' has %llu entries above the largest request of %llu bytes "
-                      "(32 words x %u bits x %llu-byte pages)",
-                      sc[kOversize], max_bytes, unsigned(heap->options.word_bits),
-                      (unsigned long long)heap->options.page_size);
-            raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%llu of %llu malloc requests found no free run",
-                  sc[kFailedHere], (unsigned long long)n);
-        }
     });
 }
 
@@ -385,8 +419,8 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_max_malloc_size(gpudyn_rw_heap_t heap,
     });
 }
 
-GPUDYN_API gpudyn_status_t gpudyn_rw_heap_occupy(gpudyn_rw_heap_t heap, double fraction, uint64_t seed,
-                                                 gpudyn_stream_t stream) {
+GPUDYN_API gpudyn_status_t gpudyn_exp_rw_heap_occupy(gpudyn_rw_heap_t heap, double fraction, uint64_t seed,
+                                                     gpudyn_stream_t stream) {
     GPUDYN_ABI({
         require_heap(heap);
         GPUDYN_REQUIRE(fraction >= 0.0 && fraction <= 1.0, "argument 'fraction' is %g, expected 0 <= fraction <= 1",

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes docs/device_api.md, the device (CUDA C++) API reference, from the .cuh headers.
 
-Reads include/gpudyn/*.cuh (what CUDA C++, CuPy and Numba kernels program against).
+Reads include/gpudyn/*.cuh (what CUDA C++, CuPy and Numba kernels program against),
+then include/gpudyn/experimental/*.cuh.
 Per header: its first comment (the summary), then every public declaration of
 namespace gpudyn (not `detail`, its old name `dev`, or `*_detail`): classes and structs with their
 public __device__ / __host__ member functions and data, free functions, enums,
@@ -347,7 +348,10 @@ def _members(members: list[dict]) -> list[str]:
 
 
 def render() -> str:
-    parsers = {os.path.basename(p): Parser(p).run() for p in sorted(glob.glob(os.path.join(HEADERS, "*.cuh")))}
+    # The structures' headers, then the experimental ones (no stability promise).
+    paths = sorted(glob.glob(os.path.join(HEADERS, "*.cuh"))) + \
+        sorted(glob.glob(os.path.join(HEADERS, "experimental", "*.cuh")))
+    parsers = {os.path.relpath(p, HEADERS): Parser(p).run() for p in paths}
     known = {}
     for p in [Parser(q).run() for q in sorted(glob.glob(os.path.join(HEADERS, "detail", "*.cuh")))] + \
             list(parsers.values()):
@@ -357,7 +361,8 @@ def render() -> str:
            "header-only device code that CUDA C++, CuPy and Numba kernels use; edit the headers, then run "
            "`python3 tools/gen_device_doc.py` (CI checks this file is current). The host side (views, "
            "creation, sizes) is the C API: [api.md](api.md). Everything is in `namespace gpudyn`.", ""]
-    out.append("Headers: " + ", ".join(f"[`gpudyn/{h}`](#gpudyn{h.replace('.', '')})" for h in parsers))
+    out.append("Headers: " + ", ".join(f"[`gpudyn/{h}`](#gpudyn{h.replace('.', '').replace('/', '')})"
+                                       for h in parsers))
     out.append("")
     for h, p in parsers.items():
         out += [f"## gpudyn/{h}", ""]

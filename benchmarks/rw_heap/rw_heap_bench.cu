@@ -16,6 +16,8 @@
 // 100/50/10/1 % free) and fig18 (the hash join of fig17 under page sizes 32 B
 // .. 2 KiB).  The hash join of fig17/fig18 fills pages as the paper's Fig. 16
 // (a new page only when the thread's page is full) and checks every output.
+#include <gpudyn/experimental.h>
+#include <gpudyn/experimental/page_queue.cuh>
 #include <gpudyn/gpudyn.h>
 #include <gpudyn/rw_heap.cuh>
 #include <gpudyn/detail/rw_heap/kernels.cuh>  // the library's get_pages kernel (CRW with per_thread > 1)
@@ -60,9 +62,9 @@ __global__ void getpage_kernel(gpudyn_rw_heap_view_t v, unsigned n, unsigned see
     out[tid] = page;
 }
 
-// The paper's queue baseline (SV-A): gpudyn::detail::page_queue (free page ids
+// The paper's queue baseline (SV-A): gpudyn::experimental::page_queue (free page ids
 // in an array, one atomic head); the position of each request gives its steps.
-__global__ void queue_kernel(gpudyn::detail::page_queue q, unsigned n, unsigned* out, unsigned* position) {
+__global__ void queue_kernel(gpudyn::experimental::page_queue q, unsigned n, unsigned* out, unsigned* position) {
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     if (tid >= n) return;
     unsigned long long i;
@@ -801,14 +803,14 @@ static void queue_steps(const unsigned* d_pos, unsigned N, double& tas, double& 
 
 // Step statistics of a get_pages call that may run out of pages (near N = A):
 // the statistics come back with the failures counted instead of ending the run.
-static gpudyn_rw_heap_stats_t page_stats(gpudyn_rw_heap_t h, unsigned* pages, unsigned long long n,
+static gpudyn_exp_rw_heap_stats_t page_stats(gpudyn_rw_heap_t h, unsigned* pages, unsigned long long n,
                                          gpudyn_rw_heap_algorithm_t algo, unsigned per_thread,
                                          unsigned long long seed) {
-    gpudyn_rw_heap_stats_t st{};
+    gpudyn_exp_rw_heap_stats_t st{};
     st.struct_size = sizeof st;
-    const gpudyn_status_t s = gpudyn_rw_heap_get_pages(h, pages, n, algo, per_thread, seed, &st, nullptr);
+    const gpudyn_status_t s = gpudyn_exp_rw_heap_get_pages(h, pages, n, algo, per_thread, seed, &st, nullptr);
     if (s != GPUDYN_SUCCESS && s != GPUDYN_ERROR_OUT_OF_MEMORY) {
-        fprintf(stderr, "gpudyn_rw_heap_get_pages: %s\n", gpudyn_last_error_message());
+        fprintf(stderr, "gpudyn_exp_rw_heap_get_pages: %s\n", gpudyn_last_error_message());
         exit(1);
     }
     return st;
@@ -828,7 +830,7 @@ struct section_env {
 // with per_thread = R, the same pages for every algorithm): CRW first tries the
 // page after its last one, RW-BM and CoRW walk for every page.  The pool's free
 // pages lie in clusters of c consecutive pages (M = A / c clusters; c = 100, 2
-// and 1 are Fig. 10's M = 0.01A, 0.5A and A), or where gpudyn_rw_heap_occupy
+// and 1 are Fig. 10's M = 0.01A, 0.5A and A), or where gpudyn_exp_rw_heap_occupy
 // puts them ("random").  Rows "crw": time, TAS, WAS, and the fraction of a
 // thread's pages that follow its previous one.
 //   --only crw
@@ -868,14 +870,14 @@ static void crw_section(const section_env& env) {
         for (unsigned c : layouts) {
             std::vector<unsigned> before;
             if (c == 0) {
-                GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
+                GD(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
                 before = read_bitmap(v);
             } else {
                 before = cluster_bitmap(T, f, c, 1);
             }
             auto restore = [&] {  // the same layout before every run (not timed)
                 if (c == 0) {
-                    GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
+                    GD(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
                 } else {
                     GD(gpudyn_rw_heap_reset(h, nullptr));
                     CUDA(cudaMemcpy(reinterpret_cast<void*>(v.bitmap), before.data(), before.size() * sizeof(unsigned),
@@ -909,7 +911,7 @@ static void crw_section(const section_env& env) {
                     for (unsigned long long i = 0; i < Q; ++i)
                         adjacent += i % R != 0 && pages[i] != kRwInvalidPage && pages[i] == pages[i - 1] + 1;
                     restore();
-                    const gpudyn_rw_heap_stats_t st = page_stats(h, d_pages, Q, ids[a], R, 77);
+                    const gpudyn_exp_rw_heap_stats_t st = page_stats(h, d_pages, Q, ids[a], R, 77);
                     row(fmt("{\"figure\":\"crw\",\"allocator\":\"%s\",\"layout\":\"%s\",\"cluster_pages\":%u,\"T\":%llu,"
                             "\"A\":%llu,\"clusters\":%llu,\"free\":%g,\"per_thread\":%u,\"N\":%u,\"requests\":%llu,"
                             "\"ms\":%.6f,\"tas\":%.6f,\"was\":%.6f,\"failed\":%llu,\"adjacent_fraction\":%.6f",
@@ -962,7 +964,7 @@ static void churn_section(const section_env& env) {
         CUDA(cudaMalloc(&d_bad, sizeof(unsigned long long)));
         const heap_bytes hb = bytes_of(v), qb = queue_bytes(v, sizeof(unsigned long long), 3 * 8);
         for (double f : frees) {
-            GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
+            GD(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
             const std::vector<unsigned> before = read_bitmap(v);
             const unsigned long long A = count_free(before);
             for (unsigned N : threads) {
@@ -970,7 +972,7 @@ static void churn_section(const section_env& env) {
                 if (N > A / 2) continue;  // as Fig. 11: every walk stays bounded
                 for (int a = 0; a < 3; ++a) {
                     auto prepare = [&] {  // the pool as before the first run, counters cleared (not timed)
-                        GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
+                        GD(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
                         if (a == 0) {
                             CUDA(cudaMemset(d_count, 0, sizeof(unsigned long long)));
                             list_free_kernel<<<blocks(v.word_count), kBlock>>>(reinterpret_cast<const unsigned*>(v.bitmap),
@@ -1132,7 +1134,7 @@ int main(int argc, char** argv) {
         qbb.bitmap = hb.bitmap;
         qbb.meta += hb.bitmap;
         for (double f : frees) {
-            GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
+            GD(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
             uint64_t A = 0;
             GD(gpudyn_rw_heap_free_page_count(h, &A, nullptr));
             const std::vector<unsigned> before = read_bitmap(v);  // every repeat's start (occupy's seed 1)
@@ -1151,7 +1153,7 @@ int main(int argc, char** argv) {
                 for (int a = 0; a < 3; ++a) {
                     std::vector<float> t;
                     for (int r = 0; r <= nreps; ++r) {  // r == 0: warm-up
-                        GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
+                        GD(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
                         float ms = tm.ms([&] {
                             if (a == 0) getpage_kernel<rw_algorithm::rw><<<blocks(N), kBlock>>>(v, N, r, d_out);
                             if (a == 1) getpage_kernel<rw_algorithm::rw_bm><<<blocks(N), kBlock>>>(v, N, r, d_out);
@@ -1163,8 +1165,8 @@ int main(int argc, char** argv) {
                     const std::vector<unsigned> after = read_bitmap(v);
                     std::string problem = check_pages(read_pages(d_out, N), T, before, &after, &none);
                     if (none) problem += fmt("%llu requests found no page; ", none);  // N <= A: each must find one
-                    GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
-                    const gpudyn_rw_heap_stats_t st = page_stats(h, d_out, N, gpudyn_rw_heap_algorithm_t(a + 1), 1, 77);
+                    GD(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
+                    const gpudyn_exp_rw_heap_stats_t st = page_stats(h, d_out, N, gpudyn_rw_heap_algorithm_t(a + 1), 1, 77);
                     row(fmt("{\"figure\":\"fig11\",\"allocator\":\"%s\"", algo_names[a]) + where +
                         fmt(",\"ms\":%.6f,\"tas\":%.6f,\"was\":%.6f,\"failed\":%llu", median(t), st.tas, st.was,
                             (unsigned long long)st.failed) +
@@ -1172,7 +1174,7 @@ int main(int argc, char** argv) {
                 }
                 // Queue baseline: the free pages in an array, one atomic head.  The
                 // list is built before the timing, as in the paper's queue.
-                GD(gpudyn_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
+                GD(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
                 CUDA(cudaMemset(d_count, 0, sizeof(unsigned long long)));
                 list_free_kernel<<<blocks(v.word_count), kBlock>>>(reinterpret_cast<const unsigned*>(v.bitmap), v.word_count,
                                                                    d_queue, d_count);
@@ -1181,7 +1183,7 @@ int main(int argc, char** argv) {
                     std::vector<float> t;
                     for (int r = 0; r <= nreps; ++r) {
                         CUDA(cudaMemset(d_head, 0, 8));
-                        float ms = tm.ms([&] { queue_kernel<<<blocks(N), kBlock>>>(gpudyn::detail::page_queue{d_queue, d_head, A}, N, d_out, d_pos); });
+                        float ms = tm.ms([&] { queue_kernel<<<blocks(N), kBlock>>>(gpudyn::experimental::page_queue{d_queue, d_head, A}, N, d_out, d_pos); });
                         if (r) t.push_back(ms);
                     }
                     unsigned long long none = 0;

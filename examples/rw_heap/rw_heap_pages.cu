@@ -3,6 +3,7 @@
 // from a kernel.  The host checks every result and prints what it verified.
 //
 //   example_rw_heap_pages        (exits 0 when all checks pass, 77 without a GPU)
+#include <gpudyn/experimental.h>  // gpudyn_exp_rw_heap_occupy: the paper's pre-filled pool
 #include <gpudyn/gpudyn.h>
 #include <gpudyn/rw_heap.cuh>
 
@@ -118,7 +119,7 @@ int main() {
     o.page_size = kPageSize;
     gpudyn_rw_heap_t heap;
     GD(gpudyn_rw_heap_create(&heap, &o, nullptr));
-    GD(gpudyn_rw_heap_occupy(heap, kOccupied, 1, nullptr));
+    GD(gpudyn_exp_rw_heap_occupy(heap, kOccupied, 1, nullptr));
     uint64_t free0 = 0;
     GD(gpudyn_rw_heap_free_page_count(heap, &free0, nullptr));
     gpudyn_rw_heap_view_t view;

@@ -36,7 +36,6 @@
 
 #include "gpudyn/detail/bits.cuh"
 #include "gpudyn/detail/warp.cuh"
-#include "gpudyn/detail/page_queue.cuh"  // the paper's queue baseline (SV-A)
 #include "gpudyn/detail/random.cuh"
 
 #if !defined(__CUDACC_RTC__)

@@ -66,20 +66,6 @@ typedef struct gpudyn_rw_heap_view_t {
                                    set while an RW_malloc pointer starting there is live (free checks it) */
 } gpudyn_rw_heap_view_t;
 
-/* Step statistics of one get_pages call (the paper's metrics, SIII-B). */
-typedef struct gpudyn_rw_heap_stats_t {
-    uint32_t struct_size;       /* sizeof(gpudyn_rw_heap_stats_t), set by caller */
-    uint32_t reserved;
-    uint64_t requests;          /* pages requested */
-    uint64_t failed;            /* requests that found no page */
-    uint64_t total_steps;       /* sum over requests of the steps taken */
-    uint64_t warps;             /* warp-rounds of requests (a warp's j-th requests) */
-    uint64_t warp_max_steps_sum;/* sum over warp-rounds of the largest step count */
-    uint64_t max_steps;         /* largest step count of any request */
-    double tas;                 /* per-thread average steps = total_steps / requests */
-    double was;                 /* per-warp average steps = warp_max_steps_sum / warps */
-} gpudyn_rw_heap_stats_t;
-
 typedef struct gpudyn_rw_heap_info_t {
     uint32_t struct_size;       /* sizeof(gpudyn_rw_heap_info_t), set by caller */
     uint32_t word_bits;
@@ -107,16 +93,14 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_destroy(gpudyn_rw_heap_t heap);
 /* Fills *view for kernels; valid until destroy. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_view(gpudyn_rw_heap_t heap, gpudyn_rw_heap_view_t* view);
 
-/* One GETPAGE per request: `pages` (device, n uint32) receives page ids.
- * ceil(n / per_thread) threads run, each making `per_thread` requests in turn
- * (per_thread > 1 shows CRW's clustering).  `seed` fixes the walks.  Synchronizes
+/* One GETPAGE per request, one request per thread: `pages` (device, n uint32)
+ * receives page ids.  Each call walks from fresh random starts.  Synchronizes
  * `stream`.  When a request finds no page the call frees every page it took and
  * returns GPUDYN_ERROR_OUT_OF_MEMORY (the heap keeps exactly what it had).
- * `stats` may be NULL; otherwise it receives the step statistics. */
+ * Fixed seeds, CRW's requests per thread and the step statistics (TAS, WAS) are
+ * benchmark instrumentation: gpudyn_exp_rw_heap_get_pages in experimental.h. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_pages(gpudyn_rw_heap_t heap, uint32_t* pages, uint64_t n,
-                                                    gpudyn_rw_heap_algorithm_t algorithm, uint32_t per_thread,
-                                                    uint64_t seed, gpudyn_rw_heap_stats_t* stats,
-                                                    gpudyn_stream_t stream);
+                                                    gpudyn_rw_heap_algorithm_t algorithm, gpudyn_stream_t stream);
 /* FREEPAGE for each id in `pages` (device, n uint32); GPUDYN_RW_HEAP_INVALID_PAGE
  * entries are skipped; unknown or already free ids are counted as bad frees.
  * Stream-ordered, does not synchronize. */
@@ -127,9 +111,10 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free_pages(gpudyn_rw_heap_t heap, cons
  * device addresses into `pointers` (device, n uint64), 16-byte aligned.  Sizes
  * below page_size are aggregated per warp (SIV-C).  A size needing more pages
  * than one bitmap region (32 words) is an INVALID_ARGUMENT.  Synchronizes
- * `stream`; on exhaustion frees what the call took and returns OUT_OF_MEMORY. */
+ * `stream`; on exhaustion frees what the call took and returns OUT_OF_MEMORY.
+ * Each call walks from fresh random starts (fixed seeds: gpudyn_exp_rw_heap_malloc). */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_malloc(gpudyn_rw_heap_t heap, const uint64_t* sizes, uint64_t* pointers,
-                                                 uint64_t n, uint64_t seed, gpudyn_stream_t stream);
+                                                 uint64_t n, gpudyn_stream_t stream);
 /* Frees pointers from malloc (device, n uint64; 0 entries skipped).  Stream-ordered. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free(gpudyn_rw_heap_t heap, const uint64_t* pointers, uint64_t n,
                                                gpudyn_stream_t stream);
@@ -137,11 +122,6 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free(gpudyn_rw_heap_t heap, const uint
 /* Largest request RW_malloc serves for this heap, in bytes. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_max_malloc_size(gpudyn_rw_heap_t heap, uint64_t* bytes);
 
-/* Discards all allocations and marks exactly round(fraction * page_count)
- * pages used, chosen pseudo-randomly from `seed` (the paper's pre-filled pools).
- * fraction in [0, 1].  Stream-ordered. */
-GPUDYN_API gpudyn_status_t gpudyn_rw_heap_occupy(gpudyn_rw_heap_t heap, double fraction, uint64_t seed,
-                                                 gpudyn_stream_t stream);
 /* Discards all allocations and counters (all pages free).  Stream-ordered. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_reset(gpudyn_rw_heap_t heap, gpudyn_stream_t stream);
 

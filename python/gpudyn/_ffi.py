@@ -44,7 +44,8 @@ _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"(gpudyn/[A-Za-z0-9_]+\.h)"')
 
 def cdef_source(path: str | None = None) -> str:
     """The declarations of ``gpudyn.h`` and every structure header it includes,
-    in include order, with preprocessor lines, C++ guards and GPUDYN_API removed."""
+    in include order, then ``experimental.h``, with preprocessor lines, C++ guards
+    and GPUDYN_API removed."""
     path = path or header_path()
     root = os.path.dirname(os.path.dirname(path))
     out: list[str] = []
@@ -85,6 +86,11 @@ def cdef_source(path: str | None = None) -> str:
             i += 1
 
     emit(path)
+    # The experimental surface (benchmark instrumentation, no stability promise)
+    # is not included by gpudyn.h; the package, built with the same library, uses it.
+    experimental = os.path.join(os.path.dirname(path), "experimental.h")
+    if os.path.isfile(experimental):
+        emit(experimental)
     return "\n".join(out)
 
 

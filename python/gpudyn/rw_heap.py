@@ -87,27 +87,36 @@ class PageHeap(OwnedHandle):
         super().close()
 
     # ---- pages --------------------------------------------------------------
-    def get_pages(self, n: int, algorithm: str = "corw", per_thread: int = 1, seed: int = 0,
+    def get_pages(self, n: int, algorithm: str = "corw", per_thread: int = 1, seed: int | None = None,
                   stats: bool = False) -> DeviceBuffer:
         """``n`` pages (a DeviceBuffer of uint32 page ids), one GETPAGE per request
-        with ``algorithm`` in ``"rw"``, ``"rw_bm"``, ``"corw"``, ``"crw"``.
-        ``stats=True`` fills :attr:`last_stats` (TAS, WAS, ...).  Raises
+        with ``algorithm`` in ``"rw"``, ``"rw_bm"``, ``"corw"``, ``"crw"``.  Raises
         ``OutOfMemoryError`` when the pages run out; the heap then holds exactly
-        what it held before."""
+        what it held before.
+
+        Experimental (benchmark instrumentation, may change without notice; the C
+        side is ``gpudyn/experimental.h``): ``per_thread`` requests per thread (CRW's
+        clustering), a fixed ``seed`` for the walks (default: new random starts
+        each call), ``stats=True`` fills :attr:`last_stats` (TAS, WAS, ...)."""
         w = "PageHeap.get_pages"
         algo = _args.choice(w, "algorithm", algorithm, ALGORITHMS)
         algorithm = next(k for k, v in ALGORITHMS.items() if v == algo)
         n = _args.integer(w, "n", n)
         per_thread = _args.integer(w, "per_thread", per_thread, 1, _args.U32_MAX)
-        seed = _args.integer(w, "seed", seed)
+        if seed is not None:
+            seed = _args.integer(w, "seed", seed)
         stats = _args.flag(w, "stats", stats)
         h = self._h()
         out = DeviceBuffer(n, np.uint32, stream=self.stream)
-        st = ffi.new("gpudyn_rw_heap_stats_t*") if stats else ffi.NULL
+        pages = ffi.cast("uint32_t*", out.ptr)
+        if per_thread == 1 and seed is None and not stats:
+            check(lib.gpudyn_rw_heap_get_pages(h, pages, n, algo, self._stream))
+            return out
+        st = ffi.new("gpudyn_exp_rw_heap_stats_t*") if stats else ffi.NULL
         if stats:
-            st.struct_size = ffi.sizeof("gpudyn_rw_heap_stats_t")
-        check(lib.gpudyn_rw_heap_get_pages(h, ffi.cast("uint32_t*", out.ptr), n, algo, per_thread, seed, st,
-                                           self._stream))
+            st.struct_size = ffi.sizeof("gpudyn_exp_rw_heap_stats_t")
+        check(lib.gpudyn_exp_rw_heap_get_pages(h, pages, n, algo, per_thread, 0 if seed is None else seed, st,
+                                               self._stream))
         if stats:
             self.last_stats = {f: getattr(st, f) for f in ("requests", "failed", "total_steps", "warps",
                                                            "warp_max_steps_sum", "max_steps", "tas", "was")}
@@ -146,19 +155,25 @@ class PageHeap(OwnedHandle):
         check(lib.gpudyn_rw_heap_max_malloc_size(self._h(), out))
         return int(out[0])
 
-    def malloc(self, sizes, seed: int = 0) -> DeviceBuffer:
+    def malloc(self, sizes, seed: int | None = None) -> DeviceBuffer:
         """RW_malloc of each size (bytes): a DeviceBuffer of uint64 device
         addresses, 16-byte aligned, 0 where the size is 0.  Raises
         ``OutOfMemoryError`` (the heap keeps what it had) or
-        ``InvalidArgumentError`` for sizes above :attr:`max_malloc_size`."""
+        ``InvalidArgumentError`` for sizes above :attr:`max_malloc_size`.
+        ``seed`` (experimental: benchmark instrumentation) fixes the walks; by
+        default each call walks from new random starts."""
         w = "PageHeap.malloc"
-        seed = _args.integer(w, "seed", seed)
+        if seed is not None:
+            seed = _args.integer(w, "seed", seed)
         h = self._h()
         ptr, n, _, keep = as_integer_array(sizes, self.stream, np.uint64, w, "sizes")
         out = DeviceBuffer(n, np.uint64, stream=self.stream)
         if n:
-            check(lib.gpudyn_rw_heap_malloc(h, ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr),
-                                            n, seed, self._stream))
+            sz, ptrs = ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr)
+            if seed is None:
+                check(lib.gpudyn_rw_heap_malloc(h, sz, ptrs, n, self._stream))
+            else:
+                check(lib.gpudyn_exp_rw_heap_malloc(h, sz, ptrs, n, seed, self._stream))
         del keep
         return out
 
@@ -192,10 +207,11 @@ class PageHeap(OwnedHandle):
     # ---- state --------------------------------------------------------------
     def occupy(self, fraction: float, seed: int = 0) -> None:
         """Discards all allocations and marks exactly round(fraction * page_count)
-        pages used at pseudo-random places (the paper's pre-filled pools)."""
+        pages used at pseudo-random places (the paper's pre-filled pools).
+        Experimental (benchmark instrumentation, may change without notice)."""
         fraction = _args.real("PageHeap.occupy", "fraction", fraction, 0.0, 1.0)
         seed = _args.integer("PageHeap.occupy", "seed", seed)
-        check(lib.gpudyn_rw_heap_occupy(self._h(), fraction, seed, self._stream))
+        check(lib.gpudyn_exp_rw_heap_occupy(self._h(), fraction, seed, self._stream))
 
     def reset(self) -> None:
         """Discards all allocations and counters."""

@@ -188,7 +188,7 @@ int main() {
     // ---- page heap: get_pages / free_pages / malloc / free, GPU 0 current ----
     const uint64_t np = 4000;
     uint32_t* pages = alloc_on<uint32_t>(1, np);
-    CHECK_ON(gpudyn_rw_heap_get_pages(h, pages, np, GPUDYN_RW_HEAP_CORW, 1, 1, nullptr, gs(s1)), 0);
+    CHECK_ON(gpudyn_rw_heap_get_pages(h, pages, np, GPUDYN_RW_HEAP_CORW, gs(s1)), 0);
     std::vector<uint32_t> taken(np);
     CUDA_OK(cudaMemcpy(taken.data(), pages, np * 4, cudaMemcpyDeviceToHost));
     std::set<uint32_t> distinct(taken.begin(), taken.end());
@@ -205,7 +205,7 @@ int main() {
     uint64_t* ptrs = alloc_on<uint64_t>(1, nm);
     CUDA_OK(cudaMemcpy(dsizes, sizes.data(), nm * 8, cudaMemcpyHostToDevice));
     CUDA_OK(cudaSetDevice(1));
-    CHECK_ON(gpudyn_rw_heap_malloc(h, dsizes, ptrs, nm, 5, gs(s1)), 1);
+    CHECK_ON(gpudyn_rw_heap_malloc(h, dsizes, ptrs, nm, gs(s1)), 1);
     CUDA_OK(cudaSetDevice(0));
     std::vector<uint64_t> got_ptrs(nm);
     CUDA_OK(cudaMemcpy(got_ptrs.data(), ptrs, nm * 8, cudaMemcpyDeviceToHost));

@@ -14,6 +14,8 @@
 //    them: every failure has a message; two threads sharing one structure.
 #include "check.h"
 
+#include <gpudyn/experimental.h>  // step statistics of get_pages
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -177,12 +179,12 @@ static void test_get_pages_follows_n() {
     CUDA_OK(cudaMalloc(&pages, sizeof(uint32_t)));
     const gpudyn_rw_heap_algorithm_t algos[] = {GPUDYN_RW_HEAP_RW, GPUDYN_RW_HEAP_CORW};
     for (gpudyn_rw_heap_algorithm_t algo : algos) {
-        gpudyn_rw_heap_stats_t stats;
+        gpudyn_exp_rw_heap_stats_t stats;
         memset(&stats, 0, sizeof stats);
         stats.struct_size = sizeof stats;
         const auto t0 = std::chrono::steady_clock::now();
         // One request, 2^28 per thread: one round of work (before: 2^28 rounds, ~35 s).
-        CHECK_OK(gpudyn_rw_heap_get_pages(h, pages, 1, algo, 1u << 28, 7, &stats, nullptr));
+        CHECK_OK(gpudyn_exp_rw_heap_get_pages(h, pages, 1, algo, 1u << 28, 7, &stats, nullptr));
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (s > 5.0) {
             fprintf(stderr, "get_pages(n = 1, per_thread = 2^28) took %.1f s\n", s);
@@ -379,7 +381,7 @@ static void test_calls_ordered_across_streams() {
     const uint64_t n = 1000;
     uint32_t* pages = nullptr;
     CUDA_OK(cudaMalloc(&pages, n * sizeof(uint32_t)));
-    CHECK_OK(gpudyn_rw_heap_get_pages(h, pages, n, GPUDYN_RW_HEAP_RW_BM, 1, 3, nullptr, gs(a)));
+    CHECK_OK(gpudyn_rw_heap_get_pages(h, pages, n, GPUDYN_RW_HEAP_RW_BM, gs(a)));
     // The free is queued behind 300 ms of other work on stream a; the count on
     // stream b must still see it (before: it ran at once and saw n pages taken).
     spin_kernel<<<1, 1, 0, a>>>(300ull * 1000 * 1000);
@@ -443,7 +445,7 @@ static void exhaust_heaps(thread_result* r, int index) {
     if (w && h) {
         for (int round = 0; round < 16; ++round) {  // 1 MiB a batch into a 4 MiB arena: fails by round 4
             note(*r, gpudyn_warp_heap_alloc_batch(w, sizes, n, ptrs, gs(s)), "gpudyn_warp_heap_alloc_batch");
-            note(*r, gpudyn_rw_heap_get_pages(h, pages, n, GPUDYN_RW_HEAP_RW_BM, 1, uint64_t(round), nullptr, gs(s)),
+            note(*r, gpudyn_rw_heap_get_pages(h, pages, n, GPUDYN_RW_HEAP_RW_BM, gs(s)),
                  "gpudyn_rw_heap_get_pages");  // 2048 pages: the third round fails
         }
     }
@@ -507,8 +509,8 @@ static void test_threads_share_one_structure() {
                 if (gpudyn_ggarray_push_back(a, values + k * per, per, nullptr, GPUDYN_INSERT_WARP_SCAN, gs(s)) !=
                     GPUDYN_SUCCESS)
                     ++failures;
-                if (gpudyn_rw_heap_get_pages(h, pages + k * pages_per, pages_per, GPUDYN_RW_HEAP_CRW, 1, k, nullptr,
-                                             gs(s)) != GPUDYN_SUCCESS)
+                if (gpudyn_rw_heap_get_pages(h, pages + k * pages_per, pages_per, GPUDYN_RW_HEAP_CRW, gs(s)) !=
+                    GPUDYN_SUCCESS)
                     ++failures;
             }
             cudaStreamSynchronize(s);

@@ -3,6 +3,7 @@
  * without a GPU (argument checks come before any device call). */
 #include "check.h"
 
+#include <gpudyn/experimental.h>
 #include <gpudyn/rw_heap.h>
 
 int main(void) {
@@ -52,11 +53,13 @@ int main(void) {
     uint32_t pages[1];
     uint64_t u64[1];
     CHECK_INVALID(gpudyn_rw_heap_get_view(NULL, &v), "heap");
-    CHECK_INVALID(gpudyn_rw_heap_get_pages(NULL, pages, 1, GPUDYN_RW_HEAP_RW_BM, 1, 0, NULL, NULL), "heap");
+    CHECK_INVALID(gpudyn_rw_heap_get_pages(NULL, pages, 1, GPUDYN_RW_HEAP_RW_BM, NULL), "heap");
+    CHECK_INVALID(gpudyn_exp_rw_heap_get_pages(NULL, pages, 1, GPUDYN_RW_HEAP_RW_BM, 1, 0, NULL, NULL), "heap");
     CHECK_INVALID(gpudyn_rw_heap_free_pages(NULL, pages, 1, NULL), "heap");
-    CHECK_INVALID(gpudyn_rw_heap_malloc(NULL, u64, u64, 1, 0, NULL), "heap");
+    CHECK_INVALID(gpudyn_rw_heap_malloc(NULL, u64, u64, 1, NULL), "heap");
+    CHECK_INVALID(gpudyn_exp_rw_heap_malloc(NULL, u64, u64, 1, 0, NULL), "heap");
     CHECK_INVALID(gpudyn_rw_heap_free(NULL, u64, 1, NULL), "heap");
-    CHECK_INVALID(gpudyn_rw_heap_occupy(NULL, 0.5, 1, NULL), "heap");
+    CHECK_INVALID(gpudyn_exp_rw_heap_occupy(NULL, 0.5, 1, NULL), "heap");
     CHECK_INVALID(gpudyn_rw_heap_reset(NULL, NULL), "heap");
     CHECK_INVALID(gpudyn_rw_heap_free_page_count(NULL, u64, NULL), "heap");
     CHECK_INVALID(gpudyn_rw_heap_max_malloc_size(NULL, u64), "heap");

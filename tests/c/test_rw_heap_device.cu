@@ -12,6 +12,8 @@
 // reports exhaustion.
 #include "check.h"
 
+#include <gpudyn/experimental.h>
+#include <gpudyn/experimental/page_queue.cuh>
 #include <gpudyn/rw_heap.h>
 #include <gpudyn/rw_heap.cuh>
 
@@ -99,8 +101,8 @@ static int check_pages(const std::vector<uint32_t>& pages, const std::vector<uin
 
 static std::vector<uint32_t> get_pages(gpudyn_rw_heap_t h, uint32_t* d_pages, uint64_t n, gpudyn_rw_heap_algorithm_t a,
                                        uint32_t per_thread, uint64_t seed, gpudyn_status_t expect,
-                                       gpudyn_rw_heap_stats_t* stats = nullptr) {
-    CHECK_STATUS(gpudyn_rw_heap_get_pages(h, d_pages, n, a, per_thread, seed, stats, nullptr), expect);
+                                       gpudyn_exp_rw_heap_stats_t* stats = nullptr) {
+    CHECK_STATUS(gpudyn_exp_rw_heap_get_pages(h, d_pages, n, a, per_thread, seed, stats, nullptr), expect);
     std::vector<uint32_t> pages(n);
     CUDA_OK(cudaMemcpy(pages.data(), d_pages, n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
     return pages;
@@ -119,7 +121,7 @@ static void test_uniqueness() {
                 for (double f : frees)
                     for (int full = 0; full < 2; ++full) {
                         if (kSlowTool && (f == 0.1 || f == 0.005)) continue;
-                        CHECK_OK(gpudyn_rw_heap_occupy(h, 1.0 - f, 7 + w + lock, nullptr));
+                        CHECK_OK(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 7 + w + lock, nullptr));
                         const uint64_t A = free_count(h);
                         CHECK(A == T - uint64_t(std::llround((1.0 - f) * double(T))));
                         const uint64_t n = full ? A : A / 2;
@@ -152,7 +154,7 @@ static void test_exhaustion_and_reuse() {
     for (uint32_t w : {32u, 64u}) {
         gpudyn_rw_heap_t h = make_heap(T, w, 0);
         for (auto a : kAlgos) {
-            CHECK_OK(gpudyn_rw_heap_occupy(h, double(T - A) / double(T), 3, nullptr));
+            CHECK_OK(gpudyn_exp_rw_heap_occupy(h, double(T - A) / double(T), 3, nullptr));
             CHECK(free_count(h) == A);
             get_pages(h, d_pages, A + 5, a, 1, 1, GPUDYN_ERROR_OUT_OF_MEMORY);
             CHECK(strstr(gpudyn_last_error_message(), "found no free page") != NULL);
@@ -231,10 +233,10 @@ static void test_tas_theory() {
     gpudyn_rw_heap_t h = make_heap(T, 32, 0);
     for (double f : {0.5, 0.1, 0.01}) {
         for (auto a : {GPUDYN_RW_HEAP_RW, GPUDYN_RW_HEAP_RW_BM}) {
-            CHECK_OK(gpudyn_rw_heap_occupy(h, 1.0 - f, 11, nullptr));
+            CHECK_OK(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 11, nullptr));
             const double A = double(free_count(h));
             const uint64_t N = uint64_t(A / 2);
-            gpudyn_rw_heap_stats_t st;
+            gpudyn_exp_rw_heap_stats_t st;
             st.struct_size = sizeof st;
             get_pages(h, d_pages, N, a, 1, 12, GPUDYN_SUCCESS, &st);
             const bool rw = a == GPUDYN_RW_HEAP_RW;
@@ -282,7 +284,7 @@ static void test_divergent_corw() {
     const uint64_t T = 1u << 16;
     const unsigned threads = 4096, warps = threads / 32;
     gpudyn_rw_heap_t h = make_heap(T, 32, 0);
-    CHECK_OK(gpudyn_rw_heap_occupy(h, 0.9, 5, nullptr));
+    CHECK_OK(gpudyn_exp_rw_heap_occupy(h, 0.9, 5, nullptr));
     const uint64_t A = free_count(h);
     auto before = snapshot(h);
     gpudyn_rw_heap_view_t v;
@@ -347,7 +349,7 @@ static void test_malloc() {
             gpudyn_rw_heap_t h = make_heap(T, w, lock, S);
             gpudyn_rw_heap_view_t v;
             gpudyn_rw_heap_get_view(h, &v);
-            CHECK_OK(gpudyn_rw_heap_malloc(h, d_sizes, d_ptrs, n, 1, nullptr));
+            CHECK_OK(gpudyn_exp_rw_heap_malloc(h, d_sizes, d_ptrs, n, 1, nullptr));
             std::vector<uint64_t> ptrs(n);
             CUDA_OK(cudaMemcpy(ptrs.data(), d_ptrs, n * sizeof(uint64_t), cudaMemcpyDeviceToHost));
             std::vector<std::pair<uint64_t, uint64_t>> ranges;
@@ -384,11 +386,11 @@ static void test_malloc() {
             CHECK(free_count(h) == T);
             cudaFree(d_fail);
             // Exhaustion: 0.1% free cannot hold 64 runs of 16 pages; nothing changes.
-            CHECK_OK(gpudyn_rw_heap_occupy(h, 0.999, 3, nullptr));
+            CHECK_OK(gpudyn_exp_rw_heap_occupy(h, 0.999, 3, nullptr));
             const uint64_t A = free_count(h);
             std::vector<uint64_t> big(64, 4096);
             CUDA_OK(cudaMemcpy(d_sizes + n - 64, big.data(), 64 * sizeof(uint64_t), cudaMemcpyHostToDevice));
-            CHECK_STATUS(gpudyn_rw_heap_malloc(h, d_sizes + n - 64, d_ptrs, 64, 2, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY);
+            CHECK_STATUS(gpudyn_exp_rw_heap_malloc(h, d_sizes + n - 64, d_ptrs, 64, 2, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY);
             CHECK(free_count(h) == A);
             // Oversize: one request above 32 words of pages.
             uint64_t max_bytes = 0;
@@ -397,7 +399,7 @@ static void test_malloc() {
             uint64_t over = max_bytes + 1;
             CUDA_OK(cudaMemcpy(d_sizes + n - 64, &over, sizeof over, cudaMemcpyHostToDevice));
             CHECK_OK(gpudyn_rw_heap_reset(h, nullptr));
-            CHECK_INVALID(gpudyn_rw_heap_malloc(h, d_sizes + n - 64, d_ptrs, 1, 2, nullptr), "sizes");
+            CHECK_INVALID(gpudyn_exp_rw_heap_malloc(h, d_sizes + n - 64, d_ptrs, 1, 2, nullptr), "sizes");
             CHECK(free_count(h) == T);
             CUDA_OK(cudaMemcpy(d_sizes, sizes.data(), n * sizeof(uint64_t), cudaMemcpyHostToDevice));
             CHECK_OK(gpudyn_rw_heap_destroy(h));
@@ -485,7 +487,7 @@ static void test_bad_frees() {
         CHECK_OK(gpudyn_rw_heap_get_view(h, &v));
         const uint64_t start = free_count(h);
         CHECK(start == T);
-        CHECK_OK(gpudyn_rw_heap_malloc(h, d_sizes, d_ptrs, n, 5, nullptr));
+        CHECK_OK(gpudyn_exp_rw_heap_malloc(h, d_sizes, d_ptrs, n, 5, nullptr));
         std::vector<uint64_t> ptrs(n);
         CUDA_OK(cudaMemcpy(ptrs.data(), d_ptrs, n * sizeof(uint64_t), cudaMemcpyDeviceToHost));
         for (unsigned i = 0; i < n; ++i) CHECK(ptrs[i] != 0);
@@ -636,13 +638,13 @@ static void test_malloc_fallback() {
                 o.max_random_steps = 1;
                 gpudyn_rw_heap_t h = nullptr;
                 CHECK_OK(gpudyn_rw_heap_create(&h, &o, nullptr));
-                CHECK_OK(gpudyn_rw_heap_occupy(h, 1.0, seed, nullptr));  // every page used
+                CHECK_OK(gpudyn_exp_rw_heap_occupy(h, 1.0, seed, nullptr));  // every page used
                 CUDA_OK(cudaMemcpy(d_pages, give.data(), give.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
                 CHECK_OK(gpudyn_rw_heap_free_pages(h, d_pages, give.size(), nullptr));
                 CHECK(free_count(h) == give.size());
                 gpudyn_rw_heap_view_t v;
                 CHECK_OK(gpudyn_rw_heap_get_view(h, &v));
-                CHECK_OK(gpudyn_rw_heap_malloc(h, d_sizes, d_ptrs, kRuns, seed, nullptr));
+                CHECK_OK(gpudyn_exp_rw_heap_malloc(h, d_sizes, d_ptrs, kRuns, seed, nullptr));
                 std::vector<uint64_t> ptrs(kRuns);
                 CUDA_OK(cudaMemcpy(ptrs.data(), d_ptrs, kRuns * sizeof(uint64_t), cudaMemcpyDeviceToHost));
                 std::vector<uint32_t> firsts, expect(run_start, run_start + kRuns);
@@ -655,7 +657,7 @@ static void test_malloc_fallback() {
                 CHECK(free_count(h) == give.size() - kRuns * kRunPages);
                 // One more run of kRunPages does not exist: refused, nothing changes.
                 const uint64_t left = free_count(h);
-                CHECK_STATUS(gpudyn_rw_heap_malloc(h, d_sizes + kRuns, d_ptrs + kRuns, 1, seed, nullptr),
+                CHECK_STATUS(gpudyn_exp_rw_heap_malloc(h, d_sizes + kRuns, d_ptrs + kRuns, 1, seed, nullptr),
                              GPUDYN_ERROR_OUT_OF_MEMORY);
                 CHECK(free_count(h) == left);
                 CHECK_OK(gpudyn_rw_heap_free(h, d_ptrs, kRuns, nullptr));
@@ -668,10 +670,10 @@ static void test_malloc_fallback() {
     cudaFree(d_ptrs);
 }
 
-// The queue baseline (gpudyn::detail::page_queue): N requests on a queue of M
+// The queue baseline (gpudyn::experimental::page_queue): N requests on a queue of M
 // distinct ids (N > M) hand out exactly the M ids, each once, positions are a
 // permutation of 0..N-1, and the N - M late requests get kPageQueueEmpty.
-__global__ void queue_pop_kernel(gpudyn::detail::page_queue q, unsigned n, unsigned* out,
+__global__ void queue_pop_kernel(gpudyn::experimental::page_queue q, unsigned n, unsigned* out,
                                  unsigned long long* position) {
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     if (tid >= n) return;
@@ -697,7 +699,7 @@ static void test_page_queue() {
     CUDA_OK(cudaMalloc(&d_pos, N * sizeof(unsigned long long)));
     CUDA_OK(cudaMemcpy(d_ids, ids.data(), M * sizeof(unsigned), cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemset(d_head, 0, sizeof(unsigned long long)));
-    queue_pop_kernel<<<(N + 255) / 256, 256>>>(gpudyn::detail::page_queue{d_ids, d_head, M}, N, d_out, d_pos);
+    queue_pop_kernel<<<(N + 255) / 256, 256>>>(gpudyn::experimental::page_queue{d_ids, d_head, M}, N, d_out, d_pos);
     CUDA_OK(cudaDeviceSynchronize());
     std::vector<unsigned> out(N);
     std::vector<unsigned long long> pos(N);
@@ -712,7 +714,7 @@ static void test_page_queue() {
     for (unsigned i = 0; i < N; ++i) {
         CHECK(pos[i] < N && !seen_pos[pos[i]]);
         if (pos[i] < N) seen_pos[pos[i]] = 1;
-        if (out[i] == gpudyn::detail::kPageQueueEmpty) {
+        if (out[i] == gpudyn::experimental::kPageQueueEmpty) {
             ++empty;
             CHECK(pos[i] >= M);
         } else {
@@ -731,9 +733,70 @@ static void test_page_queue() {
     cudaFree(d_pos);
 }
 
+// The stable calls (no seed, no per_thread, no statistics): every call walks
+// from new random starts, so repeated calls and calls racing from host threads
+// still get distinct pages; a call that cannot be served takes nothing.
+static void test_stable_calls() {
+    const uint64_t T = 1u << 14, n = 1000;
+    gpudyn_rw_heap_t h = make_heap(T, 32, 0);
+    uint32_t* d_pages = nullptr;
+    CUDA_OK(cudaMalloc(&d_pages, T * sizeof(uint32_t)));
+    std::vector<uint32_t> all;
+    for (auto a : kAlgos)
+        for (int r = 0; r < 3; ++r) {  // 12 calls, 12000 of 16384 pages
+            auto before = snapshot(h);
+            CHECK_OK(gpudyn_rw_heap_get_pages(h, d_pages, n, a, nullptr));
+            std::vector<uint32_t> pages(n);
+            CUDA_OK(cudaMemcpy(pages.data(), d_pages, n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+            gpudyn_test_failures += check_pages(pages, before, algo_name(a)) ? 1 : 0;
+            all.insert(all.end(), pages.begin(), pages.end());
+        }
+    CHECK(free_count(h) == T - all.size());
+    std::sort(all.begin(), all.end());
+    CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
+    // 4384 pages left: asking for 4385 fails and leaves the heap as it was.
+    const uint64_t left = T - all.size();
+    CHECK_STATUS(gpudyn_rw_heap_get_pages(h, d_pages, left + 1, GPUDYN_RW_HEAP_RW_BM, nullptr),
+                 GPUDYN_ERROR_OUT_OF_MEMORY);
+    CHECK(free_count(h) == left);
+    CHECK_OK(gpudyn_rw_heap_get_pages(h, d_pages, left, GPUDYN_RW_HEAP_RW_BM, nullptr));
+    CHECK(free_count(h) == 0);
+    CHECK_OK(gpudyn_rw_heap_reset(h, nullptr));
+
+    // RW_malloc: runs 16-byte aligned, inside the pool, pairwise disjoint.
+    const uint64_t m = 2048;  // mean 350 B: about a third of the pool
+    std::vector<uint64_t> sizes(m);
+    for (uint64_t i = 0; i < m; ++i) sizes[i] = 1 + (i * 37) % 700;
+    uint64_t *d_sizes = nullptr, *d_ptrs = nullptr;
+    CUDA_OK(cudaMalloc(&d_sizes, m * 8));
+    CUDA_OK(cudaMalloc(&d_ptrs, m * 8));
+    CUDA_OK(cudaMemcpy(d_sizes, sizes.data(), m * 8, cudaMemcpyHostToDevice));
+    CHECK_OK(gpudyn_rw_heap_malloc(h, d_sizes, d_ptrs, m, nullptr));
+    std::vector<uint64_t> ptrs(m);
+    CUDA_OK(cudaMemcpy(ptrs.data(), d_ptrs, m * 8, cudaMemcpyDeviceToHost));
+    gpudyn_rw_heap_view_t v;
+    CHECK_OK(gpudyn_rw_heap_get_view(h, &v));
+    std::vector<std::pair<uint64_t, uint64_t>> runs;
+    for (uint64_t i = 0; i < m; ++i) {
+        CHECK(ptrs[i] % 16 == 0 && ptrs[i] >= v.pool && ptrs[i] + sizes[i] <= v.pool + T * 256);
+        runs.push_back({ptrs[i], ptrs[i] + sizes[i]});
+    }
+    std::sort(runs.begin(), runs.end());
+    for (size_t i = 1; i < runs.size(); ++i) CHECK(runs[i].first >= runs[i - 1].second);
+    CHECK_OK(gpudyn_rw_heap_free(h, d_ptrs, m, nullptr));
+    CHECK(free_count(h) == T && info_of(h).bad_frees == 0);
+    printf("stable get_pages / malloc: %zu pages in 12 calls, %llu runs: OK\n", all.size(),
+           (unsigned long long)m);
+    cudaFree(d_sizes);
+    cudaFree(d_ptrs);
+    cudaFree(d_pages);
+    gpudyn_rw_heap_destroy(h);
+}
+
 int main() {
     REQUIRE_DEVICE();
     STEP(test_page_queue());
+    STEP(test_stable_calls());
     STEP(test_uniqueness());
     STEP(test_exhaustion_and_reuse());
     STEP(test_tas_theory());

@@ -33,6 +33,24 @@ def test_cdef_is_derived_from_every_header():
     assert "GPUDYN_API" not in code and "extern" not in code and "#" not in code
 
 
+def test_paper_instrumentation_is_only_in_the_experimental_surface():
+    """Seeds, CRW's requests per thread, TAS/WAS statistics, pre-filled pools and the
+    queue baseline promise no stability: the stable headers declare none of them, and
+    gpudyn.h does not pull the experimental ones in."""
+    inc = os.path.join(gpudyn.get_include(), "gpudyn")
+    for name in os.listdir(inc):
+        if name.endswith(".h") and name != "experimental.h":
+            text = re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", "", open(os.path.join(inc, name)).read(), flags=re.S))
+            found = re.findall(r"\b(seed|per_thread|\w*occupy\w*|gpudyn_exp_\w+|gpudyn_rw_heap_stats_t)\b", text)
+            assert not found, (name, found)
+            assert not any("experimental" in i for i in re.findall(r'#\s*include\s+"([^"]+)"', text)), name
+    exp = open(os.path.join(inc, "experimental.h")).read()
+    for fn in ("gpudyn_exp_rw_heap_get_pages", "gpudyn_exp_rw_heap_malloc", "gpudyn_exp_rw_heap_occupy"):
+        assert fn in exp and hasattr(gpudyn.lib, fn)
+    assert os.path.isfile(os.path.join(inc, "experimental", "page_queue.cuh"))
+    assert "page_queue" not in open(os.path.join(inc, "rw_heap.cuh")).read()
+
+
 def test_status_names_and_exception_mapping():
     expected = {
         1: gpudyn.InvalidArgumentError, 2: gpudyn.OutOfMemoryError, 3: gpudyn.NoDeviceError,

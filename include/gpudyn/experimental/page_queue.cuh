@@ -2,9 +2,10 @@
 // free page ids in an array, handed out through one atomic head.  A thread's
 // request is the atomicAdd on the head; its position in the serialised order is
 // what the paper counts as the queue's steps (TAS = mean position + 1).
-// Header-only, nvcc and NVRTC.
+// Header-only, nvcc and NVRTC.  Experimental (benchmark instrumentation, no
+// stability promise: see gpudyn/experimental.h).
 //
-//   gpudyn::detail::page_queue q{pages, head, count};   // head starts at 0
+//   gpudyn::experimental::page_queue q{pages, head, count};   // head starts at 0
 //   unsigned long long position;
 //   unsigned page = q.pop(position);   // kPageQueueEmpty once count pages are out
 //
@@ -15,7 +16,7 @@
 
 namespace gpudyn {
 inline namespace v0 {
-namespace detail {
+namespace experimental {
 
 // "No page" (the same value as kRwInvalidPage / GPUDYN_RW_HEAP_INVALID_PAGE).
 constexpr unsigned kPageQueueEmpty = 0xffffffffu;
@@ -37,6 +38,6 @@ struct page_queue {
     }
 };
 
-}  // namespace detail
+}  // namespace experimental
 }  // namespace v0
 }  // namespace gpudyn
