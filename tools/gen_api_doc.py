@@ -2,10 +2,10 @@
 """Writes docs/api.md, the C ABI reference, from the comments in the public headers.
 
 Reads include/gpudyn/gpudyn.h and every per-structure header it includes (in include
-order, as the Python binding does), then include/gpudyn/experimental.h. For each declaration (function, enum, struct,
-typedef, #define constant) the comment right above it becomes its description; a
-`/* ---- name ---- */` comment starts a section; a file's first comment is its
-introduction; a comment followed by a blank line is kept as a paragraph.
+order, as the Python binding does), then include/gpudyn/experimental.h. For each
+declaration (function, enum, struct, typedef, #define constant) the comment right above
+it becomes its description; a `/* ---- name ---- */` comment starts a section; a file's
+first comment is its introduction; a comment followed by a blank line is kept as a paragraph.
 
   python3 tools/gen_api_doc.py            # rewrite docs/api.md
   python3 tools/gen_api_doc.py --check    # exit 1 (with a diff) when docs/api.md is stale
