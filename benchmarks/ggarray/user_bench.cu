@@ -28,8 +28,10 @@
 //                         its wall time is recorded as destroy_ms);
 //      ggarray_reused     clear + get_view + kernel + size on one array per mean
 //                         and kernel, kept across the runs (buckets kept).
-//    Two natural kernels for each gpudyn array: loop (for j < k: push_back(v))
-//    and bulk (the values into a local array, one push_back(values, k)).
+//    Three kernels for each gpudyn array: loop (for j < k: push_back(v)), bulk
+//    (the values into a local array, one push_back(values, k)) and block (the
+//    block-level push_back(storage, flags, values), every thread of the block
+//    calling: one reservation a block, coalesced stores).
 // b. stream compaction ("compaction"): N = 1e9 int32 (--quick 1e7) from a hash,
 //    keep x < threshold at 1 / 50 / 99 % kept:
 //      select_if          cub::DeviceSelect::If into an output of N elements,
@@ -216,6 +218,31 @@ __global__ void __launch_bounds__(kBlock) emit(View view, unsigned m, unsigned m
     } else {
         for (unsigned j = 0; j < k; ++j) out.push_back(value_of(t, j));
     }
+}
+// The block-level form, for a kernel whose every thread reaches the call: value j
+// of each thread as item j (flag j < k), one reservation a block, item-major
+// order (item j of the flagged threads side by side: coalesced stores).  MaxK:
+// the largest k of the mean (items a thread).
+template <class Ref, class View, int MaxK>
+__global__ void __launch_bounds__(kBlock) emit_block(View view, unsigned m, unsigned mode) {
+    __shared__ gpudyn::push_storage<kBlock> temp;
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    const Ref out{view};
+    const unsigned k = t < m ? count_of(t, mode) : 0u;  // no early return: the block calls together
+    bool f[MaxK];
+    unsigned v[MaxK];
+#pragma unroll
+    for (int j = 0; j < MaxK; ++j) {
+        f[j] = unsigned(j) < k;
+        v[j] = f[j] ? value_of(t, unsigned(j)) : 0u;
+    }
+    out.push_back(temp, f, v);
+}
+template <class Ref, class View>
+void launch_emit_block(const View& v, unsigned grid, unsigned m, const mean_case& mc) {
+    if (mc.max_k <= 1) emit_block<Ref, View, 1><<<grid, kBlock>>>(v, m, mc.mode);
+    else if (mc.max_k <= 2) emit_block<Ref, View, 2><<<grid, kBlock>>>(v, m, mc.mode);
+    else emit_block<Ref, View, kMaxK><<<grid, kBlock>>>(v, m, mc.mode);
 }
 // CUB two-pass: counts[t] = k(t) for t < m, counts[m] = 0 (so the exclusive sum's
 // last element is the total).
@@ -689,8 +716,9 @@ std::string section_variable(u64 m, int repeats) {
 
         budget_state budget;
         jobj stat_j, fresh_j, reused_j;
-        for (int bulk = 0; bulk < 2; ++bulk) {
-            const char* kname = bulk ? "bulk" : "loop";
+        for (int kind = 0; kind < 3; ++kind) {
+            static const char* kKernelNames[] = {"loop", "bulk", "block"};
+            const char* kname = kKernelNames[kind];
             const std::string tag = std::string(label) + " " + kname;
 
             // ---- static array, worst case ----
@@ -701,8 +729,11 @@ std::string section_variable(u64 m, int repeats) {
             GD(gpudyn_static_array_create(&sa, &so, nullptr));
             const series st = static_array_runs(sa, tag + " static_worst_case", repeats, want, dg,
                                                 [&](const gpudyn_static_array_view_t& v) {
-                if (bulk) emit<gpudyn::static_array_ref<unsigned>, gpudyn_static_array_view_t, true><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
-                else emit<gpudyn::static_array_ref<unsigned>, gpudyn_static_array_view_t, false><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
+                using R = gpudyn::static_array_ref<unsigned>;
+                using V = gpudyn_static_array_view_t;
+                if (kind == 2) launch_emit_block<R>(v, grid, unsigned(m), mc);
+                else if (kind == 1) emit<R, V, true><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
+                else emit<R, V, false><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
             });
             GD(gpudyn_static_array_destroy(sa));
             CUDA(cudaDeviceSynchronize());
@@ -710,8 +741,11 @@ std::string section_variable(u64 m, int repeats) {
             progress(tag + ": static_worst_case");
 
             auto launch = [&](const gpudyn_ggarray_view_t& v) {
-                if (bulk) emit<gpudyn::ggarray_ref<unsigned>, gpudyn_ggarray_view_t, true><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
-                else emit<gpudyn::ggarray_ref<unsigned>, gpudyn_ggarray_view_t, false><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
+                using R = gpudyn::ggarray_ref<unsigned>;
+                using V = gpudyn_ggarray_view_t;
+                if (kind == 2) launch_emit_block<R>(v, grid, unsigned(m), mc);
+                else if (kind == 1) emit<R, V, true><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
+                else emit<R, V, false><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
             };
 
             // ---- GGArray created fresh each run ----

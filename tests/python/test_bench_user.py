@@ -49,19 +49,21 @@ def _fresh(ms, held):
 def _raw():
     """A raw result shaped like gpudyn_bench_user's (see user_bench.cu's JSON)."""
     means = []
-    # (mean, max_k, output bytes, cub ms, fresh loop/bulk, reused loop/bulk, fresh loop held)
-    for mean, max_k, out, cub, fr, ru in ((0.01, 1, 4_000_000, 0.8, (2.0, 1.6), (0.5, 0.4)),
-                                          (1.0, 2, 400_000_000, 1.4, (1.0, 1.2), (0.7, 0.9)),
-                                          (8.0, 16, 3_200_000_000, 7.5, (9.0, 7.0), (4.0, 5.0))):
+    # (mean, max_k, output bytes, cub ms, fresh loop/bulk/block, reused loop/bulk/block)
+    for mean, max_k, out, cub, fr, ru in ((0.01, 1, 4_000_000, 0.8, (2.0, 1.6, 3.0), (0.5, 0.4, 0.6)),
+                                          (1.0, 2, 400_000_000, 1.4, (1.0, 1.2, 2.0), (0.7, 0.9, 0.8)),
+                                          (8.0, 16, 3_200_000_000, 7.5, (9.0, 7.0, 8.0), (4.0, 5.0, 3.0))):
         means.append({
             "mean": mean, "max_k": max_k, "expected": {"count": out // 4, "sum": 2**63 + 5, "xor": 77},
             "output_bytes": out,
             "contenders": {
                 "cub_two_pass": _series(cub, out + 500_000_000, ("count", "scan", "total_to_host", "write")),
                 "static_worst_case": {"loop": _series(1.0, 400_000_000 * max_k),
-                                      "bulk": _series(0.9, 400_000_000 * max_k)},
-                "ggarray_fresh": {"loop": _fresh(fr[0], out + ALLOWANCE), "bulk": _fresh(fr[1], out)},
-                "ggarray_reused": {"loop": _gg(ru[0], out), "bulk": _gg(ru[1], out)},
+                                      "bulk": _series(0.9, 400_000_000 * max_k),
+                                      "block": _series(0.8, 400_000_000 * max_k)},
+                "ggarray_fresh": {"loop": _fresh(fr[0], out + ALLOWANCE), "bulk": _fresh(fr[1], out),
+                                  "block": _fresh(fr[2], out)},
+                "ggarray_reused": {"loop": _gg(ru[0], out), "bulk": _gg(ru[1], out), "block": _gg(ru[2], out)},
             }})
     # mean 1, fresh bulk holds the most relative to its output: 3 x (output + allowance)
     means[1]["contenders"]["ggarray_fresh"]["bulk"]["bytes_held"] = 3 * (400_000_000 + ALLOWANCE)
@@ -126,7 +128,7 @@ def test_targets_from_a_raw_result(tmp_path):
     json.dumps(result, allow_nan=False)  # the result file stays strict JSON
     t = {x["name"]: x for x in ctx.targets}
     assert [x["name"] for x in ctx.targets] == TARGET_NAMES
-    # fresh: CUB ms / the faster of loop and bulk
+    # fresh: CUB ms / the fastest of loop, bulk and block
     assert t["GGArray fresh vs CUB two-pass, mean 0.01"]["value"] == pytest.approx(0.8 / 1.6)
     assert t["GGArray fresh vs CUB two-pass, mean 0.01"]["where"].startswith("bulk kernel")
     assert t["GGArray fresh vs CUB two-pass, mean 1"]["value"] == pytest.approx(1.4 / 1.0)
@@ -137,7 +139,10 @@ def test_targets_from_a_raw_result(tmp_path):
     assert t["GGArray reused vs CUB two-pass, mean 1"]["value"] == pytest.approx(2.0)     # 1.4 / 0.7, loop
     assert t["GGArray reused vs CUB two-pass, mean 1"]["where"].startswith("loop kernel")
     assert t["GGArray reused vs CUB two-pass, mean 8"]["met"] is True and t["GGArray reused vs CUB two-pass, mean 8"][
-        "goal"] == 1.5  # 7.5 / 4.0 = 1.875
+        "goal"] == 1.5
+    # the block-level kernel counts like the others: the fastest at mean 8, reused
+    assert t["GGArray reused vs CUB two-pass, mean 8"]["value"] == pytest.approx(7.5 / 3.0)
+    assert t["GGArray reused vs CUB two-pass, mean 8"]["where"].startswith("block kernel")
     # compaction: DeviceSelect::If ms / the fastest GGArray kernel, whichever it is
     assert t["in-kernel push vs DeviceSelect::If, 1 % kept"]["value"] == pytest.approx(1.8 / 2.0)
     assert t["in-kernel push vs DeviceSelect::If, 1 % kept"]["where"].startswith("one_per_thread")
@@ -160,7 +165,7 @@ def test_targets_from_a_raw_result(tmp_path):
     assert t["every output verified (count, sum, xor of a 64-bit mix) (1 = yes)"]["value"] == 1.0
     # per-contender times and the loop/bulk split for the lead
     rows = result["rows"]
-    assert len([r for r in rows if r["section"] == "variable output"]) == 3 * 7
+    assert len([r for r in rows if r["section"] == "variable output"]) == 3 * 10  # CUB + 3 contenders x 3 kernels
     assert len([r for r in rows if r["section"] == "stream compaction"]) == 3 * 8
     assert len([r for r in rows if r["section"] == "growth in the kernel"]) == 3
     fresh8 = next(r for r in rows
@@ -170,6 +175,19 @@ def test_targets_from_a_raw_result(tmp_path):
     split = {(s["case"], s["contender"]): s for s in result["loop_vs_bulk"]}
     assert split[("mean 8", "ggarray_reused")]["loop_over_bulk"] == pytest.approx(0.8)
     assert result["raw"]["verified"] is True and "| section |" in result["table"]
+
+
+def test_results_without_the_block_kernel(tmp_path):
+    """Results written before the block-level kernel existed still give every target."""
+    raw = _raw()
+    for case in raw["variable_output"]["means"]:
+        for contender in ("static_worst_case", "ggarray_fresh", "ggarray_reused"):
+            del case["contenders"][contender]["block"]
+    ctx, result = _run_module(tmp_path, raw)
+    t = {x["name"]: x for x in ctx.targets}
+    assert [x["name"] for x in ctx.targets] == TARGET_NAMES
+    assert t["GGArray reused vs CUB two-pass, mean 8"]["value"] == pytest.approx(7.5 / 4.0)  # loop
+    assert len([r for r in result["rows"] if r["section"] == "variable output"]) == 3 * 7
 
 
 def test_figures_from_a_raw_result(tmp_path):

@@ -5,7 +5,8 @@ with CUB instead, side by side in one run (issue 10, item 4).
 Runs gpudyn_bench_user (benchmarks/ggarray/user_bench.cu, whose header describes every
 contender and what its timing covers) and computes from its raw JSON:
   - "GGArray fresh vs CUB two-pass, mean M": CUB two-pass ms / GGArray created fresh
-    (create + get_view + kernel + size) ms, the faster of the loop and bulk kernels;
+    (create + get_view + kernel + size) ms, the fastest of the loop, bulk and block
+    kernels (block: the block-level push, every thread of the block calling);
   - "GGArray reused vs CUB two-pass, mean M": the same for one array kept across runs
     (clear + get_view + kernel + size);
   - "in-kernel push vs DeviceSelect::If, P % kept": DeviceSelect::If ms / the fastest
@@ -23,7 +24,7 @@ FRESH_GOAL = 1.0       # GGArray created fresh at least as fast as CUB's two-pas
 REUSED_GOAL = 1.5      # a reused GGArray 1.5x faster than CUB's two-pass
 SELECT_GOAL = 0.9      # in-kernel push at least 0.9x DeviceSelect::If's speed
 BYTES_GOAL = 2.0       # bytes held at most twice the output (+ one first bucket per LFVector)
-KERNELS = ("loop", "bulk")
+KERNELS = ("loop", "bulk", "block")  # variable output; results before "block" lack it
 GG_COMPACTION = ("one_per_thread", "grid_stride", "chunk", "warp_tiles")
 STATIC_COMPACTION = ("one_per_thread", "grid_stride", "warp_tiles")
 SECTIONS = {"variable_output": "variable output", "compaction": "stream compaction", "growth": "growth in the kernel"}
@@ -77,14 +78,16 @@ def summarize(ctx, raw: dict) -> dict:
             rows.append(_row("variable output", label, "cub_two_pass", "", c["cub_two_pass"], cub))
             for contender in ("static_worst_case", "ggarray_fresh", "ggarray_reused"):
                 for k in KERNELS:
-                    rows.append(_row("variable output", label, contender, k, c[contender][k], cub))
+                    if k in c[contender]:
+                        rows.append(_row("variable output", label, contender, k, c[contender][k], cub))
                 split.append({"section": "variable output", "case": label, "contender": contender,
                               "loop_ms": c[contender]["loop"]["ms"], "bulk_ms": c[contender]["bulk"]["ms"],
                               "loop_over_bulk": c[contender]["loop"]["ms"] / c[contender]["bulk"]["ms"]})
                 if contender != "static_worst_case":
                     for k in KERNELS:
-                        worst.add(c[contender][k]["bytes_held"], case["output_bytes"], allowance,
-                                  f"{label}, {contender} {k}")
+                        if k in c[contender]:
+                            worst.add(c[contender][k]["bytes_held"], case["output_bytes"], allowance,
+                                      f"{label}, {contender} {k}")
             fresh.append((f"GGArray fresh vs CUB two-pass, {label}", cub, c["ggarray_fresh"], KERNELS, FRESH_GOAL))
             reused.append((f"GGArray reused vs CUB two-pass, {label}", cub, c["ggarray_reused"], KERNELS, REUSED_GOAL))
         for args in fresh + reused:  # the fresh targets, then the reused ones
