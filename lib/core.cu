@@ -347,9 +347,7 @@ GPUDYN_API gpudyn_status_t gpudyn_get_device_info(int32_t device, gpudyn_device_
                        int(device), count);
         cudaDeviceProp prop;
         GPUDYN_CUDA(cudaGetDeviceProperties(&prop, device));
-        uint32_t size = info->struct_size;
-        std::memset(info, 0, sizeof(*info));
-        info->struct_size = size;
+        clear_out_struct(info);
         info->device = device;
         std::snprintf(info->name, sizeof(info->name), "%s", prop.name);
         info->compute_capability_major = prop.major;

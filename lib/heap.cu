@@ -365,9 +365,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_get_stats(gpudyn_heap_t heap, gpudyn_heap
         const uint64_t medium_pages = std::min(longest, medium_max - 63);
         const uint64_t huge_pages = zlongest * 64 > medium_max ? zlongest * 64 : 0;
         const uint64_t P = heap->page_size;
-        const uint32_t size = stats->struct_size;
-        std::memset(stats, 0, sizeof(*stats));
-        stats->struct_size = size;
+        clear_out_struct(stats);
         stats->bytes_mapped = pages * P;
         stats->bytes_max = heap->max_pages * P;
         stats->bytes_held = held * P;

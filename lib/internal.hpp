@@ -13,6 +13,7 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -90,6 +91,15 @@ void require_struct_size(const Options* options, const char* name) {
     if (options->struct_size < sizeof(Options))
         raise(GPUDYN_ERROR_INVALID_ARGUMENT, "%s->struct_size is %u, expected at least %zu (use the initializer)",
               name, unsigned(options->struct_size), sizeof(Options));
+}
+
+// Zeroes an output struct the caller sized (after require_struct_size), keeping
+// its struct_size.
+template <class Out>
+void clear_out_struct(Out* out) {
+    const uint32_t size = out->struct_size;
+    std::memset(out, 0, sizeof(Out));
+    out->struct_size = size;
 }
 
 inline cudaStream_t to_cuda(gpudyn_stream_t s) { return reinterpret_cast<cudaStream_t>(s); }

@@ -291,11 +291,7 @@ void get_pages(gpudyn_rw_heap_t heap, uint32_t* pages, uint64_t n, gpudyn_rw_hea
     GPUDYN_REQUIRE(per_thread >= 1, "argument 'per_thread' is 0, expected >= 1");
     if (stats) require_struct_size(stats, "stats");
     if (n == 0) {
-        if (stats) {
-            uint32_t size = stats->struct_size;
-            std::memset(stats, 0, sizeof(*stats));
-            stats->struct_size = size;
-        }
+        if (stats) clear_out_struct(stats);
         return;
     }
     GPUDYN_REQUIRE_NOT_NULL(pages);
@@ -311,9 +307,7 @@ void get_pages(gpudyn_rw_heap_t heap, uint32_t* pages, uint64_t n, gpudyn_rw_hea
     unsigned long long sc[kScratchCount];
     read_back(sc, heap->scratch, kScratchCount, s);
     if (stats) {
-        uint32_t size = stats->struct_size;
-        std::memset(stats, 0, sizeof(*stats));
-        stats->struct_size = size;
+        clear_out_struct(stats);
         stats->requests = n;
         stats->failed = sc[kFailedHere];
         stats->total_steps = sc[kStepsSum];

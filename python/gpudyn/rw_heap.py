@@ -96,8 +96,9 @@ class PageHeap(OwnedHandle):
 
         Experimental (benchmark instrumentation, may change without notice; the C
         side is ``gpudyn/experimental.h``): ``per_thread`` requests per thread (CRW's
-        clustering), a fixed ``seed`` for the walks (default: new random starts
-        each call), ``stats=True`` fills :attr:`last_stats` (TAS, WAS, ...)."""
+        clustering), a fixed ``seed`` for the walks (without one: new random starts
+        each call, or seed 0 once ``per_thread`` or ``stats`` is given),
+        ``stats=True`` fills :attr:`last_stats` (TAS, WAS, ...)."""
         w = "PageHeap.get_pages"
         algo = _args.choice(w, "algorithm", algorithm, ALGORITHMS)
         algorithm = next(k for k, v in ALGORITHMS.items() if v == algo)

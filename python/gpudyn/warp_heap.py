@@ -163,12 +163,7 @@ class WarpHeap(OwnedHandle):
     def free_kept(self, headers) -> None:
         """Frees warp headers that a kernel kept (``warp_heap::keep``) and will not
         resume; ``headers`` is a device array of uint64 header pointers (0 skipped)."""
-        w = "WarpHeap.free_kept"
-        h = self._h()
-        ptr, n, _, keep = as_integer_array(headers, self.stream, np.uint64, w, "headers")
-        if n:
-            check(lib.gpudyn_warp_heap_free_kept(h, ffi.cast("void* const*", ptr), n, self._stream))
-        del keep
+        self._on_kept_headers("WarpHeap.free_kept", lib.gpudyn_warp_heap_free_kept, headers)
 
     def tidy_up_kept(self, headers) -> None:
         """Tidies up warp headers that a kernel kept (``warp_heap::keep``) and will
@@ -180,9 +175,12 @@ class WarpHeap(OwnedHandle):
         ``InvalidArgumentError`` when entries are not headers of this heap (arena
         and page heap backings can tell; those entries are skipped, the others
         tidied)."""
-        w = "WarpHeap.tidy_up_kept"
+        self._on_kept_headers("WarpHeap.tidy_up_kept", lib.gpudyn_warp_heap_tidy_up_kept, headers)
+
+    def _on_kept_headers(self, where: str, call, headers) -> None:
+        """`call` (free_kept or tidy_up_kept) on a device array of header pointers."""
         h = self._h()
-        ptr, n, _, keep = as_integer_array(headers, self.stream, np.uint64, w, "headers")
+        ptr, n, _, keep = as_integer_array(headers, self.stream, np.uint64, where, "headers")
         if n:
-            check(lib.gpudyn_warp_heap_tidy_up_kept(h, ffi.cast("void* const*", ptr), n, self._stream))
-        del keep
+            check(call(h, ffi.cast("void* const*", ptr), n, self._stream))
+        del keep  # a NumPy temporary is freed on our stream, after the kernel
