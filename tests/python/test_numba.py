@@ -359,6 +359,35 @@ def test_bench_numba_expected_output_matches_enumeration(mode):
     assert bench.expected(5000, mode) == _brute_force(5000, mode)
 
 
+@pytest.mark.parametrize("kernel", ["push_back", "extend"])
+def test_bench_numba_kernels_compile_and_call_the_shims(kernel, monkeypatch):
+    """Both ways the bench writes its GGArray kernel compile to PTX without a GPU and
+    call exactly the shim of that way."""
+    import types as pytypes
+    from numba.cuda import dispatcher
+    from gpudyn.bench import numba as bench
+    # The kernels call a @cuda.jit device function, which numba-cuda compiles for the
+    # current device's architecture: without a GPU, name the one compiled for.
+    fake = pytypes.SimpleNamespace(compute_capability=compile_arch()[1])
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: fake)
+    emit = bench._kernels()[0][kernel]
+    sig = (typeof(fake_ref("GGArray", np.int32)), types.int64, types.int64, types.Array(types.uint64, 1, "C"))
+    ptx, _ = cuda.compile(emit.py_func, sig, device=False, output="ptx", cc=compile_arch()[1], abi="numba")
+    _check_calls(ptx, {f"gpudyn_numba_ggarray_{kernel}_u32"})
+
+
+def test_bench_numba_row_takes_the_faster_kernel_and_the_worse_ratio():
+    from gpudyn.bench import numba as bench
+    series = {"numba_push_back": [2.0, 2.2, 2.1], "cpp_push_back": [2.0, 2.0, 2.0], "numba_e2e_push_back": [3.0] * 3,
+              "numba_extend": [1.5] * 3, "cpp_extend": [1.0] * 3, "numba_e2e_extend": [2.5, 2.4, 2.6]}
+    row = bench._row(8.0, 100, series, [5.0, 5.0, 5.0], 4096, 800, True)
+    assert row["numba_ms"] == pytest.approx(2.1) and row["numba_ms_extend"] == pytest.approx(1.5)
+    assert row["numba_over_cpp"] == pytest.approx(1.05) and row["numba_over_cpp_extend"] == pytest.approx(1.5)
+    assert row["e2e_kernel"] == "extend" and row["best_e2e_ms"] == pytest.approx(2.5)
+    assert row["speedup_vs_two_pass"] == pytest.approx(2.0)
+    assert row["series_ms"]["two_pass"] == [5.0, 5.0, 5.0] and row["verified"]
+
+
 def test_bench_numba_cpp_kernel_compiles_with_nvrtc():
     import importlib.util
     import pathlib

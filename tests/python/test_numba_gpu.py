@@ -509,6 +509,11 @@ def test_bench_numba_quick_verifies_every_output(tmp_path):
     assert [row["mean"] for row in rec["rows"]] == [0.01, 1.0, 8.0]
     for row, chk in zip(rec["rows"], rec["checks"]):
         assert row["verified"], chk
-        assert row["numba_ms"] > 0 and row["cpp_ms"] > 0 and row["two_pass_ms"] > 0
+        variants = {f"{who}_{k}_ok" for who in ("numba", "cpp", "numba_e2e") for k in ("push_back", "extend")}
+        assert variants | {"two_pass_ok"} <= set(chk) and all(chk[v] for v in variants), chk
+        assert chk["push_failures"] == 0, chk
+        assert min(row["numba_ms"], row["cpp_ms"], row["numba_ms_extend"], row["cpp_ms_extend"],
+                   row["two_pass_ms"]) > 0
+        assert row["e2e_kernel"] in ("push_back", "extend")
     names = [t["name"] for t in rec["targets"]]
     assert all("Numba" in name for name in names) and len(names) == 9
