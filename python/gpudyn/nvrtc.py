@@ -33,6 +33,10 @@ CXX_STANDARD = "c++17"
 _TARGETS = {"x86_64": "x86_64-linux", "aarch64": "sbsa-linux", "ppc64le": "ppc64le-linux"}
 
 
+# Where a toolkit is looked for last.
+_DEFAULT_ROOTS = ("/usr/local/cuda",)
+
+
 def _is_cccl_dir(d: str) -> bool:
     return os.path.isfile(os.path.join(d, "cuda", "std", "cstdint"))
 
@@ -48,7 +52,7 @@ def cuda_roots() -> list[str]:
     nvcc = shutil.which("nvcc")
     if nvcc:
         cands.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
-    cands.append("/usr/local/cuda")
+    cands.extend(_DEFAULT_ROOTS)
     out: list[str] = []
     for c in cands:
         if c and os.path.isdir(os.path.join(c, "include")) and os.path.realpath(c) not in map(os.path.realpath, out):
@@ -86,11 +90,20 @@ def cccl_include_dirs() -> list[str]:
     return _pip_cccl_dirs()[:1]
 
 
+def _is_toolkit_include(d: str) -> bool:
+    return os.path.isfile(os.path.join(d, "cuda_runtime.h"))
+
+
 def cuda_include_dirs() -> list[str]:
     """The toolkit's ``include`` folder (for ``<mma.h>`` and friends when NVRTC's built-in
-    headers lack them), or an empty list without a toolkit."""
-    roots = cuda_roots()
-    return [os.path.join(roots[0], "include")] if roots else []
+    headers lack them): the first of :func:`cuda_roots` whose ``include`` holds
+    ``cuda_runtime.h`` (an ``nvcc`` wrapper script in ``/usr/local/bin`` makes
+    ``/usr/local`` a root, whose ``include`` is not CUDA's), or an empty list without a toolkit."""
+    for root in cuda_roots():
+        d = os.path.join(root, "include")
+        if _is_toolkit_include(d):
+            return [d]
+    return []
 
 
 def nvrtc_options(arch: str | int | None = None, *, std: str = CXX_STANDARD) -> list[str]:
