@@ -522,6 +522,15 @@ private:
             const unsigned b = a->bucket_of(i);
             a->ready_bucket(l, b)[i - a->bucket_first(b)] = v;
         }
+        // Any thread, after settle: p with element i of [base, base + n) at
+        // p[i - base] when the range lies in one bucket (the usual case: a
+        // bucket holds many groups' ranges), else nullptr (store element by
+        // element).  One bucket lookup for the whole range.
+        __device__ T* span(unsigned long long base, unsigned long long n) const {
+            const unsigned b = a->bucket_of(base);
+            if (a->bucket_of(base + n - 1) != b) return nullptr;
+            return a->ready_bucket(l, b) + (base - a->bucket_first(b));
+        }
         // Block sink: the pointers of the buckets holding [base, base + n), once,
         // into shared memory (word b = bucket b), by the reserving thread.
         __device__ void open(sink_window& w, unsigned long long base, unsigned long long n) const {

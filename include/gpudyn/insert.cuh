@@ -469,20 +469,32 @@ struct block_inserter {
     __device__ static bool push(TempStorage& s, Sink& sink, const bool (&flag)[Items], const T (&value)[Items]) {
         if (detail::block_thread_count() > MaxThreads) return false;  // storage too small: refuse, touch nothing
         unsigned slot[Items], total[Items];
-        unsigned long long start[Items];
-        unsigned long long run = 0;
         block_rank_items<Algo, MaxThreads, Items>(s.rank, flag, slot, total);
+        // Offsets within the block's range fit 32 bits (at most Items x 1024).
+        unsigned off[Items], run = 0;
 #pragma unroll
         for (int k = 0; k < Items; ++k) {
-            start[k] = run;
+            off[k] = run + slot[k];
             run += total[k];
         }
         unsigned long long base = 0;
         const bool ok = reserve_block(s, sink, run, &base);
-        if (ok) {
+        if (ok && run > 0) {
+            // Block-uniform: a range inside one contiguous piece (the usual case:
+            // a GGArray bucket holds many blocks' ranges) is stored through one
+            // pointer, without the per-element bucket lookup of sink.store.
+            unsigned long long first = 0, end = 0;
+            T* const ext = sink.extent(s.window, base, &first, &end);
+            if (base + run <= end) {
+                T* const p = ext + (base - first);
 #pragma unroll
-            for (int k = 0; k < Items; ++k)
-                if (flag[k]) sink.store(s.window, base + start[k] + slot[k], value[k]);
+                for (int k = 0; k < Items; ++k)
+                    if (flag[k]) p[off[k]] = value[k];
+            } else {
+#pragma unroll
+                for (int k = 0; k < Items; ++k)
+                    if (flag[k]) sink.store(s.window, base + off[k], value[k]);
+            }
         }
         __syncthreads();  // the storage (base, window) may be reused right after the call
         return ok;

@@ -153,6 +153,8 @@ private:
             for (unsigned j = 0; j < n; ++j) p[j] = v[j];
         }
         __device__ void store_one(unsigned long long i, const T& v) const { a->data_[i] = v; }
+        // Any thread, after settle: element i of [base, base + n) is p[i - base].
+        __device__ T* span(unsigned long long base, unsigned long long) const { return a->data_ + base; }
         // Block sink: nothing to keep in the window (element i is data[i]).
         __device__ void open(sink_window&, unsigned long long, unsigned long long) const {}
         __device__ void store(const sink_window&, unsigned long long i, const T& v) const { a->data_[i] = v; }

@@ -30,7 +30,10 @@
 //        nothing to store);
 //   void store_run(unsigned long long i, const T* v, unsigned n)    any thread,
 //        after settle returned true: elements [i, i + n) = v[0..n);
-//   void store_one(unsigned long long i, const T& v)   the same for one element.
+//   void store_one(unsigned long long i, const T& v)   the same for one element;
+//   T* span(unsigned long long base, unsigned long long n)   any thread, after
+//        settle, n > 0: p with element i of [base, base + n) at p[i - base],
+//        or nullptr when the range is not one contiguous piece.
 // Compiles under nvcc and NVRTC.
 #pragma once
 
@@ -79,7 +82,14 @@ __device__ __forceinline__ bool warp_push_many(unsigned peers, const Sink& sink,
     if (total == 0) return true;
     unsigned long long base = 0;
     if (!claim_group(peers, sink, last, total, &base)) return false;
-    if (n != 0) sink.store_run(base + (incl - n), values, n);
+    if (n == 0) return true;
+    // One lookup for the group's range when it is one piece (group-uniform).
+    if (T* const p = sink.span(base, total)) {
+        T* const q = p + (incl - n);
+        for (unsigned j = 0; j < n; ++j) q[j] = values[j];
+    } else {
+        sink.store_run(base + (incl - n), values, n);
+    }
     return true;
 }
 
@@ -96,9 +106,17 @@ __device__ __forceinline__ bool warp_push_flagged(unsigned peers, const Sink& si
     if (total == 0) return true;
     unsigned long long base = 0;
     if (!claim_group(peers, sink, last, total, &base)) return false;
+    // One lookup for the group's range when it is one piece (group-uniform),
+    // instead of one per element.
+    if (T* const p = sink.span(base, total)) {
 #pragma unroll
-    for (int k = 0; k < Items; ++k)
-        if (flag[k]) sink.store_one(base + off[k], value[k]);
+        for (int k = 0; k < Items; ++k)
+            if (flag[k]) p[off[k]] = value[k];
+    } else {
+#pragma unroll
+        for (int k = 0; k < Items; ++k)
+            if (flag[k]) sink.store_one(base + off[k], value[k]);
+    }
     return true;
 }
 
