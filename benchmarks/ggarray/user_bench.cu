@@ -28,10 +28,12 @@
 //                         its wall time is recorded as destroy_ms);
 //      ggarray_reused     clear + get_view + kernel + size on one array per mean
 //                         and kernel, kept across the runs (buckets kept).
-//    Three kernels for each gpudyn array: loop (for j < k: push_back(v)), bulk
-//    (the values into a local array, one push_back(values, k)) and block (the
+//    Four kernels for each gpudyn array: loop (for j < k: push_back(v)), bulk
+//    (the values into a local array, one push_back(values, k)), block (the
 //    block-level push_back(storage, flags, values), every thread of the block
-//    calling: one reservation a block, coalesced stores).
+//    calling: one reservation a block, coalesced stores) and warp (the
+//    per-thread push_back(flags, values): one reservation for the lanes that
+//    call together, coalesced stores, early returns allowed).
 // b. stream compaction ("compaction"): N = 1e9 int32 (--quick 1e7) from a hash,
 //    keep x < threshold at 1 / 50 / 99 % kept:
 //      select_if          cub::DeviceSelect::If into an output of N elements,
@@ -41,7 +43,10 @@
 //                         kernels: one_per_thread (if (x < t) push_back(x)),
 //                         grid_stride (the same in a grid-stride loop sized by
 //                         the occupancy calculator), chunk (block-level
-//                         push_back_chunk over kChunk elements a block);
+//                         push_back_chunk over kChunk elements a block),
+//                         warp_tiles / warp_tiles16 (per-thread
+//                         push_back(flags, values) of 8 / 16 candidates a
+//                         lane, the 16 loaded as int4, grid-stride);
 //      static             static array of capacity N, clear + kernel + size,
 //                         one_per_thread and grid_stride.
 // c. growth inside the kernel ("growth", the paper's Fig. 5 with the growth
@@ -244,6 +249,40 @@ void launch_emit_block(const View& v, unsigned grid, unsigned m, const mean_case
     else if (mc.max_k <= 2) emit_block<Ref, View, 2><<<grid, kBlock>>>(v, m, mc.mode);
     else emit_block<Ref, View, kMaxK><<<grid, kBlock>>>(v, m, mc.mode);
 }
+// The per-thread form of the same: push_back(flags, values) with value j of the
+// thread as item j; the lanes that call together share one reservation
+// (item-major, coalesced stores); any thread may return early, no barrier.
+template <class Ref, class View, int MaxK>
+__global__ void __launch_bounds__(kBlock) emit_warp(View view, unsigned m, unsigned mode) {
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= m) return;
+    const Ref out{view};
+    const unsigned k = count_of(t, mode);
+    bool f[MaxK];
+    unsigned v[MaxK];
+#pragma unroll
+    for (int j = 0; j < MaxK; ++j) {
+        f[j] = unsigned(j) < k;
+        v[j] = f[j] ? value_of(t, unsigned(j)) : 0u;
+    }
+    out.push_back(f, v);
+}
+template <class Ref, class View>
+void launch_emit_warp(const View& v, unsigned grid, unsigned m, const mean_case& mc) {
+    if (mc.max_k <= 1) emit_warp<Ref, View, 1><<<grid, kBlock>>>(v, m, mc.mode);
+    else if (mc.max_k <= 2) emit_warp<Ref, View, 2><<<grid, kBlock>>>(v, m, mc.mode);
+    else emit_warp<Ref, View, kMaxK><<<grid, kBlock>>>(v, m, mc.mode);
+}
+// One launch of kernel `kind` (0 loop, 1 bulk, 2 block, 3 warp) for array type Ref.
+template <class Ref, class View>
+void launch_emit(int kind, const View& v, unsigned grid, unsigned m, const mean_case& mc) {
+    if (kind == 3) launch_emit_warp<Ref>(v, grid, m, mc);
+    else if (kind == 2) launch_emit_block<Ref>(v, grid, m, mc);
+    else if (kind == 1) emit<Ref, View, true><<<grid, kBlock>>>(v, m, mc.mode);
+    else emit<Ref, View, false><<<grid, kBlock>>>(v, m, mc.mode);
+}
+constexpr int kEmitKernels = 4;
+const char* const kEmitKernelNames[kEmitKernels] = {"loop", "bulk", "block", "warp"};
 // CUB two-pass: counts[t] = k(t) for t < m, counts[m] = 0 (so the exclusive sum's
 // last element is the total).
 __global__ void __launch_bounds__(kBlock) count_pass(unsigned* counts, unsigned m, unsigned mode) {
@@ -300,6 +339,40 @@ __global__ void __launch_bounds__(kBlock) keep_warp_tiles(View view, const int* 
             const u64 j = t * kTile + u64(k) * 32 + lane;
             x[k] = j < n ? in[j] : 0;
             keep[k] = j < n && x[k] < threshold;
+        }
+        out.push_back(keep, x);
+    }
+}
+// The same with 16 candidates a lane, loaded as four int4 (16-byte) loads a
+// lane (a warp reads 2 KiB at a time): one push_back(flags, values) per 512
+// candidates.  Kept values are stored in tile order, not input order.
+template <class Ref, class View>
+__global__ void __launch_bounds__(kBlock) keep_warp_tiles16(View view, const int* in, u64 n, int threshold) {
+    constexpr int kItems = 16;
+    constexpr u64 kTile = 32 * kItems;
+    const Ref out{view};
+    const unsigned lane = threadIdx.x % 32;
+    const u64 warps = u64(gridDim.x) * (blockDim.x / 32);
+    for (u64 t = (blockIdx.x * u64(blockDim.x) + threadIdx.x) / 32; t * kTile < n; t += warps) {
+        bool keep[kItems];
+        int x[kItems];
+        const u64 first = t * kTile;
+        if (first + kTile <= n && (reinterpret_cast<uintptr_t>(in + first) & 15) == 0) {
+            const int4* p = reinterpret_cast<const int4*>(in + first);
+#pragma unroll
+            for (int q = 0; q < kItems / 4; ++q) {
+                const int4 w = p[q * 32 + lane];
+                x[4 * q] = w.x, x[4 * q + 1] = w.y, x[4 * q + 2] = w.z, x[4 * q + 3] = w.w;
+            }
+#pragma unroll
+            for (int k = 0; k < kItems; ++k) keep[k] = x[k] < threshold;
+        } else {  // the last, partial tile
+#pragma unroll
+            for (int k = 0; k < kItems; ++k) {
+                const u64 j = first + u64(k) * 32 + lane;
+                x[k] = j < n ? in[j] : 0;
+                keep[k] = j < n && x[k] < threshold;
+            }
         }
         out.push_back(keep, x);
     }
@@ -716,9 +789,8 @@ std::string section_variable(u64 m, int repeats) {
 
         budget_state budget;
         jobj stat_j, fresh_j, reused_j;
-        for (int kind = 0; kind < 3; ++kind) {
-            static const char* kKernelNames[] = {"loop", "bulk", "block"};
-            const char* kname = kKernelNames[kind];
+        for (int kind = 0; kind < kEmitKernels; ++kind) {
+            const char* kname = kEmitKernelNames[kind];
             const std::string tag = std::string(label) + " " + kname;
 
             // ---- static array, worst case ----
@@ -729,11 +801,7 @@ std::string section_variable(u64 m, int repeats) {
             GD(gpudyn_static_array_create(&sa, &so, nullptr));
             const series st = static_array_runs(sa, tag + " static_worst_case", repeats, want, dg,
                                                 [&](const gpudyn_static_array_view_t& v) {
-                using R = gpudyn::static_array_ref<unsigned>;
-                using V = gpudyn_static_array_view_t;
-                if (kind == 2) launch_emit_block<R>(v, grid, unsigned(m), mc);
-                else if (kind == 1) emit<R, V, true><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
-                else emit<R, V, false><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
+                launch_emit<gpudyn::static_array_ref<unsigned>>(kind, v, grid, unsigned(m), mc);
             });
             GD(gpudyn_static_array_destroy(sa));
             CUDA(cudaDeviceSynchronize());
@@ -741,11 +809,7 @@ std::string section_variable(u64 m, int repeats) {
             progress(tag + ": static_worst_case");
 
             auto launch = [&](const gpudyn_ggarray_view_t& v) {
-                using R = gpudyn::ggarray_ref<unsigned>;
-                using V = gpudyn_ggarray_view_t;
-                if (kind == 2) launch_emit_block<R>(v, grid, unsigned(m), mc);
-                else if (kind == 1) emit<R, V, true><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
-                else emit<R, V, false><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
+                launch_emit<gpudyn::ggarray_ref<unsigned>>(kind, v, grid, unsigned(m), mc);
             };
 
             // ---- GGArray created fresh each run ----
@@ -826,6 +890,9 @@ std::string section_compaction(u64 n, int repeats) {
     const unsigned gs_warp_gg = grid_stride_blocks(keep_warp_tiles<gpudyn::ggarray_ref<int>, gpudyn_ggarray_view_t>);
     const unsigned gs_warp_st =
         grid_stride_blocks(keep_warp_tiles<gpudyn::static_array_ref<int>, gpudyn_static_array_view_t>);
+    const unsigned gs_warp16_gg = grid_stride_blocks(keep_warp_tiles16<gpudyn::ggarray_ref<int>, gpudyn_ggarray_view_t>);
+    const unsigned gs_warp16_st =
+        grid_stride_blocks(keep_warp_tiles16<gpudyn::static_array_ref<int>, gpudyn_static_array_view_t>);
     gpudyn_static_array_options_t so;
     GD(gpudyn_static_array_options_init(&so));
     so.capacity = n;
@@ -860,14 +927,15 @@ std::string section_compaction(u64 n, int repeats) {
         // ---- GGArray, reused; three kernels ----
         budget_state budget;
         jobj gg_j;
-        for (int kernel = 0; kernel < 4; ++kernel) {
-            static const char* names[] = {"one_per_thread", "grid_stride", "chunk", "warp_tiles"};
+        for (int kernel = 0; kernel < 5; ++kernel) {
+            static const char* names[] = {"one_per_thread", "grid_stride", "chunk", "warp_tiles", "warp_tiles16"};
             const std::string tag = std::string(label) + " ggarray " + names[kernel];
             series s = reused_ggarray_runs(tag, repeats, budget, want[p], dg, [&](const gpudyn_ggarray_view_t& v) {
                 if (kernel == 0) keep_one_per_thread<gpudyn::ggarray_ref<int>><<<blocks_for(n), kBlock>>>(v, in, n, thr);
                 else if (kernel == 1) keep_grid_stride<gpudyn::ggarray_ref<int>><<<gs_gg, kBlock>>>(v, in, n, thr);
                 else if (kernel == 2) keep_chunk<<<gs_chunk, kBlock>>>(v, in, n, thr);
-                else keep_warp_tiles<gpudyn::ggarray_ref<int>><<<gs_warp_gg, kBlock>>>(v, in, n, thr);
+                else if (kernel == 3) keep_warp_tiles<gpudyn::ggarray_ref<int>><<<gs_warp_gg, kBlock>>>(v, in, n, thr);
+                else keep_warp_tiles16<gpudyn::ggarray_ref<int>><<<gs_warp16_gg, kBlock>>>(v, in, n, thr);
             });
             s.kernel = names[kernel];
             gg_j.obj(names[kernel], s.json());
@@ -876,13 +944,14 @@ std::string section_compaction(u64 n, int repeats) {
 
         // ---- static array of capacity N ----
         jobj st_j;
-        for (int kernel = 0; kernel < 3; ++kernel) {
-            static const char* names[] = {"one_per_thread", "grid_stride", "warp_tiles"};
+        for (int kernel = 0; kernel < 4; ++kernel) {
+            static const char* names[] = {"one_per_thread", "grid_stride", "warp_tiles", "warp_tiles16"};
             const std::string tag = std::string(label) + " static " + names[kernel];
             series s = static_array_runs(sa, tag, repeats, want[p], dg, [&](const gpudyn_static_array_view_t& v) {
                 if (kernel == 0) keep_one_per_thread<gpudyn::static_array_ref<int>><<<blocks_for(n), kBlock>>>(v, in, n, thr);
                 else if (kernel == 1) keep_grid_stride<gpudyn::static_array_ref<int>><<<gs_st, kBlock>>>(v, in, n, thr);
-                else keep_warp_tiles<gpudyn::static_array_ref<int>><<<gs_warp_st, kBlock>>>(v, in, n, thr);
+                else if (kernel == 2) keep_warp_tiles<gpudyn::static_array_ref<int>><<<gs_warp_st, kBlock>>>(v, in, n, thr);
+                else keep_warp_tiles16<gpudyn::static_array_ref<int>><<<gs_warp16_st, kBlock>>>(v, in, n, thr);
             });
             s.kernel = names[kernel];
             st_j.obj(names[kernel], s.json());
@@ -906,6 +975,7 @@ std::string section_compaction(u64 n, int repeats) {
     sec.u("n", n).u("block", kBlock).u("chunk_elements", kChunk).u("chunk_items", kChunkItems)
         .u("grid_stride_blocks_ggarray", gs_gg).u("grid_stride_blocks_static", gs_st).u("chunk_blocks", gs_chunk)
         .u("warp_tiles_blocks_ggarray", gs_warp_gg).u("warp_tiles_blocks_static", gs_warp_st)
+        .u("warp_tiles16_blocks_ggarray", gs_warp16_gg).u("warp_tiles16_blocks_static", gs_warp16_st)
         .u("num_lfvectors", o.num_lfvectors).u("first_bucket_elements", o.first_bucket_elements)
         .u("element_bytes", sizeof(int)).raw("selectivities", jlist(rows));
     return sec.str();

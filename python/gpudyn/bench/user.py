@@ -5,13 +5,14 @@ with CUB instead, side by side in one run (issue 10, item 4).
 Runs gpudyn_bench_user (benchmarks/ggarray/user_bench.cu, whose header describes every
 contender and what its timing covers) and computes from its raw JSON:
   - "GGArray fresh vs CUB two-pass, mean M": CUB two-pass ms / GGArray created fresh
-    (create + get_view + kernel + size) ms, the fastest of the loop, bulk and block
-    kernels (block: the block-level push, every thread of the block calling);
+    (create + get_view + kernel + size) ms, the fastest of the loop, bulk, block and
+    warp kernels (block: the block-level push, every thread of the block calling;
+    warp: the per-thread push_back(flags, values));
   - "GGArray reused vs CUB two-pass, mean M": the same for one array kept across runs
     (clear + get_view + kernel + size);
   - "in-kernel push vs DeviceSelect::If, P % kept": DeviceSelect::If ms / the fastest
     GGArray kernel (one element per thread, grid-stride, block-level push_back_chunk,
-    warp tiles: push_back(flags, values) of 8 candidates a lane);
+    warp tiles: push_back(flags, values) of 8 or 16 candidates a lane);
   - "GGArray bytes held / output bytes (+ one first bucket per LFVector), SECTION": the
     worst over the section's GGArray runs of allocated bytes / (output bytes +
     LFVectors x first bucket x element size);
@@ -24,9 +25,9 @@ FRESH_GOAL = 1.0       # GGArray created fresh at least as fast as CUB's two-pas
 REUSED_GOAL = 1.5      # a reused GGArray 1.5x faster than CUB's two-pass
 SELECT_GOAL = 0.9      # in-kernel push at least 0.9x DeviceSelect::If's speed
 BYTES_GOAL = 2.0       # bytes held at most twice the output (+ one first bucket per LFVector)
-KERNELS = ("loop", "bulk", "block")  # variable output; results before "block" lack it
-GG_COMPACTION = ("one_per_thread", "grid_stride", "chunk", "warp_tiles")
-STATIC_COMPACTION = ("one_per_thread", "grid_stride", "warp_tiles")
+KERNELS = ("loop", "bulk", "block", "warp")  # variable output; older results lack "block" / "warp"
+GG_COMPACTION = ("one_per_thread", "grid_stride", "chunk", "warp_tiles", "warp_tiles16")
+STATIC_COMPACTION = ("one_per_thread", "grid_stride", "warp_tiles", "warp_tiles16")
 SECTIONS = {"variable_output": "variable output", "compaction": "stream compaction", "growth": "growth in the kernel"}
 
 
