@@ -60,10 +60,13 @@ def _raw():
                 "cub_two_pass": _series(cub, out + 500_000_000, ("count", "scan", "total_to_host", "write")),
                 "static_worst_case": {"loop": _series(1.0, 400_000_000 * max_k),
                                       "bulk": _series(0.9, 400_000_000 * max_k),
-                                      "block": _series(0.8, 400_000_000 * max_k)},
+                                      "block": _series(0.8, 400_000_000 * max_k),
+                                      "warp": _series(0.85, 400_000_000 * max_k)},
+                # the warp kernel is never the fastest here: the targets below name the others
                 "ggarray_fresh": {"loop": _fresh(fr[0], out + ALLOWANCE), "bulk": _fresh(fr[1], out),
-                                  "block": _fresh(fr[2], out)},
-                "ggarray_reused": {"loop": _gg(ru[0], out), "bulk": _gg(ru[1], out), "block": _gg(ru[2], out)},
+                                  "block": _fresh(fr[2], out), "warp": _fresh(max(fr) + 1.0, out)},
+                "ggarray_reused": {"loop": _gg(ru[0], out), "bulk": _gg(ru[1], out), "block": _gg(ru[2], out),
+                                   "warp": _gg(max(ru) + 1.0, out)},
             }})
     # mean 1, fresh bulk holds the most relative to its output: 3 x (output + allowance)
     means[1]["contenders"]["ggarray_fresh"]["bulk"]["bytes_held"] = 3 * (400_000_000 + ALLOWANCE)
@@ -77,9 +80,11 @@ def _raw():
             "contenders": {
                 "select_if": _series(sel_ms, 4_000_000_000 + 1000, ("select", "num_to_host")),
                 "ggarray": {k: dict(_gg(ms, int(1.5 * out)), kernel=k)
-                            for k, ms in zip(("one_per_thread", "grid_stride", "chunk", "warp_tiles"), gg + (9.0,))},
+                            for k, ms in zip(("one_per_thread", "grid_stride", "chunk", "warp_tiles", "warp_tiles16"),
+                                             gg + (9.0, 9.5))},
                 "static": {k: dict(_series(ms, 4_000_000_000), kernel=k)
-                           for k, ms in (("one_per_thread", 2.1), ("grid_stride", 2.0), ("warp_tiles", 2.4))},
+                           for k, ms in (("one_per_thread", 2.1), ("grid_stride", 2.0), ("warp_tiles", 2.4),
+                                         ("warp_tiles16", 2.3))},
             }})
     sizes = [1e6 * 2**s for s in range(8)]
     growth = {"ms": [0.1 * (s + 1) for s in range(8)], "setup_ms": 2.0, "bytes_held": 600_000_000, "verified": True}
@@ -91,6 +96,7 @@ def _raw():
         "compaction": {"n": 1_000_000_000, "block": 256, "chunk_elements": 16384, "chunk_items": 8,
                        "grid_stride_blocks_ggarray": 1056, "grid_stride_blocks_static": 2112, "chunk_blocks": 1056,
                        "warp_tiles_blocks_ggarray": 1056, "warp_tiles_blocks_static": 1584,
+                       "warp_tiles16_blocks_ggarray": 1056, "warp_tiles16_blocks_static": 1584,
                        "num_lfvectors": L, "first_bucket_elements": FIRST, "element_bytes": ELEM,
                        "selectivities": sel},
         "compaction_seconds": 15.0,
@@ -165,8 +171,8 @@ def test_targets_from_a_raw_result(tmp_path):
     assert t["every output verified (count, sum, xor of a 64-bit mix) (1 = yes)"]["value"] == 1.0
     # per-contender times and the loop/bulk split for the lead
     rows = result["rows"]
-    assert len([r for r in rows if r["section"] == "variable output"]) == 3 * 10  # CUB + 3 contenders x 3 kernels
-    assert len([r for r in rows if r["section"] == "stream compaction"]) == 3 * 8
+    assert len([r for r in rows if r["section"] == "variable output"]) == 3 * 13  # CUB + 3 contenders x 4 kernels
+    assert len([r for r in rows if r["section"] == "stream compaction"]) == 3 * 10  # DeviceSelect + 5 + 4 kernels
     assert len([r for r in rows if r["section"] == "growth in the kernel"]) == 3
     fresh8 = next(r for r in rows
                   if r["case"] == "mean 8" and r["contender"] == "ggarray_fresh" and r["kernel"] == "loop")
@@ -178,11 +184,15 @@ def test_targets_from_a_raw_result(tmp_path):
 
 
 def test_results_without_the_block_kernel(tmp_path):
-    """Results written before the block-level kernel existed still give every target."""
+    """Results written before the block-level and warp kernels existed still give every target."""
     raw = _raw()
     for case in raw["variable_output"]["means"]:
         for contender in ("static_worst_case", "ggarray_fresh", "ggarray_reused"):
             del case["contenders"][contender]["block"]
+            del case["contenders"][contender]["warp"]
+    for case in raw["compaction"]["selectivities"]:
+        del case["contenders"]["ggarray"]["warp_tiles16"]
+        del case["contenders"]["static"]["warp_tiles16"]
     ctx, result = _run_module(tmp_path, raw)
     t = {x["name"]: x for x in ctx.targets}
     assert [x["name"] for x in ctx.targets] == TARGET_NAMES
