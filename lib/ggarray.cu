@@ -1,8 +1,9 @@
 // C ABI of the GGArray.  The structure and its algorithms are in
 // include/gpudyn/ggarray.cuh, its bulk kernels in
 // include/gpudyn/detail/ggarray/kernels.cuh; this file owns the bookkeeping
-// memory, the bucket pool and the heap the other buckets come from (the
-// budget), and launches the kernels.
+// memory, the bucket pool and the growth arena the other buckets are bumped
+// off (the budget: the array's own mapped range, or runs of a heap it
+// shares), and launches the kernels.
 #include "array_common.cuh"
 
 #include <algorithm>
@@ -29,12 +30,15 @@ constexpr unsigned kThreads = 256;        // bookkeeping kernels (one thread per
 constexpr unsigned kRangesThreads = 1024; // one block scans all LFVector sizes
 // options->pool_bytes that turns the bucket pool off.
 constexpr uint64_t kNoPool = ~0ull;
-// Smallest budget: 2 MiB, the driver's mapping granularity on current GPUs and
-// at least one page of any heap (smaller budgets are rounded up to it).
+// Smallest budget: 2 MiB, the driver's mapping granularity on current GPUs
+// (smaller budgets are rounded up to it); also the smallest run an array takes
+// from a heap it shares.
 constexpr uint64_t kMinBudget = uint64_t(1) << 21;
-// Page of an array's own heap: buckets are runs of whole pages (heap_bucket),
-// so small pages keep the rounding of small buckets small.
+// The default budget and range follow gpudyn_heap_create's defaults for this page.
 constexpr uint64_t kOwnHeapPage = uint64_t(1) << 12;
+// Words of the arena record (ggarray.cuh's arena_record) and two more for the
+// host's gpudyn_heap_malloc of a run (its size and pointer, device arrays).
+constexpr size_t kArenaWords = 6, kArenaIoWords = 2;
 // struct_size of the options before max_budget_bytes and heap: still accepted.
 constexpr size_t kOptionsV1Size = offsetof(gpudyn_ggarray_options_t, max_budget_bytes);
 
@@ -59,14 +63,17 @@ struct gpudyn_ggarray_s {
     uint64_t* host_status = nullptr;  // [1] the host's own pushes and reserves (reported by their return)
     uint64_t* allocated = nullptr; // [1]
     uint64_t* scratch = nullptr;   // [1] capacity sum, element count, kept count
+    uint64_t* arena = nullptr;     // [kArenaWords + kArenaIoWords] the growth arena's record
     vmm_range pool;                // bucket pool (pool.base == 0: none)
     uint32_t pool_max_rows = 0;    // bucket rows that fit the pool's virtual range
     uint32_t pool_rows = 0;        // bucket rows mapped
     uint64_t known_size = 0;       // the size as of the last host call that read or set it
-    gpudyn_heap_t heap = nullptr;  // where the other buckets come from (nullptr: own heap not created yet)
-    bool own_heap = true;          // heap is the array's (created lazily, destroyed with it)
-    uint64_t budget = 0;           // own heap not created yet: bytes it will map
-    uint64_t max_budget = 0;       // own heap not created yet: its range
+    gpudyn_heap_t heap = nullptr;  // a heap the array shares (options.heap), else nullptr: an own arena
+    vmm_range own;                 // the own arena's range (reserved and mapped at the first need)
+    uint64_t budget = 0;           // own arena: bytes to map (before the range exists: what it will map)
+    uint64_t max_budget = 0;       // own arena: its range
+    std::vector<uint64_t> runs;    // shared heap: the runs taken as arenas (the last is current)
+    uint64_t last_run = 0;         // shared heap: bytes of the current run
     gpudyn_heap_view_t heap_view{};
 
     // Bytes of bucket rows 0..rows-1 in the pool: element_size * first * L * (2^rows - 1).
@@ -91,6 +98,7 @@ struct gpudyn_ggarray_s {
         v.pool = static_cast<uint64_t>(pool.base);
         v.pool_rows = pool.base ? pool_rows : 0;
         v.heap = heap_view;
+        v.arena = reinterpret_cast<uint64_t>(arena);
         return v;
     }
     // The view of the host's own pushes and reserves: failures go to host_status.
@@ -127,34 +135,80 @@ struct gpudyn_ggarray_s {
     // True when rows 0..rows-1 are all mapped in the pool (no heap needed for them).
     bool pool_covers(uint32_t rows) const { return rows <= (pool.base ? pool_rows : 0u); }
 
-    // Creates the own heap (maps the budget) unless the array has a heap; on
-    // `stream` (the current call's).  Failure: OUT_OF_MEMORY / the heap's status
-    // naming budget_bytes, and the array stays without a heap.
-    void ensure_heap(cudaStream_t stream) {
-        if (heap) return;
-        gpudyn_heap_options_t o;
-        if (gpudyn_heap_options_init(&o) != GPUDYN_SUCCESS) raise(GPUDYN_ERROR_INTERNAL, "gpudyn_heap_options_init failed");
-        o.initial_bytes = budget;
-        o.max_bytes = max_budget;
-        o.page_size = kOwnHeapPage;
-        gpudyn_heap_t h = nullptr;
-        const gpudyn_status_t st = gpudyn_heap_create(&h, &o, reinterpret_cast<gpudyn_stream_t>(stream));
-        if (st != GPUDYN_SUCCESS)
-            raise(st, "the array's heap (budget_bytes %llu, max_budget_bytes %llu) could not be created: %s",
-                  (unsigned long long)budget, (unsigned long long)max_budget, gpudyn_last_error_message());
-        gpudyn_heap_view_t v{};
-        if (gpudyn_heap_get_view(h, &v) != GPUDYN_SUCCESS) {
-            const std::string why = gpudyn_last_error_message();
-            gpudyn_heap_destroy(h);
-            raise(GPUDYN_ERROR_INTERNAL, "the array's heap gave no view: %s", why.c_str());
+    // The growth arena, ready for kernels queued on `stream` after this call.
+    // Own arena: the range reserved and the budget mapped the first time
+    // (OUT_OF_MEMORY naming budget_bytes, and the array stays without one).
+    // Shared heap: a run of it is taken when the array has none, or when the
+    // current one has less than `need` bytes left, or a kernel was refused a
+    // bucket since the last look (reading the record synchronizes `stream`);
+    // the run is the array's share of the heap's free memory (the free bytes
+    // over the arrays using the heap that hold no run), at least 2 MiB, twice
+    // the largest refused request and `need`.  A heap with no such run left
+    // keeps the current arena (kernels then fail their buckets, as an own
+    // arena's do once the budget is used).
+    void ensure_arena(cudaStream_t stream, uint64_t need = 0) {
+        if (!heap) {
+            if (own.base) return;
+            try {
+                own.reserve(hs.device, max_budget, "max_budget_bytes");
+                own.map_to(budget);
+            } catch (const error& e) {
+                own.release();
+                raise(e.status, "the array's budget (budget_bytes %llu, max_budget_bytes %llu) could not be mapped: %s",
+                      (unsigned long long)budget, (unsigned long long)max_budget, e.message.c_str());
+            }
+            const uint64_t rec[kArenaWords] = {0, uint64_t(own.base), own.mapped, 0, 0, 0};
+            GPUDYN_CUDA(cudaMemcpyAsync(arena, rec, sizeof(rec), cudaMemcpyHostToDevice, stream));
+            return;
         }
-        heap = h;
-        heap_view = v;
+        uint64_t rec[kArenaWords] = {0, 0, 0, 0, 0, 0};
+        if (!runs.empty()) {
+            GPUDYN_CUDA(cudaMemcpyAsync(rec, arena, sizeof(rec), cudaMemcpyDeviceToHost, stream));
+            GPUDYN_CUDA(cudaStreamSynchronize(stream));
+            const uint64_t left = rec[2] - std::min(rec[4], rec[2]);
+            if (rec[3] == 0 && left >= std::max<uint64_t>(need, 1)) return;
+        }
+        gpudyn_heap_stats_t st{};
+        st.struct_size = sizeof(st);
+        if (gpudyn_heap_get_stats(heap, &st, reinterpret_cast<gpudyn_stream_t>(stream)) != GPUDYN_SUCCESS)
+            raise(GPUDYN_ERROR_INTERNAL, "the given heap's stats: %s", gpudyn_last_error_message());
+        const uint64_t free_b = st.bytes_mapped - std::min(st.bytes_held, st.bytes_mapped);
+        const uint64_t share = free_b / heap_arena_share(heap, 0);
+        const uint64_t floor = std::max({kMinBudget, need, 2 * rec[3]});
+        uint64_t want = std::max(share, floor);
+        uint64_t got = 0;
+        // A run as large as the share, else smaller ones down to the floor (the heap's
+        // free memory may be in pieces).
+        for (;;) {
+            GPUDYN_CUDA(cudaMemcpyAsync(arena + kArenaWords, &want, sizeof(want), cudaMemcpyHostToDevice, stream));
+            if (gpudyn_heap_malloc(heap, arena + kArenaWords, arena + kArenaWords + 1, 1,
+                                   reinterpret_cast<gpudyn_stream_t>(stream)) == GPUDYN_SUCCESS)
+                got = read_u64(arena + kArenaWords + 1, stream);
+            if (got != 0 || want == floor) break;
+            want = std::max(floor, want / 2);
+        }
+        if (got == 0) return;  // kernels fail their buckets; the status says so
+        if (runs.empty()) heap_arena_share(heap, +1);
+        runs.push_back(got);
+        last_run = want;
+        const uint64_t fresh[kArenaWords] = {0, got, want, 0, 0, rec[5]};
+        GPUDYN_CUDA(cudaMemcpyAsync(arena, fresh, sizeof(fresh), cudaMemcpyHostToDevice, stream));
     }
-    // Budget now (the heap's mapped bytes) and the most it may be raised to.
+    // Upper bound on the arena bytes that buckets of rows [pool rows, rows) of
+    // every LFVector take (their alignment included).
+    uint64_t arena_bytes_for(uint32_t rows) const {
+        const uint32_t from = pool.base ? std::min(pool_rows, rows) : 0u;
+        if (rows <= from) return 0;
+        const unsigned __int128 b = pool_row_end(rows) - pool_row_end(from) + (unsigned __int128)lfvectors * rows * 256;
+        return b > ~0ull ? ~0ull : uint64_t(b);
+    }
+    // Budget now (the mapped bytes of the own arena or the shared heap) and the most it may be raised to.
     void budget_of(uint64_t* now, uint64_t* max) const {
         if (heap) {
             heap_sizes(heap, now, max);
+        } else if (own.base) {
+            *now = own.mapped;
+            *max = own.reserved;
         } else {
             *now = budget;
             *max = max_budget;
@@ -164,11 +218,18 @@ struct gpudyn_ggarray_s {
     std::string budget_hint() const {
         uint64_t now = 0, max = 0;
         budget_of(&now, &max);
-        char buf[256];
-        snprintf(buf, sizeof(buf),
-                 "the budget (%llu bytes mapped in the %s heap, at most %llu) is used up; raise it with "
-                 "gpudyn_ggarray_set_budget",
-                 (unsigned long long)now, own_heap ? "array's" : "given", (unsigned long long)max);
+        char buf[320];
+        if (heap)
+            snprintf(buf, sizeof(buf),
+                     "the array's run of the given heap (%llu bytes; the heap maps %llu, at most %llu) is used up; "
+                     "the next get_view, reserve or push_back takes another when the heap has the memory (raise it "
+                     "with gpudyn_ggarray_set_budget or gpudyn_heap_grow)",
+                     (unsigned long long)last_run, (unsigned long long)now, (unsigned long long)max);
+        else
+            snprintf(buf, sizeof(buf),
+                     "the budget (%llu bytes mapped for the array's buckets, at most %llu) is used up; raise it with "
+                     "gpudyn_ggarray_set_budget",
+                     (unsigned long long)now, (unsigned long long)max);
         return buf;
     }
     // Elements held now (sum over the LFVectors); synchronizes.
@@ -180,10 +241,13 @@ struct gpudyn_ggarray_s {
     }
     // For array_get_status / array_clear_status: the users' status word; fold (keep).
     uint64_t* user_status() const { return status; }
+    // Also resumes the arena after a refused bucket: bumps go on from the end
+    // of the last bucket handed out (a refusal left `taken` past it).
     void fold(cudaStream_t s, fold_mode mode = fold_mode::keep, const uint64_t* from = nullptr) const {
         fold_kernel<<<blocks_for(lfvectors, kThreads), kThreads, 0, s>>>(
             view(), reinterpret_cast<const unsigned long long*>(from), mode);
         GPUDYN_CHECK_LAUNCH("fold_kernel");
+        GPUDYN_CUDA(cudaMemcpyAsync(arena, arena + 4, sizeof(uint64_t), cudaMemcpyDeviceToDevice, s));
     }
 };
 
@@ -193,18 +257,6 @@ template <class F>
 void with_type(const gpudyn_ggarray_s* a, F&& f) {
     dispatch_element(a->element_size, f);
 }
-
-// Orders a call's kernels that take buckets from the array's heap with the
-// heap's own calls (its lock and event, as the warp heap does with its page
-// heap): taken after ensure_heap, released after those kernels are queued
-// (done(): the heap's lock is not recursive, and budget_of takes it).
-struct heap_order {
-    std::optional<handle_call> call;
-    void take(gpudyn_ggarray_s* a, cudaStream_t s) {
-        if (a->heap && !call) call.emplace(heap_state(a->heap), reinterpret_cast<gpudyn_stream_t>(s));
-    }
-    void done() { call.reset(); }  // the heap's event follows what `s` has queued so far
-};
 
 // The options with every field the caller's struct_size does not cover at its default.
 gpudyn_ggarray_options_t read_options(const gpudyn_ggarray_options_t* options) {
@@ -284,7 +336,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         h->max_budget = max_budget;
         while ((1ull << h->log2_first) < first) ++h->log2_first;
         const size_t L = h->lfvectors;
-        const size_t u64s = 4 * L + 1 + L * kMaxBuckets + 4;
+        const size_t u64s = 4 * L + 1 + L * kMaxBuckets + 4 + kArenaWords + kArenaIoWords;
         const size_t bytes = u64s * sizeof(uint64_t) + (L * kMaxBuckets + L) * sizeof(uint32_t);
         try {
             h->hs.init();
@@ -300,6 +352,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
             h->host_status = p++;
             h->allocated = p++;
             h->scratch = p++;
+            h->arena = p; p += kArenaWords + kArenaIoWords;
             h->state = reinterpret_cast<uint32_t*>(p);
             h->growth = h->state + L * kMaxBuckets;
             GPUDYN_CUDA(cudaMemsetAsync(h->failed, 0xff, L * sizeof(uint64_t), s));  // no failure
@@ -327,7 +380,6 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         }
         if (o->heap) {
             h->heap = o->heap;
-            h->own_heap = false;
             heap_add_user(o->heap, +1);
         }
         *array = h;
@@ -336,7 +388,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
 
 // Frees the buckets and the bookkeeping stream-ordered after the array's last
 // call, on the library's stream of the array's device: no device
-// synchronization (the pool and the own heap's mapping wait for the array's
+// synchronization (the pool's and the own arena's mappings wait for the array's
 // own event before they are unmapped).  A failure leaves the handle owning
 // what it still holds.
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
@@ -346,35 +398,33 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
             handle_call call(array->hs);
             cudaStream_t s = array->hs.release_stream();
             const gpudyn_stream_t on_s = reinterpret_cast<gpudyn_stream_t>(s);
-            if (array->block) {
-                if (array->heap && !array->own_heap) {
-                    // Buckets go back to the given heap, ordered with its calls.
-                    handle_call on_heap(heap_state(array->heap), on_s);
-                    const unsigned long long n = (unsigned long long)array->lfvectors * kMaxBuckets;
-                    free_kernel<<<blocks_for(n, kThreads), kThreads, 0, s>>>(array->view());
-                    GPUDYN_CHECK_LAUNCH("free_kernel");
+            if (array->heap && !array->runs.empty() && array->block) {
+                // The runs go back to the given heap after the array's last work
+                // (the heap's free is ordered on `s`); their pointers from the
+                // record's spare words, one run at a time.
+                for (uint64_t r : array->runs) {
+                    GPUDYN_CUDA(cudaMemcpyAsync(array->arena + kArenaWords, &r, sizeof(r), cudaMemcpyHostToDevice, s));
+                    const gpudyn_status_t st = gpudyn_heap_free(array->heap, array->arena + kArenaWords, 1, on_s);
+                    if (st != GPUDYN_SUCCESS) raise(st, "the given heap: %s", gpudyn_last_error_message());
                 }
-                // The kernel and the free are on `s`; the event now follows them (the pool waits for it).
+                array->runs.clear();
+                heap_arena_share(array->heap, -1);
+            }
+            if (array->block) {
+                // The frees are on `s`; the event now follows them (the pool and the arena wait for it).
                 GPUDYN_CUDA(cudaFreeAsync(array->block, s));
                 array->block = nullptr;
                 GPUDYN_CUDA(cudaEventRecord(array->hs.done, s));
             }
-            if (array->heap && !array->own_heap) {
+            if (array->heap) {
                 heap_add_user(array->heap, -1);
                 array->heap = nullptr;
             }
-            if (array->heap) {
-                // The own heap, destroyed whole after the array's last work: its
-                // event follows `s` first (its own calls know nothing of our kernels).
-                { handle_call on_heap(heap_state(array->heap), on_s); }
-                const gpudyn_status_t st = gpudyn_heap_destroy(array->heap);
-                if (st != GPUDYN_SUCCESS) raise(st, "the array's heap: %s", gpudyn_last_error_message());
-                array->heap = nullptr;
-            }
-            if (array->pool.base) {
-                // The mapping is not stream-ordered: wait for the calls (and frees) that used it.
+            if (array->pool.base || array->own.base) {
+                // The mappings are not stream-ordered: wait for the calls (and frees) that used them.
                 GPUDYN_CUDA(cudaEventSynchronize(array->hs.done));
                 array->pool.release();
+                array->own.release();
             }
         }
         array->hs.release();
@@ -411,12 +461,10 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
         array->fold(s, fold_mode::keep);
         if (array->pool_covers(need)) return;  // all in the pool: no kernel
         try {
-            array->ensure_heap(s);
+            array->ensure_arena(s, array->arena_bytes_for(need));
         } catch (const error& e) {
             raise(e.status, "argument 'capacity' is %llu: %s", (unsigned long long)capacity, e.message.c_str());
         }
-        heap_order order;
-        order.take(array, s);
         // Our failures go to host_status (the users' status bits stay); the fold
         // after the kernel lifts the seals a failed bucket left.
         GPUDYN_CUDA(cudaMemsetAsync(array->host_status, 0, sizeof(uint64_t), s));
@@ -426,12 +474,11 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
             grow_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, s>>>(array->host_view(), per);
             GPUDYN_CHECK_LAUNCH("grow_kernel");
         });
-        order.done();
         array->fold(s, fold_mode::keep);
         const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->host_status), s);
         if (st != 0)
             raise(GPUDYN_ERROR_OUT_OF_MEMORY,
-                  "argument 'capacity' is %llu: the heap could not give every bucket beyond the pool (status %u): %s",
+                  "argument 'capacity' is %llu: the arena could not give every bucket beyond the pool (status %u): %s",
                   (unsigned long long)capacity, unsigned(st), array->budget_hint().c_str());
     });
 }
@@ -472,10 +519,9 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
             // No physical memory for the rows: the kernel still tries the heap.
             if (e.status != GPUDYN_ERROR_OUT_OF_MEMORY) throw;
         }
-        // Rows the pool does not cover come from the heap (created now if need be).
-        if (!array->buckets_hold(per) || !array->pool_covers(array->rows_for(per))) array->ensure_heap(s);
-        heap_order order;
-        order.take(array, s);
+        // Rows the pool does not cover come from the arena (made ready now if need be).
+        if (!array->buckets_hold(per)) array->ensure_arena(s);
+        else if (!array->pool_covers(array->rows_for(per))) array->ensure_arena(s, array->arena_bytes_for(array->rows_for(per)));
         // A user kernel's failed reservation is given back first (the status bits stay).
         array->fold(s, fold_mode::keep);
         GPUDYN_CUDA(cudaMemcpyAsync(array->snapshot, array->sizes, array->sizes_bytes(), cudaMemcpyDeviceToDevice, s));
@@ -484,7 +530,6 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
             using T = typename decltype(tag)::type;
             launch_push<T>(ggarray_ref<T>{array->host_view()}, values, mask, count, algorithm, plan, s);
         });
-        order.done();              // before budget_hint below (the heap's lock is not recursive)
         array->count_elements(s);  // synchronizes: the status below is final
         const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->host_status), s);
         if (st != 0) {
@@ -493,7 +538,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
             array->count_elements(s);
             if (st & GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED)
                 raise(GPUDYN_ERROR_OUT_OF_MEMORY,
-                      "the heap could not give a bucket while inserting %llu element(s); nothing was inserted: %s",
+                      "the arena could not give a bucket while inserting %llu element(s); nothing was inserted: %s",
                       (unsigned long long)count, array->budget_hint().c_str());
             raise(GPUDYN_ERROR_OUT_OF_MEMORY,
                   "an LFVector reached GPUDYN_GGARRAY_MAX_BUCKETS while inserting %llu element(s); nothing was "
@@ -609,7 +654,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudy
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(view);
         handle_call call(array->hs, stream);
-        array->ensure_heap(call.stream());  // kernels with this view may need buckets beyond the pool
+        array->ensure_arena(call.stream());  // kernels with this view may need buckets beyond the pool
         array->update_ranges(call.stream());
         *view = array->view();
     });
@@ -625,10 +670,22 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uin
         GPUDYN_REQUIRE(budget_bytes <= max,
                        "argument 'budget_bytes' is %llu, more than the array's max_budget_bytes (%llu: the %s "
                        "heap's range)",
-                       (unsigned long long)budget_bytes, (unsigned long long)max, array->own_heap ? "own" : "given");
+                       (unsigned long long)budget_bytes, (unsigned long long)max, array->heap ? "given" : "own");
         if (budget_bytes <= now) return;
-        if (!array->heap) {  // mapped when the own heap is created
+        if (!array->heap) {
             array->budget = std::max(budget_bytes, kMinBudget);
+            if (!array->own.base) return;  // mapped when the arena is first needed
+            try {
+                array->own.map_to(array->budget);
+            } catch (const error& e) {
+                raise(e.status, "argument 'budget_bytes' is %llu: %s", (unsigned long long)budget_bytes, e.message.c_str());
+            }
+            // Kernels queued after this call see the larger arena; the seals of
+            // buckets the old one could not give are lifted.
+            const uint64_t size = array->own.mapped;
+            GPUDYN_CUDA(cudaMemcpyAsync(array->arena + 2, &size, sizeof(size), cudaMemcpyHostToDevice, call.stream()));
+            GPUDYN_CUDA(cudaMemsetAsync(array->arena + 3, 0, sizeof(uint64_t), call.stream()));
+            array->fold(call.stream(), fold_mode::keep);  // also resumes the arena
             return;
         }
         // The heap's grow orders itself with the heap's calls (and, through `stream`, after ours).

@@ -56,6 +56,7 @@ struct gpudyn_heap_s {
     unsigned long long* scratch = nullptr;
     gpudyn_heap_view_t view{};
     uint32_t users = 0;          // GGArrays taking their buckets from this heap (under hs.mutex)
+    uint32_t arena_holders = 0;  // of them, those holding a run of it as their growth arena (under hs.mutex)
 
     void* at(uint64_t address) const { return reinterpret_cast<void*>(address); }
     // rw_heap's live-start bits: one per kRwMallocAlign bytes of the range, in uint32 words.
@@ -157,6 +158,13 @@ handle_state& heap_state(gpudyn_heap_t heap) { return heap->hs; }
 void heap_add_user(gpudyn_heap_t heap, int delta) {
     std::lock_guard<std::mutex> lock(heap->hs.mutex);
     heap->users = uint32_t(int64_t(heap->users) + delta);
+}
+
+uint32_t heap_arena_share(gpudyn_heap_t heap, int holder_delta) {
+    std::lock_guard<std::mutex> lock(heap->hs.mutex);
+    const uint32_t without = heap->users > heap->arena_holders ? heap->users - heap->arena_holders : 1u;
+    heap->arena_holders = uint32_t(int64_t(heap->arena_holders) + holder_delta);
+    return without;
 }
 
 void heap_sizes(gpudyn_heap_t heap, uint64_t* mapped_bytes, uint64_t* max_bytes) {

@@ -66,7 +66,7 @@
 // exits 1 at the end.
 //
 // Budget of a GGArray (the memory its kernels may take for buckets; mapped when
-// the array's own heap is created, at the first get_view).  Each case starts
+// the array's own arena is made, at the first get_view).  Each case starts
 // from --budget-mib (default 0: the library's default budget) and does what a
 // user does after an out-of-memory status: doubles the budget and runs again,
 // during the warm-up; the timed runs use the budget that worked (recorded as

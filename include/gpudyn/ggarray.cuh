@@ -4,8 +4,8 @@
 // allocated inside a kernel, on demand, by the one thread that wins a
 // compare-and-swap on its state (the precursor report's fix: no thread
 // allocates before knowing it is the one): in place in the host-mapped bucket
-// pool, else from the gpudyn heap carried by the view (the array's budget;
-// never CUDA's device malloc).  `ranges` is the exclusive prefix sum of the
+// pool, else bumped off the array's growth arena (memory the host mapped or
+// took from a gpudyn heap: the array's budget; never CUDA's device malloc).  `ranges` is the exclusive prefix sum of the
 // LFVector sizes (computed by get_view) so a global index finds its LFVector
 // by binary search.
 //
@@ -50,17 +50,11 @@
 // touched; size() is 0 and spans visit nothing.
 //
 // Registers.  A kernel that pushes into a GGArray contains the growth path
-// (bucket claim, then a run of heap pages: heap.cuh's heap_page_run, which
-// reaches the heap through one pointer), which takes it to about 58 registers
-// a thread for a per-thread push and about 68 for the block-level chunk push
-// (sm_90, nvcc 13.0; the push itself needs about 30; with a copy of the heap
-// view and RW_malloc's region search on that path it was 78-94).  Blocks of
-// up to 768 threads launch as they are; a kernel launched with larger blocks
-// needs __launch_bounds__(threads) (the compiler then keeps to the register
-// budget, spilling around the rare growth path), else the launch fails with
-// cudaErrorLaunchOutOfResources.  Forcing more occupancy (a minimum of 8
-// blocks of 256, 32 registers) made the chunk push 1.2x faster but the
-// per-thread push loops 1.3-2x slower (spills; H200).
+// (bucket claim, then a bump of the growth arena), which is why that path is
+// a bump and not a heap's page-run search: with the search a per-thread push
+// kernel took 48-64 registers a thread, with the bump about 32-40 (sm_90,
+// nvcc 13.0), a quarter to a half more resident warps to hide the latency of
+// the reservation's atomic.  Blocks of up to 1024 threads launch as they are.
 // Compiles under nvcc and NVRTC.
 #pragma once
 
@@ -71,34 +65,55 @@
 #include "gpudyn/ggarray.h"
 #include "gpudyn/detail/array_state.cuh"
 #include "gpudyn/detail/contiguous_array.cuh"
-#include "gpudyn/heap.cuh"  // buckets beyond the pool rows
 
 namespace gpudyn {
 inline namespace v0 {
 
 namespace ggarray_detail {
-// Bucket states (view .bucket_state): ready buckets are kReady (from the heap,
-// given back by destroy) or kReadyPool (a slice of the pool, never freed alone).
+// Bucket states (view .bucket_state): ready buckets are kReady (taken from
+// the growth arena) or kReadyPool (a slice of the pool); neither is freed
+// alone (the arena and the pool go whole, at destroy).
 constexpr unsigned kEmpty = 0, kBusy = 1, kReady = 2, kReadyPool = 3;
 // Back-off while another thread allocates a bucket (ns; short next to a malloc).
 constexpr unsigned kWaitNs = 128;
 
-// Buckets beyond the pool rows, from the heap of the view (`heap`: the view's
-// gpudyn_heap_view_t).  nullptr when there is no heap (version 0) or it has no
-// memory left (the budget; counted as the heap's failed allocation).  A bucket
-// is a run of whole pages (heap.cuh's heap_page_run, reached through the
-// heap's descriptor: the caller passes one pointer and holds no copy of the
-// heap view, so the growth path costs the push kernels no registers beyond
-// the push's own); *held = the bytes it takes.
-__device__ inline void* heap_bucket(const gpudyn_heap_view_t& heap, unsigned long long bytes,
-                                    unsigned long long* held) {
-    if (heap.version != kHeapViewVersion || heap.counters == 0) return nullptr;
-    const heap_view* h = detail::heap_descriptor(heap.counters);
-    const unsigned long long page = 1ull << heap.page_shift;
-    *held = (bytes + page - 1) & ~(page - 1);
-    void* p = detail::heap_page_run(h, bytes);
-    if (p == nullptr) atomicAdd(reinterpret_cast<unsigned long long*>(heap.counters) + kHeapCounterFailed, 1ull);
-    return p;
+// The growth arena (view .arena): buckets beyond the pool rows are bumped off
+// [base, base + size), a range the host mapped (the array's own budget) or
+// took from a heap it shares (gpudyn_ggarray_options_t.heap).  A bump is one
+// atomicAdd; it keeps the growth path of every push kernel to a few registers
+// (the page-run search of a heap made a per-thread push kernel 48-64
+// registers a thread instead of 32-48: a quarter to a half fewer resident
+// warps to hide the latency of the reservation's atomic).
+struct arena_record {
+    unsigned long long taken;    // bytes handed out or refused from base (refused ones stay counted)
+    unsigned long long base;     // device address of the arena (0: none yet)
+    unsigned long long size;     // bytes of it usable now
+    unsigned long long refused;  // largest request refused since the host last looked (atomicMax)
+    unsigned long long end;      // end of the last bucket handed out (atomicMax): where the host resumes
+    unsigned long long refusals; // requests refused (a count, for tests and stats)
+};
+// Buckets start on this alignment (the widest vector access, and then some).
+constexpr unsigned long long kArenaAlign = 256;
+// A bucket of `bytes` from the arena at `record`; nullptr when it does not fit
+// (the request is recorded in `refused`; `taken` stays past it, so the rest of
+// the launch's requests fail too, until the host resets it to `end`).
+// *held = the bytes it takes.
+__device__ inline void* arena_bucket(unsigned long long record, unsigned long long bytes, unsigned long long* held) {
+    if (record == 0) return nullptr;
+    arena_record* a = reinterpret_cast<arena_record*>(record);
+    const unsigned long long need = (bytes + kArenaAlign - 1) & ~(kArenaAlign - 1);
+    *held = need;
+    // The host changes base and size only between launches.
+    const unsigned long long base = *static_cast<volatile unsigned long long*>(&a->base);
+    const unsigned long long size = *static_cast<volatile unsigned long long*>(&a->size);
+    const unsigned long long at = atomicAdd(&a->taken, need);
+    if (base != 0 && need <= size && at <= size - need) {
+        atomicMax(&a->end, at + need);
+        return reinterpret_cast<void*>(base + at);
+    }
+    atomicMax(&a->refused, need);
+    atomicAdd(&a->refusals, 1ull);
+    return nullptr;
 }
 // Growth word of an LFVector (view .growth): bits 0-7 the ready prefix (buckets
 // 0..n-1 ready), bits 8-15 1 + the sealed bucket (0: none).
@@ -110,9 +125,6 @@ __host__ __device__ constexpr unsigned prefix_of(unsigned g) { return g & kPrefi
 struct internal;
 }  // namespace ggarray_detail
 
-// The view's heap field is read as heap.cuh's mirror of the C heap view.
-static_assert(sizeof(heap_view) == sizeof(gpudyn_heap_view_t), "heap_view must mirror gpudyn_heap_view_t");
-static_assert(GPUDYN_HEAP_VIEW_VERSION == kHeapViewVersion, "heap.cuh reads this heap view version");
 
 template <class T>
 class ggarray_ref {
@@ -363,7 +375,7 @@ private:
     // last + 1 unless a seal at or below last came first (then false).  A seal
     // already there fails the reservation before any allocation: once the
     // budget ran out, every later reservation of the LFVector would otherwise
-    // retry the heap for the sealed bucket, one after the other (the bucket's
+    // retry the arena for the sealed bucket, one after the other (the bucket's
     // state serializes them), which made an exhausted kernel crawl.
     __device__ bool grow_prefix(unsigned l, unsigned g, unsigned last) const {
         using namespace ggarray_detail;
@@ -382,11 +394,11 @@ private:
 
     // ---- bucket allocation (paper Alg. 2), one thread ----
     // True once bucket b of LFVector l exists.  Exactly one thread allocates it
-    // (pool slice or heap); others wait for it (the allocating thread depends on
-    // nobody, so waiting cannot deadlock).  When the heap has no memory left (the
+    // (pool slice or arena); others wait for it (the allocating thread depends on
+    // nobody, so waiting cannot deadlock).  When the arena has no room left (the
     // budget) the LFVector is sealed at b, the bucket returns to empty and the
     // status word says so; nothing stored is touched.  A bucket at or above a
-    // seal is refused without asking the heap (every wait ends: the owner
+    // seal is refused without asking the arena (every wait ends: the owner
     // either publishes the bucket or seals and releases it).
     __device__ bool ensure_bucket(unsigned l, unsigned b) const {
         using namespace ggarray_detail;
@@ -404,8 +416,8 @@ private:
             if (s == kEmpty) {
                 if (tried) return false;  // our own attempt failed: report, do not loop
                 // A failed allocation sealed the LFVector at or below b: the
-                // heap had no memory, and no reservation needing b can succeed
-                // until the host folds, so the heap is not asked again.
+                // arena had no room, and no reservation needing b can succeed
+                // until the host folds, so the arena is not asked again.
                 if (sealed_at_or_below(l, b)) return refuse_sealed();
                 if (atomicCAS(state(l, b), kEmpty, kBusy) == kEmpty) {
                     tried = true;
@@ -424,7 +436,7 @@ private:
                         p = pool_bucket(l, b);  // mapped by the host: nothing to allocate
                     } else {
                         unsigned long long held = bytes;
-                        p = ggarray_detail::heap_bucket(view_.heap, bytes, &held);
+                        p = ggarray_detail::arena_bucket(view_.arena, bytes, &held);
                         if (p == nullptr) {
                             atomicOr(status_word(), detail::kArrayAllocationFailed);
                             seal(l, b);  // before the release: nothing above b succeeds from now on

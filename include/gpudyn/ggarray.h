@@ -50,7 +50,7 @@ typedef enum gpudyn_insert_algo_t {
 } gpudyn_insert_algo_t;
 
 /* Versions of the view structs; a device header refuses any other. */
-typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 4 } gpudyn_ggarray_view_version_t;
+typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 5 } gpudyn_ggarray_view_version_t;
 typedef enum gpudyn_static_array_view_version_t { GPUDYN_STATIC_ARRAY_VIEW_VERSION = 2 } gpudyn_static_array_view_version_t;
 typedef enum gpudyn_vmm_array_view_version_t { GPUDYN_VMM_ARRAY_VIEW_VERSION = 2 } gpudyn_vmm_array_view_version_t;
 
@@ -65,7 +65,7 @@ typedef enum gpudyn_ggarray_limits_t {
  * bits stay until gpudyn_<array>_clear_status or clear.  Host push_back/reserve
  * report their own failures by their return status and leave the bits alone. */
 typedef enum gpudyn_array_status_bits_t {
-    GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED = 1, /* a GGArray bucket found no memory in the heap (the budget) */
+    GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED = 1, /* a GGArray bucket found no room in its growth arena (the budget) */
     GPUDYN_ARRAY_STATUS_CAPACITY_EXCEEDED = 2  /* static/VMM capacity or GGArray bucket limit reached */
 } gpudyn_array_status_bits_t;
 
@@ -78,12 +78,12 @@ typedef struct gpudyn_ggarray_options_t {
     uint32_t num_lfvectors;          /* LFVectors (one per thread block), 1..65536 (default 512) */
     uint32_t reserved;               /* 0 */
     uint64_t first_bucket_elements;  /* elements in bucket 0, a power of two >= 32 (default 1024) */
-    uint64_t budget_bytes;           /* memory kernels may take for buckets beyond the pool rows: the
-                                        array's own heap maps this much (rounded up to its
-                                        granularity) the first time a kernel could need it (get_view,
-                                        or a reserve / push_back beyond the pool); 0 (default): 1 GiB,
-                                        or half the device's free memory when that is less (the heap's
-                                        default); must be 0 with `heap`.  (This field was
+    uint64_t budget_bytes;           /* memory kernels may take for buckets beyond the pool rows (the
+                                        growth arena they are bumped off): the array maps this much
+                                        (rounded up to the driver's granularity) the first time a
+                                        kernel could need it (get_view, or a reserve / push_back beyond
+                                        the pool); 0 (default): 1 GiB, or half the device's free memory
+                                        when that is less; must be 0 with `heap`.  (This field was
                                         malloc_heap_bytes, the size of CUDA's malloc heap the buckets
                                         came from: same place, same role.) */
     uint64_t pool_bytes;             /* virtual range of the bucket pool (see reserve); 0: the
@@ -91,18 +91,23 @@ typedef struct gpudyn_ggarray_options_t {
                                         a range the driver cannot reserve is OUT_OF_MEMORY naming it */
     /* Fields below are read when struct_size covers them (callers built against
      * an older header pass a smaller struct_size and get the defaults). */
-    uint64_t max_budget_bytes;       /* the most set_budget may raise the budget to: the own heap's
-                                        virtual range (its metadata is about 2 % of it); 0 (default):
+    uint64_t max_budget_bytes;       /* the most set_budget may raise the budget to: the arena's
+                                        virtual range, reserved once; 0 (default):
                                         8 x the budget, at most the device's total memory; a value
                                         above the device's total memory is refused; must be 0
                                         with `heap` */
-    gpudyn_heap_t heap;              /* NULL (default): the array owns a heap (4 KiB pages).  Else
-                                        buckets come from this heap of the same device, shared with
-                                        whatever else uses it; its mapped memory is the budget
+    gpudyn_heap_t heap;              /* NULL (default): the array maps its own arena.  Else the arena
+                                        is runs of this heap of the same device, shared with whatever
+                                        else uses it; its mapped memory is the budget
                                         (gpudyn_heap_grow or set_budget raise it); it cannot be
-                                        destroyed while the array lives.  Each bucket taken from a
-                                        heap is a run of whole pages of it (a bucket smaller than
-                                        the heap's page holds a page) */
+                                        destroyed while the array lives.  The first time a kernel
+                                        could need a bucket the array takes a run of its share of the
+                                        heap's free memory (the free bytes over the arrays using the
+                                        heap that hold no run yet; at least 2 MiB and what the call
+                                        needs); after a kernel was refused a bucket, the next get_view
+                                        / reserve / push_back takes another run, at least twice the
+                                        refused request (get_view then reads the arena: it
+                                        synchronizes the stream); destroy gives the runs back */
 } gpudyn_ggarray_options_t;
 
 /* Trivially copyable; pass by value to kernels (gpudyn::ggarray_ref<T>).
@@ -123,43 +128,48 @@ typedef struct gpudyn_ggarray_view_t {
     uint64_t buckets;                /* uint64[num_lfvectors * GPUDYN_GGARRAY_MAX_BUCKETS]: bucket pointers */
     uint64_t bucket_state;           /* uint32[same]: 0 empty, 1 being allocated, 2 ready */
     uint64_t status;                 /* uint32: gpudyn_array_status_bits_t */
-    uint64_t allocated_bytes;        /* uint64: bytes of the buckets taken from the heap */
+    uint64_t allocated_bytes;        /* uint64: bytes of the buckets taken from the growth arena */
     uint64_t pool;                   /* device address of the bucket pool (0: none): bucket b of
                                         LFVector l may live at pool + element_size * first *
                                         (num_lfvectors * (2^b - 1) + l * 2^b) */
     uint32_t pool_rows;              /* buckets 0..pool_rows-1 of every LFVector are mapped in the
                                         pool (as of get_view); a bucket claimed there takes its
-                                        pool address instead of allocating from the heap */
+                                        pool address instead of taking arena memory */
     uint32_t reserved;               /* 0 */
-    gpudyn_heap_view_t heap;         /* where every other bucket comes from (gpudyn::heap_ref);
-                                        version 0: no heap yet (such a bucket fails) */
+    gpudyn_heap_view_t heap;         /* the heap the array shares (options.heap; version 0: none):
+                                        informational, the device code does not read it */
+    uint64_t arena;                  /* device address of the growth arena: uint64[6] = bytes taken,
+                                        base address, usable bytes, largest request refused, end of
+                                        the last bucket handed out, requests refused; every
+                                        bucket beyond the pool rows is bumped off [base, base + usable)
+                                        (0: no arena yet, such a bucket fails) */
 } gpudyn_ggarray_view_t;
 
 /* Fills *options with the defaults listed beside each field (struct_size included). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_options_init(gpudyn_ggarray_options_t* options);
 /* Creates an empty GGArray (no bucket yet) and reserves the pool's virtual range.
- * The own heap is created (budget_bytes mapped) only when first needed.  Options
+ * The growth arena is made (budget_bytes mapped) only when first needed.  Options
  * with struct_size below sizeof(gpudyn_ggarray_options_t) but at least 40 (the
  * size before max_budget_bytes) are accepted: the later fields take their
  * defaults.  options->heap on another device is INVALID_ARGUMENT. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const gpudyn_ggarray_options_t* options,
                                                  gpudyn_stream_t stream);
 /* Frees every bucket and the bookkeeping, stream-ordered after the array's
- * last call (see gpudyn.h: no device synchronization; the pool and the own
- * heap's mapping wait for the array's own event before they are unmapped):
- * the own heap is destroyed whole; buckets of a given heap are freed back to
- * it by a kernel, ordered with the heap's calls.  NULL is accepted. */
+ * last call (see gpudyn.h: no device synchronization; the pool's and the own
+ * arena's mappings wait for the array's own event before they are unmapped):
+ * runs taken from a given heap are freed back to it, ordered with the heap's
+ * calls.  NULL is accepted. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array);
 /* Grows every LFVector to hold at least ceil(capacity / num_lfvectors) elements.
  * Bucket rows (bucket b of every LFVector) that fit the pool's virtual range are
  * backed by mapping physical memory at the pool's end from the host (the VMM
  * array's calls; no kernel, no copy, O(new buckets)); a bucket there is claimed
  * in place by the first kernel that needs it.  Rows beyond the pool are
- * allocated in a kernel from the array's heap (one thread per bucket), and
+ * taken in a kernel from the array's growth arena (one thread per bucket), and
  * then the call synchronizes.  A capacity the bucket layout cannot hold is
  * INVALID_ARGUMENT; OUT_OF_MEMORY when memory is exhausted (the pool's, or the
  * budget: elements kept); both name 'capacity'.  A pool slice whose bucket a
- * kernel had already taken from the heap stays mapped unused (allocated_bytes
+ * kernel had already taken from the arena stays mapped unused (allocated_bytes
  * counts it).  The status bits are left as they are (see
  * gpudyn_ggarray_get_status). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64_t capacity, gpudyn_stream_t stream);
@@ -167,7 +177,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
  * with `mask` (device uint8[count], may be NULL) only those whose mask byte is nonzero.
  * Pool rows are mapped for the elements kept (a mask is counted first), buckets
  * are claimed in the kernel on demand: from the pool where its row is mapped,
- * else from the array's heap (the budget).  Synchronizes; on OUT_OF_MEMORY the
+ * else from the array's growth arena (the budget).  Synchronizes; on OUT_OF_MEMORY the
  * array is as before the call (its sizes are restored; buckets it allocated
  * stay for later pushes) and the status bits are unchanged. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, const void* values, uint64_t count,
@@ -177,8 +187,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_size(gpudyn_ggarray_t array, uint64_t* size, gpudyn_stream_t stream);
 /* Elements the allocated buckets can hold; synchronizes `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_capacity(gpudyn_ggarray_t array, uint64_t* capacity, gpudyn_stream_t stream);
-/* Bytes of bucket memory held (buckets taken from the heap plus mapped pool
- * memory; the heap's unused budget is not counted); synchronizes. */
+/* Bytes of bucket memory held (buckets taken from the growth arena plus mapped
+ * pool memory; the arena's unused budget is not counted); synchronizes. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array, uint64_t* bytes,
                                                           gpudyn_stream_t stream);
 /* Copies the elements, LFVector after LFVector, to contiguous device memory
@@ -192,23 +202,24 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_copy_to_host(gpudyn_ggarray_t array, v
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_stream_t stream);
 /* Fills *view and recomputes `ranges` on `stream`; at() and spans of kernels
  * launched after it on that stream see the elements present at that point.
- * Creates the own heap first if it does not exist yet (maps the budget: then
- * OUT_OF_MEMORY naming budget_bytes when the device has not the memory). */
+ * Makes the growth arena ready first: the own one is mapped the first time
+ * (OUT_OF_MEMORY naming budget_bytes when the device has not the memory); with
+ * a given heap a run of it is taken when needed (see options.heap). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudyn_ggarray_view_t* view,
                                                    gpudyn_stream_t stream);
-/* Raises the budget to at least `budget_bytes`: maps more memory in the heap
- * the buckets come from (a given heap grows for all its users), rounded up to
+/* Raises the budget to at least `budget_bytes`: maps more memory into the own
+ * arena (a given heap grows for all its users), rounded up to
  * the mapping granularity; smaller values change nothing.  Call between
  * launches: kernels queued on `stream` after it can use the memory (views stay
  * valid), and LFVectors that a bucket the old budget could not give had sealed
  * may grow again (the status bits stay until clear_status).  Above
- * max_budget_bytes (the heap's range) INVALID_ARGUMENT; without the memory
- * OUT_OF_MEMORY (nothing changes); both name 'budget_bytes'.  Before the own
- * heap exists it only records the larger budget. */
+ * max_budget_bytes (the arena's or the given heap's range) INVALID_ARGUMENT;
+ * without the memory OUT_OF_MEMORY (nothing changes); both name 'budget_bytes'.
+ * Before the own arena is mapped it only records the larger budget. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uint64_t budget_bytes,
                                                      gpudyn_stream_t stream);
-/* The budget (bytes mapped for kernels' buckets: the heap's mapped memory, or
- * what the own heap will map when it is created) and the most set_budget may
+/* The budget (bytes mapped for kernels' buckets: the own arena's, or what it
+ * will map when it is made, or the given heap's mapped memory) and the most set_budget may
  * raise it to.  Host-side values, no synchronization; either pointer may be NULL. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_budget(gpudyn_ggarray_t array, uint64_t* budget_bytes,
                                                      uint64_t* max_budget_bytes);

@@ -176,17 +176,22 @@ class GGArray(_Array):
     are allocated inside kernels on demand.  :meth:`reserve` and :meth:`extend`
     map whole bucket rows into the array's bucket pool from the host (kernels
     then claim those buckets in place).  Every other bucket -- pushes from your
-    own kernels past what was reserved, or all of them without a pool -- comes
-    from a gpudyn heap: the array's own, or `heap` (a :class:`gpudyn.Heap`
-    shared with other arrays).  CUDA's device malloc heap is never used.
+    own kernels past what was reserved, or all of them without a pool -- is
+    bumped off the array's growth arena: memory the array maps itself, or runs
+    it takes from `heap` (a :class:`gpudyn.Heap` shared with other arrays).
+    CUDA's device malloc heap is never used.
 
-    The memory that heap maps is the array's :attr:`budget`.  `budget`: bytes
-    the own heap maps the first time a kernel could need it (None: 1 GiB, or
-    half the device's free memory when that is less); `max_budget`: the most
-    the budget may be raised to, the own heap's virtual range (None: 8x the
-    budget, at most the device's memory; the heap's metadata is about 2 % of
-    it).  With `heap`, its mapped memory is the budget (leave both None).  Raise
-    the budget between launches by assigning :attr:`budget`.  When it runs out
+    The arena's memory is the array's :attr:`budget`.  `budget`: bytes the array
+    maps the first time a kernel could need them (None: 1 GiB, or half the
+    device's free memory when that is less); `max_budget`: the most the budget
+    may be raised to, the arena's virtual range (None: 8x the budget, at most
+    the device's memory).  With `heap` (leave both None), its mapped memory is
+    the budget: the first time a kernel could need a bucket the array takes a
+    run of the heap (its share of the free memory: the free bytes over the
+    arrays using the heap that hold no run yet, at least 2 MiB), and another,
+    at least twice the largest refused bucket, at the next get_view / extend /
+    reserve after a kernel was refused one; :meth:`close` gives the runs back.
+    Raise the budget between launches by assigning :attr:`budget`.  When it runs out
     inside a kernel, the push that needed a bucket returns false and stores
     nothing, :attr:`status` records it (OutOfMemoryError at the next host call,
     or :meth:`check`), and every stored element stays; :meth:`extend` raises
@@ -237,8 +242,9 @@ class GGArray(_Array):
 
     @property
     def budget(self) -> int:
-        """Bytes of device memory kernels may take for new buckets (the heap's
-        mapped memory; before the own heap exists, what it will map).  Assign a
+        """Bytes of device memory kernels may take for new buckets (what the
+        array mapped for its arena, or will map; with a shared heap, the heap's
+        mapped memory).  Assign a
         larger value to raise it between launches (kernels launched after that
         on this array's stream can use it; a given heap grows for all its users);
         a smaller value than now is a ValueError, above :attr:`max_budget` too."""
@@ -254,7 +260,7 @@ class GGArray(_Array):
 
     @property
     def max_budget(self) -> int:
-        """The most :attr:`budget` may be raised to (the heap's virtual range)."""
+        """The most :attr:`budget` may be raised to (the arena's or the shared heap's virtual range)."""
         return self._budget()[1]
 
     def reserve(self, capacity: int) -> None:

@@ -1,5 +1,5 @@
-// GGArray growth inside user kernels from gpudyn's own heap (the array's
-// budget), never from CUDA's device malloc heap.  The pushes are the
+// GGArray growth inside user kernels from gpudyn's own memory (the array's
+// growth arena: its budget), never from CUDA's device malloc heap.  The pushes are the
 // block-cooperative push_back of ggarray.cuh, as a user's kernel writes them.
 //   1  A kernel that uses CUDA's device malloc runs first in the process (CUDA's
 //      malloc heap is then fixed, at its 8 MiB default), then one user kernel
@@ -11,11 +11,11 @@
 //      returned true are there exactly once; set_budget then lets the next
 //      launch store the rest (every value once; the status bits stay until
 //      clear_status).
-//   3  Several GGArrays side by side in one kernel: two with their own heaps,
-//      two sharing a given heap (whose mapping is their budget, and which
-//      refuses destroy while they live); each holds exactly its values; clear
-//      keeps the heap's buckets (the same pushes take no new memory); destroy
-//      gives the shared heap every bucket back.
+//   3  Several GGArrays side by side in one kernel: two with their own arenas,
+//      two taking their arenas from a given heap (whose mapping is their
+//      budget, and which refuses destroy while they live); each holds exactly
+//      its values; clear keeps the buckets (the same pushes take no new
+//      memory); destroy gives the shared heap every run back.
 //   4  Options of an older caller (struct_size before max_budget_bytes) are
 //      accepted and the later fields not read; budget arguments checked.
 // Under GPUDYN_SANITIZER the sizes shrink (kSmall below): 2M values in part 1

@@ -49,7 +49,7 @@ extern "C" {
 #include <cstdlib>
 #include <vector>
 
-// Budget of B's GGArray (the memory of its own heap): one kernel's pushes
+// Budget of B's GGArray (its own arena's memory): one kernel's pushes
 // must exhaust it.
 static const uint64_t kBudgetBytes = 64ull << 20;
 // Under compute-sanitizer kernels run 10-100x slower: A runs 1/16 of the
@@ -283,12 +283,12 @@ static void test_divergent(array_kind kind, bool pooled) {
 }
 
 // ---- B ----
-// Failed allocations counted by a GGArray's heap (its view's counters[0]).
-static uint64_t heap_failures(any_array* a) {
+// Bucket requests its growth arena refused (the arena record's word 5).
+static uint64_t arena_refusals(any_array* a) {
     const views w = get_views(a);
     uint64_t n = ~0ull;
-    if (w.g.heap.counters == 0) return n;
-    CHECK(cudaMemcpy(&n, reinterpret_cast<const void*>(w.g.heap.counters), sizeof(n), cudaMemcpyDeviceToHost) ==
+    if (w.g.arena == 0) return n;
+    CHECK(cudaMemcpy(&n, reinterpret_cast<const uint64_t*>(w.g.arena) + 5, sizeof(n), cudaMemcpyDeviceToHost) ==
           cudaSuccess);
     return n;
 }
@@ -333,20 +333,19 @@ static void test_exhaustion(array_kind kind, int p, unsigned blocks, uint64_t ca
     const size_t slots = size_t(total) * kItems;
     CHECK(cudaMalloc(&dok, slots) == cudaSuccess);
     CHECK(cudaMemset(dok, 0, slots) == cudaSuccess);
-    // The GGArray's heap counts its failed allocations (counters[0]).
-    const uint64_t heap_failed_before = kind == KIND_GGARRAY ? heap_failures(&a) : 0;
+    // The GGArray's arena counts the bucket requests it refused.
+    const uint64_t refused_before = kind == KIND_GGARRAY ? arena_refusals(&a) : 0;
     launch_pattern(&a, p, grid, block, dok);
     if (kind == KIND_GGARRAY) {
         // Once a bucket found no memory its LFVector is sealed, and every later
-        // reservation that needs it fails without asking the heap again: each
-        // bucket of each LFVector fails at most once in the kernel (a medium
-        // request counts twice: the run search's count and malloc's), not once
+        // reservation that needs it fails without asking the arena again: each
+        // bucket of each LFVector fails at most once in the kernel, not once
         // per refused reservation (hundreds of thousands here, which made the
-        // exhausted kernel crawl, one failing search after the other).
-        const uint64_t failures = heap_failures(&a) - heap_failed_before;
+        // exhausted kernel crawl, one failing request after the other).
+        const uint64_t failures = arena_refusals(&a) - refused_before;
         const uint64_t bound = 2ull * 4 * GPUDYN_GGARRAY_MAX_BUCKETS;  // 4 LFVectors
         if (failures == 0 || failures > bound) {
-            fprintf(stderr, "B: ggarray (%s): %llu failed heap allocations in the kernel, expected 1..%llu\n",
+            fprintf(stderr, "B: ggarray (%s): %llu refused arena requests in the kernel, expected 1..%llu\n",
                     pattern_name[p], (unsigned long long)failures, (unsigned long long)bound);
             ++gpudyn_test_failures;
         }

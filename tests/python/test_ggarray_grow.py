@@ -27,7 +27,7 @@ def test_budget_property():
         assert g.budget >= 64 * MiB
         assert g.max_budget >= 1024 * MiB
         g.extend(np.arange(1000, dtype=np.int32))
-        g.view_bytes()                        # a kernel could grow now: the own heap maps the budget
+        g.view_bytes()                        # a kernel could grow now: the array maps its budget
         assert g.budget >= 64 * MiB
         g.budget = 128 * MiB
         assert g.budget >= 128 * MiB
@@ -70,7 +70,7 @@ def test_arrays_share_a_heap():
         st = heap.stats()
         assert a.budget == b.budget == st["bytes_mapped"]
         assert a.max_budget == st["bytes_max"]
-        assert st["bytes_allocated"] >= 2 * x.nbytes  # both arrays' buckets live in the shared heap
+        assert st["bytes_allocated"] >= 2 * x.nbytes  # both arrays' arenas are runs of the shared heap
         with pytest.raises(ValueError, match="budget"):
             gpudyn.GGArray(np.int32, heap=heap, budget=64 * MiB)
         a.budget = 128 * MiB                  # grows the shared heap

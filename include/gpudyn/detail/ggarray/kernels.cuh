@@ -136,16 +136,6 @@ __global__ void fold_kernel(View view, const unsigned long long* snapshot, fold_
     growth[l] &= kPrefixMask;
 }
 
-// Gives the heap's buckets back to a heap the array shares (an own heap is destroyed whole).
-template <class View>
-__global__ void free_kernel(View view) {
-    const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-    if (i >= (unsigned long long)view.num_lfvectors * GPUDYN_GGARRAY_MAX_BUCKETS) return;
-    const unsigned* state = reinterpret_cast<const unsigned*>(view.bucket_state);
-    void** buckets = reinterpret_cast<void**>(view.buckets);
-    if (state[i] == kReady) heap_ref{view.heap}.free(buckets[i]);
-}
-
 // ---- spans: block-cooperative loops over contiguous elements ----
 // Bytes per vector access: 16 (the widest global load/store, LDG.128).
 constexpr unsigned kVecBytes = 16;
