@@ -306,11 +306,16 @@ private:
     __device__ const unsigned long long* ranges() const {
         return reinterpret_cast<const unsigned long long*>(view_.ranges);
     }
+    // Bucket-major (bucket b of every LFVector side by side): the slots a kernel
+    // reads at each push, those of the LFVectors' newest buckets, share a few
+    // lines that stay in the SM's L1 (LFVector-major, each push of an SM read a
+    // line of its own LFVector, mostly from L2: a second round trip after the
+    // reservation's atomic).
     __device__ unsigned* state(unsigned l, unsigned b) const {
-        return reinterpret_cast<unsigned*>(view_.bucket_state) + (unsigned long long)l * GPUDYN_GGARRAY_MAX_BUCKETS + b;
+        return reinterpret_cast<unsigned*>(view_.bucket_state) + (unsigned long long)b * view_.num_lfvectors + l;
     }
     __device__ unsigned long long* bucket_slot(unsigned l, unsigned b) const {
-        return reinterpret_cast<unsigned long long*>(view_.buckets) + (unsigned long long)l * GPUDYN_GGARRAY_MAX_BUCKETS + b;
+        return reinterpret_cast<unsigned long long*>(view_.buckets) + (unsigned long long)b * view_.num_lfvectors + l;
     }
     // Read through L2 (volatile): another SM may have just published it.
     __device__ T* bucket(unsigned l, unsigned b) const {
@@ -486,9 +491,12 @@ private:
     // b ready after that claim (so after the seal, in the word's modification
     // order) and refuses to pass a seal; hence a word with prefix > last has no
     // seal <= last, now or later.  The buckets' pointers are read with ready_bucket.
+    // The word is read through the SM's L1 (CTA-scope relaxed): any value it
+    // held in this kernel decides as well (a prefix only grows and never
+    // passes a seal), and a stale one only sends the range to grow_prefix.
     __device__ unsigned long long claim(unsigned l, unsigned long long n, unsigned* word) const {
         const unsigned long long old = atomicAdd(counters() + l, n);
-        *word = *static_cast<volatile unsigned*>(growth(l));
+        asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(*word) : "l"(growth(l)));
         return old;
     }
     __device__ bool settle(unsigned l, unsigned long long base, unsigned long long n, unsigned g) const {

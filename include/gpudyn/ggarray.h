@@ -19,10 +19,10 @@
  *
  * Memory of a GGArray.  Bucket rows that reserve / push_back map from the host
  * live in the array's bucket pool (one VMM range).  Every other bucket -- the
- * ones a kernel needs beyond those rows, or all of them without a pool -- comes
- * from a gpudyn heap (heap.h): the array's own, or one given at create and
- * shared with other arrays.  Its mapped memory is the array's *budget*: what
- * kernels may take for new buckets.  The host raises it between launches
+ * ones a kernel needs beyond those rows, or all of them without a pool -- is
+ * bumped off the array's growth arena: memory it maps itself, or runs it takes
+ * from a gpudyn heap (heap.h) given at create and shared with other arrays.
+ * That memory is the array's *budget*: what kernels may take for new buckets.  The host raises it between launches
  * (gpudyn_ggarray_set_budget); CUDA's device malloc heap is never used.  When
  * the budget runs out inside a kernel, the push that needed the bucket returns
  * false and stores nothing, the status bits get
@@ -36,7 +36,7 @@
 #define GPUDYN_GGARRAY_H
 
 #include "gpudyn/gpudyn.h"
-#include "gpudyn/heap.h" /* a GGArray's buckets come from a heap; its view is part of the array's */
+#include "gpudyn/heap.h" /* a GGArray may take its arena from a heap; its view is part of the array's */
 
 #ifdef __cplusplus
 extern "C" {
@@ -125,8 +125,9 @@ typedef struct gpudyn_ggarray_view_t {
                                         1 + the lowest bucket whose allocation failed (0: none) */
     uint64_t ranges;                 /* uint64[num_lfvectors + 1]: exclusive prefix sum of the sizes,
                                         as of gpudyn_ggarray_get_view (for at() and spans) */
-    uint64_t buckets;                /* uint64[num_lfvectors * GPUDYN_GGARRAY_MAX_BUCKETS]: bucket pointers */
-    uint64_t bucket_state;           /* uint32[same]: 0 empty, 1 being allocated, 2 ready */
+    uint64_t buckets;                /* uint64[GPUDYN_GGARRAY_MAX_BUCKETS * num_lfvectors]: bucket pointers,
+                                        bucket b of LFVector l at [b * num_lfvectors + l] */
+    uint64_t bucket_state;           /* uint32[same, same order]: 0 empty, 1 being allocated, 2-3 ready */
     uint64_t status;                 /* uint32: gpudyn_array_status_bits_t */
     uint64_t allocated_bytes;        /* uint64: bytes of the buckets taken from the growth arena */
     uint64_t pool;                   /* device address of the bucket pool (0: none): bucket b of

@@ -116,29 +116,22 @@ __device__ __forceinline__ void pack_item_flags(const bool (&flag)[Items],
 }
 
 // Ranks the flagged items of the lanes of `mask` (any mask; `last` its highest
-// lane) in item-major order: item k of every lane in lane order, then item
-// k + 1.  off[k]: the offset of a flagged item k of the calling lane; returns
-// the group's count (< 2^16: at most 32 lanes x 2^11 items).
+// lane, kept for the callers' symmetry) in item-major order: item k of every
+// lane in lane order, then item k + 1.  off[k]: the offset of a flagged item k
+// of the calling lane; returns the group's count.  One ballot per item: the
+// items rank independently of each other (a shuffle scan of packed counts
+// was a chain of five dependent shuffles before any offset was known).
 template <int Items>
 __device__ __forceinline__ unsigned rank_flagged_items(unsigned mask, unsigned last, const bool (&flag)[Items],
                                                        unsigned (&off)[Items]) {
-    constexpr unsigned kFieldBits = 8, kFields = 64 / kFieldBits;  // a field counts at most 32 lanes
-    constexpr unsigned W = (unsigned(Items) + kFields - 1) / kFields;
-    constexpr unsigned long long kField = (1ull << kFieldBits) - 1ull;
-    unsigned long long mine[W], excl[W], tot[W];
-    pack_item_flags<kFieldBits, Items>(flag, mine);
-#pragma unroll
-    for (unsigned w = 0; w < W; ++w) {
-        const unsigned long long incl = masked_inclusive_sum(mask, mine[w]);
-        tot[w] = __shfl_sync(mask, incl, int(last));
-        excl[w] = incl - mine[w];
-    }
+    (void)last;
+    const unsigned below = lanes_below();
     unsigned run = 0;
 #pragma unroll
     for (int k = 0; k < Items; ++k) {
-        const unsigned shift = kFieldBits * (k % kFields);
-        off[k] = run + unsigned((excl[k / kFields] >> shift) & kField);
-        run += unsigned((tot[k / kFields] >> shift) & kField);
+        const unsigned votes = __ballot_sync(mask, flag[k]);
+        off[k] = run + unsigned(__popc(votes & below));
+        run += unsigned(__popc(votes));
     }
     return run;
 }
