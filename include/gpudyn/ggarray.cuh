@@ -281,7 +281,12 @@ private:
     friend struct ggarray_detail::internal;
     gpudyn_ggarray_view_t view_;
 
-    __device__ unsigned block_lfvector() const { return unsigned(detail::block_linear_index() % view_.num_lfvectors); }
+    // A 1-D grid (the usual one) takes a 32-bit remainder: the 64-bit one of
+    // the linear index is a library call of some 70 instructions at every push.
+    __device__ unsigned block_lfvector() const {
+        if (gridDim.y == 1 && gridDim.z == 1) return blockIdx.x % view_.num_lfvectors;
+        return unsigned(detail::block_linear_index() % view_.num_lfvectors);
+    }
 
     // ---- layout arithmetic ----
     // Bucket holding local index i: b with first·(2^b − 1) <= i < first·(2^(b+1) − 1).
