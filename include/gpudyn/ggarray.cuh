@@ -281,11 +281,13 @@ private:
     friend struct ggarray_detail::internal;
     gpudyn_ggarray_view_t view_;
 
-    // A 1-D grid (the usual one) takes a 32-bit remainder: the 64-bit one of
-    // the linear index is a library call of some 70 instructions at every push.
+    // A 1-D grid (the usual one) takes a 32-bit remainder, a mask when the
+    // count is a power of two (the default 512): the 64-bit remainder of the
+    // linear index is a library call of some 70 instructions at every push.
     __device__ unsigned block_lfvector() const {
-        if (gridDim.y == 1 && gridDim.z == 1) return blockIdx.x % view_.num_lfvectors;
-        return unsigned(detail::block_linear_index() % view_.num_lfvectors);
+        const unsigned L = view_.num_lfvectors;
+        if (gridDim.y == 1 && gridDim.z == 1) return (L & (L - 1)) == 0 ? blockIdx.x & (L - 1) : blockIdx.x % L;
+        return unsigned(detail::block_linear_index() % L);
     }
 
     // ---- layout arithmetic ----
