@@ -142,8 +142,8 @@ struct gpudyn_ggarray_s {
     // current one has less than `need` bytes left, or a kernel was refused a
     // bucket since the last look (reading the record synchronizes `stream`);
     // the run is the array's share of the heap's free memory (the free bytes
-    // over the arrays using the heap that hold no run), at least 2 MiB, twice
-    // the largest refused request and `need`.  A heap with no such run left
+    // over the arrays using the heap that hold no run, this one counted when it
+    // takes another), at least 2 MiB, twice the largest refused request and `need`.  A heap with no such run left
     // keeps the current arena (kernels then fail their buckets, as an own
     // arena's do once the budget is used).
     void ensure_arena(cudaStream_t stream, uint64_t need = 0) {
@@ -173,12 +173,15 @@ struct gpudyn_ggarray_s {
         if (gpudyn_heap_get_stats(heap, &st, reinterpret_cast<gpudyn_stream_t>(stream)) != GPUDYN_SUCCESS)
             raise(GPUDYN_ERROR_INTERNAL, "the given heap's stats: %s", gpudyn_last_error_message());
         const uint64_t free_b = st.bytes_mapped - std::min(st.bytes_held, st.bytes_mapped);
-        const uint64_t share = free_b / heap_arena_share(heap, 0);
+        // The arrays with no run yet, and this one when it takes another.
+        const uint64_t share = free_b / (heap_arena_share(heap, 0) + (runs.empty() ? 0u : 1u));
         const uint64_t floor = std::max({kMinBudget, need, 2 * rec[3]});
-        uint64_t want = std::max(share, floor);
+        uint64_t want = std::min(std::max(share, floor), st.largest_free_bytes);
+        if (want < floor) return;  // no such run now: kernels fail their buckets, the status says so
         uint64_t got = 0;
-        // A run as large as the share, else smaller ones down to the floor (the heap's
-        // free memory may be in pieces).
+        // A run as large as the share (at most the largest the heap can give),
+        // else smaller ones down to the floor (work on other streams may take
+        // memory in between).
         for (;;) {
             GPUDYN_CUDA(cudaMemcpyAsync(arena + kArenaWords, &want, sizeof(want), cudaMemcpyHostToDevice, stream));
             if (gpudyn_heap_malloc(heap, arena + kArenaWords, arena + kArenaWords + 1, 1,

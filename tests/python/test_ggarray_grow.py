@@ -82,3 +82,50 @@ def test_arrays_share_a_heap():
         b.close()
         st = heap.stats()
         assert st["allocations"] == 0 and st["bytes_allocated"] == 0 and st["bad_frees"] == 0
+
+
+REFILL_KERNEL = r"""
+#include <gpudyn/ggarray.cuh>
+// Thread i pushes i unless done[i]; done[i] = whether it is stored now.
+extern "C" __global__ void push_rest(gpudyn_ggarray_view_t v, unsigned n, unsigned char* done) {
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || done[i]) return;
+    done[i] = gpudyn::ggarray_ref<int>{v}.push_back(int(i));
+}
+"""
+
+
+@pytest.mark.gpu
+def test_shared_heap_array_takes_another_run_after_a_refusal():
+    """An array on a shared heap bumps its buckets off a run of the heap; a kernel
+    that needs more is refused buckets (status, nothing lost), and after the heap
+    grows the next view takes another run, so a relaunch stores the rest."""
+    cp = pytest.importorskip("cupy")
+    push = cp.RawModule(code=REFILL_KERNEL, options=tuple(gpudyn.nvrtc_options())).get_function("push_rest")
+    n = 9 << 20  # 36 MB of int32 in one LFVector: buckets beyond 32 MiB
+    with gpudyn.Heap(initial_bytes=64 * MiB, max_bytes=512 * MiB) as heap:
+        a = gpudyn.GGArray(np.int32, num_lfvectors=1, pool_bytes=None, heap=heap)
+        b = gpudyn.GGArray(np.int32, num_lfvectors=1, pool_bytes=None, heap=heap)
+        done = cp.zeros(n, dtype=cp.uint8)
+        grid = ((n + 255) // 256,)
+        push(grid, (256,), (a.view_arg(), np.uint32(n), done))  # a takes half the free memory
+        stored = int(done.sum())
+        assert 0 < stored < n
+        assert a.status == gpudyn.GGArray.STATUS_ALLOCATION_FAILED
+        with pytest.raises(gpudyn.OutOfMemoryError, match="budget"):
+            len(a)                           # the next host call reports it (and clears it)
+        assert len(a) == stored  # what the kernel said it stored, nothing else
+        held = heap.stats()["bytes_allocated"]
+        assert 16 * MiB <= held <= 40 * MiB  # one run: a's share of 64 MiB, b none yet
+        a.budget = 512 * MiB                 # grows the shared heap
+        push(grid, (256,), (a.view_arg(), np.uint32(n), done))  # another run for a
+        assert int(done.sum()) == n and a.status == 0
+        assert np.array_equal(np.sort(a.to_numpy()), np.arange(n, dtype=np.int32))  # each once
+        st = heap.stats()
+        assert st["bytes_allocated"] > held and st["bytes_allocated"] < 512 * MiB  # b's share left in the heap
+        b.extend(np.arange(1000, dtype=np.int32))  # b takes its own run
+        assert np.array_equal(np.sort(b.to_numpy()), np.arange(1000, dtype=np.int32))
+        a.close()
+        b.close()
+        st = heap.stats()
+        assert st["allocations"] == 0 and st["bytes_allocated"] == 0 and st["bad_frees"] == 0
