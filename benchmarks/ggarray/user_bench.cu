@@ -224,16 +224,18 @@ __global__ void __launch_bounds__(kBlock) emit(View view, unsigned m, unsigned m
         for (unsigned j = 0; j < k; ++j) out.push_back(value_of(t, j));
     }
 }
-// The block-level form, for a kernel whose every thread reaches the call: value j
-// of each thread as item j (flag j < k), one reservation a block, item-major
-// order (item j of the flagged threads side by side: coalesced stores).  MaxK:
-// the largest k of the mean (items a thread).
-template <class Ref, class View, int MaxK>
-__global__ void __launch_bounds__(kBlock) emit_block(View view, unsigned m, unsigned mode) {
-    __shared__ gpudyn::push_storage<kBlock> temp;
+// Value j of each thread as item j (flag j < k), item-major order (item j of the
+// flagged threads side by side: coalesced stores).  MaxK: the largest k of the
+// mean (items a thread).  Block = true: the block-level push_back(storage,
+// flags, values), every thread of the block calling (no early return), one
+// reservation a block; false: the per-thread push_back(flags, values), the
+// lanes that call together sharing one reservation, early returns allowed.
+template <class Ref, class View, int MaxK, bool Block>
+__global__ void __launch_bounds__(kBlock) emit_items(View view, unsigned m, unsigned mode) {
     const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (!Block && t >= m) return;
     const Ref out{view};
-    const unsigned k = t < m ? count_of(t, mode) : 0u;  // no early return: the block calls together
+    const unsigned k = t < m ? count_of(t, mode) : 0u;
     bool f[MaxK];
     unsigned v[MaxK];
 #pragma unroll
@@ -241,43 +243,24 @@ __global__ void __launch_bounds__(kBlock) emit_block(View view, unsigned m, unsi
         f[j] = unsigned(j) < k;
         v[j] = f[j] ? value_of(t, unsigned(j)) : 0u;
     }
-    out.push_back(temp, f, v);
-}
-template <class Ref, class View>
-void launch_emit_block(const View& v, unsigned grid, unsigned m, const mean_case& mc) {
-    if (mc.max_k <= 1) emit_block<Ref, View, 1><<<grid, kBlock>>>(v, m, mc.mode);
-    else if (mc.max_k <= 2) emit_block<Ref, View, 2><<<grid, kBlock>>>(v, m, mc.mode);
-    else emit_block<Ref, View, kMaxK><<<grid, kBlock>>>(v, m, mc.mode);
-}
-// The per-thread form of the same: push_back(flags, values) with value j of the
-// thread as item j; the lanes that call together share one reservation
-// (item-major, coalesced stores); any thread may return early, no barrier.
-template <class Ref, class View, int MaxK>
-__global__ void __launch_bounds__(kBlock) emit_warp(View view, unsigned m, unsigned mode) {
-    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= m) return;
-    const Ref out{view};
-    const unsigned k = count_of(t, mode);
-    bool f[MaxK];
-    unsigned v[MaxK];
-#pragma unroll
-    for (int j = 0; j < MaxK; ++j) {
-        f[j] = unsigned(j) < k;
-        v[j] = f[j] ? value_of(t, unsigned(j)) : 0u;
+    if constexpr (Block) {
+        __shared__ gpudyn::push_storage<kBlock> temp;
+        out.push_back(temp, f, v);
+    } else {
+        out.push_back(f, v);
     }
-    out.push_back(f, v);
 }
-template <class Ref, class View>
-void launch_emit_warp(const View& v, unsigned grid, unsigned m, const mean_case& mc) {
-    if (mc.max_k <= 1) emit_warp<Ref, View, 1><<<grid, kBlock>>>(v, m, mc.mode);
-    else if (mc.max_k <= 2) emit_warp<Ref, View, 2><<<grid, kBlock>>>(v, m, mc.mode);
-    else emit_warp<Ref, View, kMaxK><<<grid, kBlock>>>(v, m, mc.mode);
+template <class Ref, bool Block, class View>
+void launch_emit_items(const View& v, unsigned grid, unsigned m, const mean_case& mc) {
+    if (mc.max_k <= 1) emit_items<Ref, View, 1, Block><<<grid, kBlock>>>(v, m, mc.mode);
+    else if (mc.max_k <= 2) emit_items<Ref, View, 2, Block><<<grid, kBlock>>>(v, m, mc.mode);
+    else emit_items<Ref, View, kMaxK, Block><<<grid, kBlock>>>(v, m, mc.mode);
 }
 // One launch of kernel `kind` (0 loop, 1 bulk, 2 block, 3 warp) for array type Ref.
 template <class Ref, class View>
 void launch_emit(int kind, const View& v, unsigned grid, unsigned m, const mean_case& mc) {
-    if (kind == 3) launch_emit_warp<Ref>(v, grid, m, mc);
-    else if (kind == 2) launch_emit_block<Ref>(v, grid, m, mc);
+    if (kind == 3) launch_emit_items<Ref, false>(v, grid, m, mc);
+    else if (kind == 2) launch_emit_items<Ref, true>(v, grid, m, mc);
     else if (kind == 1) emit<Ref, View, true><<<grid, kBlock>>>(v, m, mc.mode);
     else emit<Ref, View, false><<<grid, kBlock>>>(v, m, mc.mode);
 }
@@ -322,53 +305,33 @@ __global__ void __launch_bounds__(kBlock) keep_grid_stride(View view, const int*
         if (x < threshold) out.push_back(x);
     }
 }
-// Warp-level: each lane loads kChunkItems candidates of its warp's tile
-// (candidate k * 32 + lane: coalesced), then one push_back(flags, values) per
-// tile: one reservation a warp, no shared memory, no barrier; grid-stride.
-template <class Ref, class View>
+// Warp-level: each lane loads Items candidates of its warp's tile, then one
+// push_back(flags, values) per tile: one reservation a warp, no shared memory,
+// no barrier; grid-stride.  Vec = false: candidate k * 32 + lane (coalesced
+// 4-byte loads, input order kept); true: Items / 4 int4 loads a lane (a warp
+// reads 16 bytes a lane at a time; kept values in tile order, not input order).
+template <class Ref, class View, int Items, bool Vec>
 __global__ void __launch_bounds__(kBlock) keep_warp_tiles(View view, const int* in, u64 n, int threshold) {
-    constexpr u64 kTile = 32 * kChunkItems;
+    constexpr u64 kTile = 32 * Items;
     const Ref out{view};
     const unsigned lane = threadIdx.x % 32;
     const u64 warps = u64(gridDim.x) * (blockDim.x / 32);
     for (u64 t = (blockIdx.x * u64(blockDim.x) + threadIdx.x) / 32; t * kTile < n; t += warps) {
-        bool keep[kChunkItems];
-        int x[kChunkItems];
-#pragma unroll
-        for (int k = 0; k < kChunkItems; ++k) {
-            const u64 j = t * kTile + u64(k) * 32 + lane;
-            x[k] = j < n ? in[j] : 0;
-            keep[k] = j < n && x[k] < threshold;
-        }
-        out.push_back(keep, x);
-    }
-}
-// The same with 16 candidates a lane, loaded as four int4 (16-byte) loads a
-// lane (a warp reads 2 KiB at a time): one push_back(flags, values) per 512
-// candidates.  Kept values are stored in tile order, not input order.
-template <class Ref, class View>
-__global__ void __launch_bounds__(kBlock) keep_warp_tiles16(View view, const int* in, u64 n, int threshold) {
-    constexpr int kItems = 16;
-    constexpr u64 kTile = 32 * kItems;
-    const Ref out{view};
-    const unsigned lane = threadIdx.x % 32;
-    const u64 warps = u64(gridDim.x) * (blockDim.x / 32);
-    for (u64 t = (blockIdx.x * u64(blockDim.x) + threadIdx.x) / 32; t * kTile < n; t += warps) {
-        bool keep[kItems];
-        int x[kItems];
+        bool keep[Items];
+        int x[Items];
         const u64 first = t * kTile;
-        if (first + kTile <= n && (reinterpret_cast<uintptr_t>(in + first) & 15) == 0) {
+        if (Vec && first + kTile <= n && (reinterpret_cast<uintptr_t>(in + first) & 15) == 0) {
             const int4* p = reinterpret_cast<const int4*>(in + first);
 #pragma unroll
-            for (int q = 0; q < kItems / 4; ++q) {
+            for (int q = 0; q < Items / 4; ++q) {
                 const int4 w = p[q * 32 + lane];
                 x[4 * q] = w.x, x[4 * q + 1] = w.y, x[4 * q + 2] = w.z, x[4 * q + 3] = w.w;
             }
 #pragma unroll
-            for (int k = 0; k < kItems; ++k) keep[k] = x[k] < threshold;
-        } else {  // the last, partial tile
+            for (int k = 0; k < Items; ++k) keep[k] = x[k] < threshold;
+        } else {  // scalar loads (and the last, partial tile)
 #pragma unroll
-            for (int k = 0; k < kItems; ++k) {
+            for (int k = 0; k < Items; ++k) {
                 const u64 j = first + u64(k) * 32 + lane;
                 x[k] = j < n ? in[j] : 0;
                 keep[k] = j < n && x[k] < threshold;
@@ -855,6 +818,10 @@ std::string section_variable(u64 m, int repeats) {
 
 // ================================ b. stream compaction ================================
 std::string section_compaction(u64 n, int repeats) {
+    using GR = gpudyn::ggarray_ref<int>;
+    using GV = gpudyn_ggarray_view_t;
+    using SR = gpudyn::static_array_ref<int>;
+    using SV = gpudyn_static_array_view_t;
     std::vector<std::string> rows;
     digester dg;
     int* in = nullptr;
@@ -887,12 +854,12 @@ std::string section_compaction(u64 n, int repeats) {
     const unsigned gs_gg = grid_stride_blocks(keep_grid_stride<gpudyn::ggarray_ref<int>, gpudyn_ggarray_view_t>);
     const unsigned gs_st = grid_stride_blocks(keep_grid_stride<gpudyn::static_array_ref<int>, gpudyn_static_array_view_t>);
     const unsigned gs_chunk = grid_stride_blocks(keep_chunk);
-    const unsigned gs_warp_gg = grid_stride_blocks(keep_warp_tiles<gpudyn::ggarray_ref<int>, gpudyn_ggarray_view_t>);
+    const unsigned gs_warp_gg = grid_stride_blocks(keep_warp_tiles<GR, GV, kChunkItems, false>);
     const unsigned gs_warp_st =
-        grid_stride_blocks(keep_warp_tiles<gpudyn::static_array_ref<int>, gpudyn_static_array_view_t>);
-    const unsigned gs_warp16_gg = grid_stride_blocks(keep_warp_tiles16<gpudyn::ggarray_ref<int>, gpudyn_ggarray_view_t>);
+        grid_stride_blocks(keep_warp_tiles<SR, SV, kChunkItems, false>);
+    const unsigned gs_warp16_gg = grid_stride_blocks(keep_warp_tiles<GR, GV, 16, true>);
     const unsigned gs_warp16_st =
-        grid_stride_blocks(keep_warp_tiles16<gpudyn::static_array_ref<int>, gpudyn_static_array_view_t>);
+        grid_stride_blocks(keep_warp_tiles<SR, SV, 16, true>);
     gpudyn_static_array_options_t so;
     GD(gpudyn_static_array_options_init(&so));
     so.capacity = n;
@@ -934,8 +901,8 @@ std::string section_compaction(u64 n, int repeats) {
                 if (kernel == 0) keep_one_per_thread<gpudyn::ggarray_ref<int>><<<blocks_for(n), kBlock>>>(v, in, n, thr);
                 else if (kernel == 1) keep_grid_stride<gpudyn::ggarray_ref<int>><<<gs_gg, kBlock>>>(v, in, n, thr);
                 else if (kernel == 2) keep_chunk<<<gs_chunk, kBlock>>>(v, in, n, thr);
-                else if (kernel == 3) keep_warp_tiles<gpudyn::ggarray_ref<int>><<<gs_warp_gg, kBlock>>>(v, in, n, thr);
-                else keep_warp_tiles16<gpudyn::ggarray_ref<int>><<<gs_warp16_gg, kBlock>>>(v, in, n, thr);
+                else if (kernel == 3) keep_warp_tiles<GR, GV, kChunkItems, false><<<gs_warp_gg, kBlock>>>(v, in, n, thr);
+                else keep_warp_tiles<GR, GV, 16, true><<<gs_warp16_gg, kBlock>>>(v, in, n, thr);
             });
             s.kernel = names[kernel];
             gg_j.obj(names[kernel], s.json());
@@ -950,8 +917,8 @@ std::string section_compaction(u64 n, int repeats) {
             series s = static_array_runs(sa, tag, repeats, want[p], dg, [&](const gpudyn_static_array_view_t& v) {
                 if (kernel == 0) keep_one_per_thread<gpudyn::static_array_ref<int>><<<blocks_for(n), kBlock>>>(v, in, n, thr);
                 else if (kernel == 1) keep_grid_stride<gpudyn::static_array_ref<int>><<<gs_st, kBlock>>>(v, in, n, thr);
-                else if (kernel == 2) keep_warp_tiles<gpudyn::static_array_ref<int>><<<gs_warp_st, kBlock>>>(v, in, n, thr);
-                else keep_warp_tiles16<gpudyn::static_array_ref<int>><<<gs_warp16_st, kBlock>>>(v, in, n, thr);
+                else if (kernel == 2) keep_warp_tiles<SR, SV, kChunkItems, false><<<gs_warp_st, kBlock>>>(v, in, n, thr);
+                else keep_warp_tiles<SR, SV, 16, true><<<gs_warp16_st, kBlock>>>(v, in, n, thr);
             });
             s.kernel = names[kernel];
             st_j.obj(names[kernel], s.json());
