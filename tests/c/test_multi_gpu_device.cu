@@ -185,6 +185,29 @@ int main() {
     CHECK(got == want);
     CUDA_OK(cudaSetDevice(0));
 
+    // ---- a GGArray without a pool: every bucket from its growth arena, which
+    // is mapped on GPU 1 while GPU 0 is current ----
+    {
+        gpudyn_ggarray_options_t ao;
+        gpudyn_ggarray_options_init(&ao);
+        ao.num_lfvectors = 8;
+        ao.pool_bytes = ~0ull;
+        ao.budget_bytes = 64ull << 20;
+        gpudyn_ggarray_t ga = nullptr;
+        CHECK_ON(gpudyn_ggarray_create(&ga, &ao, gs(s1)), 0);
+        CHECK_ON(gpudyn_ggarray_push_back(ga, values, host.size(), nullptr, GPUDYN_INSERT_WARP_SCAN, gs(s1)), 0);
+        gpudyn_ggarray_view_t av;
+        CHECK_ON(gpudyn_ggarray_get_view(ga, &av, nullptr), 0);  // the default stream: GPU 1's
+        CHECK(av.arena != 0);
+        uint64_t held = 0;
+        CHECK_ON(gpudyn_ggarray_allocated_bytes(ga, &held, gs(s1)), 0);
+        CHECK(held >= host.size() * 4 && held <= 2 * host.size() * 4 + 8 * 1024 * 4);
+        CHECK_ON(gpudyn_ggarray_copy_to_host(ga, got.data(), got.size() * 4, gs(s1)), 0);
+        std::sort(got.begin(), got.end());
+        CHECK(got == want);
+        CHECK_ON(gpudyn_ggarray_destroy(ga), 0);
+    }
+
     // ---- page heap: get_pages / free_pages / malloc / free, GPU 0 current ----
     const uint64_t np = 4000;
     uint32_t* pages = alloc_on<uint32_t>(1, np);
