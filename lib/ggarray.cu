@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <optional>
 
 using namespace gpudyn;
 using namespace gpudyn::detail;
@@ -143,9 +142,9 @@ struct gpudyn_ggarray_s {
     // bucket since the last look (reading the record synchronizes `stream`);
     // the run is the array's share of the heap's free memory (the free bytes
     // over the arrays using the heap that hold no run, this one counted when it
-    // takes another), at least 2 MiB, twice the largest refused request and `need`.  A heap with no such run left
-    // keeps the current arena (kernels then fail their buckets, as an own
-    // arena's do once the budget is used).
+    // takes another), at least 2 MiB, twice the largest refused request and
+    // `need`.  A heap with no such run left keeps the current arena (kernels
+    // then fail their buckets, as an own arena's do once the budget is used).
     void ensure_arena(cudaStream_t stream, uint64_t need = 0) {
         if (!heap) {
             if (own.base) return;
@@ -523,8 +522,12 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
             if (e.status != GPUDYN_ERROR_OUT_OF_MEMORY) throw;
         }
         // Rows the pool does not cover come from the arena (made ready now if need be).
-        if (!array->buckets_hold(per)) array->ensure_arena(s);
-        else if (!array->pool_covers(array->rows_for(per))) array->ensure_arena(s, array->arena_bytes_for(array->rows_for(per)));
+        if (!array->buckets_hold(per)) {
+            array->ensure_arena(s);
+        } else {
+            const uint32_t rows = array->rows_for(per);
+            if (!array->pool_covers(rows)) array->ensure_arena(s, array->arena_bytes_for(rows));
+        }
         // A user kernel's failed reservation is given back first (the status bits stay).
         array->fold(s, fold_mode::keep);
         GPUDYN_CUDA(cudaMemcpyAsync(array->snapshot, array->sizes, array->sizes_bytes(), cudaMemcpyDeviceToDevice, s));
@@ -672,8 +675,9 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uin
         array->budget_of(&now, &max);
         GPUDYN_REQUIRE(budget_bytes <= max,
                        "argument 'budget_bytes' is %llu, more than the array's max_budget_bytes (%llu: the %s "
-                       "heap's range)",
-                       (unsigned long long)budget_bytes, (unsigned long long)max, array->heap ? "given" : "own");
+                       "range)",
+                       (unsigned long long)budget_bytes, (unsigned long long)max,
+                       array->heap ? "given heap's" : "array's arena");
         if (budget_bytes <= now) return;
         if (!array->heap) {
             array->budget = std::max(budget_bytes, kMinBudget);
@@ -681,7 +685,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uin
             try {
                 array->own.map_to(array->budget);
             } catch (const error& e) {
-                raise(e.status, "argument 'budget_bytes' is %llu: %s", (unsigned long long)budget_bytes, e.message.c_str());
+                raise(e.status, "argument 'budget_bytes' is %llu: %s", (unsigned long long)budget_bytes,
+                      e.message.c_str());
             }
             // Kernels queued after this call see the larger arena; the seals of
             // buckets the old one could not give are lifted.
