@@ -5,9 +5,9 @@
 // compare-and-swap on its state (the precursor report's fix: no thread
 // allocates before knowing it is the one): in place in the host-mapped bucket
 // pool, else bumped off the array's growth arena (memory the host mapped or
-// took from a gpudyn heap: the array's budget; never CUDA's device malloc).  `ranges` is the exclusive prefix sum of the
-// LFVector sizes (computed by get_view) so a global index finds its LFVector
-// by binary search.
+// took from a gpudyn heap: the array's budget; never CUDA's device malloc).
+// `ranges` is the exclusive prefix sum of the LFVector sizes (computed by
+// get_view) so a global index finds its LFVector by binary search.
 //
 // The natural call is the fast one: any thread, any branch, one element.
 //
@@ -51,10 +51,12 @@
 //
 // Registers.  A kernel that pushes into a GGArray contains the growth path
 // (bucket claim, then a bump of the growth arena), which is why that path is
-// a bump and not a heap's page-run search: with the search a per-thread push
-// kernel took 48-64 registers a thread, with the bump about 32-40 (sm_90,
-// nvcc 13.0), a quarter to a half more resident warps to hide the latency of
-// the reservation's atomic.  Blocks of up to 1024 threads launch as they are.
+// a bump and not a heap's page-run search: with the search a kernel pushing
+// one value a thread took 48 registers a thread, with the bump 30-32 (sm_90,
+// nvcc 13.0), full occupancy to hide the latency of the reservation's atomic.  Kernels that hold many items a thread (16 flags
+// and values) take 64-80; blocks of up to 768 threads launch as they are, a
+// kernel launched with larger blocks needs __launch_bounds__(threads), else
+// the launch fails with cudaErrorLaunchOutOfResources.
 // Compiles under nvcc and NVRTC.
 #pragma once
 
@@ -124,7 +126,6 @@ __host__ __device__ constexpr unsigned prefix_of(unsigned g) { return g & kPrefi
 // For the library's bookkeeping kernels (grow, capacity, ranges): the ref's internals.
 struct internal;
 }  // namespace ggarray_detail
-
 
 template <class T>
 class ggarray_ref {
