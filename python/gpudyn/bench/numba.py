@@ -27,11 +27,9 @@ extend kernel's carry the suffix _extend.  Every variant's output is verified
 (count, sum and sum of squares of the values, mod 2^64) against the host's
 closed form.  Targets, at every mean: Numba time <= 1.25 x C++ time for the
 push_back kernel (the kernel of the issue: gdn.push_back, the one device call
-every array has; the extend kernel's ratio is in the rows and the target's
-"where", not a target: a Numba local array passed to a device function stays
-in local memory where the C++ compiler keeps the values in registers), and the
-faster kernel's numba_e2e_ms < two_pass_ms.  Needs numba-cuda and CuPy (without them the run
-records why it was skipped).
+every array has; the extend kernel's ratio is in the rows and in the target's
+"where", not a target), and the faster kernel's numba_e2e_ms < two_pass_ms.
+Needs numba-cuda and CuPy (without them the run records why it was skipped).
 """
 from __future__ import annotations
 
