@@ -2,6 +2,7 @@
 #include "array_common.cuh"
 
 #include <algorithm>
+#include <cstring>
 
 namespace gpudyn::detail {
 
@@ -13,17 +14,40 @@ bulk_plan push_plan(unsigned long long count, unsigned targets, unsigned first_t
     return plan_bulk_insert(count, resident, targets, (unsigned long long)kPushThreads * kPushItems, first_target);
 }
 
+namespace {
+// The calling thread's page-locked word for the host's small reads: a copy
+// into pageable memory goes through a staging buffer (a few microseconds more
+// on every size / get_status).  Portable: any device's stream may copy into it.
+// Kept for the thread's life; nullptr when page-locked memory cannot be had.
+void* pinned_word() {
+    thread_local void* word = [] {
+        void* p = nullptr;
+        if (cudaHostAlloc(&p, sizeof(uint64_t), cudaHostAllocPortable) != cudaSuccess) {
+            cudaGetLastError();  // not sticky: the reads fall back to pageable memory
+            p = nullptr;
+        }
+        return p;
+    }();
+    return word;
+}
+// `bytes` (<= 8) from the device address to *out, after the stream's earlier work.
+void read_small(void* out, const void* dev, size_t bytes, cudaStream_t stream) {
+    void* stage = pinned_word();
+    GPUDYN_CUDA(cudaMemcpyAsync(stage ? stage : out, dev, bytes, cudaMemcpyDeviceToHost, stream));
+    GPUDYN_CUDA(cudaStreamSynchronize(stream));
+    if (stage) std::memcpy(out, stage, bytes);
+}
+}  // namespace
+
 uint32_t read_status(const uint32_t* status_dev, cudaStream_t stream) {
     uint32_t s = 0;
-    GPUDYN_CUDA(cudaMemcpyAsync(&s, status_dev, sizeof(s), cudaMemcpyDeviceToHost, stream));
-    GPUDYN_CUDA(cudaStreamSynchronize(stream));
+    read_small(&s, status_dev, sizeof(s), stream);
     return s;
 }
 
 uint64_t read_u64(const uint64_t* dev, cudaStream_t stream) {
     uint64_t v = 0;
-    GPUDYN_CUDA(cudaMemcpyAsync(&v, dev, sizeof(v), cudaMemcpyDeviceToHost, stream));
-    GPUDYN_CUDA(cudaStreamSynchronize(stream));
+    read_small(&v, dev, sizeof(v), stream);
     return v;
 }
 

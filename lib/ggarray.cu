@@ -63,6 +63,7 @@ struct gpudyn_ggarray_s {
     uint64_t* allocated = nullptr; // [1]
     uint64_t* scratch = nullptr;   // [1] capacity sum, element count, kept count
     uint64_t* arena = nullptr;     // [kArenaWords + kArenaIoWords] the growth arena's record
+    uint64_t* window = nullptr;    // [L] the bucket each LFVector's pushes go to (0: none)
     vmm_range pool;                // bucket pool (pool.base == 0: none)
     uint32_t pool_max_rows = 0;    // bucket rows that fit the pool's virtual range
     uint32_t pool_rows = 0;        // bucket rows mapped
@@ -98,6 +99,7 @@ struct gpudyn_ggarray_s {
         v.pool_rows = pool.base ? pool_rows : 0;
         v.heap = heap_view;
         v.arena = reinterpret_cast<uint64_t>(arena);
+        v.window = reinterpret_cast<uint64_t>(window);
         return v;
     }
     // The view of the host's own pushes and reserves: failures go to host_status.
@@ -244,12 +246,16 @@ struct gpudyn_ggarray_s {
     // For array_get_status / array_clear_status: the users' status word; fold (keep).
     uint64_t* user_status() const { return status; }
     // Also resumes the arena after a refused bucket: bumps go on from the end
-    // of the last bucket handed out (a refusal left `taken` past it).
+    // of the last bucket handed out (a refusal left `taken` past it).  With
+    // `clear` also the ranges and the users' status are zeroed.
     void fold(cudaStream_t s, fold_mode mode = fold_mode::keep, const uint64_t* from = nullptr) const {
-        fold_kernel<<<blocks_for(lfvectors, kThreads), kThreads, 0, s>>>(
-            view(), reinterpret_cast<const unsigned long long*>(from), mode);
-        GPUDYN_CHECK_LAUNCH("fold_kernel");
-        GPUDYN_CUDA(cudaMemcpyAsync(arena, arena + 4, sizeof(uint64_t), cudaMemcpyDeviceToDevice, s));
+        dispatch_element(element_size, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            // L + 1 threads at least: the clear zeroes ranges[0..L].
+            fold_kernel<T><<<blocks_for(uint64_t(lfvectors) + 1, kThreads), kThreads, 0, s>>>(
+                view(), reinterpret_cast<const unsigned long long*>(from), mode);
+            GPUDYN_CHECK_LAUNCH("fold_kernel");
+        });
     }
 };
 
@@ -338,7 +344,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         h->max_budget = max_budget;
         while ((1ull << h->log2_first) < first) ++h->log2_first;
         const size_t L = h->lfvectors;
-        const size_t u64s = 4 * L + 1 + L * kMaxBuckets + 4 + kArenaWords + kArenaIoWords;
+        const size_t u64s = 5 * L + 1 + L * kMaxBuckets + 4 + kArenaWords + kArenaIoWords;
         const size_t bytes = u64s * sizeof(uint64_t) + (L * kMaxBuckets + L) * sizeof(uint32_t);
         try {
             h->hs.init();
@@ -355,6 +361,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
             h->allocated = p++;
             h->scratch = p++;
             h->arena = p; p += kArenaWords + kArenaIoWords;
+            h->window = p; p += L;  // zero: no window until a fold or a push sets one
             h->state = reinterpret_cast<uint32_t*>(p);
             h->growth = h->state + L * kMaxBuckets;
             GPUDYN_CUDA(cudaMemsetAsync(h->failed, 0xff, L * sizeof(uint64_t), s));  // no failure
@@ -647,9 +654,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_s
         GPUDYN_REQUIRE_NOT_NULL(array);
         handle_call call(array->hs, stream);
         cudaStream_t s = call.stream();
-        array->fold(s, fold_mode::clear);
-        GPUDYN_CUDA(cudaMemsetAsync(array->ranges, 0, (size_t(array->lfvectors) + 1) * sizeof(uint64_t), s));
-        GPUDYN_CUDA(cudaMemsetAsync(array->status, 0, sizeof(uint64_t), s));
+        array->fold(s, fold_mode::clear);  // also zeroes the ranges and the status
         array->known_size = 0;
     });
 }

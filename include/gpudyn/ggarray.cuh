@@ -19,8 +19,10 @@
 //   }
 //
 // Lanes that call push_back together share one reservation (one atomicAdd on
-// their LFVector's counter per warp group, warp_push.cuh); stores are
-// coalesced; no shared memory, no barrier.  Block-level forms with storage from
+// their LFVector's counter per warp group, warp_push.cuh); a range that lies in
+// the bucket the LFVector's window names (almost all of them) is stored through
+// the window's pointer, read together with the atomic, with no bucket
+// arithmetic; stores are coalesced; no shared memory, no barrier.  Block-level forms with storage from
 // the block shape (push_storage<256>) remain for kernels that ask for them.
 //
 // Element access goes by *spans* — contiguous pieces of one bucket — so
@@ -53,10 +55,14 @@
 // (bucket claim, then a bump of the growth arena), which is why that path is
 // a bump and not a heap's page-run search: with the search a kernel pushing
 // one value a thread took 48 registers a thread, with the bump 30-32 (sm_90,
-// nvcc 13.0), full occupancy to hide the latency of the reservation's atomic.  Kernels that hold many items a thread (16 flags
-// and values) take 64-80; blocks of up to 768 threads launch as they are, a
-// kernel launched with larger blocks needs __launch_bounds__(threads), else
-// the launch fails with cudaErrorLaunchOutOfResources.
+// nvcc 13.0), full occupancy to hide the latency of the reservation's atomic.
+// ptxas keeps such kernels at 32 registers and spills when the slow path
+// needs more, with the spill stores on the fast path: the slow path's shape
+// (grow_prefix, raise_prefix) was chosen for none (checked with -Xptxas -v).
+// Kernels that hold many items a thread (16 flags and values) take 64-80;
+// blocks of up to 768 threads launch as they are, a kernel launched with
+// larger blocks needs __launch_bounds__(threads), else the launch fails with
+// cudaErrorLaunchOutOfResources.
 // Compiles under nvcc and NVRTC.
 #pragma once
 
@@ -76,8 +82,9 @@ namespace ggarray_detail {
 // the growth arena) or kReadyPool (a slice of the pool); neither is freed
 // alone (the arena and the pool go whole, at destroy).
 constexpr unsigned kEmpty = 0, kBusy = 1, kReady = 2, kReadyPool = 3;
-// Back-off while another thread allocates a bucket (ns; short next to a malloc).
-constexpr unsigned kWaitNs = 128;
+// Back-off while another thread allocates a bucket (ns): the first wait, then
+// doubled up to the last (a growth takes a few global round trips).
+constexpr unsigned kWaitNs = 128, kMaxWaitNs = 1024;
 
 // The growth arena (view .arena): buckets beyond the pool rows are bumped off
 // [base, base + size), a range the host mapped (the array's own budget) or
@@ -390,17 +397,33 @@ private:
     // budget ran out, every later reservation of the LFVector would otherwise
     // retry the arena for the sealed bucket, one after the other (the bucket's
     // state serializes them), which made an exhausted kernel crawl.
+    // g: the growth word as settle just read it (through L2).  Once every
+    // bucket up to last is ready no seal at or below last exists or can come (a
+    // seal marks a bucket that failed), so the answer is true.  Raising the
+    // prefix only spares later reservations the bucket checks: one lane of
+    // those arriving together does it (every lane of a warp group settles the
+    // same range; 32 compare-and-swaps on one word per group made each growth
+    // of a busy kernel a queue at that word).  (Letting only the allocating
+    // thread raise it, through an out-flag of ensure_bucket, made push kernels
+    // spill registers on their fast path; sm_90, nvcc 13.0.)
     __device__ bool grow_prefix(unsigned l, unsigned g, unsigned last) const {
         using namespace ggarray_detail;
-        if (seal_of(g) <= last || sealed_at_or_below(l, last)) return refuse_sealed();
+        if (seal_of(g) <= last) return refuse_sealed();
         for (unsigned b = prefix_of(g); b <= last; ++b)
             if (!ensure_bucket(l, b)) return false;
+        if (detail::lane_index() == detail::lowest_bit(__activemask())) raise_prefix(l, g, last);
+        return true;
+    }
+    // The ready prefix raised to last + 1 (buckets 0..last ready) from g, the
+    // word as last read, unless it is there already or a seal would be passed.
+    // (g and not a fresh read: the fresh load made push kernels spill
+    // registers to local memory on their fast path; sm_90, nvcc 13.0.)
+    __device__ void raise_prefix(unsigned l, unsigned g, unsigned last) const {
+        using namespace ggarray_detail;
         __threadfence();  // release: the buckets' pointers before the raised prefix
-        for (;;) {
-            if (seal_of(g) <= last) return refuse_sealed();
-            if (prefix_of(g) > last) return true;
+        while (prefix_of(g) <= last && seal_of(g) > last) {
             const unsigned seen = atomicCAS(growth(l), g, (g & ~kPrefixMask) | (last + 1u));
-            if (seen == g) return true;
+            if (seen == g) return;
             g = seen;
         }
     }
@@ -465,7 +488,15 @@ private:
                 }
                 continue;
             }
-            __nanosleep(kWaitNs);
+            // Busy: another thread allocates it.  Wait with relaxed loads
+            // through L2 (an acquire invalidates the SM's L1), backing off: at
+            // a growth every pusher of the LFVector waits here, and their
+            // polls of the state's line queue the owner's own accesses to it.
+            unsigned ns = kWaitNs;
+            do {
+                __nanosleep(ns);
+                ns = ns < kMaxWaitNs ? 2 * ns : ns;
+            } while (*static_cast<volatile unsigned*>(state(l, b)) == kBusy);
         }
     }
     // A bucket refused at a seal: the status says why (the sealer set the bit
@@ -484,52 +515,116 @@ private:
         return bucket_first(b);
     }
 
-    // ---- reservation: claim (one thread) then settle (any threads) ----
-    // claim: one atomicAdd on LFVector l's counter and one relaxed load of its
-    // growth word, issued together; [base, base + n) is the caller's to settle.
+    // ---- reservation: claim (one thread), then the window or settle (any threads) ----
+    // claim: one atomicAdd on LFVector l's counter; [base, base + n) is the
+    // caller's.  Most ranges lie in the bucket the LFVector's window names (see
+    // window_fast): then the range is stored through the window's pointer and
+    // nothing else is read.  Otherwise settle decides.
     // settle: true once every bucket of the range is ready, else false (the
     // range's start recorded in failed_at; nothing to store).  Any number of
     // threads may settle one range (the lanes of a warp group each do): each
     // gets the same answer, since buckets only become ready (never unready)
     // within a kernel and a failed bucket is sealed before it is released.
-    // Fast path: the word's prefix already covers the range (no acquire: it
-    // would invalidate the SM's L1 at every push).  Relaxed is enough to
-    // decide: prefix and seal are one word, a seal at b is written before b can
-    // be claimed again, and the prefix is raised past b only by a CAS that saw
-    // b ready after that claim (so after the seal, in the word's modification
-    // order) and refuses to pass a seal; hence a word with prefix > last has no
-    // seal <= last, now or later.  The buckets' pointers are read with ready_bucket.
-    // The word is read through the SM's L1 (CTA-scope relaxed): any value it
-    // held in this kernel decides as well (a prefix only grows and never
-    // passes a seal), and a stale one only sends the range to grow_prefix.
-    __device__ unsigned long long claim(unsigned l, unsigned long long n, unsigned* word) const {
-        const unsigned long long old = atomicAdd(counters() + l, n);
-        asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(*word) : "l"(growth(l)));
-        return old;
+    // A window hit agrees with settle: a window names a ready bucket, and a
+    // ready bucket has every lower bucket ready and no seal at or below it.
+    // settle's fast check: the growth word's prefix already covers the range.
+    // Relaxed is enough to decide: prefix and seal are one word, a seal at b is
+    // written before b can be claimed again, and the prefix is raised past b
+    // only by a CAS that saw b ready after that claim (so after the seal, in
+    // the word's modification order) and refuses to pass a seal; hence a word
+    // with prefix > last has no seal <= last, now or later.
+    __device__ unsigned long long claim(unsigned l, unsigned long long n) const {
+        return atomicAdd(counters() + l, n);
     }
-    __device__ bool settle(unsigned l, unsigned long long base, unsigned long long n, unsigned g) const {
+    __device__ bool settle(unsigned l, unsigned long long base, unsigned long long n) const {
         using namespace ggarray_detail;
         const unsigned long long hi = base + n;
         const unsigned last = hi < base ? GPUDYN_GGARRAY_MAX_BUCKETS : bucket_of(hi - 1);
+        const unsigned g = *static_cast<volatile unsigned*>(growth(l));
         if (last < prefix_of(g) && last < seal_of(g)) return true;
         if (grow_prefix(l, g, last)) return true;
         atomicMin(failed() + l, base);
         return false;
     }
 
+    // ---- the window: the bucket an LFVector's pushes go to now ----
+    // window[l] = (address of bucket b - first(b) elements) | (b + log2_first + 1),
+    // so element i of bucket b is at (T*)(w & ~63) + i: a push whose range lies
+    // in that bucket needs no bucket arithmetic and no slot read.  The word is
+    // read through L2 together with the claim's atomic (its latency hides
+    // behind the atomic's), so it is never stale in an SM's L1.  It only names
+    // ready buckets, whose pointers never change while the array lives, so any
+    // value it held is right; an old one only sends a range to settle.  The
+    // host points it at the bucket of each LFVector's size at every fold
+    // (clear included); a push that settled a range beyond it moves it on.
+    // 0 (or a bucket whose word cannot be formed: see window_word) means none.
+    __device__ unsigned long long* window(unsigned l) const {
+        return reinterpret_cast<unsigned long long*>(view_.window) + l;
+    }
+    __device__ unsigned long long window_hint(unsigned l) const {
+        unsigned long long w;
+        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(window(l)));
+        return w;
+    }
+    // p with element i of [base, base + n) at p[i - base] when the range lies in
+    // the bucket window word w names, else nullptr.  Bucket b + log2_first has
+    // 2^(s - 1) elements (s = the low 6 bits; s = 0: none, 0 elements) and
+    // starts at 2^(s - 1) - first.
+    __device__ T* window_fast(unsigned long long w, unsigned long long base, unsigned long long n) const {
+        const unsigned long long elems = (1ull << (unsigned(w) & 63u)) >> 1;
+        const unsigned long long at = base - (elems - (1ull << view_.log2_first_bucket));  // index in the bucket
+        if (at >= elems || n > elems - at) return nullptr;
+        return reinterpret_cast<T*>(w & ~63ull) + base;
+    }
+    // The window word of ready bucket b of l; 0 when it cannot be formed (the
+    // bucket's start minus first(b) elements not 64-byte aligned: first
+    // bucket * element size < 64 bytes; or b + log2_first + 1 > 63).
+    __device__ unsigned long long window_word(unsigned l, unsigned b) const {
+        const unsigned s = b + view_.log2_first_bucket + 1u;
+        const unsigned long long p =
+            reinterpret_cast<unsigned long long>(ready_bucket(l, b)) - bucket_first(b) * sizeof(T);
+        return s > 63u || (p & 63ull) != 0 ? 0ull : p | s;
+    }
+    // One thread, after [base, base + n) settled: the window moves on to the
+    // range's last bucket when it named a lower one (or none) and nobody moved
+    // it since `hint` was read (a compare-and-swap: it never moves back).
+    __device__ void advance_window(unsigned l, unsigned long long hint, unsigned long long base,
+                                   unsigned long long n) const {
+        const unsigned last = bucket_of(base + n - 1);
+        if ((unsigned(hint) & 63u) >= last + view_.log2_first_bucket + 1u) return;
+        const unsigned long long w = window_word(l, last);
+        if (w != 0) atomicCAS(window(l), hint, w);
+    }
+    // Host folds (one thread per LFVector): the window names the bucket that
+    // holds index `size` (where the next push goes) if it is ready, else none.
+    __device__ void reset_window(unsigned l, unsigned long long size) const {
+        const unsigned b = bucket_of(size);
+        const bool ready = b < GPUDYN_GGARRAY_MAX_BUCKETS &&
+                           *static_cast<volatile unsigned*>(state(l, b)) >= ggarray_detail::kReady;
+        *window(l) = ready ? window_word(l, b) : 0ull;
+    }
+
     // The structure's side of the insertion algorithms (insert.cuh, warp_push.cuh).
     struct sink {
         const ggarray_ref* a;
         unsigned l;
-        __device__ unsigned long long claim(unsigned long long n, unsigned* word) const { return a->claim(l, n, word); }
-        __device__ bool settle(unsigned long long base, unsigned long long n, unsigned word) const {
-            return a->settle(l, base, n, word);
+        __device__ unsigned long long hint() const { return a->window_hint(l); }
+        __device__ T* fast(unsigned long long h, unsigned long long base, unsigned long long n) const {
+            return a->window_fast(h, base, n);
+        }
+        __device__ unsigned long long claim(unsigned long long n) const { return a->claim(l, n); }
+        __device__ bool settle(unsigned long long base, unsigned long long n) const { return a->settle(l, base, n); }
+        __device__ void advance(unsigned long long h, unsigned long long base, unsigned long long n) const {
+            a->advance_window(l, h, base, n);
         }
         // One thread: claim and settle (the block-level inserters).
         __device__ bool reserve(unsigned long long n, unsigned long long* base) const {
-            unsigned word = 0;
-            *base = a->claim(l, n, &word);
-            return a->settle(l, *base, n, word);
+            const unsigned long long h = hint();
+            *base = claim(n);
+            if (fast(h, *base, n) != nullptr) return true;
+            if (!settle(*base, n)) return false;
+            advance(h, *base, n);
+            return true;
         }
         // Any thread, after settle: one bucket lookup per bucket touched.
         __device__ void store_run(unsigned long long i, const T* v, unsigned n) const {
@@ -639,6 +734,10 @@ struct internal {
     __device__ static bool ensure_bucket(const ggarray_ref<T>& a, unsigned l, unsigned b) { return a.ensure_bucket(l, b); }
     template <class T>
     __device__ static unsigned long long bucket_first(const ggarray_ref<T>& a, unsigned b) { return a.bucket_first(b); }
+    template <class T>
+    __device__ static void reset_window(const ggarray_ref<T>& a, unsigned l, unsigned long long size) {
+        a.reset_window(l, size);
+    }
     template <class T>
     __device__ static unsigned long long lfvector_capacity(const ggarray_ref<T>& a, unsigned l) {
         return a.lfvector_capacity(l);

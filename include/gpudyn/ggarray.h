@@ -50,7 +50,7 @@ typedef enum gpudyn_insert_algo_t {
 } gpudyn_insert_algo_t;
 
 /* Versions of the view structs; a device header refuses any other. */
-typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 5 } gpudyn_ggarray_view_version_t;
+typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 6 } gpudyn_ggarray_view_version_t;
 typedef enum gpudyn_static_array_view_version_t { GPUDYN_STATIC_ARRAY_VIEW_VERSION = 2 } gpudyn_static_array_view_version_t;
 typedef enum gpudyn_vmm_array_view_version_t { GPUDYN_VMM_ARRAY_VIEW_VERSION = 2 } gpudyn_vmm_array_view_version_t;
 
@@ -144,6 +144,10 @@ typedef struct gpudyn_ggarray_view_t {
                                         the last bucket handed out, requests refused; every
                                         bucket beyond the pool rows is bumped off [base, base + usable)
                                         (0: no arena yet, such a bucket fails) */
+    uint64_t window;                 /* uint64[num_lfvectors]: the bucket each LFVector's pushes go to
+                                        now, a hint for the pushes' fast path (0: none): the address
+                                        element 0 would have if the LFVector were contiguous there,
+                                        plus b + log2_first_bucket + 1 for bucket b in the low 6 bits */
 } gpudyn_ggarray_view_t;
 
 /* Fills *options with the defaults listed beside each field (struct_size included). */

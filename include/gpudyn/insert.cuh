@@ -294,7 +294,7 @@ struct warp_rank<insert_algo::warp_scan, MaxThreads> {
     template <int Items>
     __device__ static void rank_tile(TempStorage&, unsigned mask, unsigned nlanes, const bool (&flag)[Items],
                                      unsigned (&off)[Items], unsigned* tile_total) {
-        *tile_total = detail::rank_flagged_items<Items>(mask, nlanes - 1, flag, off);
+        *tile_total = detail::rank_flagged_items<Items>(mask, flag, off);
     }
 };
 

@@ -129,24 +129,30 @@ private:
     // The structure's side of the insertion algorithms (insert.cuh, warp_push.cuh).
     struct sink {
         const contiguous_array_ref* a;
-        // One thread: [base, base + n) of the counter; *word 1 when it fits,
-        // else 0 with the failure recorded (status, failed start).  Callers checked valid().
-        __device__ unsigned long long claim(unsigned long long n, unsigned* word) const {
-            const unsigned long long old = atomicAdd(a->size_ptr_, n);
-            *word = 1u;
-            if (n > a->capacity_ || old > a->capacity_ - n) {
-                atomicMin(a->failed_ptr_, old);
-                atomicOr(a->status_ptr_, kArrayCapacityExceeded);
-                *word = 0u;
-            }
-            return old;
+        // Nothing to hint: whether a range fits is known from the view alone.
+        __device__ unsigned long long hint() const { return 0; }
+        // One thread: [base, base + n) of the counter.  Callers checked valid().
+        __device__ unsigned long long claim(unsigned long long n) const { return atomicAdd(a->size_ptr_, n); }
+        __device__ bool fits(unsigned long long base, unsigned long long n) const {
+            return n <= a->capacity_ && base <= a->capacity_ - n;
         }
-        __device__ bool settle(unsigned long long, unsigned long long, unsigned word) const { return word != 0u; }
+        // Element i of [base, base + n) at p[i - base] when the range fits, else nullptr.
+        __device__ T* fast(unsigned long long, unsigned long long base, unsigned long long n) const {
+            return fits(base, n) ? a->data_ + base : nullptr;
+        }
+        // A range that does not fit records its start and the status (every
+        // caller of the range: the same values, so once is as good as many).
+        __device__ bool settle(unsigned long long base, unsigned long long n) const {
+            if (fits(base, n)) return true;
+            atomicMin(a->failed_ptr_, base);
+            atomicOr(a->status_ptr_, kArrayCapacityExceeded);
+            return false;
+        }
+        __device__ void advance(unsigned long long, unsigned long long, unsigned long long) const {}
         // One thread: claim and settle (the block-level inserters).
         __device__ bool reserve(unsigned long long n, unsigned long long* base) const {
-            unsigned word = 0;
-            *base = claim(n, &word);
-            return settle(*base, n, word);
+            *base = claim(n);
+            return settle(*base, n);
         }
         __device__ void store_run(unsigned long long i, const T* v, unsigned n) const {
             T* p = a->data_ + i;

@@ -115,16 +115,13 @@ __device__ __forceinline__ void pack_item_flags(const bool (&flag)[Items],
         if (flag[k]) mine[k / kFields] += 1ull << (FieldBits * (k % kFields));
 }
 
-// Ranks the flagged items of the lanes of `mask` (any mask; `last` its highest
-// lane, kept for the callers' symmetry) in item-major order: item k of every
+// Ranks the flagged items of the lanes of `mask` (any mask) in item-major order: item k of every
 // lane in lane order, then item k + 1.  off[k]: the offset of a flagged item k
 // of the calling lane; returns the group's count.  One ballot per item: the
 // items rank independently of each other (a shuffle scan of packed counts
 // was a chain of five dependent shuffles before any offset was known).
 template <int Items>
-__device__ __forceinline__ unsigned rank_flagged_items(unsigned mask, unsigned last, const bool (&flag)[Items],
-                                                       unsigned (&off)[Items]) {
-    (void)last;
+__device__ __forceinline__ unsigned rank_flagged_items(unsigned mask, const bool (&flag)[Items], unsigned (&off)[Items]) {
     const unsigned below = lanes_below();
     unsigned run = 0;
 #pragma unroll

@@ -21,13 +21,18 @@
 // not a message from the leader), and each lane finds its own slot.
 //
 // Sink (the structure's side; see ggarray.cuh / contiguous_array.cuh):
-//   unsigned long long claim(unsigned long long n, unsigned* word)   one thread,
-//        short (no loop, no wait): takes [base, base + n) of the counter and
-//        returns base; *word is what settle needs (opaque to this file);
-//   bool settle(unsigned long long base, unsigned long long n, unsigned word)
-//        any number of threads with the same arguments, each gets the same
-//        answer: the range's storage is ready, or false (the failure recorded,
-//        nothing to store);
+//   unsigned long long hint()   any thread, before the claim: an opaque word
+//        (a GGArray's window; read in flight with the claim's atomic);
+//   unsigned long long claim(unsigned long long n)   one thread, short (no
+//        loop, no wait): takes [base, base + n) of the counter, returns base;
+//   T* fast(unsigned long long h, unsigned long long base, unsigned long long n)
+//        any thread: p with element i of [base, base + n) at p[i - base] when
+//        the hint shows the range's storage ready (the usual case), else nullptr;
+//   bool settle(unsigned long long base, unsigned long long n)   any number of
+//        threads with the same arguments, each gets the same answer: the
+//        range's storage is ready, or false (the failure recorded, nothing to store);
+//   void advance(unsigned long long h, unsigned long long base, unsigned long long n)
+//        one thread, after settle returned true: lets later hints cover the range;
 //   void store_run(unsigned long long i, const T* v, unsigned n)    any thread,
 //        after settle returned true: elements [i, i + n) = v[0..n);
 //   void store_one(unsigned long long i, const T& v)   the same for one element;
@@ -44,18 +49,26 @@ inline namespace v0 {
 namespace detail {
 
 // The group's claim: lane `claimer` takes [base, base + total) of the counter,
-// every lane of `peers` gets base and settles the range itself.  Returns
-// settle's answer (the same in every lane).
-template <class Sink>
+// every lane of `peers` gets base and finds the range's storage itself: *p
+// with element i at p[i - base] when the range is one piece (the hint's fast
+// path, else settle then span), nullptr when it is not (store element by
+// element).  Returns false when the range failed (the same in every lane).
+template <class T, class Sink>
 __device__ __forceinline__ bool claim_group(unsigned peers, const Sink& sink, unsigned claimer,
-                                            unsigned long long total, unsigned long long* base) {
+                                            unsigned long long total, unsigned long long* base, T** p) {
+    const unsigned long long h = sink.hint();  // one load for the warp, in flight with the atomic
     unsigned long long b = 0;
-    unsigned word = 0;
-    if (detail::lane_index() == claimer) b = sink.claim(total, &word);
+    if (detail::lane_index() == claimer) b = sink.claim(total);
     b = __shfl_sync(peers, b, int(claimer));
-    word = __shfl_sync(peers, word, int(claimer));
     *base = b;
-    return sink.settle(b, total, word);
+    if (T* const q = sink.fast(h, b, total)) {
+        *p = q;
+        return true;
+    }
+    if (!sink.settle(b, total)) return false;
+    if (detail::lane_index() == claimer) sink.advance(h, b, total);
+    *p = sink.span(b, total);
+    return true;
 }
 
 // One value per calling lane.  Returns the same bool in every lane of `peers`.
@@ -65,8 +78,10 @@ __device__ __forceinline__ bool warp_push_one(unsigned peers, const Sink& sink, 
     const unsigned rank = unsigned(__popc(peers & detail::lanes_below()));
     const unsigned count = unsigned(__popc(peers));
     unsigned long long base = 0;
-    if (!claim_group(peers, sink, leader, count, &base)) return false;
-    sink.store_one(base + rank, x);
+    T* p = nullptr;
+    if (!claim_group(peers, sink, leader, count, &base, &p)) return false;
+    if (p != nullptr) p[rank] = x;
+    else sink.store_one(base + rank, x);
     return true;
 }
 
@@ -81,10 +96,10 @@ __device__ __forceinline__ bool warp_push_many(unsigned peers, const Sink& sink,
     const unsigned long long total = __shfl_sync(peers, incl, int(last));
     if (total == 0) return true;
     unsigned long long base = 0;
-    if (!claim_group(peers, sink, last, total, &base)) return false;
+    T* p = nullptr;
+    if (!claim_group(peers, sink, last, total, &base, &p)) return false;
     if (n == 0) return true;
-    // One lookup for the group's range when it is one piece (group-uniform).
-    if (T* const p = sink.span(base, total)) {
+    if (p != nullptr) {  // one piece (group-uniform)
         T* const q = p + (incl - n);
         for (unsigned j = 0; j < n; ++j) q[j] = values[j];
     } else {
@@ -100,15 +115,13 @@ __device__ __forceinline__ bool warp_push_many(unsigned peers, const Sink& sink,
 template <int Items, class T, class Sink>
 __device__ __forceinline__ bool warp_push_flagged(unsigned peers, const Sink& sink, const bool (&flag)[Items],
                                                   const T (&value)[Items]) {
-    const unsigned last = detail::highest_lane(peers);
     unsigned off[Items];
-    const unsigned total = rank_flagged_items<Items>(peers, last, flag, off);
+    const unsigned total = rank_flagged_items<Items>(peers, flag, off);
     if (total == 0) return true;
     unsigned long long base = 0;
-    if (!claim_group(peers, sink, last, total, &base)) return false;
-    // One lookup for the group's range when it is one piece (group-uniform),
-    // instead of one per element.
-    if (T* const p = sink.span(base, total)) {
+    T* p = nullptr;
+    if (!claim_group(peers, sink, detail::highest_lane(peers), total, &base, &p)) return false;
+    if (p != nullptr) {  // one piece (group-uniform): no per-element lookup
 #pragma unroll
         for (int k = 0; k < Items; ++k)
             if (flag[k]) p[off[k]] = value[k];

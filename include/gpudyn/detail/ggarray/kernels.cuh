@@ -122,18 +122,30 @@ __global__ void ranges_kernel(View view, unsigned long long* total) {
 enum class fold_mode { keep, restore, clear };
 // One thread per LFVector: the counter becomes what the LFVector holds
 // (min(counter, failed_at); the snapshot with `restore`; 0 with `clear`), the
-// failure is forgotten and the seal lifted (the ready prefix stays).
-template <class View>
-__global__ void fold_kernel(View view, const unsigned long long* snapshot, fold_mode mode) {
+// failure is forgotten and the seal lifted (the ready prefix stays), and the
+// window names the bucket the next push goes to.  Thread 0 also resumes the
+// growth arena from the end of its last bucket (a refusal left `taken` past
+// it) and, with `clear`, zeroes the ranges and the users' status: one launch
+// for all of clear.
+template <class T>
+__global__ void fold_kernel(gpudyn_ggarray_view_t view, const unsigned long long* snapshot, fold_mode mode) {
     const unsigned l = blockIdx.x * blockDim.x + threadIdx.x;
+    if (mode == fold_mode::clear && l <= view.num_lfvectors) reinterpret_cast<unsigned long long*>(view.ranges)[l] = 0;
+    if (l == 0) {
+        auto* arena = reinterpret_cast<unsigned long long*>(view.arena);
+        arena[0] = arena[4];  // taken = end (ggarray.cuh's arena_record)
+        if (mode == fold_mode::clear) *reinterpret_cast<unsigned long long*>(view.status) = 0;
+    }
     if (l >= view.num_lfvectors) return;
     auto* sizes = reinterpret_cast<unsigned long long*>(view.sizes);
     auto* failed = reinterpret_cast<unsigned long long*>(view.failed_at);
     auto* growth = reinterpret_cast<unsigned*>(view.growth);
     const unsigned long long held = detail::held_elements(sizes[l], failed[l]);
-    sizes[l] = mode == fold_mode::clear ? 0ull : mode == fold_mode::restore ? snapshot[l] : held;
+    const unsigned long long size = mode == fold_mode::clear ? 0ull : mode == fold_mode::restore ? snapshot[l] : held;
+    sizes[l] = size;
     failed[l] = detail::kNoFailure;
     growth[l] &= kPrefixMask;
+    internal::reset_window(ggarray_ref<T>{view}, l, size);
 }
 
 // ---- spans: block-cooperative loops over contiguous elements ----
