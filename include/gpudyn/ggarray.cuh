@@ -342,8 +342,8 @@ private:
     // is a CTA-scope relaxed load, which the SM's L1 may serve (every warp of
     // the SM pushing into this LFVector reads the same line; a read through
     // L2 costs each push a second round trip after its atomic).  Null means
-    // the publication is not visible to this thread yet: an acquire of the
-    // bucket's state (ensure_bucket on a ready bucket) makes it so.
+    // the publication is not visible to this thread yet: ensure_bucket on a
+    // ready bucket reads the slot through L2 until it is.
     __device__ T* ready_bucket(unsigned l, unsigned b) const {
         unsigned long long w;
         asm volatile("ld.relaxed.cta.global.u64 %0, [%1];" : "=l"(w) : "l"(bucket_slot(l, b)));
@@ -355,10 +355,11 @@ private:
         return p;
     }
 
-    __device__ static unsigned load_acquire(const unsigned* p) {
-        unsigned v;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-        return v;
+    // True when bucket b of l has its pointer published (read through L2).
+    __device__ bool slot_published(unsigned l, unsigned b) const {
+        unsigned long long w;
+        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(bucket_slot(l, b)) : "memory");
+        return w != 0;
     }
 
     // ---- bucket pool ----
@@ -420,7 +421,9 @@ private:
     // registers to local memory on their fast path; sm_90, nvcc 13.0.)
     __device__ void raise_prefix(unsigned l, unsigned g, unsigned last) const {
         using namespace ggarray_detail;
-        __threadfence();  // release: the buckets' pointers before the raised prefix
+        // Release: the buckets' pointers before the raised prefix (acq_rel, not
+        // the sequentially consistent __threadfence: nothing here needs more).
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
         while (prefix_of(g) <= last && seal_of(g) > last) {
             const unsigned seen = atomicCAS(growth(l), g, (g & ~kPrefixMask) | (last + 1u));
             if (seen == g) return;
@@ -444,11 +447,14 @@ private:
         }
         bool tried = false;
         for (;;) {
-            // Acquire: the pointer, published before the ready state, is visible
-            // after this load (a fence here would also wait for this thread's own
-            // earlier element stores, once per tile).
-            const unsigned s = load_acquire(state(l, b));
-            if (s >= kReady) return true;
+            // Published: the slot goes from 0 to the pointer once and is what
+            // callers read (ready_bucket), so seeing it non-zero through L2 is
+            // enough; no acquire (an acquire load invalidates the SM's L1: at a
+            // growth every pusher of the LFVector comes here).  A slot is
+            // written only by the bucket's owner, which then makes it ready.
+            if (slot_published(l, b)) return true;
+            const unsigned s = *static_cast<volatile unsigned*>(state(l, b));
+            if (s >= kReady) continue;  // ready: its slot is visible at the next read
             if (s == kEmpty) {
                 if (tried) return false;  // our own attempt failed: report, do not loop
                 // A failed allocation sealed the LFVector at or below b: the
