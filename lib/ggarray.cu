@@ -69,11 +69,11 @@ struct gpudyn_ggarray_s {
     uint32_t pool_rows = 0;        // bucket rows mapped
     uint64_t known_size = 0;       // the size as of the last host call that read or set it
     gpudyn_heap_t heap = nullptr;  // a heap the array shares (options.heap), else nullptr: an own arena
-    vmm_range own;                 // the own arena's range (reserved and mapped at the first need)
-    uint64_t budget = 0;           // own arena: bytes to map (before the range exists: what it will map)
-    uint64_t max_budget = 0;       // own arena: its range
-    std::vector<uint64_t> runs;    // shared heap: the runs taken as arenas (the last is current)
-    uint64_t last_run = 0;         // shared heap: bytes of the current run
+    uint64_t budget = 0;           // own arena: bytes of its runs (before the first: what it will take)
+    uint64_t max_budget = 0;       // own arena: the most set_budget may raise `budget` to
+    std::vector<uint64_t> runs;    // the runs taken as arenas (the last is current): the device's
+                                   // stream-ordered pool's (own arena) or the given heap's
+    uint64_t last_run = 0;         // bytes of the current run
     gpudyn_heap_view_t heap_view{};
 
     // Bytes of bucket rows 0..rows-1 in the pool: element_size * first * L * (2^rows - 1).
@@ -137,8 +137,11 @@ struct gpudyn_ggarray_s {
     bool pool_covers(uint32_t rows) const { return rows <= (pool.base ? pool_rows : 0u); }
 
     // The growth arena, ready for kernels queued on `stream` after this call.
-    // Own arena: the range reserved and the budget mapped the first time
-    // (OUT_OF_MEMORY naming budget_bytes, and the array stays without one).
+    // Own arena: one run of the budget from the device's stream-ordered pool
+    // (cudaMallocAsync) the first time, so an array created and destroyed
+    // per launch costs what any stream-ordered allocation costs (nothing
+    // once the pool keeps its memory: cudaMemPoolAttrReleaseThreshold);
+    // OUT_OF_MEMORY naming budget_bytes, and the array stays without one.
     // Shared heap: a run of it is taken when the array has none, or when the
     // current one has less than `need` bytes left, or a kernel was refused a
     // bucket since the last look (reading the record synchronizes `stream`);
@@ -149,17 +152,7 @@ struct gpudyn_ggarray_s {
     // then fail their buckets, as an own arena's do once the budget is used).
     void ensure_arena(cudaStream_t stream, uint64_t need = 0) {
         if (!heap) {
-            if (own.base) return;
-            try {
-                own.reserve(hs.device, max_budget, "max_budget_bytes");
-                own.map_to(budget);
-            } catch (const error& e) {
-                own.release();
-                raise(e.status, "the array's budget (budget_bytes %llu, max_budget_bytes %llu) could not be mapped: %s",
-                      (unsigned long long)budget, (unsigned long long)max_budget, e.message.c_str());
-            }
-            const uint64_t rec[kArenaWords] = {0, uint64_t(own.base), own.mapped, 0, 0, 0};
-            GPUDYN_CUDA(cudaMemcpyAsync(arena, rec, sizeof(rec), cudaMemcpyHostToDevice, stream));
+            if (runs.empty()) add_own_run(stream, budget, "the array's budget");
             return;
         }
         uint64_t rec[kArenaWords] = {0, 0, 0, 0, 0, 0};
@@ -193,9 +186,27 @@ struct gpudyn_ggarray_s {
         }
         if (got == 0) return;  // kernels fail their buckets; the status says so
         if (runs.empty()) heap_arena_share(heap, +1);
-        runs.push_back(got);
-        last_run = want;
-        const uint64_t fresh[kArenaWords] = {0, got, want, 0, 0, rec[5]};
+        start_run(stream, got, want);
+    }
+    // Own arena: a run of `bytes` from the stream-ordered pool becomes the
+    // current arena (OUT_OF_MEMORY, naming `what`, changes nothing).
+    void add_own_run(cudaStream_t stream, uint64_t bytes, const char* what) {
+        void* p = nullptr;
+        try {
+            device_alloc(&p, bytes, stream, what);
+        } catch (const error& e) {
+            raise(e.status, "%s (budget_bytes %llu, max_budget_bytes %llu): %s", what, (unsigned long long)budget,
+                  (unsigned long long)max_budget, e.message.c_str());
+        }
+        start_run(stream, reinterpret_cast<uint64_t>(p), bytes);
+    }
+    // Run [base, base + bytes) becomes the current arena for kernels queued on
+    // `stream` after this call (the count of refusals stays); what the last run
+    // did not hand out stays unused.
+    void start_run(cudaStream_t stream, uint64_t base, uint64_t bytes) {
+        runs.push_back(base);
+        last_run = bytes;
+        const uint64_t fresh[kArenaWords - 1] = {0, base, bytes, 0, 0};  // arena_record up to `refusals`
         GPUDYN_CUDA(cudaMemcpyAsync(arena, fresh, sizeof(fresh), cudaMemcpyHostToDevice, stream));
     }
     // Upper bound on the arena bytes that buckets of rows [pool rows, rows) of
@@ -210,9 +221,6 @@ struct gpudyn_ggarray_s {
     void budget_of(uint64_t* now, uint64_t* max) const {
         if (heap) {
             heap_sizes(heap, now, max);
-        } else if (own.base) {
-            *now = own.mapped;
-            *max = own.reserved;
         } else {
             *now = budget;
             *max = max_budget;
@@ -231,7 +239,7 @@ struct gpudyn_ggarray_s {
                      (unsigned long long)last_run, (unsigned long long)now, (unsigned long long)max);
         else
             snprintf(buf, sizeof(buf),
-                     "the budget (%llu bytes mapped for the array's buckets, at most %llu) is used up; raise it with "
+                     "the budget (%llu bytes for the array's buckets, at most %llu) is used up; raise it with "
                      "gpudyn_ggarray_set_budget",
                      (unsigned long long)now, (unsigned long long)max);
         return buf;
@@ -419,8 +427,13 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
                 array->runs.clear();
                 heap_arena_share(array->heap, -1);
             }
+            if (!array->heap) {
+                // The own arena's runs go back to the stream-ordered pool after the array's last work.
+                for (uint64_t r : array->runs) GPUDYN_CUDA(cudaFreeAsync(reinterpret_cast<void*>(r), s));
+                array->runs.clear();
+            }
             if (array->block) {
-                // The frees are on `s`; the event now follows them (the pool and the arena wait for it).
+                // The frees are on `s`; the event now follows them (the pool's unmapping waits for it).
                 GPUDYN_CUDA(cudaFreeAsync(array->block, s));
                 array->block = nullptr;
                 GPUDYN_CUDA(cudaEventRecord(array->hs.done, s));
@@ -429,11 +442,10 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
                 heap_add_user(array->heap, -1);
                 array->heap = nullptr;
             }
-            if (array->pool.base || array->own.base) {
+            if (array->pool.base) {
                 // The mappings are not stream-ordered: wait for the calls (and frees) that used them.
                 GPUDYN_CUDA(cudaEventSynchronize(array->hs.done));
                 array->pool.release();
-                array->own.release();
             }
         }
         array->hs.release();
@@ -685,19 +697,18 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uin
                        array->heap ? "given heap's" : "array's arena");
         if (budget_bytes <= now) return;
         if (!array->heap) {
-            array->budget = std::max(budget_bytes, kMinBudget);
-            if (!array->own.base) return;  // mapped when the arena is first needed
-            try {
-                array->own.map_to(array->budget);
-            } catch (const error& e) {
-                raise(e.status, "argument 'budget_bytes' is %llu: %s", (unsigned long long)budget_bytes,
-                      e.message.c_str());
+            const uint64_t want = std::max(budget_bytes, kMinBudget);
+            if (array->runs.empty()) {
+                array->budget = want;  // taken when the arena is first needed
+                return;
             }
-            // Kernels queued after this call see the larger arena; the seals of
-            // buckets the old one could not give are lifted.
-            const uint64_t size = array->own.mapped;
-            GPUDYN_CUDA(cudaMemcpyAsync(array->arena + 2, &size, sizeof(size), cudaMemcpyHostToDevice, call.stream()));
-            GPUDYN_CUDA(cudaMemsetAsync(array->arena + 3, 0, sizeof(uint64_t), call.stream()));
+            // Another run of the difference becomes the arena: kernels queued after
+            // this call see it, and the seals of buckets the old run could not give
+            // are lifted.
+            char what[96];
+            snprintf(what, sizeof(what), "argument 'budget_bytes' is %llu", (unsigned long long)budget_bytes);
+            array->add_own_run(call.stream(), want - array->budget, what);
+            array->budget = want;
             array->fold(call.stream(), fold_mode::keep);  // also resumes the arena
             return;
         }

@@ -4,7 +4,7 @@
 // allocated inside a kernel, on demand, by the one thread that wins a
 // compare-and-swap on its state (the precursor report's fix: no thread
 // allocates before knowing it is the one): in place in the host-mapped bucket
-// pool, else bumped off the array's growth arena (memory the host mapped or
+// pool, else bumped off the array's growth arena (memory the host allocated or
 // took from a gpudyn heap: the array's budget; never CUDA's device malloc).
 // `ranges` is the exclusive prefix sum of the LFVector sizes (computed by
 // get_view) so a global index finds its LFVector by binary search.
@@ -87,7 +87,7 @@ constexpr unsigned kEmpty = 0, kBusy = 1, kReady = 2, kReadyPool = 3;
 constexpr unsigned kWaitNs = 128, kMaxWaitNs = 1024;
 
 // The growth arena (view .arena): buckets beyond the pool rows are bumped off
-// [base, base + size), a range the host mapped (the array's own budget) or
+// [base, base + size), a run the host allocated (the array's own budget) or
 // took from a heap it shares (gpudyn_ggarray_options_t.heap).  A bump is one
 // atomicAdd; it keeps the growth path of every push kernel to a few registers
 // (the page-run search of a heap made a per-thread push kernel 48-64
@@ -622,15 +622,6 @@ private:
         __device__ bool settle(unsigned long long base, unsigned long long n) const { return a->settle(l, base, n); }
         __device__ void advance(unsigned long long h, unsigned long long base, unsigned long long n) const {
             a->advance_window(l, h, base, n);
-        }
-        // One thread: claim and settle (the block-level inserters).
-        __device__ bool reserve(unsigned long long n, unsigned long long* base) const {
-            const unsigned long long h = hint();
-            *base = claim(n);
-            if (fast(h, *base, n) != nullptr) return true;
-            if (!settle(*base, n)) return false;
-            advance(h, *base, n);
-            return true;
         }
         // Any thread, after settle: one bucket lookup per bucket touched.
         __device__ void store_run(unsigned long long i, const T* v, unsigned n) const {

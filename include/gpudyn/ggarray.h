@@ -20,8 +20,9 @@
  * Memory of a GGArray.  Bucket rows that reserve / push_back map from the host
  * live in the array's bucket pool (one VMM range).  Every other bucket -- the
  * ones a kernel needs beyond those rows, or all of them without a pool -- is
- * bumped off the array's growth arena: memory it maps itself, or runs it takes
- * from a gpudyn heap (heap.h) given at create and shared with other arrays.
+ * bumped off the array's growth arena: runs it takes from the device's
+ * stream-ordered memory pool (cudaMallocAsync), or from a gpudyn heap (heap.h)
+ * given at create and shared with other arrays.
  * That memory is the array's *budget*: what kernels may take for new buckets.  The host raises it between launches
  * (gpudyn_ggarray_set_budget); CUDA's device malloc heap is never used.  When
  * the budget runs out inside a kernel, the push that needed the bucket returns
@@ -79,10 +80,12 @@ typedef struct gpudyn_ggarray_options_t {
     uint32_t reserved;               /* 0 */
     uint64_t first_bucket_elements;  /* elements in bucket 0, a power of two >= 32 (default 1024) */
     uint64_t budget_bytes;           /* memory kernels may take for buckets beyond the pool rows (the
-                                        growth arena they are bumped off): the array maps this much
-                                        (rounded up to the driver's granularity) the first time a
-                                        kernel could need it (get_view, or a reserve / push_back beyond
-                                        the pool); 0 (default): 1 GiB, or half the device's free memory
+                                        growth arena they are bumped off): the array takes this much
+                                        from the device's current stream-ordered memory pool
+                                        (cudaMallocAsync; a pool that keeps its memory makes create /
+                                        destroy per launch cheap) the first time a kernel could need
+                                        it (get_view, or a reserve / push_back beyond the pool), at
+                                        least 2 MiB; 0 (default): 1 GiB, or half the device's free memory
                                         when that is less; must be 0 with `heap`.  (This field was
                                         malloc_heap_bytes, the size of CUDA's malloc heap the buckets
                                         came from: same place, same role.) */
@@ -91,12 +94,11 @@ typedef struct gpudyn_ggarray_options_t {
                                         a range the driver cannot reserve is OUT_OF_MEMORY naming it */
     /* Fields below are read when struct_size covers them (callers built against
      * an older header pass a smaller struct_size and get the defaults). */
-    uint64_t max_budget_bytes;       /* the most set_budget may raise the budget to: the arena's
-                                        virtual range, reserved once; 0 (default):
+    uint64_t max_budget_bytes;       /* the most set_budget may raise the budget to; 0 (default):
                                         8 x the budget, at most the device's total memory; a value
                                         above the device's total memory is refused; must be 0
                                         with `heap` */
-    gpudyn_heap_t heap;              /* NULL (default): the array maps its own arena.  Else the arena
+    gpudyn_heap_t heap;              /* NULL (default): the array's own arena (budget_bytes).  Else the arena
                                         is runs of this heap of the same device, shared with whatever
                                         else uses it; its mapped memory is the budget
                                         (gpudyn_heap_grow or set_budget raise it); it cannot be
@@ -153,7 +155,7 @@ typedef struct gpudyn_ggarray_view_t {
 /* Fills *options with the defaults listed beside each field (struct_size included). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_options_init(gpudyn_ggarray_options_t* options);
 /* Creates an empty GGArray (no bucket yet) and reserves the pool's virtual range.
- * The growth arena is made (budget_bytes mapped) only when first needed.  Options
+ * The growth arena is taken (budget_bytes) only when first needed.  Options
  * with struct_size below sizeof(gpudyn_ggarray_options_t) but at least 40 (the
  * size before max_budget_bytes) are accepted: the later fields take their
  * defaults.  options->heap on another device is INVALID_ARGUMENT. */
@@ -207,24 +209,25 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_copy_to_host(gpudyn_ggarray_t array, v
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_stream_t stream);
 /* Fills *view and recomputes `ranges` on `stream`; at() and spans of kernels
  * launched after it on that stream see the elements present at that point.
- * Makes the growth arena ready first: the own one is mapped the first time
+ * Makes the growth arena ready first: the own one is allocated the first time
  * (OUT_OF_MEMORY naming budget_bytes when the device has not the memory); with
  * a given heap a run of it is taken when needed (see options.heap). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudyn_ggarray_view_t* view,
                                                    gpudyn_stream_t stream);
-/* Raises the budget to at least `budget_bytes`: maps more memory into the own
- * arena (a given heap grows for all its users), rounded up to
- * the mapping granularity; smaller values change nothing.  Call between
+/* Raises the budget to at least `budget_bytes`: the own arena takes a run of
+ * the difference from the stream-ordered pool (what the previous run had not
+ * handed out stays unused), a given heap grows for all its users; smaller
+ * values change nothing.  Call between
  * launches: kernels queued on `stream` after it can use the memory (views stay
  * valid), and LFVectors that a bucket the old budget could not give had sealed
  * may grow again (the status bits stay until clear_status).  Above
- * max_budget_bytes (the arena's or the given heap's range) INVALID_ARGUMENT;
+ * max_budget_bytes (the array's, or the given heap's range) INVALID_ARGUMENT;
  * without the memory OUT_OF_MEMORY (nothing changes); both name 'budget_bytes'.
- * Before the own arena is mapped it only records the larger budget. */
+ * Before the own arena is taken it only records the larger budget. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uint64_t budget_bytes,
                                                      gpudyn_stream_t stream);
-/* The budget (bytes mapped for kernels' buckets: the own arena's, or what it
- * will map when it is made, or the given heap's mapped memory) and the most set_budget may
+/* The budget (bytes for kernels' buckets: the own arena's runs, or what it
+ * will take when it is made, or the given heap's mapped memory) and the most set_budget may
  * raise it to.  Host-side values, no synchronization; either pointer may be NULL. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_budget(gpudyn_ggarray_t array, uint64_t* budget_bytes,
                                                      uint64_t* max_budget_bytes);

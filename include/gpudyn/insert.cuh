@@ -23,6 +23,7 @@
 #pragma once
 
 #include "gpudyn/detail/warp.cuh"
+#include "gpudyn/detail/warp_push.cuh"  // detail::reserve_range
 
 #include <mma.h>
 
@@ -412,11 +413,10 @@ struct sink_window {
     unsigned long long word[kSinkWindowWords];
 };
 
-// Sink (provided by the structure):
-//   bool reserve(unsigned long long n, unsigned long long* base)  called by one thread;
-//        true when [base, base+n) is now the block's (all-or-nothing), false on failure;
+// Sink (provided by the structure): warp_push.cuh's claim side (hint, claim,
+// fast, settle, advance: one thread reserves with detail::reserve_range), and
 //   void open(sink_window& w, unsigned long long base, unsigned long long n)
-//        called by the same thread after a successful reserve with n > 0;
+//        called by the same thread after a successful reservation with n > 0;
 //   void store(const sink_window& w, unsigned long long index, const T& value)  any thread,
 //        index inside the opened range;
 //   T* extent(const sink_window& w, unsigned long long index, unsigned long long* first,
@@ -450,7 +450,7 @@ struct block_inserter {
                                          unsigned long long* base) {
         if (detail::block_thread_rank() == 0) {
             unsigned long long b = 0;
-            const bool ok = total == 0 || sink.reserve(total, &b);
+            const bool ok = total == 0 || detail::reserve_range(sink, total, &b);
             if (ok && total > 0) sink.open(s.window, b, total);
             s.ok = ok ? 1 : 0;
             s.base = b;

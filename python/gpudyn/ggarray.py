@@ -177,15 +177,17 @@ class GGArray(_Array):
     map whole bucket rows into the array's bucket pool from the host (kernels
     then claim those buckets in place).  Every other bucket -- pushes from your
     own kernels past what was reserved, or all of them without a pool -- is
-    bumped off the array's growth arena: memory the array maps itself, or runs
-    it takes from `heap` (a :class:`gpudyn.Heap` shared with other arrays).
+    bumped off the array's growth arena: runs the array takes from the device's
+    stream-ordered memory pool (cudaMallocAsync, as CuPy's and PyTorch's async
+    allocations), or from `heap` (a :class:`gpudyn.Heap` shared with other arrays).
     CUDA's device malloc heap is never used.
 
     The arena's memory is the array's :attr:`budget`.  `budget`: bytes the array
-    maps the first time a kernel could need them (None: 1 GiB, or half the
-    device's free memory when that is less); `max_budget`: the most the budget
-    may be raised to, the arena's virtual range (None: 8x the budget, at most
-    the device's memory).  With `heap` (leave both None), its mapped memory is
+    takes the first time a kernel could need them (None: 1 GiB, or half the
+    device's free memory when that is less; a pool whose release threshold keeps
+    its memory makes an array per launch cheap); `max_budget`: the most the
+    budget may be raised to (None: 8x the budget, at most the device's memory);
+    a raise takes another run of the difference.  With `heap` (leave both None), its mapped memory is
     the budget: the first time a kernel could need a bucket the array takes a
     run of the heap (its share of the free memory: the free bytes over the
     arrays using the heap that hold no run yet, at least 2 MiB), and another,
@@ -260,7 +262,7 @@ class GGArray(_Array):
 
     @property
     def max_budget(self) -> int:
-        """The most :attr:`budget` may be raised to (the arena's or the shared heap's virtual range)."""
+        """The most :attr:`budget` may be raised to (the array's limit, or the shared heap's virtual range)."""
         return self._budget()[1]
 
     def reserve(self, capacity: int) -> None:

@@ -149,11 +149,6 @@ private:
             return false;
         }
         __device__ void advance(unsigned long long, unsigned long long, unsigned long long) const {}
-        // One thread: claim and settle (the block-level inserters).
-        __device__ bool reserve(unsigned long long n, unsigned long long* base) const {
-            *base = claim(n);
-            return settle(*base, n);
-        }
         __device__ void store_run(unsigned long long i, const T* v, unsigned n) const {
             T* p = a->data_ + i;
             for (unsigned j = 0; j < n; ++j) p[j] = v[j];

@@ -71,6 +71,18 @@ __device__ __forceinline__ bool claim_group(unsigned peers, const Sink& sink, un
     return true;
 }
 
+// The same claim by one thread alone (the block-level inserters of insert.cuh):
+// [*base, *base + n) is the caller's when it returns true.
+template <class Sink>
+__device__ __forceinline__ bool reserve_range(const Sink& sink, unsigned long long n, unsigned long long* base) {
+    const unsigned long long h = sink.hint();
+    *base = sink.claim(n);
+    if (sink.fast(h, *base, n) != nullptr) return true;
+    if (!sink.settle(*base, n)) return false;
+    sink.advance(h, *base, n);
+    return true;
+}
+
 // One value per calling lane.  Returns the same bool in every lane of `peers`.
 template <class T, class Sink>
 __device__ __forceinline__ bool warp_push_one(unsigned peers, const Sink& sink, const T& x) {

@@ -132,8 +132,8 @@ __global__ void fold_kernel(gpudyn_ggarray_view_t view, const unsigned long long
     const unsigned l = blockIdx.x * blockDim.x + threadIdx.x;
     if (mode == fold_mode::clear && l <= view.num_lfvectors) reinterpret_cast<unsigned long long*>(view.ranges)[l] = 0;
     if (l == 0) {
-        auto* arena = reinterpret_cast<unsigned long long*>(view.arena);
-        arena[0] = arena[4];  // taken = end (ggarray.cuh's arena_record)
+        auto* arena = reinterpret_cast<arena_record*>(view.arena);
+        arena->taken = arena->end;
         if (mode == fold_mode::clear) *reinterpret_cast<unsigned long long*>(view.status) = 0;
     }
     if (l >= view.num_lfvectors) return;
