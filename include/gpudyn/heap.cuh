@@ -79,10 +79,11 @@
 //
 // free(p) finds the page of p (p outside the range: bad free), then its record:
 // a slab (the first page or a member page pointing back to it) -> the slot
-// (p must be a slot start, else bad free); lanes freeing the same pointer
-// together: the lowest lane frees, the others are bad frees; lanes freeing into
-// the same bitmap word together clear their bits with one atomicAnd; a bit that
-// was already clear is a double free.  Huge: CAS of the record to 0 (one winner),
+// (p must be a slot start, else bad free), whose bit is cleared with
+// atomicAnd: lanes freeing into the word of the lowest slot lane together
+// clear theirs with one (twice over: a converged warp's slots span a word or
+// two), the others alone; a bit that was already clear is a double free (of
+// lanes freeing one pointer together, one frees it).  Huge: CAS of the record to 0 (one winner),
 // then the words.  Otherwise rw_heap_ref::free (medium run record or bad free).
 // A double, foreign or interior free returns false, is counted in counters[1]
 // and changes nothing.  (A pointer freed twice after its slot was handed out
@@ -363,6 +364,36 @@ __device__ __forceinline__ counter_rng heap_rng() {
     return counter_rng(static_cast<unsigned long long>(clock64()), id);
 }
 
+// The probes of a small malloc (which slab, which word): a 32-bit linear
+// congruential step and a multiply-shift into [0, n), seeded from the SM clock
+// and the thread.  Its quality only spreads groups over words; counter_rng's
+// two 64-bit mixes per draw were a sixth of a malloc burst's instructions.
+struct probe_rng {
+    unsigned s;
+    __device__ explicit probe_rng(unsigned seed) : s(seed) {}
+    __device__ __forceinline__ unsigned below(unsigned n) {
+        s = s * 1664525u + 1013904223u;
+        return __umulhi(s, n);
+    }
+};
+__device__ __forceinline__ unsigned probe_seed() {
+    return (unsigned(clock()) ^ (threadIdx.x + 0x9E3779B9u * (blockIdx.x + 1))) * 0x9E3779B1u;
+}
+
+// Bits of the lowest k set bits of x (k <= popcount(x)), and the r-th set bit of
+// such a word: when x's set bits from its lowest one on are contiguous (an empty
+// or emptied slab word) a shift, else detail::lowest_set_bits / nth_set_bit.
+__device__ __forceinline__ unsigned long long take_lowest(unsigned long long x, unsigned k) {
+    const unsigned long long run = k >= 64 ? ~0ull : (1ull << k) - 1;
+    const unsigned long long want = run << (x != 0 ? lowest_bit(x) : 0u);
+    return (x & want) == want ? want : lowest_set_bits(x, k);
+}
+__device__ __forceinline__ unsigned set_bit_at(unsigned long long x, unsigned r) {
+    const unsigned lo = lowest_bit(x);
+    const unsigned long long run = x >> lo;
+    return (run & (run + 1)) == 0 ? lo + r : nth_set_bit(x, r);
+}
+
 // The heap's view as the library keeps it in device memory, right after the
 // counters (lib/heap.cu writes it once, at create; a heap's view never changes).
 // Out-of-line code reaches the whole heap through this one pointer, so its
@@ -569,23 +600,36 @@ public:
         const unsigned lane = detail::lane_index();
         // The caller's writes to the block are visible before anyone can get it again.
         detail::release_fence();
-        slot_ref s = locate(p);
-        // Lanes freeing one pointer together: the lowest frees it, the others are double frees.
-        const unsigned same = __match_any_sync(mask, reinterpret_cast<unsigned long long>(p));
-        if (s.kind == kSlot && detail::lowest_bit(same) != lane) s.kind = kBad;
-        // Lanes freeing into one slot word together clear their bits with one atomicAnd.
-        const unsigned long long key = s.kind == kSlot ? reinterpret_cast<unsigned long long>(s.word)
-                                                       : (static_cast<unsigned long long>(lane) << 1) | 1ull;
-        const unsigned group = __match_any_sync(mask, key);
-        if (s.kind == kSlot) {
-            const unsigned long long bits = detail::masked_or64(group, s.bit);
-            const unsigned leader = detail::lowest_bit(group);
+        const slot_ref s = locate(p);
+        const bool slot = s.kind == kSlot;
+        // Slot frees clear their bit with atomicAnd.  Lanes freeing into the word of
+        // the lowest slot lane left (a converged warp's slots share a word or two)
+        // clear their bits with one atomicAnd, twice over; the others alone (a
+        // __match_any_sync grouping cost mixed-size frees, whose words all differ,
+        // twice the time).  A bit already clear is a double free, also between
+        // lanes freeing one pointer together: their group falls back to one
+        // atomicAnd a lane, so one of them frees it.
+        unsigned rest = __ballot_sync(mask, slot);
+        bool done = !slot, ok = false;
+        for (unsigned round = 0; round < 2 && rest != 0; ++round) {
+            const unsigned leader = detail::lowest_bit(rest);
+            const unsigned long long lead =
+                __shfl_sync(mask, reinterpret_cast<unsigned long long>(s.word), int(leader));
+            const bool mine = !done && reinterpret_cast<unsigned long long>(s.word) == lead;
+            const unsigned group = __ballot_sync(mask, mine);
+            const unsigned long long bits = detail::masked_or64(mask, mine ? s.bit : 0ull);
+            rest &= ~group;
+            if (detail::popcount(bits) != detail::popcount(group)) continue;  // a pointer twice: alone below
             unsigned long long old = 0;
             if (lane == leader) old = atomicAnd(s.word, ~bits);
-            old = __shfl_sync(group, old, int(leader));
-            if ((old & s.bit) != 0) return true;
-            return bad_free();  // the slot was free already: nothing changed
+            old = __shfl_sync(mask, old, int(leader));
+            if (mine) {
+                done = true;
+                ok = (old & s.bit) != 0;
+            }
         }
+        if (!done) ok = (atomicAnd(s.word, ~s.bit) & s.bit) != 0;
+        if (slot) return ok ? true : bad_free();  // a slot that was free already: nothing changed
         if (s.kind == kNull) return true;
         if (s.kind == kHuge) return huge_free(s.page);
         if (s.kind == kRun) return run_ref(kHeapCounterFailed).free(p);
@@ -797,8 +841,42 @@ private:
                     return page_address(cur - 1) + static_cast<unsigned long long>(w * 64 + detail::lowest_bit(bit)) * k.size;
             }
         }
-        detail::counter_rng rng = detail::heap_rng();
         char* mine = nullptr;
+        if (n > 1) {
+            // A group: one word of the SM's current slab (the rounds' first read,
+            // with none of their bookkeeping).  Lane r reads word base + r; the
+            // lowest lane whose word has a free slot for every lane claims them
+            // all with one atomicOr and the lanes take them by rank.  A group
+            // this does not serve whole goes on in the rounds with what it got.
+            unsigned cur = 0, seed = 0;
+            if (lane == leader) {
+                cur = detail::load_published(cursor_word(state, sm_cursor(state, true)));
+                seed = detail::probe_seed();
+            }
+            cur = __shfl_sync(group, cur, int(leader));
+            if (cur != 0) {
+                unsigned w = __umulhi(__shfl_sync(group, seed, int(leader)), nwords) + rank;
+                w = w >= nwords ? w - nwords : w;
+                unsigned long long* const sw = slot_words(cur - 1);
+                const unsigned long long free_bits = rank < nwords ? ~detail::load_word(sw + w) : 0ull;
+                const unsigned enough = __ballot_sync(group, unsigned(detail::popcount(free_bits)) >= n);
+                if (enough != 0) {
+                    const unsigned claimer = detail::lowest_bit(enough);
+                    unsigned long long got = 0;
+                    if (lane == claimer) {
+                        const unsigned long long want = detail::take_lowest(free_bits, n);
+                        got = want & ~atomicOr(sw + w, want);
+                    }
+                    got = __shfl_sync(group, got, int(claimer));
+                    w = __shfl_sync(group, w, int(claimer));
+                    if (rank < unsigned(detail::popcount(got)))
+                        mine = page_address(cur - 1) +
+                               static_cast<unsigned long long>(w * 64 + detail::set_bit_at(got, rank)) * k.size;
+                }
+            }
+            if (__all_sync(group, mine != nullptr)) return mine;
+        }
+        detail::probe_rng rng(detail::probe_seed());
         unsigned misses = 0, refusals = 0;
         bool sweeping = false;
         unsigned long long sweep_pos = 0, sweep_end = 0;
@@ -931,7 +1009,7 @@ private:
                     if (underway >= limit && refusals < kHeapMaxRefusals) {
                         refused = true;
                     } else {
-                        head = attach_slab(c, k, claimed, cursor, rng);
+                        head = attach_slab(c, k, claimed, cursor);
                     }
                     atomicSub(state + 1, 1u);
                 }
@@ -972,9 +1050,9 @@ private:
 
     // Attaches a new slab to class c (one thread), its first `claimed` slots
     // already taken by the caller.  Returns its first page or kHeapNoPage.
-    __device__ unsigned attach_slab(unsigned c, const heap_class& k, unsigned claimed, unsigned cursor,
-                                    detail::counter_rng& rng) const {
+    __device__ unsigned attach_slab(unsigned c, const heap_class& k, unsigned claimed, unsigned cursor) const {
         const rw_heap_ref pages = run_ref(kHeapCounterAttachScratch);
+        detail::counter_rng rng = detail::heap_rng();  // the page walk's (rw_heap's) generator
         unsigned head = kHeapNoPage;
         if (k.slab_pages == 1) {
             head = pages.get_page<rw_algorithm::rw_bm>(rng);
