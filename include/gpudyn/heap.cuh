@@ -22,13 +22,15 @@
 //    doubling (rounding wastes <= 12.5 %); class sizes that are powers of two
 //    are exactly the 2^k requests, and slots are multiples of the class size
 //    from a page boundary, so 2^k requests up to P are 2^k-aligned.  A class
-//    carves slabs of slab_pages(c) = ceil(8 * size / P) pages (>= 8 slots, so
-//    a class with few requests holds little: every class up to P/8 has
-//    one-page slabs, the P/2 class 4-page slabs of 8), whose slot bits (1 =
+//    carves slabs of slab_pages(c) pages: 64 slots and 128 KiB, at most 1 MiB
+//    unless 8 slots need more, at least one page (a slab lasts a few converged
+//    warps; the cap and the 8-slot floor keep what a class with few requests
+//    holds small: with 64 KiB pages, 2-page slabs up to the 2 KiB class, the
+//    32 KiB class 16-page slabs of 32), whose slot bits (1 =
 //    used) live out of band (slot_bitmap, P/1024 words per page, indexed by the
 //    slab's first page).  A class keeps a directory of its slabs (an
 //    append-only array of first pages plus a count) and *current* slabs
-//    (1 + slabs / 16 of them, at most 32, each on a cache line of its own, SM
+//    (1 + slabs / 4 of them, at most 128, each on a cache line of its own, SM
 //    s using s % that many: few partly filled slabs for a small class, less
 //    contention on one slab for a large one).
 //    malloc groups the lanes that arrive together (__activemask) by class
@@ -101,8 +103,8 @@
 // medium runs (one bit per 16 bytes: another 0.78 %), two uint32 records per page, one bitmap bit per page,
 // the class directories (sum over classes of max_pages / slab_pages(c) uint32:
 // 0.4 % with 64 KiB pages, 2.5 % with 4 KiB pages).  About 2 % of max_bytes
-// with 64 KiB pages, 4 % with 4 KiB pages, plus the class states, 4.25 KiB per
-// class whatever the heap's size (0.3 MiB with 64 KiB pages, 0.5 MiB with 2 MiB).
+// with 64 KiB pages, 4 % with 4 KiB pages, plus the class states, 16.25 KiB per
+// class whatever the heap's size (1.1 MiB with 64 KiB pages, 1.8 MiB with 2 MiB).
 //
 // Memory ordering: a slot's bit is set (atomicOr) before its pointer is handed
 // out; a slab is initialised and fenced (__threadfence) before its directory
@@ -175,11 +177,17 @@ constexpr unsigned kHeapMinPageShift = 12;
 constexpr unsigned kHeapMaxPageShift = 21;
 // Classes for the largest page: sizes up to 2^20 = 8 * (21 - 7) classes.
 constexpr unsigned kHeapMaxClasses = kHeapClassesPerDoubling * (kHeapMaxPageShift - kHeapLinearShift);
-// A slab holds at least this many slots (and at least one page): small enough
-// that a class with few requests holds little (a 32 KiB class: 4 pages), and a
-// page of a class up to P/8 is one slab.
+// Slots of a slab: kHeapSlabSlots and kHeapSlabMinBytes (a slab serves a
+// few converged warps: with 16 slots, 4 KiB requests took two slabs a warp,
+// and with 256 slots a 256 B slab lasted 8 warps; each slab change sends a
+// group through the slow rounds), in at most kHeapSlabMaxBytes, but never
+// fewer than kHeapSlabMinSlots (which decide for pages of 1 MiB and more); at
+// least one page.
+constexpr unsigned kHeapSlabSlots = 64;
+constexpr unsigned long long kHeapSlabMinBytes = 128ull << 10;
+constexpr unsigned long long kHeapSlabMaxBytes = 1ull << 20;
 constexpr unsigned kHeapSlabMinSlots = 8;
-// Slot bitmap words per page: P / 16 slots at most (the 16-byte class) / 64.
+// Slot bitmap words per page: P / 16 slots (the 16-byte class) / 64; a slab uses those of its pages.
 constexpr unsigned kHeapSlotWordShift = 10;  // P >> 10 words of 64 bits = P / 16 bits
 // Words of the current slab one lane reads in a round (the lanes of a group
 // split the slab), and random (slab, word) probes of one lane in a draw round.
@@ -203,15 +211,16 @@ constexpr unsigned kHeapAttachShare = 16;
 // Class state: 128-byte lines (with all of it on one line, which attaches and
 // promotions also write, every warp of a burst loaded that line three times
 // and the burst queued at one L2 slice).  Line 0: slabs attached, attaches under way.  Line 1: the current
-// slabs in use, 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors; few
-// partly filled slabs for a small class, less contention on one slab for a
-// large one), written only when it grows (a group reads it from L2, a lone
+// slabs in use, 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors, about
+// one an SM: few partly filled slabs for a small class; a class of many slabs
+// gives each SM's warps a slab of their own, where 8 SMs a slab made most
+// groups of a burst miss it), written only when it grows (a group reads it from L2, a lone
 // caller's first try through L1).
 // Lines 2 ..: the current slabs (+ 1; 0: none), each on its own line; SM s
 // uses cursor s % active.
 constexpr unsigned kHeapStateLineWords = 32;
-constexpr unsigned kHeapCursors = 32;
-constexpr unsigned kHeapSlabsPerCursor = 16;
+constexpr unsigned kHeapCursors = 128;
+constexpr unsigned kHeapSlabsPerCursor = 4;
 constexpr unsigned kHeapClassStateWords = kHeapStateLineWords * (2 + kHeapCursors);
 // Refusals after which a group attaches regardless (a bound on waiting).
 constexpr unsigned kHeapMaxRefusals = 64;
@@ -255,7 +264,7 @@ static_assert(__builtin_offsetof(heap_view, reserved) == __builtin_offsetof(gpud
 struct heap_class {
     unsigned size;        // bytes per slot
     unsigned slab_pages;  // pages per slab
-    unsigned slots;       // slots per slab (<= P / 16)
+    unsigned slots;       // slots per slab (<= slab_pages * P / 16: the slot words of its pages)
     unsigned dir_offset;  // first directory entry of the class
 };
 
@@ -299,7 +308,11 @@ __host__ __device__ __forceinline__ unsigned heap_class_count(unsigned page_shif
 __host__ __device__ __forceinline__ heap_class heap_class_geometry(unsigned c, unsigned page_shift) {
     const unsigned long long P = 1ull << page_shift;
     const unsigned long long size = heap_class_size(c);
-    const unsigned long long pages = (kHeapSlabMinSlots * size + P - 1) / P;
+    const unsigned long long cap = kHeapSlabMinSlots * size > kHeapSlabMaxBytes ? kHeapSlabMinSlots * size
+                                                                                : kHeapSlabMaxBytes;
+    const unsigned long long want = kHeapSlabSlots * size > kHeapSlabMinBytes ? kHeapSlabSlots * size : kHeapSlabMinBytes;
+    const unsigned long long bytes = want < cap ? want : cap;
+    const unsigned long long pages = (bytes + P - 1) / P;
     heap_class k;
     k.size = unsigned(size);
     k.slab_pages = unsigned(pages);
@@ -436,35 +449,16 @@ __device__ __forceinline__ bool claim_pages(unsigned long long* bm, unsigned fir
     return true;
 }
 
-// A run of whole pages for `bytes` (one thread, any divergence), recorded so
-// heap_ref::free takes it; nullptr when none is free (not counted: callers
-// count).  Lean (a few words of state, the heap through one pointer):
-// GGArray's in-kernel bucket growth calls it, and every register it needs is
-// a register of every push kernel (inlined it costs them fewer than called:
-// 58 against 62, sm_90).  First fit over the page bitmap, each mapped word
-// visited once (a lost claim retries its word up to kHeapClaimTries times; a
-// long run that crosses the start word is seen at the end), claimed with
-// claim_pages:
-//  * n <= 64 pages: a run inside one word (run_starts_in), from a word near
-//    the heap's run hint (counters[kHeapCounterRunHint], the word of the last
-//    such run), so short runs pack into few words and whole free words stay
-//    for long runs (random starts left no free word among thousands of short
-//    runs: test_heap_device's malloc_pages mix failed);
-//  * more: from a random word, a run of free pages across words (the free
-//    high bits of one word, free words, the free low bits of the last).
-// Medium runs (<= kRwRegionWords * 64 pages) get rw_heap's run records (page
-// records, then the live-start bit, as RW_malloc writes them); larger ones
-// round up to whole bitmap words from a word start and get a huge record.
-__device__ __forceinline__ void* heap_page_run(const heap_view* h, unsigned long long bytes) {
-    const unsigned shift = h->page_shift;
-    const unsigned long long pages = (bytes + (1ull << shift) - 1) >> shift;
-    const bool huge = pages > static_cast<unsigned long long>(kRwRegionWords) * 64;
+// The page search of heap_page_run: claims `pages` consecutive pages (huge:
+// a multiple of 64 from a word start) and returns the first, or kHeapNoPage;
+// writes no record (a slab's attach writes its own).
+__device__ __forceinline__ unsigned heap_claim_run(const heap_view* h, unsigned long long pages, bool huge) {
     const unsigned mapped = load_word(reinterpret_cast<const unsigned*>(h->mapped_pages));
     // Huge runs take whole words (the tail word of the mapping is never all free).
     const unsigned words = huge ? mapped / 64 : (mapped + 63) / 64;
     const unsigned long long span64 = (pages + 63) / 64;
-    if (bytes == 0 || span64 > words || span64 > kHeapLowMask) return nullptr;
-    const unsigned n = huge ? unsigned(span64 * 64) : unsigned(pages);
+    if (pages == 0 || span64 > words) return kHeapNoPage;
+    const unsigned n = unsigned(pages);
     unsigned long long* bm = reinterpret_cast<unsigned long long*>(h->page_bitmap);
     unsigned long long* hint = reinterpret_cast<unsigned long long*>(h->counters) + kHeapCounterRunHint;
     unsigned first = kHeapNoPage;
@@ -511,7 +505,37 @@ __device__ __forceinline__ void* heap_page_run(const heap_view* h, unsigned long
     }
     if (first != kHeapNoPage && n <= 64 && load_word(hint) != first / 64)
         *static_cast<volatile unsigned long long*>(hint) = first / 64;
+    return first;
+}
+
+// A run of whole pages for `bytes` (one thread, any divergence), recorded so
+// heap_ref::free takes it; nullptr when none is free (not counted: callers
+// count).  Lean (a few words of state, the heap through one pointer):
+// GGArray's in-kernel bucket growth calls it, and every register it needs is
+// a register of every push kernel (inlined it costs them fewer than called:
+// 58 against 62, sm_90).  First fit over the page bitmap, each mapped word
+// visited once (a lost claim retries its word up to kHeapClaimTries times; a
+// long run that crosses the start word is seen at the end), claimed with
+// claim_pages:
+//  * n <= 64 pages: a run inside one word (run_starts_in), from a word near
+//    the heap's run hint (counters[kHeapCounterRunHint], the word of the last
+//    such run), so short runs pack into few words and whole free words stay
+//    for long runs (random starts left no free word among thousands of short
+//    runs: test_heap_device's malloc_pages mix failed);
+//  * more: from a random word, a run of free pages across words (the free
+//    high bits of one word, free words, the free low bits of the last).
+// Medium runs (<= kRwRegionWords * 64 pages) get rw_heap's run records (page
+// records, then the live-start bit, as RW_malloc writes them); larger ones
+// round up to whole bitmap words from a word start and get a huge record.
+__device__ __forceinline__ void* heap_page_run(const heap_view* h, unsigned long long bytes) {
+    const unsigned shift = h->page_shift;
+    const unsigned long long pages = (bytes + (1ull << shift) - 1) >> shift;
+    const bool huge = pages > static_cast<unsigned long long>(kRwRegionWords) * 64;
+    const unsigned long long span64 = (pages + 63) / 64;
+    if (bytes == 0 || span64 > kHeapLowMask) return nullptr;
+    const unsigned first = heap_claim_run(h, huge ? span64 * 64 : pages, huge);
     if (first == kHeapNoPage) return nullptr;
+    const unsigned n = huge ? unsigned(span64 * 64) : unsigned(pages);
     if (huge) {
         reinterpret_cast<unsigned*>(h->slab_meta)[first] = (kHeapTagHuge << kHeapTagShift) | unsigned(span64);
     } else {
@@ -521,6 +545,7 @@ __device__ __forceinline__ void* heap_page_run(const heap_view* h, unsigned long
     }
     return reinterpret_cast<char*>(h->base) + (static_cast<unsigned long long>(first) << shift);
 }
+
 
 }  // namespace detail
 
@@ -1057,15 +1082,10 @@ private:
         if (k.slab_pages == 1) {
             head = pages.get_page<rw_algorithm::rw_bm>(rng);
         } else {
-            rw_malloc_storage st;  // a one-lane RW_malloc: local scratch
-            void* p = pages.malloc(1u << detail::lane_index(),
-                                   static_cast<unsigned long long>(k.slab_pages) << v_.page_shift, st, rng);
-            if (p != nullptr) {
-                head = unsigned((reinterpret_cast<unsigned long long>(p) - v_.base) >> v_.page_shift);
-                // The slab's records are ours (slab_meta), not a run's: free and the stats
-                // never read run_meta or rw_heap's live-start bit for slab pages.
-                for (unsigned i = 0; i < k.slab_pages; ++i) run_meta()[head + i] = 0;
-            }
+            // heap_page_run's search (every mapped word once: a slab fails only when
+            // no run of its pages is free; RW_malloc's random region search gave up in
+            // a small heap with room left), without its run records: the slab's are ours.
+            head = detail::heap_claim_run(detail::heap_descriptor(v_.counters), k.slab_pages, false);
         }
         if (head == kHeapNoPage) return kHeapNoPage;
         // Slot bits: the caller's slots and the tail past `slots` are used.

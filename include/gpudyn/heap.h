@@ -48,7 +48,7 @@ typedef struct gpudyn_heap_view_t {
     uint64_t run_meta;          /* uint32 per page: medium run records (rw_heap's page records) */
     uint64_t run_starts;        /* uint32 words, one bit per 16 bytes of the range: rw_heap's live run starts (medium runs) */
     uint64_t slab_meta;         /* uint32 per page: slab and huge-run records */
-    uint64_t slot_bitmap;       /* uint64 words, page_size / 1024 per page: slot bits of the slab headed there */
+    uint64_t slot_bitmap;       /* uint64 words, page_size / 1024 per page: slot bits of the slab over those pages (indexed from its first) */
     uint64_t class_table;       /* uint32[4] per size class: size, slab pages, slots, directory offset */
     uint64_t class_state;       /* per size class, 128-byte lines (heap.cuh): slabs attached, cursors in use, current slabs + 1 */
     uint64_t directory;         /* uint32 slab head pages of every class, 0xFFFFFFFF = not yet published */

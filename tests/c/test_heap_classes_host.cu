@@ -8,6 +8,7 @@
 
 #include <gpudyn/heap.cuh>
 
+#include <algorithm>
 #include <vector>
 
 int main() {
@@ -30,11 +31,16 @@ int main() {
             CHECK(k.size == ref[c]);
             CHECK(k.slots >= kHeapSlabMinSlots);
             CHECK((unsigned long long)k.slots * k.size <= (unsigned long long)k.slab_pages * P);
-            CHECK(k.slab_pages == 1 || (unsigned long long)(k.slab_pages - 1) * P < kHeapSlabMinSlots * k.size);
-            CHECK(k.slots <= P / 16);  // fits the slot words of the slab's first page
-            // Small slabs: a class with few requests holds little (one page up to P/8).
-            CHECK(k.slots >= 8 && (k.size * 8 > P || k.slab_pages == 1));
-            CHECK((unsigned long long)k.slab_pages * P <= 8ull * k.size + P);
+            // Room for two converged warps (64 slots) and at least 128 KiB, unless
+            // that is more than 1 MiB; never fewer than 8 slots; no page more than
+            // needed for that.
+            const unsigned long long slab = (unsigned long long)k.slab_pages * P;
+            const unsigned long long want = std::min(std::max(64ull * k.size, 128ull << 10), 1ull << 20);
+            CHECK(slab >= want && k.slots >= 8);
+            CHECK(k.slab_pages == 1 || slab - P < std::max(want, 8ull * k.size));
+            CHECK((unsigned long long)k.slots * 16 <= slab);  // fits the slot words of the slab's pages
+            // A class with few requests holds little: at most 1 MiB, or 8 slots and a page.
+            CHECK(slab <= std::max(1ull << 20, 8ull * k.size + P));
         }
         unsigned c = 0;
         int bad = 0;
