@@ -42,8 +42,9 @@
 //    lane claims them all and no prefix sum is needed) and hand the won slots
 //    out by rank (shuffles).  A converged warp of one class: a cursor load,
 //    a word load, one atomicOr, a few shuffles; a lone lane makes the same
-//    loads and one atomicOr without the group steps.  So groups fill one slab
-//    at a time.
+//    loads and an atomicOr on a random free bit (again on another after a lost
+//    race, up to kHeapLoneTries) without the group steps.  So groups fill one
+//    slab at a time.
 //    When the current slab had no free slot, the next rounds draw random slabs
 //    of the class (half the lanes among the newest few, where a burst's free
 //    slots are) and a few words in each; a draw that finds a slab with room
@@ -197,6 +198,8 @@ constexpr unsigned kHeapDrawProbes = 4;
 constexpr unsigned kHeapRecentSlabs = 8;
 // atomicOr attempts of a lane on one word (each after a lost race).
 constexpr unsigned kHeapClaimTries = 4;
+// Tries of a lone caller's fast path (a claim, or a step to the next word).
+constexpr unsigned kHeapLoneTries = 4;
 // Rounds that found no free slot before the group attaches a slab: the
 // current slab, then draw rounds (n lanes x kHeapDrawProbes probes each).
 // A slab is memory: attach only when the class's slabs look full (a host
@@ -853,17 +856,36 @@ private:
         const unsigned* dir = directory() + k.dir_offset;
         if (n == 1) {
             // A lone caller (divergent code, or the only lane of its class): a free
-            // slot of one word of the current slab the first round would read, with
-            // none of the group machinery (a divergent burst is bound by the
-            // instructions it issues).
+            // slot of the current slab, with none of the group machinery (a divergent
+            // burst is bound by the instructions it issues).  A random word, a random
+            // free bit of it (lone callers of one SM share the slab: the lowest free
+            // bit made them collide), then after a lost race another free bit the
+            // atomic's result shows, or the next word; the rounds only after
+            // kHeapLoneTries (a sixth of the lone calls of a mixed-size burst went
+            // to the rounds after one try).
             const unsigned cur = detail::load_published(cursor_word(state, sm_cursor(state, false)));
             if (cur != 0) {
-                const unsigned w = unsigned((static_cast<unsigned long long>(unsigned(clock64()) * 0x9E3779B1u) * nwords) >> 32);
-                unsigned long long* wp = slot_words(cur - 1) + w;
-                const unsigned long long free_bits = ~detail::load_word(wp);
-                const unsigned long long bit = free_bits & (~free_bits + 1);  // its lowest free slot
-                if (bit != 0 && (atomicOr(wp, bit) & bit) == 0)
-                    return page_address(cur - 1) + static_cast<unsigned long long>(w * 64 + detail::lowest_bit(bit)) * k.size;
+                unsigned h = detail::probe_seed();
+                unsigned w = __umulhi(h, nwords);
+                unsigned long long* const sw = slot_words(cur - 1);
+                unsigned long long free_bits = ~detail::load_word(sw + w);
+                for (unsigned t = 0; t < kHeapLoneTries; ++t) {
+                    if (free_bits == 0) {
+                        if (nwords == 1) break;
+                        w = w + 1 == nwords ? 0 : w + 1;
+                        free_bits = ~detail::load_word(sw + w);
+                        continue;
+                    }
+                    const unsigned r = h >> 26;  // start the search at a random bit
+                    const unsigned long long rot = r == 0 ? free_bits : (free_bits >> r) | (free_bits << (64 - r));
+                    const unsigned b = (detail::lowest_bit(rot) + r) & 63u;
+                    const unsigned long long bit = 1ull << b;
+                    const unsigned long long old = atomicOr(sw + w, bit);
+                    if ((old & bit) == 0)
+                        return page_address(cur - 1) + static_cast<unsigned long long>(w * 64 + b) * k.size;
+                    free_bits = ~old;
+                    h = h * 1664525u + 1013904223u;
+                }
             }
         }
         char* mine = nullptr;
