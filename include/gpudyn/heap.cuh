@@ -26,7 +26,8 @@
 //    unless 8 slots need more, at least one page (a slab lasts a few converged
 //    warps; the cap and the 8-slot floor keep what a class with few requests
 //    holds small: with 64 KiB pages, 2-page slabs up to the 2 KiB class, the
-//    32 KiB class 16-page slabs of 32), whose slot bits (1 =
+//    32 KiB class 16-page slabs of 32; a power of two of pages, claimed at a
+//    multiple of it so slabs leave no page between them), whose slot bits (1 =
 //    used) live out of band (slot_bitmap, P/1024 words per page, indexed by the
 //    slab's first page).  A class keeps a directory of its slabs (an
 //    append-only array of first pages plus a count) and *current* slabs
@@ -183,7 +184,7 @@ constexpr unsigned kHeapMaxClasses = kHeapClassesPerDoubling * (kHeapMaxPageShif
 // and with 256 slots a 256 B slab lasted 8 warps; each slab change sends a
 // group through the slow rounds), in at most kHeapSlabMaxBytes, but never
 // fewer than kHeapSlabMinSlots (which decide for pages of 1 MiB and more); at
-// least one page.
+// least one page, and a power of two of them (slabs are claimed aligned).
 constexpr unsigned kHeapSlabSlots = 64;
 constexpr unsigned long long kHeapSlabMinBytes = 128ull << 10;
 constexpr unsigned long long kHeapSlabMaxBytes = 1ull << 20;
@@ -315,7 +316,8 @@ __host__ __device__ __forceinline__ heap_class heap_class_geometry(unsigned c, u
                                                                                 : kHeapSlabMaxBytes;
     const unsigned long long want = kHeapSlabSlots * size > kHeapSlabMinBytes ? kHeapSlabSlots * size : kHeapSlabMinBytes;
     const unsigned long long bytes = want < cap ? want : cap;
-    const unsigned long long pages = (bytes + P - 1) / P;
+    unsigned long long pages = 1;  // a power of two (aligned claims: see heap_claim_run)
+    while (pages * P < bytes) pages *= 2;
     heap_class k;
     k.size = unsigned(size);
     k.slab_pages = unsigned(pages);
@@ -453,9 +455,13 @@ __device__ __forceinline__ bool claim_pages(unsigned long long* bm, unsigned fir
 }
 
 // The page search of heap_page_run: claims `pages` consecutive pages (huge:
-// a multiple of 64 from a word start) and returns the first, or kHeapNoPage;
-// writes no record (a slab's attach writes its own).
-__device__ __forceinline__ unsigned heap_claim_run(const heap_view* h, unsigned long long pages, bool huge) {
+// a multiple of 64 from a word start; `aligned`, pages a power of two <= 64:
+// from a multiple of pages) and returns the first, or kHeapNoPage; writes no
+// record (a slab's attach writes its own).  Slabs are aligned: racing claims
+// that settled on odd starts left single pages no 2-page slab could use (a
+// 16 MiB heap exhausted at 87 % usable).
+__device__ __forceinline__ unsigned heap_claim_run(const heap_view* h, unsigned long long pages, bool huge,
+                                                   bool aligned = false) {
     const unsigned mapped = load_word(reinterpret_cast<const unsigned*>(h->mapped_pages));
     // Huge runs take whole words (the tail word of the mapping is never all free).
     const unsigned words = huge ? mapped / 64 : (mapped + 63) / 64;
@@ -478,7 +484,9 @@ __device__ __forceinline__ unsigned heap_claim_run(const heap_view* h, unsigned 
         const unsigned long long used = load_word(bm + w);
         unsigned cand = kHeapNoPage;
         if (n <= 64) {
-            const unsigned long long starts = run_starts_in(~used, n);
+            // Multiples of n: ~0 / (2^n - 1) has every n-th bit set (n < 64).
+            const unsigned long long grid = !aligned ? ~0ull : n >= 64 ? 1ull : ~0ull / ((1ull << n) - 1);
+            const unsigned long long starts = run_starts_in(~used, n) & grid;
             if (starts != 0) cand = w * 64 + lowest_bit(starts);
         } else {
             if (w == 0) run = 0;  // a run never wraps
@@ -1107,7 +1115,8 @@ private:
             // heap_page_run's search (every mapped word once: a slab fails only when
             // no run of its pages is free; RW_malloc's random region search gave up in
             // a small heap with room left), without its run records: the slab's are ours.
-            head = detail::heap_claim_run(detail::heap_descriptor(v_.counters), k.slab_pages, false);
+            head = detail::heap_claim_run(detail::heap_descriptor(v_.counters), k.slab_pages, k.slab_pages > 64,
+                                          k.slab_pages <= 64);
         }
         if (head == kHeapNoPage) return kHeapNoPage;
         // Slot bits: the caller's slots and the tail past `slots` are used.
