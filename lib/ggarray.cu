@@ -2,7 +2,7 @@
 // include/gpudyn/ggarray.cuh, its bulk kernels in
 // include/gpudyn/detail/ggarray/kernels.cuh; this file owns the bookkeeping
 // memory, the bucket pool and the growth arena the other buckets are bumped
-// off (the budget: the array's own mapped range, or runs of a heap it
+// off (the budget: runs of the device's stream-ordered pool, or of a heap it
 // shares), and launches the kernels.
 #include "array_common.cuh"
 
@@ -29,9 +29,8 @@ constexpr unsigned kThreads = 256;        // bookkeeping kernels (one thread per
 constexpr unsigned kRangesThreads = 1024; // one block scans all LFVector sizes
 // options->pool_bytes that turns the bucket pool off.
 constexpr uint64_t kNoPool = ~0ull;
-// Smallest budget: 2 MiB, the driver's mapping granularity on current GPUs
-// (smaller budgets are rounded up to it); also the smallest run an array takes
-// from a heap it shares.
+// Smallest budget: 2 MiB (smaller budgets are rounded up to it); also the
+// smallest run an array takes from a heap it shares.
 constexpr uint64_t kMinBudget = uint64_t(1) << 21;
 // The default budget and range follow gpudyn_heap_create's defaults for this page.
 constexpr uint64_t kOwnHeapPage = uint64_t(1) << 12;
@@ -217,7 +216,7 @@ struct gpudyn_ggarray_s {
         const unsigned __int128 b = pool_row_end(rows) - pool_row_end(from) + (unsigned __int128)lfvectors * rows * 256;
         return b > ~0ull ? ~0ull : uint64_t(b);
     }
-    // Budget now (the mapped bytes of the own arena or the shared heap) and the most it may be raised to.
+    // Budget now (the own arena's runs, or the shared heap's mapped bytes) and the most it may be raised to.
     void budget_of(uint64_t* now, uint64_t* max) const {
         if (heap) {
             heap_sizes(heap, now, max);
@@ -405,8 +404,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
 
 // Frees the buckets and the bookkeeping stream-ordered after the array's last
 // call, on the library's stream of the array's device: no device
-// synchronization (the pool's and the own arena's mappings wait for the array's
-// own event before they are unmapped).  A failure leaves the handle owning
+// synchronization (the pool's mapping waits for the array's own event before
+// it is unmapped).  A failure leaves the handle owning
 // what it still holds.
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
     GPUDYN_ABI_RELEASE({
