@@ -247,7 +247,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
             h->class_count = heap_class_count(h->page_shift);
             uint64_t dir = 0;
             for (unsigned c = 0; c < h->class_count; ++c) {
-                heap_class k = heap_class_geometry(c, h->page_shift);
+                heap_class k = heap_class_geometry(c, h->page_shift, h->max_pages);
                 k.dir_offset = unsigned(dir);
                 dir += h->max_pages / k.slab_pages;
                 if (dir > 0xffffffffull)

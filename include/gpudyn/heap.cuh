@@ -189,6 +189,8 @@ constexpr unsigned kHeapSlabSlots = 64;
 constexpr unsigned long long kHeapSlabMinBytes = 128ull << 10;
 constexpr unsigned long long kHeapSlabMaxBytes = 1ull << 20;
 constexpr unsigned kHeapSlabMinSlots = 8;
+// A slab is at most 1 / kHeapSlabHeapShare of its heap's range (at least a page).
+constexpr unsigned long long kHeapSlabHeapShare = 256;
 // Slot bitmap words per page: P / 16 slots (the 16-byte class) / 64; a slab uses those of its pages.
 constexpr unsigned kHeapSlotWordShift = 10;  // P >> 10 words of 64 bits = P / 16 bits
 // Words of the current slab one lane reads in a round (the lanes of a group
@@ -309,12 +311,19 @@ __host__ __device__ __forceinline__ unsigned heap_class_count(unsigned page_shif
 }
 
 // Geometry of class c (dir_offset left 0: the host sums the directories).
-__host__ __device__ __forceinline__ heap_class heap_class_geometry(unsigned c, unsigned page_shift) {
+// max_pages: the heap's range (0: no bound from it).  In a heap of fewer than
+// 256 MiB a slab is at most 1/256 of it (and one page), so the first slabs of
+// the ~48 classes a mixed-size load touches stay a small share of the heap
+// (with 128 KiB slabs a 16 MiB heap filled up at 13 % usable).
+__host__ __device__ __forceinline__ heap_class heap_class_geometry(unsigned c, unsigned page_shift,
+                                                                   unsigned long long max_pages = 0) {
     const unsigned long long P = 1ull << page_shift;
     const unsigned long long size = heap_class_size(c);
-    const unsigned long long cap = kHeapSlabMinSlots * size > kHeapSlabMaxBytes ? kHeapSlabMinSlots * size
-                                                                                : kHeapSlabMaxBytes;
-    const unsigned long long want = kHeapSlabSlots * size > kHeapSlabMinBytes ? kHeapSlabSlots * size : kHeapSlabMinBytes;
+    const unsigned long long share = max_pages == 0 ? kHeapSlabMaxBytes : (max_pages * P) / kHeapSlabHeapShare;
+    const unsigned long long most = share < kHeapSlabMaxBytes ? (share > P ? share : P) : kHeapSlabMaxBytes;
+    const unsigned long long cap = kHeapSlabMinSlots * size > most ? kHeapSlabMinSlots * size : most;
+    const unsigned long long floor = kHeapSlabMinBytes < most ? kHeapSlabMinBytes : most;
+    const unsigned long long want = kHeapSlabSlots * size > floor ? kHeapSlabSlots * size : floor;
     const unsigned long long bytes = want < cap ? want : cap;
     unsigned long long pages = 1;  // a power of two (aligned claims: see heap_claim_run)
     while (pages * P < bytes) pages *= 2;

@@ -1,7 +1,9 @@
 // Size classes of the heap (include/gpudyn/heap.cuh), on the host: every size
 // from 1 B to page_size / 2 maps to the smallest class that holds it, rounding
 // wastes at most 12.5 % above 128 B (16 B steps below), 2^k sizes are classes
-// of their own, and each class's slab is the fewest pages that hold >= 8 slots.
+// of their own, and each class's slab holds 64 slots and 128 KiB (at most
+// 1 MiB, and in a small heap 1/256 of it, but never fewer than 8 slots) in a
+// power of two of pages.
 // Checked for every page size the heap accepts against a brute-force reference
 // built here from the rule in the header's comment.
 #include "check.h"
@@ -53,6 +55,22 @@ int main() {
         }
         if (bad) fprintf(stderr, "page size %llu: %d sizes in a wrong class\n", P, bad);
         CHECK(bad == 0);
+        // Small heaps: a slab is at most 1/256 of the heap (or one page), unless 8
+        // slots need more; large heaps (and no bound) get the geometry above.
+        for (unsigned long long heap : {16ull << 20, 64ull << 20, 1ull << 30}) {
+            if (heap < 4 * P) continue;
+            for (unsigned c = 0; c < count; ++c) {
+                const heap_class k = heap_class_geometry(c, shift, heap / P);
+                const unsigned long long slab = (unsigned long long)k.slab_pages * P;
+                const unsigned long long most = std::max(P, std::min(heap / 256, 1ull << 20));
+                CHECK(k.slots >= 8 && (k.slab_pages & (k.slab_pages - 1)) == 0);
+                CHECK(slab <= most || slab / 2 < 8ull * k.size);
+                if (heap / 256 >= (1ull << 20)) {
+                    const heap_class u = heap_class_geometry(c, shift);
+                    CHECK(u.slab_pages == k.slab_pages && u.slots == k.slots);
+                }
+            }
+        }
     }
     return TEST_RESULT();
 }
