@@ -602,10 +602,10 @@ static void test_exhaustion() {
         char buf[32];
         printf("exhaustion S=%s: %llu live, usable fraction %.3f, held %.3f of mapped\n", size_name(S, buf),
                (unsigned long long)live, usable, double(s.bytes_held) / double(s.bytes_mapped));
-        // Under the sanitizer the heap is much smaller, and one partly filled slab
-        // per competing class is a larger share of it (0.725 seen for mixed sizes):
-        // the bound is checked at full size.
-        CHECK(usable >= 0.9 || (g_sanitizer && S == 0));
+        // Under the sanitizer the heap is 16 MiB and its slabs one page: one
+        // partly filled page for each of the ~48 competing classes is then up to
+        // a fifth of it (0.774 seen), so mixed sizes there are held to 0.7.
+        CHECK(usable >= (g_sanitizer && S == 0 ? 0.7 : 0.9));
         uint64_t ok = 0;
         free_all(v, all_ptrs, &ok);
         CHECK(ok == all_ptrs.size());
