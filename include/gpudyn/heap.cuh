@@ -35,17 +35,20 @@
 //    s using s % that many: few partly filled slabs for a small class, less
 //    contention on one slab for a large one).
 //    malloc groups the lanes that arrive together (__activemask) by class
-//    (__match_any_sync); the group's lanes read words of the current slab (a
-//    group-uniform random start, lane r at start + r, + n, ..), split the need
-//    by a prefix sum of the free bits they saw, claim with one atomicOr per
-//    lane (retried on the same word while it has free bits, so a lost race is
-//    not a miss; when one lane's word has a free slot for every lane, that
-//    lane claims them all and no prefix sum is needed) and hand the won slots
-//    out by rank (shuffles).  A converged warp of one class: a cursor load,
-//    a word load, one atomicOr, a few shuffles; a lone lane makes the same
-//    loads and an atomicOr on a random free bit (again on another after a lost
-//    race, up to kHeapLoneTries) without the group steps.  So groups fill one
-//    slab at a time.
+//    (__match_any_sync).  A fast pass serves every group of the warp in the
+//    same instructions (a mixed-size warp's twenty-odd groups do not wait on
+//    each other's loads): the group's leader loads its SM's current slab, lane
+//    r of the group reads word start + r of it (a group-uniform random start),
+//    and the lowest lane whose word has a free slot for the whole group claims
+//    them with one atomicOr (a lone lane: a random free bit, again on another
+//    after a lost race) and hands them out by rank.  A converged warp of one
+//    class: a cursor load, a word load, one atomicOr, a few shuffles.  So
+//    groups fill one slab at a time.  The lanes it did not serve go on in
+//    rounds, by class: the group's lanes read words
+//    of the current slab (lane r at start + r, + n, ..), split the need by a
+//    prefix sum of the free bits they saw, claim with one atomicOr per lane
+//    (a group that won nothing reads again in the next round) and hand the won
+//    slots out by rank (shuffles).
 //    When the current slab had no free slot, the next rounds draw random slabs
 //    of the class (half the lanes among the newest few, where a burst's free
 //    slots are) and a few words in each; a draw that finds a slab with room
@@ -199,9 +202,12 @@ constexpr unsigned kHeapScanWords = 8;
 constexpr unsigned kHeapDrawProbes = 4;
 // Every other random probe goes to one of the class's newest slabs (this many).
 constexpr unsigned kHeapRecentSlabs = 8;
-// atomicOr attempts of a lane on one word (each after a lost race).
+// atomicOr attempts of a lane on one word of the page bitmap (each after a
+// lost race).  A slot claim makes one: a group that lost its race reads again
+// in the next round (retrying a contended word made a mixed-size burst 1.35x
+// slower).
 constexpr unsigned kHeapClaimTries = 4;
-// Tries of a lone caller's fast path (a claim, or a step to the next word).
+// Reads and claims of a lone lane's fast pass (a claim, or a step to the next word).
 constexpr unsigned kHeapLoneTries = 4;
 // Rounds that found no free slot before the group attaches a slab: the
 // current slab, then draw rounds (n lanes x kHeapDrawProbes probes each).
@@ -605,7 +611,15 @@ public:
             if (p == nullptr) atomicAdd(counters() + kHeapCounterFailed, 1ull);
             return p;
         }
-        return small_malloc(group, cls);
+        // Every class group of the lanes here at once (a mixed-size warp's groups
+        // make their dependent loads together, not one group after another).
+        const unsigned small = __ballot_sync(mask, true);
+        unsigned full_cur = 0;
+        void* p = small == (1u << detail::lane_index()) ? lone_claim(cls, &full_cur)
+                                                        : current_slab_claim(small, group, cls, &full_cur);
+        const unsigned left = __ballot_sync(small, p == nullptr);
+        if (p == nullptr) p = small_malloc(group & left, cls, full_cur);
+        return p;
     }
 
     // Any thread, any time, any divergence: `bytes` rounded up to whole pages,
@@ -850,8 +864,97 @@ private:
     }
 
     // ---- small: slabs of a size class ------------------------------------
-    // A warp collective over `group` (lanes of one class that arrived together).
-    // A lone lane first tries one word of the current slab.  Rounds: (a) the class's current slab, scanned by the group's lanes from a
+    // The first free bit of `avail` (non-zero) from a random one (h's top bits).
+    __device__ static unsigned long long random_free_bit(unsigned long long avail, unsigned h) {
+        const unsigned r = h >> 26;
+        const unsigned long long rot = r == 0 ? avail : (avail >> r) | (avail << (64 - r));
+        return 1ull << ((detail::lowest_bit(rot) + r) & 63u);
+    }
+
+    // The fast pass of a lane with no other small request in its warp (divergent
+    // code): current_slab_claim's steps for a group of one, without its
+    // shuffles and ballots (a divergent burst is bound by the instructions it
+    // issues): a random word of the SM's current slab, a random free bit of it;
+    // after a full word, the next (up to kHeapLoneTries reads and claims).
+    __device__ void* lone_claim(unsigned c, unsigned* full_cur) const {
+        const heap_class k = class_info(c);
+        const unsigned nwords = (k.slots + 63) / 64;
+        unsigned* state = class_state(c);
+        const unsigned cur = detail::load_published(cursor_word(state, sm_cursor(state, false)));
+        if (cur == 0) return nullptr;
+        unsigned h = detail::probe_seed();
+        unsigned w = __umulhi(h, nwords);
+        unsigned long long* const sw = slot_words(cur - 1);
+        unsigned long long free_bits = ~detail::load_word(sw + w);
+        unsigned full_words = 0;  // words read in a row with no free bit
+        for (unsigned t = 0; t < kHeapLoneTries; ++t) {
+            if (free_bits == 0) {
+                if (++full_words >= nwords) {
+                    *full_cur = cur;
+                    return nullptr;
+                }
+                w = w + 1 == nwords ? 0 : w + 1;
+                free_bits = ~detail::load_word(sw + w);
+                continue;
+            }
+            const unsigned long long bit = random_free_bit(free_bits, h);
+            const unsigned long long old = atomicOr(sw + w, bit);
+            if ((old & bit) == 0) return page_address(cur - 1) + static_cast<unsigned long long>(w * 64 + detail::lowest_bit(bit)) * k.size;
+            free_bits = ~old;
+            full_words = 0;
+            h = h * 1664525u + 1013904223u;
+        }
+        return nullptr;
+    }
+
+    // The fast pass, a warp collective over `small` (every lane with a small
+    // request), each lane in `group` (its class's lanes among them): each group
+    // reads one word a lane of its SM's current slab (a group-uniform random
+    // start, lane r at start + r); the lowest lane whose word has a free slot
+    // for its whole group claims them with one atomicOr (a group of one takes a
+    // random free bit, since lone callers of one SM share the slab) and the
+    // group's lanes take them by rank.  All groups do this in the
+    // same instructions.  nullptr: not served here (the rounds go on);
+    // *full_cur: the cursor value of a current slab the group read whole and
+    // found full (0: none).
+    __device__ void* current_slab_claim(unsigned small, unsigned group, unsigned c, unsigned* full_cur) const {
+        const unsigned lane = detail::lane_index();
+        const unsigned n = detail::popcount(group);
+        const unsigned rank = detail::popcount(group & detail::lanes_below());
+        const unsigned leader = detail::lowest_bit(group);
+        const heap_class k = class_info(c);
+        const unsigned nwords = (k.slots + 63) / 64;
+        unsigned cur = 0, seed = 0;
+        if (lane == leader) {
+            unsigned* state = class_state(c);
+            // A lone caller reads the cursor count through L1 (a stale count only
+            // picks another cursor); a group from L2 (see sm_cursor).
+            cur = detail::load_published(cursor_word(state, sm_cursor(state, n > 1)));
+            seed = detail::probe_seed();
+        }
+        cur = __shfl_sync(small, cur, int(leader));
+        seed = __shfl_sync(small, seed, int(leader));
+        unsigned w = __umulhi(seed, nwords) + rank;
+        w = w >= nwords ? w - nwords : w;
+        unsigned long long* const sw = cur != 0 ? slot_words(cur - 1) : nullptr;
+        const unsigned long long free_bits = cur != 0 && rank < nwords ? ~detail::load_word(sw + w) : 0ull;
+        const unsigned enough = __ballot_sync(small, detail::popcount(free_bits) >= n) & group;
+        const unsigned seen = __ballot_sync(small, free_bits != 0) & group;
+        *full_cur = cur != 0 && nwords <= n && seen == 0 ? cur : 0u;
+        unsigned long long got = 0;
+        if (enough != 0 && lane == detail::lowest_bit(enough)) {
+            const unsigned long long want = n == 1 ? random_free_bit(free_bits, seed) : detail::take_lowest(free_bits, n);
+            got = want & ~atomicOr(sw + w, want);
+        }
+        const int claimer = int(enough != 0 ? detail::lowest_bit(enough) : leader);
+        got = __shfl_sync(small, got, claimer);
+        w = __shfl_sync(small, w, claimer);
+        if (rank >= detail::popcount(got)) return nullptr;
+        return page_address(cur - 1) + static_cast<unsigned long long>(w * 64 + detail::set_bit_at(got, rank)) * k.size;
+    }
+
+    // The rounds, a warp collective over `group` (lanes of one class the fast
+    // pass did not serve; full_cur: what it returned).  (a) the class's current slab, scanned by the group's lanes from a
     // group-uniform random word; (b) when it had no free slot, random slabs of
     // the class (half the draws among the newest slabs, where a burst's free
     // slots are); a draw that finds a slab with room left makes it current, so
@@ -860,9 +963,9 @@ private:
     // attaches a slab, with at most kHeapMinConcurrentAttach + slabs / 16
     // attaches of the class under way (a refused group sleeps and reads the
     // current slab again, which an attacher just replaced); (d) when no page is
-    // left for a slab, a sweep of every word of the class.  A claim retries on
-    // its word while the word has free bits (a lost race is not a miss).
-    __device__ void* small_malloc(unsigned group, unsigned c) const {
+    // left for a slab, a sweep of every word of the class.  A round that won
+    // nothing (a lost race too) is a miss.
+    __device__ void* small_malloc(unsigned group, unsigned c, unsigned full_cur) const {
         const unsigned lane = detail::lane_index();
         const unsigned n = detail::popcount(group);
         const unsigned rank = detail::popcount(group & detail::lanes_below());
@@ -871,75 +974,7 @@ private:
         const unsigned nwords = (k.slots + 63) / 64;
         unsigned* state = class_state(c);
         const unsigned* dir = directory() + k.dir_offset;
-        if (n == 1) {
-            // A lone caller (divergent code, or the only lane of its class): a free
-            // slot of the current slab, with none of the group machinery (a divergent
-            // burst is bound by the instructions it issues).  A random word, a random
-            // free bit of it (lone callers of one SM share the slab: the lowest free
-            // bit made them collide), then after a lost race another free bit the
-            // atomic's result shows, or the next word; the rounds only after
-            // kHeapLoneTries (a sixth of the lone calls of a mixed-size burst went
-            // to the rounds after one try).
-            const unsigned cur = detail::load_published(cursor_word(state, sm_cursor(state, false)));
-            if (cur != 0) {
-                unsigned h = detail::probe_seed();
-                unsigned w = __umulhi(h, nwords);
-                unsigned long long* const sw = slot_words(cur - 1);
-                unsigned long long free_bits = ~detail::load_word(sw + w);
-                for (unsigned t = 0; t < kHeapLoneTries; ++t) {
-                    if (free_bits == 0) {
-                        if (nwords == 1) break;
-                        w = w + 1 == nwords ? 0 : w + 1;
-                        free_bits = ~detail::load_word(sw + w);
-                        continue;
-                    }
-                    const unsigned r = h >> 26;  // start the search at a random bit
-                    const unsigned long long rot = r == 0 ? free_bits : (free_bits >> r) | (free_bits << (64 - r));
-                    const unsigned b = (detail::lowest_bit(rot) + r) & 63u;
-                    const unsigned long long bit = 1ull << b;
-                    const unsigned long long old = atomicOr(sw + w, bit);
-                    if ((old & bit) == 0)
-                        return page_address(cur - 1) + static_cast<unsigned long long>(w * 64 + b) * k.size;
-                    free_bits = ~old;
-                    h = h * 1664525u + 1013904223u;
-                }
-            }
-        }
         char* mine = nullptr;
-        if (n > 1) {
-            // A group: one word of the SM's current slab (the rounds' first read,
-            // with none of their bookkeeping).  Lane r reads word base + r; the
-            // lowest lane whose word has a free slot for every lane claims them
-            // all with one atomicOr and the lanes take them by rank.  A group
-            // this does not serve whole goes on in the rounds with what it got.
-            unsigned cur = 0, seed = 0;
-            if (lane == leader) {
-                cur = detail::load_published(cursor_word(state, sm_cursor(state, true)));
-                seed = detail::probe_seed();
-            }
-            cur = __shfl_sync(group, cur, int(leader));
-            if (cur != 0) {
-                unsigned w = __umulhi(__shfl_sync(group, seed, int(leader)), nwords) + rank;
-                w = w >= nwords ? w - nwords : w;
-                unsigned long long* const sw = slot_words(cur - 1);
-                const unsigned long long free_bits = rank < nwords ? ~detail::load_word(sw + w) : 0ull;
-                const unsigned enough = __ballot_sync(group, unsigned(detail::popcount(free_bits)) >= n);
-                if (enough != 0) {
-                    const unsigned claimer = detail::lowest_bit(enough);
-                    unsigned long long got = 0;
-                    if (lane == claimer) {
-                        const unsigned long long want = detail::take_lowest(free_bits, n);
-                        got = want & ~atomicOr(sw + w, want);
-                    }
-                    got = __shfl_sync(group, got, int(claimer));
-                    w = __shfl_sync(group, w, int(claimer));
-                    if (rank < unsigned(detail::popcount(got)))
-                        mine = page_address(cur - 1) +
-                               static_cast<unsigned long long>(w * 64 + detail::set_bit_at(got, rank)) * k.size;
-                }
-            }
-            if (__all_sync(group, mine != nullptr)) return mine;
-        }
         detail::probe_rng rng(detail::probe_seed());
         unsigned misses = 0, refusals = 0;
         bool sweeping = false;
@@ -956,7 +991,7 @@ private:
             if (lane == leader) {
                 cursor = sm_cursor(state, true);
                 cur = detail::load_published(cursor_word(state, cursor));
-                if (sweeping || misses != 0 || cur == 0) count = detail::load_word(state);
+                if (sweeping || misses != 0 || cur == 0 || cur == full_cur) count = detail::load_word(state);
             }
             count = __shfl_sync(group, count, int(leader));
             cur = __shfl_sync(group, cur, int(leader));
@@ -964,7 +999,7 @@ private:
             const unsigned base = __shfl_sync(group, nwords > 1 ? rng.below(nwords) : 0u, int(leader));
             unsigned slab = kHeapNoPage, w = 0;
             unsigned long long free_bits = 0;
-            const bool from_current = !sweeping && misses == 0 && cur != 0;
+            const bool from_current = !sweeping && misses == 0 && cur != 0 && cur != full_cur;
             if (sweeping) {
                 const unsigned long long q = sweep_pos + rank;
                 if (q < sweep_end) {
@@ -1011,16 +1046,13 @@ private:
                 const unsigned sf = detail::masked_inclusive_sum(group, f) - f;
                 take = sf < need ? (f < need - sf ? f : need - sf) : 0u;
             }
-            unsigned long long got = 0, avail = free_bits;
-            unsigned left = 0;  // free bits seen after the last claim
-            for (unsigned tries = 0; take != 0 && tries < kHeapClaimTries; ++tries) {
-                const unsigned have = detail::popcount(got);
-                if (have >= take || avail == 0) break;
-                const unsigned long long want = detail::lowest_set_bits(avail, take - have);
+            unsigned long long got = 0;
+            unsigned left = 0;  // free bits seen after the claim
+            if (take != 0) {
+                const unsigned long long want = detail::lowest_set_bits(free_bits, take);
                 const unsigned long long old = atomicOr(wp, want);
-                got |= want & ~old;
-                avail = ~(old | want);
-                left = detail::popcount(avail);
+                got = want & ~old;
+                left = detail::popcount(~(old | want));
             }
             // 3. Hand-out by what was won: needy lane of rank r takes the (r - s2)-th
             //    won bit of the lane whose won range [s2, s2 + g) covers r.
@@ -1050,6 +1082,9 @@ private:
             if (promote != 0 && lane == detail::lowest_bit(promote) &&
                 detail::load_word(cursor_word(state, cursor)) == cur)
                 atomicCAS(cursor_word(state, cursor), cur, slab + 1);
+            // A round that won nothing is a miss, a lost race too (not counting a
+            // lost race on a word with free bits left made a mixed-size burst
+            // 1.6x slower: groups kept coming back to a contended slab).
             const bool progress = contributors != 0;
             misses = progress ? 0 : misses + 1;
             if (!from_current && count == 0) misses = kHeapMissesBeforeAttach;  // no slab yet: attach at once
