@@ -22,7 +22,7 @@
 //    doubling (rounding wastes <= 12.5 %); class sizes that are powers of two
 //    are exactly the 2^k requests, and slots are multiples of the class size
 //    from a page boundary, so 2^k requests up to P are 2^k-aligned.  A class
-//    carves slabs of slab_pages(c) pages: 256 slots and 128 KiB, at most 1 MiB
+//    carves slabs of slab_pages(c) pages: 64 slots and 128 KiB, at most 1 MiB
 //    unless 8 slots need more, at least one page (a slab lasts a few converged
 //    warps; the cap and the 8-slot floor keep what a class with few requests
 //    holds small: with 64 KiB pages, 2-page slabs up to the 2 KiB class, the
@@ -183,12 +183,13 @@ constexpr unsigned kHeapMaxPageShift = 21;
 // Classes for the largest page: sizes up to 2^20 = 8 * (21 - 7) classes.
 constexpr unsigned kHeapMaxClasses = kHeapClassesPerDoubling * (kHeapMaxPageShift - kHeapLinearShift);
 // Slots of a slab: kHeapSlabSlots and kHeapSlabMinBytes (a slab serves a
-// few converged warps; each slab change sends groups through the slow rounds:
-// with 64 slots, 4 KiB slabs lasted two warps and a 1M burst of 4 KiB took
-// 1.2x as long, a mixed-size one 1.25x), in at most kHeapSlabMaxBytes, but never
+// few converged warps; each slab change sends groups through the slow rounds.
+// 256 slots made a 1M burst of 4 KiB 1.25x faster, but a mixed-size heap then
+// held 1.7x what was live after churn and was usable to 0.89 at exhaustion:
+// the partly filled slabs of ~48 classes), in at most kHeapSlabMaxBytes, but never
 // fewer than kHeapSlabMinSlots (which decide for pages of 1 MiB and more); at
 // least one page, and a power of two of them (slabs are claimed aligned).
-constexpr unsigned kHeapSlabSlots = 256;
+constexpr unsigned kHeapSlabSlots = 64;
 constexpr unsigned long long kHeapSlabMinBytes = 128ull << 10;
 constexpr unsigned long long kHeapSlabMaxBytes = 1ull << 20;
 constexpr unsigned kHeapSlabMinSlots = 8;
@@ -665,7 +666,7 @@ public:
         // the lowest slot lane left (a converged warp's slots share a word or two)
         // clear their bits with one atomicAnd, twice over; the others alone (a
         // __match_any_sync grouping cost mixed-size frees, whose words all differ,
-        // twice the time).  A bit already clear is a double free, also between
+        // twice the time; a leader alone in its word ends the rounds at once).  A bit already clear is a double free, also between
         // lanes freeing one pointer together: their group falls back to one
         // atomicAnd a lane, so one of them frees it.
         unsigned rest = __ballot_sync(mask, slot);
@@ -676,7 +677,7 @@ public:
                 __shfl_sync(mask, reinterpret_cast<unsigned long long>(s.word), int(leader));
             const bool mine = !done && reinterpret_cast<unsigned long long>(s.word) == lead;
             const unsigned group = __ballot_sync(mask, mine);
-            if ((group & (group - 1)) == 0) break;  // the leader alone: words differ (mixed sizes), all alone below
+            if ((group & (group - 1)) == 0) break;  // the leader alone (mixed sizes): everyone alone below
             const unsigned long long bits = detail::masked_or64(mask, mine ? s.bit : 0ull);
             rest &= ~group;
             if (detail::popcount(bits) != detail::popcount(group)) continue;  // a pointer twice: alone below

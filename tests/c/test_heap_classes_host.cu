@@ -1,7 +1,7 @@
 // Size classes of the heap (include/gpudyn/heap.cuh), on the host: every size
 // from 1 B to page_size / 2 maps to the smallest class that holds it, rounding
 // wastes at most 12.5 % above 128 B (16 B steps below), 2^k sizes are classes
-// of their own, and each class's slab holds 256 slots and 128 KiB (at most
+// of their own, and each class's slab holds 64 slots and 128 KiB (at most
 // 1 MiB, and in a small heap 1/256 of it, but never fewer than 8 slots) in a
 // power of two of pages.
 // Checked for every page size the heap accepts against a brute-force reference
@@ -33,11 +33,11 @@ int main() {
             CHECK(k.size == ref[c]);
             CHECK(k.slots >= kHeapSlabMinSlots);
             CHECK((unsigned long long)k.slots * k.size <= (unsigned long long)k.slab_pages * P);
-            // Room for eight converged warps (256 slots) and at least 128 KiB, unless
+            // Room for two converged warps (64 slots) and at least 128 KiB, unless
             // that is more than 1 MiB; never fewer than 8 slots; no page more than
             // needed for that.
             const unsigned long long slab = (unsigned long long)k.slab_pages * P;
-            const unsigned long long want = std::min(std::max(256ull * k.size, 128ull << 10), 1ull << 20);
+            const unsigned long long want = std::min(std::max(64ull * k.size, 128ull << 10), 1ull << 20);
             CHECK(slab >= want && k.slots >= 8);
             CHECK((k.slab_pages & (k.slab_pages - 1)) == 0);  // a power of two (claimed aligned)
             CHECK(k.slab_pages == 1 || slab / 2 < std::max(want, 8ull * k.size));
