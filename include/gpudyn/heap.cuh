@@ -956,8 +956,9 @@ private:
     }
 
     // The rounds, a warp collective over `group` (lanes of one class the fast
-    // pass did not serve; full_cur: what it returned).  (a) the class's current slab, scanned by the group's lanes from a
-    // group-uniform random word; (b) when it had no free slot, random slabs of
+    // pass did not serve; full_cur: what it returned).  (a) the class's current
+    // slab, scanned by the group's lanes from a group-uniform random word
+    // (skipped while the cursor shows full_cur); (b) when it had no free slot, random slabs of
     // the class (half the draws among the newest slabs, where a burst's free
     // slots are); a draw that finds a slab with room left makes it current, so
     // later groups fill it instead of attaching; (c) after
