@@ -47,7 +47,8 @@
 //    rounds, by class: the group's lanes read words
 //    of the current slab (lane r at start + r, + n, ..), split the need by a
 //    prefix sum of the free bits they saw, claim with one atomicOr per lane
-//    (a group that won nothing reads again in the next round) and hand the won
+//    (a single slot at a random free bit, so racing groups of one collide less;
+//    a group that won nothing reads again in the next round) and hand the won
 //    slots out by rank (shuffles).
 //    When the current slab had no free slot, the next rounds draw random slabs
 //    of the class (half the lanes among the newest few, where a burst's free
@@ -1052,7 +1053,14 @@ private:
             unsigned long long got = 0;
             unsigned left = 0;  // free bits seen after the claim
             if (take != 0) {
-                const unsigned long long want = detail::lowest_set_bits(free_bits, take);
+                // One slot: a random free bit.  Single claims are most of a mixed-size
+                // burst (groups of one or two), and every group that took the lowest
+                // bit of a shared word raced for the same one: lost races count as
+                // misses, and the attaches they caused held 1.30-1.37x what was live
+                // after a mixed churn of 64K blocks (1.27x with random bits, and the
+                // burst 5 % faster).
+                const unsigned long long want = take == 1 ? random_free_bit(free_bits, rng.below(64) << 26)
+                                                          : detail::lowest_set_bits(free_bits, take);
                 const unsigned long long old = atomicOr(wp, want);
                 got = want & ~old;
                 left = detail::popcount(~(old | want));
