@@ -847,8 +847,9 @@ static void test_churn(uint64_t S) {
                s.bytes_held / 1048576.0, s.bytes_allocated / 1048576.0);
     }
     // A regression bound at this size: ~130 MiB over ~48 classes (mixed) leaves each
-    // class's partly filled current slabs a visible share (1.25-1.26 measured on the
-    // H200); the issue's 1.25 target is the benchmark's, at 1M threads.  A few
+    // class's partly filled current slabs a visible share (1.23-1.27 measured on an
+    // H100 at 7cb0a19; 1.37 when single-slot claims took the lowest free bit); the
+    // issue's 1.25 target is the benchmark's, at 1M threads.  A few
     // thousand blocks (sanitizer) leave one partly filled slab per class as a large share.
     if (!g_sanitizer) CHECK(worst <= 1.3);
     uint64_t ok = 0;
