@@ -574,7 +574,6 @@ __device__ __forceinline__ void* heap_page_run(const heap_view* h, unsigned long
     return reinterpret_cast<char*>(h->base) + (static_cast<unsigned long long>(first) << shift);
 }
 
-
 }  // namespace detail
 
 // Device handle over a view.  Cheap to construct; copy freely.
@@ -667,9 +666,10 @@ public:
         // the lowest slot lane left (a converged warp's slots share a word or two)
         // clear their bits with one atomicAnd, twice over; the others alone (a
         // __match_any_sync grouping cost mixed-size frees, whose words all differ,
-        // twice the time; a leader alone in its word ends the rounds at once).  A bit already clear is a double free, also between
-        // lanes freeing one pointer together: their group falls back to one
-        // atomicAnd a lane, so one of them frees it.
+        // twice the time; a leader alone in its word ends the rounds at once).
+        // A bit already clear is a double free, also between lanes freeing one
+        // pointer together: their group falls back to one atomicAnd a lane, so
+        // one of them frees it.
         unsigned rest = __ballot_sync(mask, slot);
         bool done = !slot, ok = false;
         for (unsigned round = 0; round < 2 && rest != 0; ++round) {
@@ -867,6 +867,20 @@ private:
     }
 
     // ---- small: slabs of a size class ------------------------------------
+    // What the fast pass and the rounds know of a class group: the lane, the
+    // group's size, the lane's rank in it, its leader, the class and its slot words.
+    struct class_group {
+        unsigned lane, n, rank, leader;
+        heap_class k;
+        unsigned nwords;
+    };
+    __device__ class_group group_of(unsigned group, unsigned c) const {
+        class_group g{detail::lane_index(), detail::popcount(group), detail::popcount(group & detail::lanes_below()),
+                      detail::lowest_bit(group), class_info(c), 0};
+        g.nwords = (g.k.slots + 63) / 64;
+        return g;
+    }
+
     // The first free bit of `avail` (non-zero) from a random one (h's top bits).
     __device__ static unsigned long long random_free_bit(unsigned long long avail, unsigned h) {
         const unsigned r = h >> 26;
@@ -921,12 +935,7 @@ private:
     // *full_cur: the cursor value of a current slab the group read whole and
     // found full (0: none).
     __device__ void* current_slab_claim(unsigned small, unsigned group, unsigned c, unsigned* full_cur) const {
-        const unsigned lane = detail::lane_index();
-        const unsigned n = detail::popcount(group);
-        const unsigned rank = detail::popcount(group & detail::lanes_below());
-        const unsigned leader = detail::lowest_bit(group);
-        const heap_class k = class_info(c);
-        const unsigned nwords = (k.slots + 63) / 64;
+        const auto [lane, n, rank, leader, k, nwords] = group_of(group, c);
         unsigned cur = 0, seed = 0;
         if (lane == leader) {
             unsigned* state = class_state(c);
@@ -970,12 +979,7 @@ private:
     // left for a slab, a sweep of every word of the class.  A round that won
     // nothing (a lost race too) is a miss.
     __device__ void* small_malloc(unsigned group, unsigned c, unsigned full_cur) const {
-        const unsigned lane = detail::lane_index();
-        const unsigned n = detail::popcount(group);
-        const unsigned rank = detail::popcount(group & detail::lanes_below());
-        const unsigned leader = detail::lowest_bit(group);
-        const heap_class k = class_info(c);
-        const unsigned nwords = (k.slots + 63) / 64;
+        const auto [lane, n, rank, leader, k, nwords] = group_of(group, c);
         unsigned* state = class_state(c);
         const unsigned* dir = directory() + k.dir_offset;
         char* mine = nullptr;
