@@ -31,9 +31,10 @@
 //    used) live out of band (slot_bitmap, P/1024 words per page, indexed by the
 //    slab's first page).  A class keeps a directory of its slabs (an
 //    append-only array of first pages plus a count) and *current* slabs
-//    (1 + slabs / 4 of them, at most 128, each on a cache line of its own, SM
-//    s using s % that many: few partly filled slabs for a small class, less
-//    contention on one slab for a large one).
+//    (1 + slabs / 4 of them, at most 1024, eight to a cache line: SM s uses
+//    s % that many, and once a class has more current slabs than there are
+//    SMs, each SM's warps spread over several: few partly filled slabs for a
+//    small class, less contention on one slab for a large one).
 //    malloc groups the lanes that arrive together (__activemask) by class
 //    (__match_any_sync).  A fast pass serves every group of the warp in the
 //    same instructions (a mixed-size warp's twenty-odd groups do not wait on
@@ -225,17 +226,24 @@ constexpr unsigned kHeapAttachShare = 16;
 // Class state: 128-byte lines (with all of it on one line, which attaches and
 // promotions also write, every warp of a burst loaded that line three times
 // and the burst queued at one L2 slice).  Line 0: slabs attached, attaches under way.  Line 1: the current
-// slabs in use, 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors, about
-// one an SM: few partly filled slabs for a small class; a class of many slabs
-// gives each SM's warps a slab of their own, where 8 SMs a slab made most
-// groups of a burst miss it), written only when it grows (a group reads it from L2, a lone
+// slabs in use, 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors: few
+// partly filled slabs for a small class; a class of many slabs gives each
+// SM's warps slabs of their own, where 8 SMs a slab made most groups of a
+// burst miss it), written only when it grows (a group reads it from L2, a lone
 // caller's first try through L1).
-// Lines 2 ..: the current slabs (+ 1; 0: none), each on its own line; SM s
-// uses cursor s % active.
+// Lines 2 ..: the current slabs (+ 1; 0: none), cursor i on line 2 + i % 128
+// (the first 128 each on a line of its own), 16 bytes apart.  SM s uses cursor
+// s % active; beyond one cursor an SM, warp slot w of SM s uses (s + SMs x
+// (w % kHeapWarpCursors)) % active: a 64-slot slab of 4 KiB serves two warps,
+// and with one slab an SM the ~30 warps of an SM that arrive together mostly
+// missed it (4 % of a 1M x 4 KiB burst's lanes served by the fast pass).
 constexpr unsigned kHeapStateLineWords = 32;
-constexpr unsigned kHeapCursors = 128;
+constexpr unsigned kHeapCursorLines = 128;
+constexpr unsigned kHeapCursorStride = 4;  // words between cursors of one line
+constexpr unsigned kHeapCursors = kHeapCursorLines * (kHeapStateLineWords / kHeapCursorStride);
+constexpr unsigned kHeapWarpCursors = 8;
 constexpr unsigned kHeapSlabsPerCursor = 4;
-constexpr unsigned kHeapClassStateWords = kHeapStateLineWords * (2 + kHeapCursors);
+constexpr unsigned kHeapClassStateWords = kHeapStateLineWords * (2 + kHeapCursorLines);
 // Refusals after which a group attaches regardless (a bound on waiting).
 constexpr unsigned kHeapMaxRefusals = 64;
 // Wait of a group refused an attach, in ns (about one attach's latency),
@@ -387,6 +395,19 @@ __device__ __forceinline__ unsigned sm_id() {
     unsigned id;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
     return id;
+}
+
+// SM identifiers (an upper bound on sm_id() + 1) and the warp's slot on its SM
+// (a hint: it may change while the warp runs).
+__device__ __forceinline__ unsigned sm_count() {
+    unsigned n;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(n));
+    return n;
+}
+__device__ __forceinline__ unsigned warp_slot() {
+    unsigned w;
+    asm volatile("mov.u32 %0, %%warpid;" : "=r"(w));
+    return w;
 }
 
 // A per-call random stream without caller state: the thread's global id and
@@ -765,7 +786,9 @@ private:
     __device__ unsigned long long* page_words() const { return reinterpret_cast<unsigned long long*>(v_.page_bitmap); }
     __device__ unsigned* class_state(unsigned c) const { return reinterpret_cast<unsigned*>(v_.class_state) + kHeapClassStateWords * c; }
     // Cursor i of a class's state, and the cursor the calling SM uses now.
-    __device__ static unsigned* cursor_word(unsigned* state, unsigned i) { return state + kHeapStateLineWords * (2 + i); }
+    __device__ static unsigned* cursor_word(unsigned* state, unsigned i) {
+        return state + kHeapStateLineWords * (2 + i % kHeapCursorLines) + kHeapCursorStride * (i / kHeapCursorLines);
+    }
     // `fresh`: read the cursors in use from L2 (a group's round) rather than
     // through L1 (a lone caller's try; a stale count only picks another cursor,
     // but in a cold burst a stale 1 for every group crowded one slab, and the
@@ -773,7 +796,11 @@ private:
     __device__ static unsigned sm_cursor(unsigned* state, bool fresh) {
         const unsigned* in_use = state + kHeapStateLineWords;
         const unsigned active = fresh ? detail::load_word(in_use) : detail::load_hint(in_use);
-        return active > 1 ? detail::sm_id() % (active < kHeapCursors ? active : kHeapCursors) : 0u;
+        if (active <= 1) return 0u;
+        const unsigned a = active < kHeapCursors ? active : kHeapCursors;
+        const unsigned sms = detail::sm_count();
+        const unsigned i = detail::sm_id() + (a > sms ? sms * (detail::warp_slot() % kHeapWarpCursors) : 0u);
+        return i % a;
     }
     __device__ unsigned* directory() const { return reinterpret_cast<unsigned*>(v_.directory); }
     __device__ unsigned mapped_pages() const { return detail::load_word(reinterpret_cast<const unsigned*>(v_.mapped_pages)); }
