@@ -1045,25 +1045,38 @@ private:
                 sweep_pos += n;
             } else if (from_current) {
                 // The current slab: lane r reads words base + r, base + r + n, ..
+                // until it finds free slots, and the group stops once the free
+                // slots found cover its need (a round waits for its slowest
+                // lane: lanes probing on after one had found room for the whole
+                // group made the probes ~2/3 of a round; stopping made 1M
+                // mallocs of 4 KiB 0.113 -> 0.086 ms, 256 B 0.064 -> 0.053 ms,
+                // 16 B 0.054 -> 0.046 ms on an H100).
                 slab = cur - 1;
                 const unsigned long long* sw = slot_words(slab);
-                for (unsigned j = rank, steps = 0; j < nwords && steps < kHeapScanWords; j += n, ++steps) {
-                    w = (base + j) % nwords;
-                    free_bits = ~detail::load_word(sw + w);
-                    if (free_bits != 0) break;
+                for (unsigned steps = 0; steps < kHeapScanWords && steps * n < nwords; ++steps) {
+                    const unsigned j = rank + steps * n;
+                    if (free_bits == 0 && j < nwords) {
+                        w = (base + j) % nwords;
+                        free_bits = ~detail::load_word(sw + w);
+                    }
+                    if (detail::masked_sum(group, detail::popcount(free_bits)) >= need) break;
                 }
             } else if (count != 0) {
                 // Random probes: a random word of a random slab (every other probe
-                // among the newest slabs), until one has a free slot.
+                // among the newest slabs), until the lane has a free slot or the
+                // group's cover its need.
                 const unsigned recent = count < kHeapRecentSlabs ? count : kHeapRecentSlabs;
                 for (unsigned j = 0; j < kHeapDrawProbes; ++j) {
-                    const unsigned idx = ((rank + j) & 1) != 0 ? count - 1 - rng.below(recent) : rng.below(count);
-                    const unsigned sl = detail::load_published(dir + idx);
-                    if (sl == kHeapNoPage) continue;
-                    slab = sl;
-                    w = nwords > 1 ? rng.below(nwords) : 0u;
-                    free_bits = ~detail::load_word(slot_words(slab) + w);
-                    if (free_bits != 0) break;
+                    if (free_bits == 0) {
+                        const unsigned idx = ((rank + j) & 1) != 0 ? count - 1 - rng.below(recent) : rng.below(count);
+                        const unsigned sl = detail::load_published(dir + idx);
+                        if (sl != kHeapNoPage) {
+                            slab = sl;
+                            w = nwords > 1 ? rng.below(nwords) : 0u;
+                            free_bits = ~detail::load_word(slot_words(slab) + w);
+                        }
+                    }
+                    if (detail::masked_sum(group, detail::popcount(free_bits)) >= need) break;
                 }
             }
             // 2. Claims.  When one lane's word has a free slot for every needy lane

@@ -100,6 +100,15 @@ __device__ __forceinline__ T masked_inclusive_sum(unsigned mask, T value) {
     return value;
 }
 
+// Sum of `value` over the lanes of any `mask` (every lane gets it).
+__device__ __forceinline__ unsigned masked_sum(unsigned mask, unsigned value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    return __reduce_add_sync(mask, value);
+#else
+    return __shfl_sync(mask, masked_inclusive_sum(mask, value), int(highest_lane(mask)));
+#endif
+}
+
 // Counts of Items flags packed into FieldBits-bit fields of 64-bit words (item
 // k: field k mod (64/FieldBits) of word k / (64/FieldBits)), so one shuffle scan
 // of a word scans all its items at once; the scans keep every field
