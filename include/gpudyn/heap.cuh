@@ -46,7 +46,8 @@
 //    class: a cursor load, a word load, one atomicOr, a few shuffles.  So
 //    groups fill one slab at a time.  The lanes it did not serve go on in
 //    rounds, by class: the group's lanes read words
-//    of the current slab (lane r at start + r, + n, ..), split the need by a
+//    of the current slab (lane r at start + r, + n, ..; the group stops once
+//    the free slots found cover its need), split the need by a
 //    prefix sum of the free bits they saw, claim with one atomicOr per lane
 //    (a single slot at a random free bit, so racing groups of one collide less;
 //    a group that won nothing reads again in the next round) and hand the won
@@ -60,7 +61,8 @@
 //    group's leader attach a slab: pages from the page bitmap, slot bits
 //    initialised with the group's slots already taken, page records written,
 //    __threadfence, then the directory entry is published (count first, entry
-//    second; readers load the entry with ld.acquire and skip the 0xFFFFFFFF of
+//    second; readers load the entry with a relaxed GPU-scope load, read what
+//    it names only at addresses computed from it, and skip the 0xFFFFFFFF of
 //    an entry not yet written) and the slab becomes current.  Attaches of a
 //    class run at most kHeapMinConcurrentAttach + slabs / 16 at a time: a burst
 //    grows a class by <= ~6 % per attach latency, so at most that share of
