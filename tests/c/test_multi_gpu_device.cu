@@ -4,7 +4,9 @@
 // default stream (0: the structure's device's), and from two threads whose
 // current devices differ; results are checked against a host reference, the
 // caller's current device is unchanged after every call, and a stream of GPU 0
-// handed to a GPU-1 structure is INVALID_ARGUMENT naming the stream.
+// handed to a GPU-1 structure is INVALID_ARGUMENT naming the stream.  The
+// device heap (issue 11) likewise, with a user's kernels on GPU 1 and a GGArray
+// taking its buckets from it.
 // Needs two GPUs (device kind nvidia-h200-x2); exits 77 with fewer.
 #include "check.h"
 
@@ -17,7 +19,33 @@
 #include <thread>
 #include <vector>
 
+#include <gpudyn/heap.cuh>
+
 #define CUDA_OK(call) CHECK((call) == cudaSuccess)
+
+// A user's kernels on the heap's device: thread i mallocs 16 + (i % 5) * 200
+// bytes and fills them; a later kernel checks the contents and frees.
+__global__ void heap_fill(gpudyn_heap_view_t view, unsigned n, unsigned long long* out) {
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const gpudyn::heap_ref heap(view);
+    const unsigned words = (16 + (i % 5) * 200) / 4;
+    unsigned* p = static_cast<unsigned*>(heap.malloc(words * 4ull));
+    if (p)
+        for (unsigned k = 0; k < words; ++k) p[k] = i ^ (k << 20);
+    out[i] = reinterpret_cast<unsigned long long>(p);
+}
+__global__ void heap_check_and_free(gpudyn_heap_view_t view, unsigned n, const unsigned long long* in,
+                                    unsigned* bad) {
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned* p = reinterpret_cast<unsigned*>(in[i]);
+    bool ok = p != nullptr;
+    const unsigned words = (16 + (i % 5) * 200) / 4;
+    for (unsigned k = 0; ok && k < words; ++k) ok = p[k] == (i ^ (k << 20));
+    if (!gpudyn::heap_ref(view).free(p)) ok = false;
+    if (!ok) atomicAdd(bad, 1u);
+}
 
 static gpudyn_stream_t gs(cudaStream_t s) { return reinterpret_cast<gpudyn_stream_t>(s); }
 
@@ -267,6 +295,89 @@ int main() {
     CUDA_OK(cudaSetDevice(0));
     CHECK_ON(gpudyn_rw_heap_free_page_count(h, &u, nullptr), 0);
     CHECK(u == ro.page_count);  // every page the page-backed warp heap took came back
+
+    // ---- device heap: created on GPU 1 with GPU 0 current; bulk and kernel
+    // malloc / free, stats and grow from either current device; a GGArray of
+    // GPU 1 takes its buckets from it, one of GPU 0 is refused it ----
+    {
+        gpudyn_heap_options_t ho;
+        gpudyn_heap_options_init(&ho);
+        ho.initial_bytes = 64ull << 20;
+        ho.max_bytes = 256ull << 20;
+        gpudyn_heap_t hp = nullptr;
+        CHECK_ON(gpudyn_heap_create(&hp, &ho, gs(s1)), 0);
+        if (!hp) return TEST_RESULT();
+        gpudyn_heap_stats_t hs{};
+        hs.struct_size = sizeof(hs);
+        CHECK_INVALID(gpudyn_heap_get_stats(hp, &hs, gs(s0)), "stream");
+        CHECK_INVALID(gpudyn_heap_malloc(hp, dsizes, ptrs, nm, gs(s0)), "stream");
+        gpudyn_heap_view_t hv;
+        CHECK_OK(gpudyn_heap_get_view(hp, &hv));
+        // Bulk, GPU 0 current: disjoint blocks inside the mapped range, all freed.
+        CHECK_ON(gpudyn_heap_malloc(hp, dsizes, ptrs, nm, gs(s1)), 0);
+        CUDA_OK(cudaMemcpy(got_ptrs.data(), ptrs, nm * 8, cudaMemcpyDeviceToHost));
+        std::vector<std::pair<uint64_t, uint64_t>> hr;
+        for (uint64_t i = 0; i < nm; ++i) {
+            CHECK(got_ptrs[i] >= hv.base && got_ptrs[i] + sizes[i] <= hv.base + ho.initial_bytes);
+            hr.push_back({got_ptrs[i], got_ptrs[i] + sizes[i]});
+        }
+        std::sort(hr.begin(), hr.end());
+        for (size_t i = 1; i < hr.size(); ++i) CHECK(hr[i].first >= hr[i - 1].second);
+        CHECK_ON(gpudyn_heap_get_stats(hp, &hs, nullptr), 0);
+        CHECK(hs.allocations == nm && hs.failed_allocations == 0);
+        CHECK_ON(gpudyn_heap_free(hp, ptrs, nm, nullptr), 0);  // the default stream: GPU 1's
+        // A user's kernel on GPU 1, then a grow with GPU 0 current, then a later
+        // kernel reads every block back and frees it.
+        const unsigned nk = 50000;
+        unsigned long long* kptrs = alloc_on<unsigned long long>(1, nk);
+        unsigned* kbad = alloc_on<unsigned>(1, 1);
+        CUDA_OK(cudaSetDevice(1));
+        CUDA_OK(cudaMemsetAsync(kbad, 0, 4, s1));
+        heap_fill<<<(nk + 255) / 256, 256, 0, s1>>>(hv, nk, kptrs);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaSetDevice(0));
+        CHECK_ON(gpudyn_heap_get_stats(hp, &hs, gs(s1)), 0);
+        CHECK(hs.allocations == nk && hs.failed_allocations == 0 && hs.bad_frees == 0);
+        const uint64_t mapped_before = hs.bytes_mapped;
+        CHECK_ON(gpudyn_heap_grow(hp, 128ull << 20, gs(s1)), 0);
+        CHECK_ON(gpudyn_heap_get_stats(hp, &hs, nullptr), 0);
+        CHECK(hs.bytes_mapped >= (128ull << 20) && hs.bytes_mapped > mapped_before && hs.allocations == nk);
+        CUDA_OK(cudaSetDevice(1));
+        heap_check_and_free<<<(nk + 255) / 256, 256, 0, s1>>>(hv, nk, kptrs, kbad);
+        CUDA_OK(cudaGetLastError());
+        unsigned bad_blocks = ~0u;
+        CUDA_OK(cudaMemcpyAsync(&bad_blocks, kbad, 4, cudaMemcpyDeviceToHost, s1));
+        CUDA_OK(cudaStreamSynchronize(s1));
+        CHECK(bad_blocks == 0);
+        CHECK_ON(gpudyn_heap_get_stats(hp, &hs, gs(s1)), 1);
+        CHECK(hs.allocations == 0 && hs.bad_frees == 0);
+        CUDA_OK(cudaSetDevice(0));
+        // GGArrays: one of GPU 0 cannot take GPU 1's heap; one of GPU 1 (created
+        // with GPU 0 current) keeps its buckets there.
+        gpudyn_ggarray_options_t ho_arr;
+        gpudyn_ggarray_options_init(&ho_arr);
+        ho_arr.num_lfvectors = 8;
+        ho_arr.pool_bytes = ~0ull;
+        ho_arr.heap = hp;
+        gpudyn_ggarray_t gh = nullptr;
+        CHECK_INVALID(gpudyn_ggarray_create(&gh, &ho_arr, gs(s0)), "heap");
+        CHECK(gh == nullptr);
+        CHECK_ON(gpudyn_ggarray_create(&gh, &ho_arr, gs(s1)), 0);
+        if (gh) {
+            CHECK_ON(gpudyn_ggarray_push_back(gh, values, host.size(), nullptr, GPUDYN_INSERT_WARP_SCAN, gs(s1)), 0);
+            CHECK_ON(gpudyn_ggarray_copy_to_host(gh, got.data(), got.size() * 4, gs(s1)), 0);
+            std::sort(got.begin(), got.end());
+            CHECK(got == want);
+            CHECK_ON(gpudyn_heap_get_stats(hp, &hs, nullptr), 0);
+            CHECK(hs.bytes_held >= host.size() * 4);  // the buckets are the heap's
+            CHECK_ON(gpudyn_ggarray_destroy(gh), 0);
+        }
+        CHECK_ON(gpudyn_heap_destroy(hp), 0);
+        cudaSetDevice(1);
+        CUDA_OK(cudaFree(kptrs));
+        CUDA_OK(cudaFree(kbad));
+        cudaSetDevice(0);
+    }
 
     // ---- destroy with GPU 0 current ----------------------------------------
     CHECK_ON(gpudyn_warp_heap_destroy(wp), 0);
