@@ -328,6 +328,9 @@ __host__ __device__ __forceinline__ unsigned heap_class_count(unsigned page_shif
     return kHeapClassesPerDoubling * (page_shift - kHeapLinearShift);
 }
 
+// Slot bitmap words of a slab of class k (64 slots a word).
+__host__ __device__ __forceinline__ unsigned heap_slab_words(const heap_class& k) { return (k.slots + 63) / 64; }
+
 // Geometry of class c (dir_offset left 0: the host sums the directories).
 // max_pages: the heap's range (0: no bound from it).  In a heap of fewer than
 // 256 MiB a slab is at most 1/256 of it (and one page), so the first slabs of
@@ -906,7 +909,7 @@ private:
     __device__ class_group group_of(unsigned group, unsigned c) const {
         class_group g{detail::lane_index(), detail::popcount(group), detail::popcount(group & detail::lanes_below()),
                       detail::lowest_bit(group), class_info(c), 0};
-        g.nwords = (g.k.slots + 63) / 64;
+        g.nwords = detail::heap_slab_words(g.k);
         return g;
     }
 
@@ -924,7 +927,7 @@ private:
     // after a full word, the next (up to kHeapLoneTries reads and claims).
     __device__ void* lone_claim(unsigned c, unsigned* full_cur) const {
         const heap_class k = class_info(c);
-        const unsigned nwords = (k.slots + 63) / 64;
+        const unsigned nwords = detail::heap_slab_words(k);
         unsigned* state = class_state(c);
         const unsigned cur = detail::load_published(cursor_word(state, sm_cursor(state, false)));
         if (cur == 0) return nullptr;
@@ -1229,7 +1232,7 @@ private:
         if (head == kHeapNoPage) return kHeapNoPage;
         // Slot bits: the caller's slots and the tail past `slots` are used.
         unsigned long long* w = slot_words(head);
-        const unsigned nwords = (k.slots + 63) / 64;
+        const unsigned nwords = detail::heap_slab_words(k);
         for (unsigned i = 0; i < nwords; ++i) {
             unsigned long long init = 0;
             if (i == 0) init |= claimed >= 64 ? ~0ull : ((1ull << claimed) - 1);
