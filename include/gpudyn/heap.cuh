@@ -22,11 +22,11 @@
 //    doubling (rounding wastes <= 12.5 %); class sizes that are powers of two
 //    are exactly the 2^k requests, and slots are multiples of the class size
 //    from a page boundary, so 2^k requests up to P are 2^k-aligned.  A class
-//    carves slabs of slab_pages(c) pages: 64 slots and 128 KiB, at most 1 MiB
+//    carves slabs of slab_pages(c) pages: 128 slots and 128 KiB, at most 1 MiB
 //    unless 8 slots need more, at least one page (a slab lasts a few converged
 //    warps; the cap and the 8-slot floor keep what a class with few requests
-//    holds small: with 64 KiB pages, 2-page slabs up to the 2 KiB class, the
-//    32 KiB class 16-page slabs of 32; a power of two of pages, claimed at a
+//    holds small: with 64 KiB pages, 2-page slabs up to the 1 KiB class, the
+//    4 KiB class 8 pages, the 32 KiB class 16-page slabs of 32; a power of two of pages, claimed at a
 //    multiple of it so slabs leave no page between them), whose slot bits (1 =
 //    used) live out of band (slot_bitmap, P/1024 words per page, indexed by the
 //    slab's first page).  A class keeps a directory of its slabs (an
@@ -188,12 +188,14 @@ constexpr unsigned kHeapMaxPageShift = 21;
 constexpr unsigned kHeapMaxClasses = kHeapClassesPerDoubling * (kHeapMaxPageShift - kHeapLinearShift);
 // Slots of a slab: kHeapSlabSlots and kHeapSlabMinBytes (a slab serves a
 // few converged warps; each slab change sends groups through the slow rounds.
-// 256 slots made a 1M burst of 4 KiB 1.25x faster, but a mixed-size heap then
-// held 1.7x what was live after churn and was usable to 0.89 at exhaustion:
-// the partly filled slabs of ~48 classes), in at most kHeapSlabMaxBytes, but never
-// fewer than kHeapSlabMinSlots (which decide for pages of 1 MiB and more); at
-// least one page, and a power of two of them (slabs are claimed aligned).
-constexpr unsigned kHeapSlabSlots = 64;
+// 128 slots (4 converged warps) against 64: a 1M burst of 4 KiB 0.073 ms
+// against 0.094 on an H100, held / live after a mixed churn 1.13 either way,
+// usable at exhaustion 0.92-0.93 either way.  256 slots for classes of 2 KiB
+// and more: 4 KiB 0.070 ms, but mixed sizes usable to 0.87-0.89 only (the
+// partly filled slabs of many classes)), in at most kHeapSlabMaxBytes, but
+// never fewer than kHeapSlabMinSlots (which decide for pages of 1 MiB and
+// more); at least one page, and a power of two of them (slabs are claimed aligned).
+constexpr unsigned kHeapSlabSlots = 128;
 constexpr unsigned long long kHeapSlabMinBytes = 128ull << 10;
 constexpr unsigned long long kHeapSlabMaxBytes = 1ull << 20;
 constexpr unsigned kHeapSlabMinSlots = 8;
@@ -229,14 +231,15 @@ constexpr unsigned kHeapAttachShare = 16;
 // promotions also write, every warp of a burst loaded that line three times
 // and the burst queued at one L2 slice).  Line 0: slabs attached, attaches under way.  Line 1: the current
 // slabs in use, 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors: few
-// partly filled slabs for a small class; a class of many slabs gives each
+// partly filled slabs for a small class; 2 against 4 made 1M bursts of 16 B
+// and of mixed sizes 7 % faster, held / live alike; a class of many slabs gives each
 // SM's warps slabs of their own, where 8 SMs a slab made most groups of a
 // burst miss it), written only when it grows (a group reads it from L2, a lone
 // caller's first try through L1).
 // Lines 2 ..: the current slabs (+ 1; 0: none), cursor i on line 2 + i % 128
 // (the first 128 each on a line of its own), 16 bytes apart.  SM s uses cursor
 // s % active; beyond one cursor an SM, warp slot w of SM s uses (s + SMs x
-// (w % kHeapWarpCursors)) % active: a 64-slot slab of 4 KiB serves two warps,
+// (w % kHeapWarpCursors)) % active: a 64-slot slab of 4 KiB served two warps,
 // and with one slab an SM the ~30 warps of an SM that arrive together mostly
 // missed it (4 % of a 1M x 4 KiB burst's lanes served by the fast pass).
 constexpr unsigned kHeapStateLineWords = 32;
@@ -244,7 +247,7 @@ constexpr unsigned kHeapCursorLines = 128;
 constexpr unsigned kHeapCursorStride = 4;  // words between cursors of one line
 constexpr unsigned kHeapCursors = kHeapCursorLines * (kHeapStateLineWords / kHeapCursorStride);
 constexpr unsigned kHeapWarpCursors = 8;
-constexpr unsigned kHeapSlabsPerCursor = 4;
+constexpr unsigned kHeapSlabsPerCursor = 2;
 constexpr unsigned kHeapClassStateWords = kHeapStateLineWords * (2 + kHeapCursorLines);
 // Refusals after which a group attaches regardless (a bound on waiting).
 constexpr unsigned kHeapMaxRefusals = 64;
