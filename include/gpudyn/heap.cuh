@@ -22,7 +22,7 @@
 //    doubling (rounding wastes <= 12.5 %); class sizes that are powers of two
 //    are exactly the 2^k requests, and slots are multiples of the class size
 //    from a page boundary, so 2^k requests up to P are 2^k-aligned.  A class
-//    carves slabs of slab_pages(c) pages: 128 slots and 128 KiB, at most 1 MiB
+//    carves slabs of slab_pages(c) pages: 64 slots (128 from 2 KiB) and 128 KiB, at most 1 MiB
 //    unless 8 slots need more, at least one page (a slab lasts a few converged
 //    warps; the cap and the 8-slot floor keep what a class with few requests
 //    holds small: with 64 KiB pages, 2-page slabs up to the 1 KiB class, the
@@ -186,16 +186,21 @@ constexpr unsigned kHeapMinPageShift = 12;
 constexpr unsigned kHeapMaxPageShift = 21;
 // Classes for the largest page: sizes up to 2^20 = 8 * (21 - 7) classes.
 constexpr unsigned kHeapMaxClasses = kHeapClassesPerDoubling * (kHeapMaxPageShift - kHeapLinearShift);
-// Slots of a slab: kHeapSlabSlots and kHeapSlabMinBytes (a slab serves a
-// few converged warps; each slab change sends groups through the slow rounds.
-// 128 slots (4 converged warps) against 64: a 1M burst of 4 KiB 0.073 ms
-// against 0.094 on an H100, held / live after a mixed churn 1.13 either way,
-// usable at exhaustion 0.92-0.93 either way.  256 slots for classes of 2 KiB
-// and more: 4 KiB 0.070 ms, but mixed sizes usable to 0.87-0.89 only (the
-// partly filled slabs of many classes)), in at most kHeapSlabMaxBytes, but
-// never fewer than kHeapSlabMinSlots (which decide for pages of 1 MiB and
-// more); at least one page, and a power of two of them (slabs are claimed aligned).
-constexpr unsigned kHeapSlabSlots = 128;
+// Slots of a slab: kHeapSlabSlots (kHeapSlabSlotsLarge from class size
+// kHeapSlabLargeClass) and kHeapSlabMinBytes (a slab serves a few converged
+// warps; each slab change sends groups through the slow rounds, and below
+// 2 KiB the 128 KiB floor gives 64-8192 slots anyway).  128 slots from 2 KiB
+// against 64: a 1M burst of 4 KiB 0.075 ms against 0.08-0.10 on an H100, a 1M
+// mixed churn held alike (1.13), a 64K-block one 1.27-1.30 against 1.23-1.27
+// (the classes' partly filled slabs are a larger share of a small population).
+// 128 slots from 1 KiB: no faster; 256 from 2 KiB: 4 KiB 0.070 ms, but mixed
+// sizes usable to only 0.87-0.89 at exhaustion.  At most
+// kHeapSlabMaxBytes, but never fewer than kHeapSlabMinSlots (which decide for
+// pages of 1 MiB and more); at least one page, and a power of two of them
+// (slabs are claimed aligned).
+constexpr unsigned kHeapSlabSlots = 64;
+constexpr unsigned kHeapSlabSlotsLarge = 128;
+constexpr unsigned long long kHeapSlabLargeClass = 2048;
 constexpr unsigned long long kHeapSlabMinBytes = 128ull << 10;
 constexpr unsigned long long kHeapSlabMaxBytes = 1ull << 20;
 constexpr unsigned kHeapSlabMinSlots = 8;
@@ -232,7 +237,8 @@ constexpr unsigned kHeapAttachShare = 16;
 // and the burst queued at one L2 slice).  Line 0: slabs attached, attaches under way.  Line 1: the current
 // slabs in use, 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors: few
 // partly filled slabs for a small class; 2 against 4 made 1M bursts of 16 B
-// and of mixed sizes 7 % faster, held / live alike; a class of many slabs gives each
+// and of mixed sizes 7 % faster, both within their goals, and 16K blocks of
+// the classes' boundary sizes held 1.31-1.32x against 1.30x; a class of many slabs gives each
 // SM's warps slabs of their own, where 8 SMs a slab made most groups of a
 // burst miss it), written only when it grows (a group reads it from L2, a lone
 // caller's first try through L1).
@@ -247,7 +253,7 @@ constexpr unsigned kHeapCursorLines = 128;
 constexpr unsigned kHeapCursorStride = 4;  // words between cursors of one line
 constexpr unsigned kHeapCursors = kHeapCursorLines * (kHeapStateLineWords / kHeapCursorStride);
 constexpr unsigned kHeapWarpCursors = 8;
-constexpr unsigned kHeapSlabsPerCursor = 2;
+constexpr unsigned kHeapSlabsPerCursor = 4;
 constexpr unsigned kHeapClassStateWords = kHeapStateLineWords * (2 + kHeapCursorLines);
 // Refusals after which a group attaches regardless (a bound on waiting).
 constexpr unsigned kHeapMaxRefusals = 64;
@@ -347,7 +353,8 @@ __host__ __device__ __forceinline__ heap_class heap_class_geometry(unsigned c, u
     const unsigned long long most = share < kHeapSlabMaxBytes ? (share > P ? share : P) : kHeapSlabMaxBytes;
     const unsigned long long cap = kHeapSlabMinSlots * size > most ? kHeapSlabMinSlots * size : most;
     const unsigned long long floor = kHeapSlabMinBytes < most ? kHeapSlabMinBytes : most;
-    const unsigned long long want = kHeapSlabSlots * size > floor ? kHeapSlabSlots * size : floor;
+    const unsigned long long slots = size >= kHeapSlabLargeClass ? kHeapSlabSlotsLarge : kHeapSlabSlots;
+    const unsigned long long want = slots * size > floor ? slots * size : floor;
     const unsigned long long bytes = want < cap ? want : cap;
     unsigned long long pages = 1;  // a power of two (aligned claims: see heap_claim_run)
     while (pages * P < bytes) pages *= 2;

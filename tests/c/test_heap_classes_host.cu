@@ -33,11 +33,12 @@ int main() {
             CHECK(k.size == ref[c]);
             CHECK(k.slots >= kHeapSlabMinSlots);
             CHECK((unsigned long long)k.slots * k.size <= (unsigned long long)k.slab_pages * P);
-            // Room for four converged warps (128 slots) and at least 128 KiB, unless
-            // that is more than 1 MiB; never fewer than 8 slots; no page more than
-            // needed for that.
+            // Room for two converged warps (64 slots; four, 128, from 2 KiB) and at
+            // least 128 KiB, unless that is more than 1 MiB; never fewer than 8
+            // slots; no page more than needed for that.
             const unsigned long long slab = (unsigned long long)k.slab_pages * P;
-            const unsigned long long want = std::min(std::max(128ull * k.size, 128ull << 10), 1ull << 20);
+            const unsigned long long slots = k.size >= 2048 ? 128 : 64;
+            const unsigned long long want = std::min(std::max(slots * k.size, 128ull << 10), 1ull << 20);
             CHECK(slab >= want && k.slots >= 8);
             CHECK((k.slab_pages & (k.slab_pages - 1)) == 0);  // a power of two (claimed aligned)
             CHECK(k.slab_pages == 1 || slab / 2 < std::max(want, 8ull * k.size));

@@ -389,14 +389,16 @@ static void test_call_patterns() {
         CHECK(during.bytes_held >= during.bytes_allocated);
         // Memory: slabs are attached only when the class's slabs are (nearly) full,
         // and this mode reuses the slabs earlier modes left empty.  (72 classes with
-        // ~200 requests each: a partly filled slab per class is the slack.)  Slabs
+        // ~200 requests each: a partly filled slab per class is the slack; 1.23-1.26
+        // with 64-slot slabs, 1.30-1.32 on an H100 since classes from 2 KiB have
+        // 128-slot slabs of 512 KiB-1 MiB.)  Slabs
         // stay with their class, so what is held follows the largest mode so far
         // (odd lanes and early return allocate less than the modes before them).
         static uint64_t peak_allocated = 0;
         peak_allocated = std::max<uint64_t>(peak_allocated, during.bytes_allocated);
         const double held_ratio = double(during.bytes_held) / double(peak_allocated);
-        if (held_ratio > 1.3) fprintf(stderr, "%s: held / peak allocated = %.3f\n", mode_name(mode), held_ratio);
-        CHECK(g_sanitizer || held_ratio <= 1.3);
+        if (held_ratio > 1.35) fprintf(stderr, "%s: held / peak allocated = %.3f\n", mode_name(mode), held_ratio);
+        CHECK(g_sanitizer || held_ratio <= 1.35);
         CHECK(during.failed_allocations == 0);
         // Freed by other threads (another block for most) in a later kernel.
         dev_vec<uint64_t> dp(ptrs);
@@ -848,10 +850,11 @@ static void test_churn(uint64_t S) {
     }
     // A regression bound at this size: ~130 MiB over ~48 classes (mixed) leaves each
     // class's partly filled current slabs a visible share (1.23-1.27 measured on an
-    // H100 at 7cb0a19; 1.37 when single-slot claims took the lowest free bit); the
-    // issue's 1.25 target is the benchmark's, at 1M threads.  A few
-    // thousand blocks (sanitizer) leave one partly filled slab per class as a large share.
-    if (!g_sanitizer) CHECK(worst <= 1.3);
+    // H100 at 7cb0a19; 1.27-1.30 with 128-slot slabs from 2 KiB; 1.37 when
+    // single-slot claims took the lowest free bit); the issue's 1.25 target is
+    // the benchmark's, at 1M threads.  A few thousand blocks (sanitizer) leave
+    // one partly filled slab per class as a large share.
+    if (!g_sanitizer) CHECK(worst <= 1.35);
     uint64_t ok = 0;
     free_all(v, ptrs, &ok);
     CHECK(ok == n);
