@@ -15,6 +15,10 @@
 // the compiler cannot merge the 32 calls into one).
 // gpudyn: the heap is reset before each point, then one untimed warm-up
 // (alloc, free: recorded as the cold sample) and kReps timed repeats, median.
+// Each timed launch is queued behind a kernel that holds the stream for
+// kHoldNs, so the start event is not recorded on an idle stream while the host
+// is still launching (at 1K threads that launch latency, 5-70 us, was most of
+// a sample: a 1K x 16 B alloc read 0.010-0.078 ms).
 //
 // CUDA malloc runs in child processes (this program with --cuda-server), never
 // in the process that measures gpudyn: a fault inside CUDA's device malloc is
@@ -105,6 +109,7 @@ constexpr unsigned long long kTimingHeap = 16ull << 30, kTimingHeapQuick = 2ull 
 constexpr unsigned long long kExhaustBytes = 1ull << 30, kExhaustBytesQuick = 64ull << 20;
 constexpr unsigned kExhaustRoundsTarget = 64;  // rounds to fill the heap (round size follows from S)
 constexpr unsigned kChurnRounds = 10;
+constexpr unsigned long long kHoldNs = 50000;  // see time_ms
 constexpr unsigned long long kSearchResolution = 16;  // binary searches stop at this many bytes
 
 // Counters written by the kernels (one device array).
@@ -121,6 +126,13 @@ __device__ __forceinline__ unsigned pattern(unsigned owner, unsigned long long w
 }
 __device__ __forceinline__ void count(unsigned long long* counters, counter c, unsigned long long v) {
     if (v) atomicAdd(counters + c, v);
+}
+
+// Holds the stream for ns nanoseconds of the GPU's global timer (time_ms).
+__global__ void hold_kernel(unsigned long long ns) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); while (t - t0 < ns);
 }
 
 // ---- the two allocators behind one interface ---------------------------------
@@ -412,6 +424,7 @@ struct bench {
 
     template <class F>
     float time_ms(F&& launch) {
+        hold_kernel<<<1, 1>>>(kHoldNs);  // the launch below is queued before ev0 is reached
         CUDA(cudaEventRecord(ev0));
         launch();
         CUDA(cudaGetLastError());
