@@ -195,7 +195,7 @@ constexpr unsigned kHeapMaxClasses = kHeapClassesPerDoubling * (kHeapMaxPageShif
 // kHeapSlabLargeClass) and kHeapSlabMinBytes (a slab serves a few converged
 // warps; each slab change sends groups through the slow rounds, and below
 // 2 KiB the 128 KiB floor gives 64-8192 slots anyway).  128 slots from 2 KiB
-// against 64: a 1M burst of 4 KiB 0.075 ms against 0.08-0.10 on an H100, a 1M
+// against 64: a 1M burst of 4 KiB 0.070-0.075 ms against 0.08-0.10 on an H100, a 1M
 // mixed churn held alike (1.13), a 64K-block one 1.27-1.30 against 1.23-1.27
 // (the classes' partly filled slabs are a larger share of a small population).
 // 128 slots from 1 KiB: no faster; 256 from 2 KiB: 4 KiB 0.070 ms, but mixed

@@ -390,7 +390,7 @@ static void test_call_patterns() {
         // Memory: slabs are attached only when the class's slabs are (nearly) full,
         // and this mode reuses the slabs earlier modes left empty.  (72 classes with
         // ~200 requests each: a partly filled slab per class is the slack; 1.23-1.26
-        // with 64-slot slabs, 1.30-1.32 on an H100 since classes from 2 KiB have
+        // with 64-slot slabs, 1.30 on an H100 since classes from 2 KiB have
         // 128-slot slabs of 512 KiB-1 MiB.)  Slabs
         // stay with their class, so what is held follows the largest mode so far
         // (odd lanes and early return allocate less than the modes before them).
