@@ -401,19 +401,6 @@ __device__ __forceinline__ unsigned load_hint(const unsigned* p) {
 // sequentially consistent __threadfence).
 __device__ __forceinline__ void release_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
-// OR of a 64-bit value over the lanes of mask (a warp collective over mask).
-__device__ __forceinline__ unsigned long long masked_or64(unsigned mask, unsigned long long v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    unsigned lo = __reduce_or_sync(mask, unsigned(v));
-    unsigned hi = __reduce_or_sync(mask, unsigned(v >> 32));
-    return (static_cast<unsigned long long>(hi) << 32) | lo;
-#else
-    unsigned long long r = 0;
-    for (unsigned rest = mask; rest != 0; rest &= rest - 1) r |= __shfl_sync(mask, v, int(lowest_bit(rest)));
-    return r;
-#endif
-}
-
 // The SM the thread runs on.
 __device__ __forceinline__ unsigned sm_id() {
     unsigned id;

@@ -157,6 +157,19 @@ __device__ __forceinline__ unsigned masked_max(unsigned mask, unsigned value) {
 #endif
 }
 
+// OR of a 64-bit value over the lanes of `mask` (every lane gets it).
+__device__ __forceinline__ unsigned long long masked_or64(unsigned mask, unsigned long long v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned lo = __reduce_or_sync(mask, unsigned(v));
+    unsigned hi = __reduce_or_sync(mask, unsigned(v >> 32));
+    return (static_cast<unsigned long long>(hi) << 32) | lo;
+#else
+    unsigned long long r = 0;
+    for (unsigned rest = mask; rest != 0; rest &= rest - 1) r |= __shfl_sync(mask, v, int(lowest_bit(rest)));
+    return r;
+#endif
+}
+
 // Broadcast of a pointer from `src_lane` (in mask) to the lanes of mask.
 template <class P>
 __device__ __forceinline__ P* broadcast_pointer(unsigned mask, P* p, unsigned src_lane) {
