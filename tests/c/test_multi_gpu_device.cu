@@ -25,11 +25,12 @@
 
 // A user's kernels on the heap's device: thread i mallocs 16 + (i % 5) * 200
 // bytes and fills them; a later kernel checks the contents and frees.
+__device__ __forceinline__ unsigned heap_words_of(unsigned i) { return (16 + (i % 5) * 200) / 4; }
 __global__ void heap_fill(gpudyn_heap_view_t view, unsigned n, unsigned long long* out) {
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const gpudyn::heap_ref heap(view);
-    const unsigned words = (16 + (i % 5) * 200) / 4;
+    const unsigned words = heap_words_of(i);
     unsigned* p = static_cast<unsigned*>(heap.malloc(words * 4ull));
     if (p)
         for (unsigned k = 0; k < words; ++k) p[k] = i ^ (k << 20);
@@ -41,7 +42,7 @@ __global__ void heap_check_and_free(gpudyn_heap_view_t view, unsigned n, const u
     if (i >= n) return;
     unsigned* p = reinterpret_cast<unsigned*>(in[i]);
     bool ok = p != nullptr;
-    const unsigned words = (16 + (i % 5) * 200) / 4;
+    const unsigned words = heap_words_of(i);
     for (unsigned k = 0; ok && k < words; ++k) ok = p[k] == (i ^ (k << 20));
     if (!gpudyn::heap_ref(view).free(p)) ok = false;
     if (!ok) atomicAdd(bad, 1u);
