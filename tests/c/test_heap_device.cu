@@ -472,6 +472,28 @@ static void test_bad_frees() {
         bad.push_back(ptrs[i] + (sizes[i] > 16 ? 16 : 8));  // interior of a slot or of a run's first page
         if (sizes[i] > P) bad.push_back(ptrs[i] + P);       // a run's second page
     }
+    // A slab's tail: where slot k.slots would start, on a later page of the slab,
+    // in a class whose slots do not fill their slab (slot-aligned, so only the
+    // slot count tells it from a block).  Slabs are aligned to their page count.
+    {
+        std::vector<uint32_t> table(4 * uint64_t(v.class_count));
+        CUDA_OK(cudaMemcpy(table.data(), reinterpret_cast<void*>(v.class_table), table.size() * 4, cudaMemcpyDeviceToHost));
+        const std::vector<uint64_t> classes = ref_classes(P);
+        std::vector<bool> seen(classes.size(), false);
+        uint64_t tails = 0;
+        for (uint64_t i = 0; i < 64; ++i) {
+            if (sizes[i] > P / 2) continue;
+            uint64_t c = 0;
+            while (classes[c] < sizes[i]) ++c;
+            const uint64_t size = table[4 * c], slab_bytes = uint64_t(table[4 * c + 1]) * P, slots = table[4 * c + 2];
+            CHECK(size == classes[c]);
+            if (seen[c] || slots * size < P || slots * size >= slab_bytes) continue;
+            seen[c] = true;
+            bad.push_back(v.base + (ptrs[i] - v.base) / slab_bytes * slab_bytes + slots * size);
+            ++tails;
+        }
+        CHECK(tails > 0);  // 112 B: 1170 slots of a 128 KiB slab
+    }
     {
         uint64_t ok = 0;
         free_all(v, bad, &ok);
