@@ -696,9 +696,12 @@ public:
     __device__ bool free(void* p) const {
         const unsigned mask = __activemask();
         const unsigned lane = detail::lane_index();
-        // The caller's writes to the block are visible before anyone can get it again.
-        detail::release_fence();
         const slot_ref s = locate(p);
+        // The caller's writes to the block are visible before anyone can get it
+        // again.  After locate's loads, so the fence's wait overlaps them (1M
+        // frees 0.0285 -> 0.0274 ms mixed-size, 0.0135 -> 0.0129 ms single
+        // sizes on an H100; without a fence 0.023 / 0.011 ms).
+        detail::release_fence();
         const bool slot = s.kind == kSlot;
         // Slot frees clear their bit with atomicAnd.  Lanes freeing into the word of
         // the lowest slot lane left (a converged warp's slots share a word or two)
