@@ -67,6 +67,7 @@ struct gpudyn_ggarray_s {
     uint32_t pool_max_rows = 0;    // bucket rows that fit the pool's virtual range
     uint32_t pool_rows = 0;        // bucket rows mapped
     uint64_t known_size = 0;       // the size as of the last host call that read or set it
+    uint64_t device_bytes = 0;     // the device's memory (fixed: reserve checks against it without a driver query)
     gpudyn_heap_t heap = nullptr;  // a heap the array shares (options.heap), else nullptr: an own arena
     uint64_t budget = 0;           // own arena: bytes of its runs (before the first: what it will take)
     uint64_t max_budget = 0;       // own arena: the most set_budget may raise `budget` to
@@ -328,13 +329,13 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         const int device = create_device(s);  // the stream's device, else the current one
         device_guard on_device(device);
         uint64_t budget = o->budget_bytes, max_budget = o->max_budget_bytes;
+        size_t free_b = 0, total_b = 0;
+        GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
         if (o->heap) {
             const int heap_device = heap_state(o->heap).device;
             GPUDYN_REQUIRE(heap_device == device, "options->heap belongs to device %d, the array to device %d",
                            heap_device, device);
         } else {
-            size_t free_b = 0, total_b = 0;
-            GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
             GPUDYN_REQUIRE(max_budget <= total_b,
                            "options->max_budget_bytes is %llu, more than the device's memory (%zu bytes)",
                            (unsigned long long)max_budget, total_b);
@@ -349,6 +350,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         h->lfvectors = o->num_lfvectors;
         h->budget = budget;
         h->max_budget = max_budget;
+        h->device_bytes = total_b;
         while ((1ull << h->log2_first) < first) ++h->log2_first;
         const size_t L = h->lfvectors;
         const size_t u64s = 5 * L + 1 + L * kMaxBuckets + 4 + kArenaWords + kArenaIoWords;
@@ -464,11 +466,9 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
         if (capacity == 0) return;
         // More bytes than the device has can never be reserved: say so before any
         // kernel (the heap or the pool would fail only after a kernel or a mapping).
-        size_t free_b = 0, total_b = 0;
-        GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
-        if (capacity > total_b / array->element_size)
-            raise(GPUDYN_ERROR_OUT_OF_MEMORY, "argument 'capacity' is %llu elements of %u bytes, more than the device's %zu bytes",
-                  (unsigned long long)capacity, unsigned(array->element_size), total_b);
+        if (capacity > array->device_bytes / array->element_size)
+            raise(GPUDYN_ERROR_OUT_OF_MEMORY, "argument 'capacity' is %llu elements of %u bytes, more than the device's %llu bytes",
+                  (unsigned long long)capacity, unsigned(array->element_size), (unsigned long long)array->device_bytes);
         const uint32_t need = array->rows_for(per);
         try {
             array->map_pool_rows(need);  // host calls only; OOM keeps everything
