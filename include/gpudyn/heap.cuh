@@ -22,11 +22,12 @@
 //    doubling (rounding wastes <= 12.5 %); class sizes that are powers of two
 //    are exactly the 2^k requests, and slots are multiples of the class size
 //    from a page boundary, so 2^k requests up to P are 2^k-aligned.  A class
-//    carves slabs of slab_pages(c) pages: 64 slots (128 from 2 KiB) and 128 KiB, at most 1 MiB
-//    unless 8 slots need more, at least one page (a slab lasts a few converged
-//    warps; the cap and the 8-slot floor keep what a class with few requests
-//    holds small: with 64 KiB pages, 2-page slabs up to the 1 KiB class, the
-//    4 KiB class 8 pages, the 32 KiB class 16-page slabs of 32; a power of two of pages, claimed at a
+//    carves slabs of slab_pages(c) pages: 64 slots (128 from 2 KiB) and
+//    128 KiB, at most 1 MiB unless 8 slots need more, at least one page (a
+//    slab lasts a few converged warps; the cap and the 8-slot floor keep what
+//    a class with few requests holds small: with 64 KiB pages, 2-page slabs up
+//    to the 1 KiB class, the 4 KiB class 8 pages, the 32 KiB class 16-page
+//    slabs of 32; a power of two of pages, claimed at a
 //    multiple of it so slabs leave no page between them), whose slot bits (1 =
 //    used) live out of band (slot_bitmap, P/1024 words per page, indexed by the
 //    slab's first page).  A class keeps a directory of its slabs (an
@@ -91,8 +92,9 @@
 //    short runs packed near a hint, longer ones across words (see it).
 //
 // free(p) finds the page of p (p outside the range: bad free), then its record:
-// a slab (the first page, or a member page naming the class and its offset to the first) -> the slot
-// (p must be a slot start, else bad free), whose bit is cleared with
+// a slab (the first page, or a member page naming the class and its offset
+// to the first) -> the slot (p must be a slot start, else bad free), whose bit
+// is cleared with
 // atomicAnd: lanes freeing into the word of the lowest slot lane together
 // clear theirs with one (twice over: a converged warp's slots span a word or
 // two), the others alone; a bit that was already clear is a double free (of
