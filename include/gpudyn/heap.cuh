@@ -952,11 +952,16 @@ private:
     // issues): a random word of the SM's current slab, a random slot of it;
     // after a lost claim, a free bit of the word it returned; after a full
     // word, the next (up to kHeapLoneTries reads and claims after the first).
+    // The cursor is read through L1 (load_hint): a stale one still names a slab
+    // of the class (slabs never leave it, and L1 starts each kernel empty), and
+    // its slot bits are only read and claimed in L2, so it costs at most a
+    // full slab's lost claim before the rounds read the cursor from L2.  1M
+    // divergent mallocs 3-8 % faster on an H100; converged ones use L2.
     __device__ void* lone_claim(unsigned c, unsigned* full_cur) const {
         const heap_class k = class_info(c);
         const unsigned nwords = detail::heap_slab_words(k);
         unsigned* state = class_state(c);
-        const unsigned cur = detail::load_published(cursor_word(state, sm_cursor(state, false)));
+        const unsigned cur = detail::load_hint(cursor_word(state, sm_cursor(state, false)));
         if (cur == 0) return nullptr;
         unsigned h = detail::probe_seed();
         unsigned w = __umulhi(h, nwords);
