@@ -18,17 +18,25 @@ namespace {
 // The calling thread's page-locked word for the host's small reads: a copy
 // into pageable memory goes through a staging buffer (a few microseconds more
 // on every size / get_status).  Portable: any device's stream may copy into it.
-// Kept for the thread's life; nullptr when page-locked memory cannot be had.
-void* pinned_word() {
-    thread_local void* word = [] {
-        void* p = nullptr;
+// Kept for the thread's life and freed when it ends (a pool's short-lived
+// threads would pile up page-locked pages); nullptr when it cannot be had.
+struct pinned_holder {
+    void* p = nullptr;
+    pinned_holder() {
         if (cudaHostAlloc(&p, sizeof(uint64_t), cudaHostAllocPortable) != cudaSuccess) {
             cudaGetLastError();  // not sticky: the reads fall back to pageable memory
             p = nullptr;
         }
-        return p;
-    }();
-    return word;
+    }
+    ~pinned_holder() {
+        if (p != nullptr && cudaFreeHost(p) != cudaSuccess) cudaGetLastError();  // e.g. the runtime shutting down
+    }
+    pinned_holder(const pinned_holder&) = delete;
+    pinned_holder& operator=(const pinned_holder&) = delete;
+};
+void* pinned_word() {
+    thread_local pinned_holder word;
+    return word.p;
 }
 // `bytes` (<= 8) from the device address to *out, after the stream's earlier work.
 void read_small(void* out, const void* dev, size_t bytes, cudaStream_t stream) {

@@ -102,7 +102,9 @@ void check_cuda(cudaError_t err, const char* what) {
             raise(status, "%s [%s: %s]", problem.c_str(), what, cudaGetErrorName(err));
         raise(status, "no CUDA device: %s (%s: %s)", what, cudaGetErrorName(err), cudaGetErrorString(err));
     }
-    if (status != GPUDYN_ERROR_CUDA) cudaGetLastError();
+    // Cleared whatever it is (a sticky error stays sticky anyway): left pending, it
+    // would be read as the failure of this thread's next kernel launch.
+    cudaGetLastError();
     raise(status, "%s failed: %s (%s)", what, cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
@@ -115,7 +117,7 @@ void device_alloc(void** ptr, uint64_t bytes, cudaStream_t stream, const std::st
     *ptr = nullptr;
     // With a valid stream, an invalid value can only be the size: as unsatisfiable as too large.
     const gpudyn_status_t status = err == cudaErrorInvalidValue ? GPUDYN_ERROR_OUT_OF_MEMORY : status_of(err);
-    if (status != GPUDYN_ERROR_CUDA) cudaGetLastError();  // not sticky
+    cudaGetLastError();  // never left pending (see check_cuda)
     raise(status, "%s: %llu bytes of device memory could not be allocated (%s: %s)", what.c_str(),
           (unsigned long long)bytes, cudaGetErrorName(err), cudaGetErrorString(err));
 }
@@ -386,7 +388,7 @@ GPUDYN_API gpudyn_status_t gpudyn_device_alloc(void** ptr, uint64_t bytes, gpudy
         GPUDYN_REQUIRE(bytes > 0, "argument 'bytes' is 0, expected > 0");
         require_device();
         void* p = nullptr;
-        GPUDYN_CUDA(cudaMallocAsync(&p, size_t(bytes), to_cuda(stream)));
+        device_alloc(&p, bytes, to_cuda(stream), "argument 'bytes'");
         *ptr = p;
     });
 }

@@ -420,18 +420,23 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
                 // The runs go back to the given heap after the array's last work
                 // (the heap's free is ordered on `s`); their pointers from the
                 // record's spare words, one run at a time.
-                for (uint64_t r : array->runs) {
+                // Each run leaves the list once freed, so a destroy retried after a
+                // failure frees only the rest.
+                while (!array->runs.empty()) {
+                    const uint64_t r = array->runs.back();
                     GPUDYN_CUDA(cudaMemcpyAsync(array->arena + kArenaWords, &r, sizeof(r), cudaMemcpyHostToDevice, s));
                     const gpudyn_status_t st = gpudyn_heap_free(array->heap, array->arena + kArenaWords, 1, on_s);
                     if (st != GPUDYN_SUCCESS) raise(st, "the given heap: %s", gpudyn_last_error_message());
+                    array->runs.pop_back();
                 }
-                array->runs.clear();
                 heap_arena_share(array->heap, -1);
             }
             if (!array->heap) {
                 // The own arena's runs go back to the stream-ordered pool after the array's last work.
-                for (uint64_t r : array->runs) GPUDYN_CUDA(cudaFreeAsync(reinterpret_cast<void*>(r), s));
-                array->runs.clear();
+                while (!array->runs.empty()) {
+                    GPUDYN_CUDA(cudaFreeAsync(reinterpret_cast<void*>(array->runs.back()), s));
+                    array->runs.pop_back();
+                }
             }
             if (array->block) {
                 // The frees are on `s`; the event now follows them (the pool's unmapping waits for it).

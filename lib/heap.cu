@@ -146,7 +146,11 @@ void heap_resolve_sizes(uint64_t page_size, uint64_t* initial_bytes, uint64_t* m
     size_t free_b = 0, total_b = 0;
     GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
     uint64_t initial = *initial_bytes;
-    if (initial == 0) initial = std::max<uint64_t>(P, std::min<uint64_t>(kDefaultInitialBytes, free_b / 2) / P * P);
+    if (initial == 0) {
+        initial = std::max<uint64_t>(P, std::min<uint64_t>(kDefaultInitialBytes, free_b / 2) / P * P);
+        // The default never exceeds a given max (callers require max >= P).
+        if (*max_bytes != 0) initial = std::max<uint64_t>(P, std::min<uint64_t>(initial, *max_bytes / P * P));
+    }
     uint64_t max = *max_bytes;
     if (max == 0) max = std::max<uint64_t>(initial, std::min<uint64_t>(initial * kDefaultMaxFactor, total_b));
     *initial_bytes = initial;
@@ -204,6 +208,9 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
         GPUDYN_REQUIRE(o.initial_bytes == 0 || o.initial_bytes >= P,
                        "options->initial_bytes is %llu, expected 0 (default) or >= page_size (%llu)",
                        (unsigned long long)o.initial_bytes, (unsigned long long)P);
+        GPUDYN_REQUIRE(o.max_bytes == 0 || o.max_bytes >= P,
+                       "options->max_bytes is %llu, expected 0 (default) or >= page_size (%llu)",
+                       (unsigned long long)o.max_bytes, (unsigned long long)P);
         GPUDYN_REQUIRE(o.max_bytes == 0 || o.initial_bytes <= o.max_bytes,
                        "options->max_bytes is %llu, expected 0 (default) or >= initial_bytes (%llu)",
                        (unsigned long long)o.max_bytes, (unsigned long long)o.initial_bytes);

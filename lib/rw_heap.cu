@@ -332,6 +332,10 @@ void rw_malloc(gpudyn_rw_heap_t heap, const uint64_t* sizes, uint64_t* pointers,
     if (n == 0) return;
     GPUDYN_REQUIRE_NOT_NULL(sizes);
     GPUDYN_REQUIRE_NOT_NULL(pointers);
+    // One thread a request (RW_malloc is a warp collective): the grid's x limit bounds n.
+    constexpr uint64_t kMaxRequests = uint64_t(INT32_MAX) * kBlock;
+    GPUDYN_REQUIRE(n <= kMaxRequests, "argument 'n' is %llu, more than the %llu requests one call can make",
+                   (unsigned long long)n, (unsigned long long)kMaxRequests);
     handle_call call(heap->hs, stream);
     cudaStream_t s = call.stream();
     const uint64_t walk_seed = seed ? *seed : next_seed(heap);  // under the heap's lock

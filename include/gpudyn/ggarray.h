@@ -86,7 +86,7 @@ typedef struct gpudyn_ggarray_options_t {
                                         destroy per launch cheap) the first time a kernel could need
                                         it (get_view, or a reserve / push_back beyond the pool), at
                                         least 2 MiB; 0 (default): 1 GiB, or half the device's free memory
-                                        when that is less; must be 0 with `heap`.  (This field was
+                                        when that is less, at most max_budget_bytes; must be 0 with `heap`.  (This field was
                                         malloc_heap_bytes, the size of CUDA's malloc heap the buckets
                                         came from: same place, same role.) */
     uint64_t pool_bytes;             /* virtual range of the bucket pool (see reserve); 0: the

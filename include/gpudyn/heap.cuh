@@ -624,8 +624,9 @@ __device__ __forceinline__ void* heap_page_run(const heap_view* h, unsigned long
 class heap_ref {
 public:
     __device__ explicit heap_ref(const heap_view& view) : v_(view) {
-        // A view of another layout version is refused: every call then fails.
-        if (v_.version != kHeapViewVersion) v_.class_count = 0;
+        // A view of another layout version, or one never filled in (no counters), is
+        // refused: every call then fails (and nothing is counted where there are no counters).
+        if (v_.version != kHeapViewVersion || v_.counters == 0) v_.class_count = 0;
     }
 #if !defined(__CUDACC_RTC__)
     __device__ explicit heap_ref(const gpudyn_heap_view_t& view) : heap_ref(*reinterpret_cast<const heap_view*>(&view)) {}
@@ -647,18 +648,19 @@ public:
         // Group key: the class (small), kKeyRun (medium/huge: each lane alone), kKeyNone.
         const unsigned key = !ok ? kKeyNone : (cls != kHeapNoPage ? cls : kKeyRun);
         const unsigned group = __match_any_sync(mask, key);
+        // The small lanes, while every lane of `mask` is here (the others return below).
+        const unsigned small = __ballot_sync(mask, key < kKeyRun);
         if (key == kKeyNone) {
             count_failures(group, bytes != 0);  // an invalid view: every request fails
             return nullptr;
         }
         if (key == kKeyRun) {
             void* p = run_malloc(bytes);
-            if (p == nullptr) atomicAdd(counters() + kHeapCounterFailed, 1ull);
+            if (p == nullptr) count(kHeapCounterFailed, 1);
             return p;
         }
         // Every class group of the lanes here at once (a mixed-size warp's groups
         // make their dependent loads together, not one group after another).
-        const unsigned small = __ballot_sync(mask, true);
         unsigned full_cur = 0;
         void* p = small == (1u << detail::lane_index()) ? lone_claim(cls, &full_cur)
                                                         : current_slab_claim(small, group, cls, &full_cur);
@@ -676,7 +678,7 @@ public:
     __device__ void* malloc_pages(unsigned long long bytes) const {
         if (bytes == 0) return nullptr;
         void* p = valid() ? detail::heap_page_run(detail::heap_descriptor(v_.counters), bytes) : nullptr;
-        if (p == nullptr) atomicAdd(counters() + kHeapCounterFailed, 1ull);
+        if (p == nullptr) count(kHeapCounterFailed, 1);
         return p;
     }
 
@@ -685,8 +687,9 @@ public:
     // The block is the request rounded up to the alignment.
     __device__ void* malloc_aligned(unsigned long long bytes, unsigned long long alignment) const {
         const bool bad = alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > page_size();
-        if (bad) {
-            if (bytes != 0) atomicAdd(counters() + kHeapCounterFailed, 1ull);
+        // A request that rounding up would wrap is as unsatisfiable as any too large one.
+        if (bad || bytes > ~0ull - (alignment - 1)) {
+            if (bytes != 0) count(kHeapCounterFailed, 1);
             return nullptr;
         }
         // Class sizes from a multiple of `alignment` on are multiples of it (see the
@@ -844,14 +847,18 @@ private:
         return heap_class{k.x, k.y, k.z, k.w};
     }
     __device__ bool bad_free() const {
-        atomicAdd(counters() + kHeapCounterBadFree, 1ull);
+        count(kHeapCounterBadFree, 1);
         return false;
+    }
+    // Adds n to counter `slot` (a refused view may have none).
+    __device__ void count(unsigned slot, unsigned long long n) const {
+        if (v_.counters != 0) atomicAdd(counters() + slot, n);
     }
     // Counts the lanes of `group` for which `failed` holds, with one atomic.
     __device__ void count_failures(unsigned group, bool failed) const {
         const unsigned f = __ballot_sync(group, failed);
         if (f != 0 && detail::lane_index() == detail::lowest_bit(group))
-            atomicAdd(counters() + kHeapCounterFailed, static_cast<unsigned long long>(detail::popcount(f)));
+            count(kHeapCounterFailed, detail::popcount(f));
     }
 
     // rw_heap's view of the page bitmap and the run records; its failures go to

@@ -33,8 +33,8 @@ typedef enum gpudyn_heap_view_version_t {
 typedef struct gpudyn_heap_options_t {
     uint32_t struct_size;       /* sizeof(gpudyn_heap_options_t) */
     uint32_t reserved;          /* 0 */
-    uint64_t initial_bytes;     /* mapped at create; 0: 1 GiB, or half the device's free memory when that is less */
-    uint64_t max_bytes;         /* virtual range reserved once, grow maps up to it; 0: initial_bytes x 8, at most the device's total memory */
+    uint64_t initial_bytes;     /* mapped at create; 0: 1 GiB, or half the device's free memory when that is less, at most max_bytes */
+    uint64_t max_bytes;         /* virtual range reserved once, grow maps up to it; 0: initial_bytes x 8, at most the device's total memory; else >= page_size */
     uint64_t page_size;         /* power of two, 4 KiB .. 2 MiB (default 64 KiB) */
 } gpudyn_heap_options_t;
 
@@ -83,7 +83,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_options_init(gpudyn_heap_options_t* optio
  * returns GPUDYN_ERROR_NOT_SUPPORTED. */
 GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_heap_options_t* options,
                                               gpudyn_stream_t stream);
-/* Synchronizes the heap's device and frees everything; NULL is accepted. */
+/* Frees everything, stream-ordered after the heap's last call (see gpudyn.h: never
+ * synchronizes the device); NULL is accepted. */
 GPUDYN_API gpudyn_status_t gpudyn_heap_destroy(gpudyn_heap_t heap);
 
 /* Fills *view for kernels; valid until destroy (also across grow). */

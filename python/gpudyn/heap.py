@@ -29,7 +29,7 @@ class Heap(OwnedHandle):
     Parameters
     ----------
     initial_bytes: memory mapped now (None: the library's default, 1 GiB or
-        half the device's free memory when that is less).
+        half the device's free memory when that is less, at most ``max_bytes``).
     max_bytes: the most :meth:`grow` may reach; the range and the metadata are
         sized for it (None: ``initial_bytes`` x 8, at most the device's memory).
     page_size: bytes per page, a power of two from 4 KiB to 2 MiB (None: 64 KiB).

@@ -146,6 +146,47 @@ __global__ void alloc_kernel(gpudyn_heap_view_t v, const uint64_t* sizes, uint64
     ptrs[i] = reinterpret_cast<uint64_t>(p);
 }
 
+// One warp, every lane calling malloc together: even lanes ask 16 B, odd lanes
+// `other` bytes (0, or a medium run: the lanes that leave malloc first).  Then
+// the odd lanes wait (legal under independent thread scheduling) until the even
+// lanes are back, at most 300 ms: a malloc whose collectives still named the
+// lanes that had left kept the even lanes until the odd ones gave up.
+__global__ void left_lanes_kernel(gpudyn_heap_view_t v, uint64_t other, uint64_t* ptrs, unsigned* back,
+                                  unsigned* gave_up) {
+    const heap_ref heap{v};
+    const unsigned lane = threadIdx.x % 32;
+    void* p = heap.malloc(lane % 2 == 0 ? 16 : other);
+    ptrs[threadIdx.x] = reinterpret_cast<uint64_t>(p);
+    if (lane % 2 == 0) {
+        __threadfence();
+        atomicAdd(back, 1u);
+        return;
+    }
+    unsigned long long t0, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    while (atomicAdd(back, 0u) < blockDim.x / 2) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        if (now - t0 > 300000000ull) {
+            atomicExch(gave_up, 1u);
+            return;
+        }
+        __nanosleep(1000);
+    }
+}
+
+// A heap_ref over a view never filled in (all zero), and huge requests on a
+// real one: null / false, no fault; out[4..5]: malloc_aligned / malloc of ~2^64.
+__global__ void refused_kernel(gpudyn_heap_view_t zero, gpudyn_heap_view_t v, uint64_t* out) {
+    const heap_ref none{zero};
+    out[0] = reinterpret_cast<uint64_t>(none.malloc(16));
+    out[1] = reinterpret_cast<uint64_t>(none.malloc_pages(1 << 20));
+    out[2] = reinterpret_cast<uint64_t>(none.malloc_aligned(64, 64));
+    out[3] = none.free(reinterpret_cast<void*>(0x10000)) ? 1 : 0;
+    const heap_ref heap{v};
+    out[4] = reinterpret_cast<uint64_t>(heap.malloc_aligned(~0ull - 7, 16));
+    out[5] = reinterpret_cast<uint64_t>(heap.malloc(~0ull));
+}
+
 // tags: each block's tag, or nullptr for tag0 + i.
 __global__ void verify_kernel(const uint64_t* sizes, const uint64_t* ptrs, const uint64_t* tags, uint64_t n,
                               uint64_t tag0, unsigned long long* bad) {
@@ -929,6 +970,41 @@ static void test_huge() {
     CHECK_OK(gpudyn_heap_destroy(h));
 }
 
+// Lanes that leave malloc early (size 0, a medium run) do not hold up the small
+// lanes of their warp; a view never filled in and sizes near 2^64 fail cleanly,
+// counted where there are counters.
+static void test_left_lanes_and_refusals() {
+    gpudyn_heap_t h = make_heap(uint64_t(64) << 20, uint64_t(64) << 20);
+    if (!h) return;
+    const gpudyn_heap_view_t v = view_of(h);
+    const uint64_t others[] = {0, uint64_t(1) << 20};
+    for (uint64_t other : others) {
+        dev_vec<uint64_t> ptrs(32);
+        dev_vec<unsigned> flags(2);
+        left_lanes_kernel<<<1, 32>>>(v, other, ptrs.p, flags.p, flags.p + 1);
+        CUDA_OK(cudaDeviceSynchronize());
+        const std::vector<unsigned> f = flags.download();
+        const std::vector<uint64_t> p = ptrs.download();
+        CHECK(f[0] == 16 && f[1] == 0);
+        for (unsigned i = 0; i < 32; ++i) CHECK((p[i] != 0) == (i % 2 == 0 || other != 0));
+        uint64_t ok = 0;
+        free_all(v, p, &ok);
+        CHECK(ok == 32);  // free(nullptr) is true
+    }
+    CHECK(stats_of(h).allocations == 0);
+    CHECK_OK(gpudyn_heap_clear_status(h, nullptr));
+    gpudyn_heap_view_t zero;
+    memset(&zero, 0, sizeof zero);
+    dev_vec<uint64_t> out(6);
+    refused_kernel<<<1, 1>>>(zero, v, out.p);
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<uint64_t> r = out.download();
+    for (uint64_t x : r) CHECK(x == 0);
+    const gpudyn_heap_stats_t st = stats_of(h);
+    CHECK(st.failed_allocations == 2 && st.bad_frees == 0 && st.allocations == 0);
+    CHECK_OK(gpudyn_heap_destroy(h));
+}
+
 int main() {
     REQUIRE_DEVICE();
     g_sanitizer = getenv("GPUDYN_SANITIZER") != nullptr;
@@ -943,5 +1019,6 @@ int main() {
     test_churn(64);
     test_churn(4096);
     test_huge();
+    test_left_lanes_and_refusals();
     return TEST_RESULT();
 }

@@ -539,6 +539,118 @@ static void test_threads_share_one_structure() {
     CHECK_OK(gpudyn_rw_heap_destroy(h));
 }
 
+// A default initial size never exceeds a max the caller gave: the heap maps at
+// most max_bytes, a GGArray's budget stays within max_budget_bytes (the default
+// used to be 1 GiB whatever the max: the heap's create failed, the array's
+// arena took more than allowed).
+static void test_default_sizes_within_max() {
+    const uint64_t max = uint64_t(64) << 20;
+    gpudyn_heap_options_t o;
+    gpudyn_heap_options_init(&o);
+    o.max_bytes = max;  // initial_bytes 0: the default
+    gpudyn_heap_t h = nullptr;
+    CHECK_OK(gpudyn_heap_create(&h, &o, nullptr));
+    if (h) {
+        gpudyn_heap_stats_t st;
+        memset(&st, 0, sizeof st);
+        st.struct_size = sizeof st;
+        CHECK_OK(gpudyn_heap_get_stats(h, &st, nullptr));
+        CHECK(st.bytes_mapped > 0 && st.bytes_mapped <= max);
+        CHECK(st.bytes_max <= max);
+        CHECK_OK(gpudyn_heap_destroy(h));
+    }
+    o.max_bytes = 4096;  // below the page size
+    CHECK_INVALID(gpudyn_heap_create(&h, &o, nullptr), "max_bytes");
+    CHECK(h == nullptr);
+
+    gpudyn_ggarray_options_t g;
+    gpudyn_ggarray_options_init(&g);
+    g.max_budget_bytes = uint64_t(4) << 20;  // budget_bytes 0: the default
+    gpudyn_ggarray_t a = nullptr;
+    CHECK_OK(gpudyn_ggarray_create(&a, &g, nullptr));
+    if (a) {
+        uint64_t budget = 0, max_budget = 0;
+        CHECK_OK(gpudyn_ggarray_get_budget(a, &budget, &max_budget));
+        CHECK(budget > 0 && budget <= max_budget && max_budget <= g.max_budget_bytes);
+        CHECK_OK(gpudyn_ggarray_destroy(a));
+    }
+}
+
+// A request count the launch cannot cover is refused, not truncated to the
+// requests one grid reaches (2^40 + 256 used to serve 256 and succeed).
+static void test_rw_malloc_count_limit() {
+    gpudyn_rw_heap_options_t o;
+    gpudyn_rw_heap_options_init(&o);
+    o.page_count = 1 << 16;
+    gpudyn_rw_heap_t h = nullptr;
+    CHECK_OK(gpudyn_rw_heap_create(&h, &o, nullptr));
+    if (!h) return;
+    uint64_t *sizes = nullptr, *ptrs = nullptr;
+    CUDA_OK(cudaMalloc(&sizes, 256 * sizeof(uint64_t)));
+    CUDA_OK(cudaMalloc(&ptrs, 256 * sizeof(uint64_t)));
+    CUDA_OK(cudaMemset(ptrs, 0, 256 * sizeof(uint64_t)));
+    CHECK_INVALID(gpudyn_rw_heap_malloc(h, sizes, ptrs, (uint64_t(1) << 40) + 256, nullptr), "'n'");
+    std::vector<uint64_t> back(256, 1);
+    CUDA_OK(cudaMemcpy(back.data(), ptrs, 256 * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+    CHECK(std::count(back.begin(), back.end(), uint64_t(0)) == 256);  // nothing served
+    cudaFree(sizes);
+    cudaFree(ptrs);
+    CHECK_OK(gpudyn_rw_heap_destroy(h));
+}
+
+// A failed call leaves no CUDA error pending behind it: the next call that
+// launches a kernel reports its own launch, not the old error (a heap_malloc
+// after a failed stream_synchronize used to return ERROR_CUDA with its blocks
+// allocated).  Unsatisfiable device_alloc sizes are OUT_OF_MEMORY.
+static void test_no_error_left_pending() {
+    const uint64_t huge[] = {uint64_t(1) << 62, ~uint64_t(0), (uint64_t(1) << 63) + 1};
+    for (uint64_t b : huge) {
+        void* p = reinterpret_cast<void*>(0x10);
+        CHECK_STATUS(gpudyn_device_alloc(&p, b, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY);
+        CHECK(p == nullptr);
+    }
+    gpudyn_heap_options_t o;
+    gpudyn_heap_options_init(&o);
+    o.initial_bytes = o.max_bytes = uint64_t(64) << 20;
+    gpudyn_heap_t h = nullptr;
+    CHECK_OK(gpudyn_heap_create(&h, &o, nullptr));
+    if (!h) return;
+    const unsigned n = 8;
+    uint64_t *sizes = nullptr, *ptrs = nullptr;
+    CUDA_OK(cudaMalloc(&sizes, n * sizeof(uint64_t)));
+    CUDA_OK(cudaMalloc(&ptrs, n * sizeof(uint64_t)));
+    const std::vector<uint64_t> want(n, 64);
+    CUDA_OK(cudaMemcpy(sizes, want.data(), n * sizeof(uint64_t), cudaMemcpyHostToDevice));
+    for (int round = 0; round < 2; ++round) {
+        // Synchronizing a capturing stream is refused: a non-sticky CUDA error.
+        cudaStream_t cs;
+        CUDA_OK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+        CUDA_OK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed));
+        if (round == 0) {
+            CHECK(gpudyn_stream_synchronize(gs(cs)) != GPUDYN_SUCCESS);
+        } else {
+            void* p = nullptr;  // an allocation that cannot be satisfied, then a refused one
+            CHECK(gpudyn_device_alloc(&p, ~uint64_t(0), nullptr) != GPUDYN_SUCCESS);
+            CHECK(gpudyn_stream_synchronize(gs(cs)) != GPUDYN_SUCCESS);
+        }
+        cudaGraph_t graph = nullptr;
+        cudaStreamEndCapture(cs, &graph);  // invalidated by the refused call
+        if (graph) cudaGraphDestroy(graph);
+        cudaStreamDestroy(cs);
+        cudaGetLastError();  // this program's own runtime state (the library has its own)
+        CHECK_OK(gpudyn_heap_malloc(h, sizes, ptrs, n, nullptr));
+        gpudyn_heap_stats_t st;
+        memset(&st, 0, sizeof st);
+        st.struct_size = sizeof st;
+        CHECK_OK(gpudyn_heap_get_stats(h, &st, nullptr));
+        CHECK(st.allocations == n);
+        CHECK_OK(gpudyn_heap_free(h, ptrs, n, nullptr));
+    }
+    cudaFree(sizes);
+    cudaFree(ptrs);
+    CHECK_OK(gpudyn_heap_destroy(h));
+}
+
 int main() {
     REQUIRE_DEVICE();
     STEP(test_ggarray_reserve_overflow());
@@ -556,5 +668,8 @@ int main() {
     STEP(test_calls_ordered_across_streams());
     STEP(test_threads_every_failure_has_a_message());
     STEP(test_threads_share_one_structure());
+    STEP(test_default_sizes_within_max());
+    STEP(test_rw_malloc_count_limit());
+    STEP(test_no_error_left_pending());
     return TEST_RESULT();
 }
