@@ -329,6 +329,40 @@ GPUDYN_API gpudyn_status_t gpudyn_get_device(int32_t* device) {
     });
 }
 
+GPUDYN_API gpudyn_status_t gpudyn_set_device(int32_t device) {
+    GPUDYN_ABI({
+        const int count = device_count();
+        GPUDYN_REQUIRE(device >= 0 && device < count, "argument 'device' is %d, expected 0 <= device < %d",
+                       int(device), count);
+        GPUDYN_CUDA(cudaSetDevice(device));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_stream_get_device(gpudyn_stream_t stream, int32_t* device) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(device);
+        *device = -1;
+        *device = create_device(to_cuda(stream));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_pointer_get_device(const void* ptr, int32_t* device) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(device);
+        *device = -1;
+        if (ptr == nullptr) return;
+        require_device();
+        cudaPointerAttributes attr;
+        const cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
+        if (err == cudaErrorInvalidValue) {  // a pointer CUDA does not know (drivers before CUDA 11)
+            cudaGetLastError();
+            return;
+        }
+        GPUDYN_CUDA(err);
+        if (attr.type == cudaMemoryTypeDevice) *device = attr.device;
+    });
+}
+
 GPUDYN_API gpudyn_status_t gpudyn_get_cuda_versions(int32_t* runtime_version, int32_t* driver_version) {
     GPUDYN_ABI({
         GPUDYN_REQUIRE_NOT_NULL(runtime_version);

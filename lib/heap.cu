@@ -445,6 +445,9 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_reset(gpudyn_heap_t heap, gpudyn_stream_t
     GPUDYN_ABI({
         require_heap(heap);
         handle_call call(heap->hs, stream);
+        // The GGArrays' buckets live in it: a reset would hand their memory out again.
+        GPUDYN_REQUIRE(heap->users == 0, "argument 'heap' holds the buckets of %u GGArray(s); destroy them first",
+                       unsigned(heap->users));
         heap->clear(call.stream());
     });
 }

@@ -122,6 +122,13 @@ void require_heap(gpudyn_rw_heap_t heap) {
     if (heap == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'heap' is NULL");
 }
 
+// Under the heap's lock: the warp heaps backed by it hold pages of it, which a
+// reset (or occupy) would hand out again.
+void require_no_backing_users(gpudyn_rw_heap_t heap) {
+    GPUDYN_REQUIRE(heap->backing_users == 0, "argument 'heap' is the backing of %u warp heap(s); destroy them first",
+                   unsigned(heap->backing_users));
+}
+
 // All pages free, counters zero, tail bits set.  Stream-ordered.
 void clear_heap(gpudyn_rw_heap_t h, cudaStream_t s) {
     GPUDYN_CUDA(cudaMemsetAsync(h->bitmap, 0, h->bitmap_bytes, s));
@@ -253,9 +260,7 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_destroy(gpudyn_rw_heap_t heap) {
         if (heap == nullptr) return;
         {
             handle_call call(heap->hs);
-            GPUDYN_REQUIRE(heap->backing_users == 0,
-                           "argument 'heap' is the backing of %u warp heap(s); destroy them first",
-                           unsigned(heap->backing_users));
+            require_no_backing_users(heap);
             release_all(heap, heap->hs.release_stream());
         }
         heap->hs.release();
@@ -424,6 +429,7 @@ GPUDYN_API gpudyn_status_t gpudyn_exp_rw_heap_occupy(gpudyn_rw_heap_t heap, doub
         GPUDYN_REQUIRE(fraction >= 0.0 && fraction <= 1.0, "argument 'fraction' is %g, expected 0 <= fraction <= 1",
                        fraction);
         handle_call call(heap->hs, stream);
+        require_no_backing_users(heap);
         cudaStream_t s = call.stream();
         clear_heap(heap, s);
         const auto used = (unsigned long long)std::llround(fraction * double(heap->options.page_count));
@@ -435,6 +441,7 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_reset(gpudyn_rw_heap_t heap, gpudyn_st
     GPUDYN_ABI({
         require_heap(heap);
         handle_call call(heap->hs, stream);
+        require_no_backing_users(heap);
         clear_heap(heap, call.stream());
     });
 }

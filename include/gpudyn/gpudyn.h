@@ -118,6 +118,23 @@ GPUDYN_API gpudyn_status_t gpudyn_get_device_count(int32_t* count);
 /* The calling thread's current CUDA device ordinal. */
 GPUDYN_API gpudyn_status_t gpudyn_get_device(int32_t* device);
 
+/* Makes `device` (0 <= device < count) the calling thread's current CUDA
+ * device (cudaSetDevice); the structures' calls never need it (they run on
+ * their own device), a binding that allocates memory for a structure does. */
+GPUDYN_API gpudyn_status_t gpudyn_set_device(int32_t device);
+
+/* The device a structure created on `stream` belongs to: the stream's device,
+ * or the current device for the default streams (NULL, 1, 2) and where the
+ * driver (older than CUDA 12.8) cannot tell; INVALID_ARGUMENT naming `stream`
+ * for a handle the driver reports is not a stream.  A stream already destroyed
+ * is undefined behaviour, as in CUDA (its handle may be reused or freed). */
+GPUDYN_API gpudyn_status_t gpudyn_stream_get_device(gpudyn_stream_t stream, int32_t* device);
+
+/* The device whose memory `ptr` points into, as cudaPointerGetAttributes
+ * reports it (device memory), or -1 for NULL and any memory CUDA does not
+ * report as one device's own (host, pinned, managed or unknown memory). */
+GPUDYN_API gpudyn_status_t gpudyn_pointer_get_device(const void* ptr, int32_t* device);
+
 /* Fills *info for `device` (info->struct_size must be set by the caller). */
 GPUDYN_API gpudyn_status_t gpudyn_get_device_info(int32_t device, gpudyn_device_info_t* info);
 

@@ -116,7 +116,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_free(gpudyn_heap_t heap, const uint64_t* 
                                             gpudyn_stream_t stream);
 
 /* Drops every allocation and zeroes the counters (every mapped page free, no
- * slab attached).  Stream-ordered. */
+ * slab attached).  Stream-ordered.  INVALID_ARGUMENT while GGArrays take their
+ * buckets from the heap (their memory would be handed out again). */
 GPUDYN_API gpudyn_status_t gpudyn_heap_reset(gpudyn_heap_t heap, gpudyn_stream_t stream);
 
 #ifdef __cplusplus

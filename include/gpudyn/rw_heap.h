@@ -122,7 +122,9 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free(gpudyn_rw_heap_t heap, const uint
 /* Largest request RW_malloc serves for this heap, in bytes. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_max_malloc_size(gpudyn_rw_heap_t heap, uint64_t* bytes);
 
-/* Discards all allocations and counters (all pages free).  Stream-ordered. */
+/* Discards all allocations and counters (all pages free).  Stream-ordered.
+ * INVALID_ARGUMENT while warp heaps are backed by it (their pages would be
+ * handed out again); likewise gpudyn_exp_rw_heap_occupy. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_reset(gpudyn_rw_heap_t heap, gpudyn_stream_t stream);
 
 /* Number of free pages; synchronizes `stream`. */

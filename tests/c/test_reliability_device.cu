@@ -268,6 +268,14 @@ static void test_backing_heap_not_destroyable() {
     CUDA_OK(cudaMalloc(&ptrs, sizes.size() * 8));
     CUDA_OK(cudaMemcpy(dsizes, sizes.data(), sizes.size() * 8, cudaMemcpyHostToDevice));
     CHECK_OK(gpudyn_warp_heap_alloc_batch(w, dsizes, sizes.size(), ptrs, nullptr));
+    // A reset or occupy would hand the warp heap's pages out again: refused, nothing changes.
+    uint64_t in_use = 0, after = 0;
+    CHECK_OK(gpudyn_rw_heap_free_page_count(pages, &in_use, nullptr));
+    CHECK(in_use < ro.page_count);
+    CHECK_INVALID(gpudyn_rw_heap_reset(pages, nullptr), "backing of 2 warp heap");
+    CHECK_INVALID(gpudyn_exp_rw_heap_occupy(pages, 0.5, 1, nullptr), "backing of 2 warp heap");
+    CHECK_OK(gpudyn_rw_heap_free_page_count(pages, &after, nullptr));
+    CHECK(after == in_use);
     CHECK_OK(gpudyn_warp_heap_release(w, nullptr));
     uint64_t free_pages = 0;
     CHECK_OK(gpudyn_rw_heap_free_page_count(pages, &free_pages, nullptr));
@@ -278,6 +286,29 @@ static void test_backing_heap_not_destroyable() {
     CHECK_OK(gpudyn_rw_heap_destroy(pages));
     CUDA_OK(cudaFree(dsizes));
     CUDA_OK(cudaFree(ptrs));
+}
+
+// A heap's reset is refused while GGArrays take their buckets from it (it
+// would hand their memory out again); once they are gone it works.
+static void test_heap_reset_refused_with_ggarrays() {
+    gpudyn_heap_options_t ho;
+    gpudyn_heap_options_init(&ho);
+    ho.initial_bytes = ho.max_bytes = uint64_t(64) << 20;
+    gpudyn_heap_t h = nullptr;
+    CHECK_OK(gpudyn_heap_create(&h, &ho, nullptr));
+    if (!h) return;
+    gpudyn_ggarray_options_t go;
+    gpudyn_ggarray_options_init(&go);
+    go.heap = h;
+    gpudyn_ggarray_t a = nullptr;
+    CHECK_OK(gpudyn_ggarray_create(&a, &go, nullptr));
+    gpudyn_ggarray_view_t v;
+    memset(&v, 0, sizeof v);
+    CHECK_OK(gpudyn_ggarray_get_view(a, &v, nullptr));  // the array takes its run of the heap
+    CHECK_INVALID(gpudyn_heap_reset(h, nullptr), "GGArray");
+    CHECK_OK(gpudyn_ggarray_destroy(a));
+    CHECK_OK(gpudyn_heap_reset(h, nullptr));
+    CHECK_OK(gpudyn_heap_destroy(h));
 }
 
 // ---- item 11: destroy does not synchronize the device ----------------------------
@@ -664,6 +695,7 @@ int main() {
     STEP(flatten_offsets<uint32_t>(7, 3000));
     STEP(flatten_offsets<uint64_t>(2, 1000));
     STEP(test_backing_heap_not_destroyable());
+    STEP(test_heap_reset_refused_with_ggarrays());
     STEP(test_destroy_does_not_synchronize());
     STEP(test_calls_ordered_across_streams());
     STEP(test_threads_every_failure_has_a_message());
