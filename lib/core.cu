@@ -353,12 +353,10 @@ GPUDYN_API gpudyn_status_t gpudyn_pointer_get_device(const void* ptr, int32_t* d
         if (ptr == nullptr) return;
         require_device();
         cudaPointerAttributes attr;
-        const cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
-        if (err == cudaErrorInvalidValue) {  // a pointer CUDA does not know (drivers before CUDA 11)
-            cudaGetLastError();
+        if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {  // memory CUDA cannot tell about: -1
+            cudaGetLastError();  // never left pending (see check_cuda)
             return;
         }
-        GPUDYN_CUDA(err);
         if (attr.type == cudaMemoryTypeDevice) *device = attr.device;
     });
 }

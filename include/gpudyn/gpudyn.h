@@ -132,7 +132,8 @@ GPUDYN_API gpudyn_status_t gpudyn_stream_get_device(gpudyn_stream_t stream, int3
 
 /* The device whose memory `ptr` points into, as cudaPointerGetAttributes
  * reports it (device memory), or -1 for NULL and any memory CUDA does not
- * report as one device's own (host, pinned, managed or unknown memory). */
+ * report as one device's own (host, pinned, managed or unknown memory, or
+ * where the query fails). */
 GPUDYN_API gpudyn_status_t gpudyn_pointer_get_device(const void* ptr, int32_t* device);
 
 /* Fills *info for `device` (info->struct_size must be set by the caller). */

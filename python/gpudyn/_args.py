@@ -76,10 +76,24 @@ def host_integers(where: str, name: str, values, dtype) -> np.ndarray | None:
     NumPy array of ``dtype`` (negative or too large entries refused, no
     wrap-around); None when ``values`` is not host data (a device array)."""
     if isinstance(values, (list, tuple, range)) or np.isscalar(values):
+        given = values
         try:
             values = np.asarray(values)
         except (OverflowError, ValueError) as exc:
             raise ValueError(f"gpudyn: {where} argument '{name}': {exc}") from exc
+        if values.dtype.kind in "fO" and values.size:
+            # Python ints beyond int64 (2**64 - 1 next to 16) make NumPy choose float64 or
+            # object: checked here as the ints they are, then converted to ``dtype``.
+            items = [given] if values.ndim == 0 else list(given)
+            if all(isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
+                   for v in items):
+                ints = [int(v) for v in items]
+                hi_ok = np.iinfo(dtype).max
+                lo, hi = min(ints), max(ints)
+                if lo < 0 or hi > hi_ok:
+                    raise ValueError(f"gpudyn: {where} argument '{name}' holds {lo if lo < 0 else hi}, "
+                                     f"expected 0 <= value <= {hi_ok}")
+                return np.array(ints, dtype=dtype)
     if not isinstance(values, np.ndarray):
         return None
     arr = values.reshape(-1)

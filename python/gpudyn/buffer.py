@@ -3,6 +3,7 @@ PyTorch and Numba through ``__cuda_array_interface__`` (v3) and DLPack."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 import math
 import sys
@@ -12,6 +13,7 @@ import numpy as np
 
 from . import _args
 from ._ffi import check, ffi, lib, stream_handle, stream_value, wait_for
+from .errors import InvalidArgumentError, OutOfMemoryError
 
 # DLPack (unversioned ABI, understood by every current consumer).
 _KDL_CUDA = 2
@@ -104,6 +106,71 @@ def current_device() -> int:
     return int(dev[0])
 
 
+def stream_device(stream) -> int:
+    """The device that memory or a structure made on ``stream`` (a
+    gpudyn_stream_t) belongs to: the stream's device, or the current device
+    for the default streams (the library's rule, gpudyn_stream_get_device)."""
+    dev = ffi.new("int32_t*")
+    check(lib.gpudyn_stream_get_device(stream, dev))
+    return int(dev[0])
+
+
+def pointer_device(ptr: int) -> int:
+    """The device whose memory ``ptr`` points into (cudaPointerGetAttributes);
+    -1 for memory that is no device's own (host, pinned, managed, unknown)."""
+    dev = ffi.new("int32_t*")
+    check(lib.gpudyn_pointer_get_device(ffi.cast("const void*", ptr), dev))
+    return int(dev[0])
+
+
+class on_device:
+    """``with on_device(d):`` makes device ``d`` current on the calling thread
+    for the block and gives the thread its own current device back after it
+    (nothing is switched when ``d`` is current already).  Memory allocated for a
+    structure (outputs, temporary copies of NumPy inputs) is allocated, and
+    freed, in such a block: gpudyn_device_alloc allocates on the current
+    device's default stream when the stream is a default one."""
+
+    __slots__ = ("device", "_before")
+
+    def __init__(self, device: int):
+        self.device = device
+
+    def __enter__(self):
+        self._before = current_device()
+        if self._before != self.device:
+            check(lib.gpudyn_set_device(self.device))
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self._before != self.device:
+            status = lib.gpudyn_set_device(self._before)
+            if exc_type is None:  # never hide the block's own exception
+                check(status)
+
+
+def _uses_memory(fn):
+    """A DeviceBuffer method that reads, writes or exports its memory: ValueError
+    once the buffer, or the structure it is a view of, is closed; while it runs,
+    that structure's close() on another thread waits (see _handle.OwnedHandle)."""
+    @functools.wraps(fn)
+    def call(self, *args, **kwargs):
+        owner = self._owner
+        entered = owner is not None and hasattr(owner, "_enter") and owner._enter()
+        try:
+            if self._closed:
+                raise ValueError(f"gpudyn: DeviceBuffer.{fn.__name__}: this DeviceBuffer is closed")
+            # A view (DeviceBuffer._wrap): its owner is a structure, or a buffer, that may be closed.
+            if owner is not None and (getattr(owner, "_handle", True) is None or getattr(owner, "_closed", False)):
+                raise ValueError(f"gpudyn: DeviceBuffer.{fn.__name__}: this DeviceBuffer is a view of a "
+                                 f"{type(owner).__name__} that is closed")
+            return fn(self, *args, **kwargs)
+        finally:
+            if entered:
+                owner._leave()
+    return call
+
+
 class DeviceBuffer:
     """An owned, C-contiguous device array.
 
@@ -125,12 +192,17 @@ class DeviceBuffer:
         self.dtype = element_dtype("DeviceBuffer", dtype)
         self.stream = stream
         self._stream = stream_handle(stream)
-        self.device = current_device()
         self.nbytes = math.prod(self.shape) * self.dtype.itemsize
+        if self.nbytes > _args.U64_MAX:
+            raise OutOfMemoryError(f"gpudyn: DeviceBuffer of shape {self.shape} and dtype {self.dtype} would need "
+                                   f"{self.nbytes} bytes, more than 2**64 - 1")
+        # The stream's device (the current one for the default streams): the memory's.
+        self.device = stream_device(self._stream)
         self._ptr = ffi.NULL
         if self.nbytes:
             out = ffi.new("void**")
-            check(lib.gpudyn_device_alloc(out, self.nbytes, self._stream))
+            with on_device(self.device):
+                check(lib.gpudyn_device_alloc(out, self.nbytes, self._stream))
             self._ptr = out[0]
         self._owner = None
 
@@ -142,20 +214,29 @@ class DeviceBuffer:
         self.dtype = np.dtype(dtype)
         self.stream = stream
         self._stream = stream_handle(stream)
-        self.device = current_device()
+        # The owner's device (a structure's, or a buffer's), not whichever is current.
+        owner_device = getattr(owner, "device", None)
+        self.device = current_device() if owner_device is None else int(owner_device)
         self.nbytes = math.prod(self.shape) * self.dtype.itemsize
         self._ptr = ffi.cast("void*", ptr)
         self._owner = owner
         return self
 
     # ---- life time --------------------------------------------------------
+    _closed = False  # set by close()
+
     def close(self) -> None:
-        """Frees the memory now (stream-ordered); later use raises."""
-        if self._owner is None and self._ptr != ffi.NULL:
-            check(lib.gpudyn_device_free(self._ptr, self._stream))
-        self._ptr = ffi.NULL
-        self._owner = None
-        self.nbytes = 0
+        """Frees the memory now (stream-ordered; a view only lets go of it); later
+        use raises ValueError.  Two threads closing at once free it once."""
+        # dict.setdefault is atomic: every closing thread gets the same lock.
+        with self.__dict__.setdefault("_close_lock", threading.Lock()):
+            if self._owner is None and self._ptr != ffi.NULL:
+                with on_device(self.device):  # a default stream is the buffer's device's
+                    check(lib.gpudyn_device_free(self._ptr, self._stream))
+            self._ptr = ffi.NULL
+            self._owner = None
+            self.nbytes = 0
+            self._closed = True
 
     def __del__(self):
         try:
@@ -200,27 +281,55 @@ class DeviceBuffer:
         buf.copy_from_host(host)
         return buf
 
+    @_uses_memory
     def copy_from_host(self, array) -> None:
-        host = np.ascontiguousarray(array, dtype=self.dtype)
+        """Copies ``array`` (a NumPy array or anything ``np.asarray`` takes, as
+        many elements as the buffer) into the buffer; returns once it is copied.
+        No value changes silently: the array's dtype is the buffer's, or one
+        NumPy casts to it within its kind (``np.can_cast(src, dst, 'same_kind')``:
+        no float into an integer buffer, no complex into a float one: TypeError);
+        integers into an integer buffer must also fit its range (300 into uint8
+        is a ValueError, not 44).  Only a narrower float dtype rounds, as NumPy
+        does."""
+        host = np.asarray(array)
+        src, dst = host.dtype, self.dtype
+        if src != dst:
+            if src.kind in "biu" and dst.kind in "iu":
+                info = np.iinfo(dst)
+                if host.size and not (info.min <= int(host.min()) and int(host.max()) <= info.max):
+                    bad = int(host.min()) if int(host.min()) < info.min else int(host.max())
+                    raise ValueError(f"gpudyn: DeviceBuffer.copy_from_host: the host array holds {bad}, which "
+                                     f"{dst} (the buffer's dtype) cannot hold: expected {info.min} <= value <= "
+                                     f"{info.max}")
+            elif not np.can_cast(src, dst, "same_kind"):
+                raise TypeError(f"gpudyn: DeviceBuffer.copy_from_host: the host array has dtype {src}, which does "
+                                f"not convert to {dst} (the buffer's dtype) without changing values; "
+                                f"convert it explicitly (array.astype({dst.name!r}))")
+        host = np.ascontiguousarray(host, dtype=dst)
         if host.nbytes != self.nbytes:
             raise ValueError(f"gpudyn: host array has {host.nbytes} bytes, buffer has {self.nbytes}")
         if self.nbytes:
-            check(lib.gpudyn_memcpy(self._ptr, ffi.from_buffer(host), self.nbytes,
-                                    lib.GPUDYN_MEMCPY_HOST_TO_DEVICE, self._stream))
-            # pageable source: keep the host array alive until the copy is done
-            check(lib.gpudyn_stream_synchronize(self._stream))
+            with on_device(self.device):  # the default stream is the buffer's device's
+                check(lib.gpudyn_memcpy(self._ptr, ffi.from_buffer(host), self.nbytes,
+                                        lib.GPUDYN_MEMCPY_HOST_TO_DEVICE, self._stream))
+                # pageable source: keep the host array alive until the copy is done
+                check(lib.gpudyn_stream_synchronize(self._stream))
 
+    @_uses_memory
     def to_numpy(self) -> np.ndarray:
         host = np.empty(self.shape, dtype=self.dtype)
         if self.nbytes:
-            check(lib.gpudyn_memcpy(ffi.from_buffer(host), self._ptr, self.nbytes,
-                                    lib.GPUDYN_MEMCPY_DEVICE_TO_HOST, self._stream))
-            check(lib.gpudyn_stream_synchronize(self._stream))
+            with on_device(self.device):  # after the work on the buffer's device's default stream
+                check(lib.gpudyn_memcpy(ffi.from_buffer(host), self._ptr, self.nbytes,
+                                        lib.GPUDYN_MEMCPY_DEVICE_TO_HOST, self._stream))
+                check(lib.gpudyn_stream_synchronize(self._stream))
         return host
 
+    @_uses_memory
     def fill_bytes(self, value: int) -> None:
         value = _args.integer("DeviceBuffer.fill_bytes", "value", value, 0, 255)
-        check(lib.gpudyn_memset(self._ptr, value, self.nbytes, self._stream))
+        with on_device(self.device):
+            check(lib.gpudyn_memset(self._ptr, value, self.nbytes, self._stream))
 
     def __array__(self, dtype=None, copy=None):
         # As CuPy does: device memory never becomes a NumPy array implicitly (a silent
@@ -230,6 +339,7 @@ class DeviceBuffer:
 
     # ---- zero-copy exports ------------------------------------------------
     @property
+    @_uses_memory
     def __cuda_array_interface__(self) -> dict:
         s = self._stream_int()
         return {
@@ -242,9 +352,11 @@ class DeviceBuffer:
             "stream": s if s != 0 else _CAI_LEGACY_DEFAULT_STREAM,
         }
 
+    @_uses_memory
     def __dlpack_device__(self) -> tuple[int, int]:
         return (_KDL_CUDA, self.device)
 
+    @_uses_memory
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         if copy:
             raise BufferError("gpudyn: DeviceBuffer exports without copying only (copy=True requested)")
@@ -254,7 +366,8 @@ class DeviceBuffer:
             # DLPack: None is the legacy default stream (1); -1 asks for no synchronization.
             # Make the consumer's stream wait for the work queued on ours, host not blocked.
             consumer = _CAI_LEGACY_DEFAULT_STREAM if stream is None else stream_value(stream)
-            wait_for(ffi.cast("gpudyn_stream_t", consumer), self._stream_int())
+            with on_device(self.device):  # default streams are the buffer's device's
+                wait_for(ffi.cast("gpudyn_stream_t", consumer), self._stream_int())
         ndim = len(self.shape)
         shape = (ctypes.c_int64 * max(ndim, 1))(*self.shape)
         managed = _DLManagedTensor()
@@ -296,17 +409,22 @@ def _producer_stream(obj, cai) -> int | None:
     return None
 
 
-def as_device_array(obj, stream=None, dtype=None, where="", name="values"):
+def as_device_array(obj, stream=None, dtype=None, where="", name="values", device=None):
     """(ptr, n, dtype, keepalive) for a 1-D C-contiguous array given as a
     DeviceBuffer, anything with ``__cuda_array_interface__`` (CuPy, Numba,
     PyTorch CUDA tensors) or DLPack-only objects, ready to be read by work
     queued on ``stream`` next:
 
     - device arrays: ``stream`` waits for the producer's stream (CAI v3
-      ``stream``; see :func:`_producer_stream`);
+      ``stream``; see :func:`_producer_stream`); with ``device`` (the
+      structure's), memory of another device is refused (InvalidArgumentError
+      naming both devices; the device is cudaPointerGetAttributes', through
+      gpudyn_pointer_get_device); a CAI ``mask`` is refused (NotImplementedError);
     - NumPy arrays are copied to a temporary DeviceBuffer on ``stream``; the
       keepalive owns it, and dropping it frees it stream-ordered on ``stream``,
       after the work queued there that reads it.
+    Call it, and drop the keepalive, with the structure's device current
+    (:class:`on_device`): the temporary is allocated and freed there.
     Non-native byte order: NumPy data is converted, device data refused."""
     where = where or "gpudyn"
     if isinstance(obj, np.ndarray):
@@ -327,6 +445,10 @@ def as_device_array(obj, stream=None, dtype=None, where="", name="values"):
     if cai is None:
         raise TypeError(f"gpudyn: {where} argument '{name}' is a {type(obj).__name__}, neither a NumPy array nor "
                         "a CUDA array (no __cuda_array_interface__ / __dlpack__)")
+    if cai.get("mask") is not None:
+        # As Numba: the masked-out elements would be read as if valid.
+        raise NotImplementedError(f"gpudyn: {where} argument '{name}' is a masked CUDA array (its "
+                                  "__cuda_array_interface__ has a 'mask'), which gpudyn does not read")
     dt = np.dtype(cai["typestr"])
     if not dt.isnative:
         raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {dt.str} (non-native byte order); "
@@ -344,15 +466,22 @@ def as_device_array(obj, stream=None, dtype=None, where="", name="values"):
             raise ValueError(f"gpudyn: {where} argument '{name}' must be C-contiguous")
     if dtype is not None and np.dtype(dtype) != dt:
         raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {dt}, expected {np.dtype(dtype)}")
+    ptr = int(cai["data"][0])
+    if device is not None and n and ptr:
+        owner = pointer_device(ptr)
+        if owner >= 0 and owner != device:
+            raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is memory of device {owner}, but this "
+                                       f"structure lives on device {device}: copy it to device {device} first")
     producer = _producer_stream(obj, cai)
     if producer is not None and n:
         wait_for(stream_handle(stream), producer)
-    return int(cai["data"][0]), n, dt, obj
+    return ptr, n, dt, obj
 
 
-def as_integer_array(obj, stream, dtype, where: str, name: str):
+def as_integer_array(obj, stream, dtype, where: str, name: str, device=None):
     """:func:`as_device_array` for unsigned integer inputs (sizes, addresses): host
     data (list, NumPy) is checked first, negative or too large entries refused
-    rather than wrapped; device arrays must have ``dtype``."""
+    rather than wrapped; device arrays must have ``dtype`` (and be on ``device``)."""
     host = _args.host_integers(where, name, obj, dtype)
-    return as_device_array(obj if host is None else host, stream, dtype=dtype, where=where, name=name)
+    return as_device_array(obj if host is None else host, stream, dtype=dtype, where=where, name=name,
+                           device=device)

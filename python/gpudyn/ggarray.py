@@ -32,7 +32,7 @@ import numpy as np
 from . import _args
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, as_device_array, element_dtype
+from .buffer import DeviceBuffer, as_device_array, element_dtype, on_device, stream_device
 from .errors import OutOfMemoryError
 
 ALGORITHMS = {"atomic": 0, "warp_scan": 1, "tensor_scan": 2}
@@ -62,6 +62,47 @@ def _dtype(where: str, dtype) -> np.dtype:
     return element_dtype(where, dtype, _ELEMENT_SIZES)
 
 
+def _exact(where: str, value, dt: np.dtype) -> np.ndarray:
+    """``value`` as a 1-D array of ``dt``, refused unless ``dt`` holds it exactly:
+    integer and bool dtypes take whole numbers in their range only (1.5, or 300
+    into uint8: ValueError), float dtypes real numbers (rounded as NumPy does; a
+    finite value that would overflow: ValueError), complex dtypes any number;
+    non-numbers: TypeError."""
+    if type(value) is int and dt.kind in "iu":  # the common case, without NumPy's conversions
+        info = np.iinfo(dt)
+        if info.min <= value <= info.max:
+            return np.array([value], dtype=dt)
+        raise ValueError(f"gpudyn: {where} argument 'value' is {value}, which {dt} (the array's dtype) cannot "
+                         f"hold: expected {info.min} <= value <= {info.max}")
+    v = np.asarray(value).reshape(-1)
+    if v.dtype == dt:
+        return v
+    if v.dtype.kind not in "biufc":
+        raise TypeError(f"gpudyn: {where} argument 'value' is {value!r} ({v.dtype}), expected a number "
+                        f"{dt} (the array's dtype) holds")
+    why = None
+    if v.dtype.kind == "c" and dt.kind != "c":
+        why = "it has an imaginary part" if np.any(v.imag != 0) else None
+        v = v.real
+    if why is None and dt.kind in "biu":
+        lo, hi = (0, 1) if dt.kind == "b" else (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
+        if v.dtype.kind == "f":
+            if not (np.all(np.isfinite(v)) and np.all(np.floor(v) == v)):
+                why = "it is not a whole number"
+            elif v.size and not (v.min() >= lo and v.max() < hi + 1):  # lo and hi + 1: exact as floats
+                why = f"expected {lo} <= value <= {hi}"
+        elif v.size and not (lo <= int(v.min()) and int(v.max()) <= hi):
+            why = f"expected {lo} <= value <= {hi}"
+    with np.errstate(all="ignore"):
+        out = v.astype(dt)
+    if why is None and dt.kind == "f" and np.any(np.isfinite(v) & ~np.isfinite(out)):
+        why = f"it overflows {dt}"
+    if why is not None:
+        raise ValueError(f"gpudyn: {where} argument 'value' is {value!r}, which {dt} (the array's dtype) cannot "
+                         f"hold exactly: {why}")
+    return out
+
+
 class _Array(OwnedHandle):
     """Shared Python side of the three arrays; `_p` is the ABI prefix."""
 
@@ -76,6 +117,8 @@ class _Array(OwnedHandle):
         out = ffi.new(handle_type + "*")
         check(create(out, options, self._stream))
         self._own(out[0], getattr(lib, self._p + "destroy"))
+        #: The CUDA device the array belongs to: the stream's, else the one current at creation.
+        self.device = stream_device(self._stream)
 
     def _fn(self, name):
         self._h()  # ValueError once closed
@@ -116,8 +159,12 @@ class _Array(OwnedHandle):
         return np.frombuffer(view, dtype=np.dtype((np.void, len(view))))[0]
 
     def append(self, value) -> None:
-        """Appends one element."""
-        self.extend(np.asarray([value], dtype=self.dtype))
+        """Appends one element, which the array's dtype must hold exactly (as
+        :meth:`extend` refuses other dtypes): into integer and bool arrays whole
+        numbers in their range only (1.5, or 300 into uint8: ValueError), into
+        float arrays real numbers (rounded as NumPy does), into complex arrays
+        any number; non-numbers: TypeError."""
+        self.extend(_exact(type(self).__name__ + ".append", value, self.dtype))
 
     def extend(self, values, mask=None, algorithm="warp_scan") -> None:
         """Appends every element of the 1-D array `values` (NumPy: copied to the
@@ -129,19 +176,20 @@ class _Array(OwnedHandle):
         self._h()
         if isinstance(values, np.ndarray) and values.dtype.newbyteorder("=") == self.dtype:
             values = values.astype(self.dtype, copy=False)  # native byte order, same values
-        ptr, n, dt, keep = as_device_array(values, self.stream, where=where, name="values")
-        if dt != self.dtype:
-            raise TypeError(f"gpudyn: {where} argument 'values' has dtype {dt}, this array holds {self.dtype}")
-        mptr, keep_m = ffi.NULL, None
-        if mask is not None:
-            mp, mn, mdt, keep_m = as_device_array(mask, self.stream, where=where, name="mask")
-            if mdt.itemsize != 1 or mdt.kind not in "bu":
-                raise TypeError(f"gpudyn: {where} argument 'mask' has dtype {mdt}, expected bool or uint8")
-            if mn != n:
-                raise ValueError(f"gpudyn: {where} argument 'mask' has {mn} entries, values has {n}")
-            mptr = ffi.cast("const uint8_t*", mp)
-        check(self._call("push_back")(self._handle, ffi.cast("const void*", ptr), n, mptr, algo, self._stream))
-        del keep, keep_m  # NumPy temporaries: freed on our stream, after the kernel
+        with on_device(self.device):  # NumPy temporaries on the array's device; device arrays must be there
+            ptr, n, dt, keep = as_device_array(values, self.stream, where=where, name="values", device=self.device)
+            if dt != self.dtype:
+                raise TypeError(f"gpudyn: {where} argument 'values' has dtype {dt}, this array holds {self.dtype}")
+            mptr, keep_m = ffi.NULL, None
+            if mask is not None:
+                mp, mn, mdt, keep_m = as_device_array(mask, self.stream, where=where, name="mask", device=self.device)
+                if mdt.itemsize != 1 or mdt.kind not in "bu":
+                    raise TypeError(f"gpudyn: {where} argument 'mask' has dtype {mdt}, expected bool or uint8")
+                if mn != n:
+                    raise ValueError(f"gpudyn: {where} argument 'mask' has {mn} entries, values has {n}")
+                mptr = ffi.cast("const uint8_t*", mp)
+            check(self._call("push_back")(self._handle, ffi.cast("const void*", ptr), n, mptr, algo, self._stream))
+            del keep, keep_m  # NumPy temporaries: freed on our stream, after the kernel
 
     def __len__(self) -> int:
         out = ffi.new("uint64_t*")
@@ -161,9 +209,10 @@ class _Array(OwnedHandle):
     def flatten(self) -> DeviceBuffer:
         """A new contiguous device array holding the elements (CuPy/PyTorch read it zero-copy)."""
         n = len(self)
-        buf = DeviceBuffer(n, self.dtype, stream=self.stream)
-        if n:
-            check(self._fn("flatten")(self._handle, ffi.cast("void*", buf.ptr), buf.nbytes, self._stream))
+        with on_device(self.device):  # the output on the array's device
+            buf = DeviceBuffer(n, self.dtype, stream=self.stream)
+            if n:
+                check(self._fn("flatten")(self._handle, ffi.cast("void*", buf.ptr), buf.nbytes, self._stream))
         return buf
 
     def clear(self) -> None:

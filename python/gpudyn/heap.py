@@ -16,7 +16,7 @@ import numpy as np
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
 from . import _args
-from .buffer import DeviceBuffer, as_device_array, as_integer_array, current_device
+from .buffer import DeviceBuffer, as_device_array, as_integer_array, on_device, stream_device
 
 _STAT_FIELDS = ("bytes_mapped", "bytes_max", "bytes_held", "bytes_allocated", "allocations", "failed_allocations",
                 "bad_frees", "largest_free_bytes")
@@ -35,8 +35,9 @@ class Heap(OwnedHandle):
     page_size: bytes per page, a power of two from 4 KiB to 2 MiB (None: 64 KiB).
     stream: CUDA stream for every call (None: the default stream).
 
-    The heap belongs to the device that is current when it is created
-    (:attr:`device`).
+    The heap belongs to the device of ``stream``, or to the device that is
+    current when it is created for the default streams (:attr:`device`); it
+    works whatever device is current later.
     """
 
     def __init__(self, initial_bytes: int | None = None, max_bytes: int | None = None,
@@ -52,11 +53,11 @@ class Heap(OwnedHandle):
             opts.page_size = _args.integer("Heap", "page_size", page_size, 1)
         self.stream = stream
         self._stream = stream_handle(stream)
-        #: The CUDA device this heap belongs to.
-        self.device = current_device()
         out = ffi.new("gpudyn_heap_t*")
         check(lib.gpudyn_heap_create(out, opts, self._stream))
         self._own(out[0], lib.gpudyn_heap_destroy)
+        #: The CUDA device this heap belongs to (the library's choice: the stream's, else the current one).
+        self.device = stream_device(self._stream)
         self.page_size = int(opts.page_size)
 
     # ---- allocations ------------------------------------------------------------
@@ -68,13 +69,14 @@ class Heap(OwnedHandle):
         exactly what it held before."""
         host = _args.host_integers("Heap.malloc", "sizes", sizes, np.uint64)  # checked before any device call
         h = self._h()
-        ptr, n, _, keep = as_integer_array(sizes if host is None else host, self.stream, np.uint64, "Heap.malloc",
-                                           "sizes")
-        out = DeviceBuffer(n, np.uint64, stream=self.stream)
-        if n:
-            check(lib.gpudyn_heap_malloc(h, ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr), n,
-                                         self._stream))
-        del keep
+        with on_device(self.device):  # output and temporaries on the heap's device
+            ptr, n, _, keep = as_integer_array(sizes if host is None else host, self.stream, np.uint64,
+                                               "Heap.malloc", "sizes", device=self.device)
+            out = DeviceBuffer(n, np.uint64, stream=self.stream)
+            if n:
+                check(lib.gpudyn_heap_malloc(h, ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr), n,
+                                             self._stream))
+            del keep
         return out
 
     def free(self, pointers) -> None:
@@ -85,12 +87,14 @@ class Heap(OwnedHandle):
         w = "Heap.free"
         host = _args.host_integers(w, "pointers", pointers, np.uint64)  # checked before any device call
         h = self._h()
-        ptr, n, dt, keep = as_device_array(pointers if host is None else host, self.stream, where=w, name="pointers")
-        if dt not in (np.dtype(np.uint64), np.dtype(np.int64)):
-            raise TypeError(f"gpudyn: {w} argument 'pointers' has dtype {dt}, expected uint64 addresses")
-        if n:
-            check(lib.gpudyn_heap_free(h, ffi.cast("const uint64_t*", ptr), n, self._stream))
-        del keep
+        with on_device(self.device):  # a NumPy temporary on the heap's device
+            ptr, n, dt, keep = as_device_array(pointers if host is None else host, self.stream, where=w,
+                                               name="pointers", device=self.device)
+            if dt not in (np.dtype(np.uint64), np.dtype(np.int64)):
+                raise TypeError(f"gpudyn: {w} argument 'pointers' has dtype {dt}, expected uint64 addresses")
+            if n:
+                check(lib.gpudyn_heap_free(h, ffi.cast("const uint64_t*", ptr), n, self._stream))
+            del keep
 
     # ---- memory -------------------------------------------------------------------
     def grow(self, nbytes: int) -> None:
@@ -116,7 +120,8 @@ class Heap(OwnedHandle):
         check(lib.gpudyn_heap_clear_status(self._h(), self._stream))
 
     def reset(self) -> None:
-        """Drops every allocation (pointers handed out become invalid) and the counters."""
+        """Drops every allocation (pointers handed out become invalid) and the counters.
+        InvalidArgumentError while GGArrays take their buckets from this heap."""
         check(lib.gpudyn_heap_reset(self._h(), self._stream))
 
     # ---- kernels ------------------------------------------------------------------

@@ -1,7 +1,11 @@
 """Device and CUDA version information."""
 from __future__ import annotations
 
+import numpy as np
+
+from . import _args
 from ._ffi import check, ffi, lib
+from .errors import InvalidArgumentError
 
 
 def cuda_versions() -> dict:
@@ -22,10 +26,18 @@ def device_count() -> int:
 
 
 def device_info(device: int = 0) -> dict:
-    """Name, compute capability, SMs, memory, versions of `device`."""
+    """Name, compute capability, SMs, memory, versions of `device`, an integer
+    ordinal 0 <= device < device_count() (floats and bools: TypeError; out of
+    range: InvalidArgumentError)."""
+    if isinstance(device, (float, np.floating)):  # an ordinal, not a count: 1.0 is refused too
+        raise TypeError(f"gpudyn: device_info argument 'device' is {device!r}, expected an integer device ordinal")
+    try:
+        device = _args.integer("device_info", "device", device, 0, (1 << 31) - 1)
+    except ValueError as exc:
+        raise InvalidArgumentError(str(exc)) from None
     info = ffi.new("gpudyn_device_info_t*")
     info.struct_size = ffi.sizeof("gpudyn_device_info_t")
-    check(lib.gpudyn_get_device_info(int(device), info))
+    check(lib.gpudyn_get_device_info(device, info))
     return {
         "device": int(info.device),
         "name": ffi.string(info.name).decode(),

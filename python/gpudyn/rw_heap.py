@@ -16,7 +16,7 @@ import numpy as np
 from . import _args
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, as_device_array, as_integer_array
+from .buffer import DeviceBuffer, as_device_array, as_integer_array, on_device, stream_device
 from .errors import InvalidArgumentError
 
 #: GETPAGE algorithms by name (values of gpudyn_rw_heap_algorithm_t).
@@ -67,6 +67,8 @@ class PageHeap(OwnedHandle):
         out = ffi.new("gpudyn_rw_heap_t*")
         check(lib.gpudyn_rw_heap_create(out, opts, self._stream))
         self._own(out[0], lib.gpudyn_rw_heap_destroy)
+        #: The CUDA device the heap belongs to: the stream's, else the one current at creation.
+        self.device = stream_device(self._stream)
         self.page_count = int(opts.page_count)
         self.page_size = int(opts.page_size)
         self.word_bits = int(opts.word_bits)
@@ -108,7 +110,11 @@ class PageHeap(OwnedHandle):
             seed = _args.integer(w, "seed", seed)
         stats = _args.flag(w, "stats", stats)
         h = self._h()
-        out = DeviceBuffer(n, np.uint32, stream=self.stream)
+        if n > self.page_count:  # before allocating the output (the library's check, made first)
+            raise InvalidArgumentError(f"gpudyn: {w} argument 'n' is {n}, more than the {self.page_count} pages "
+                                       "of the heap")
+        with on_device(self.device):  # the output on the heap's device
+            out = DeviceBuffer(n, np.uint32, stream=self.stream)
         pages = ffi.cast("uint32_t*", out.ptr)
         if per_thread == 1 and seed is None and not stats:
             check(lib.gpudyn_rw_heap_get_pages(h, pages, n, algo, self._stream))
@@ -141,13 +147,14 @@ class PageHeap(OwnedHandle):
                                  f"(0 <= id < {self.page_count} or INVALID_PAGE); "
                                  "addresses from malloc() are freed with free()")
             pages = host.astype(np.uint32)
-        ptr, n, dt, keep = as_device_array(pages, self.stream, where=w, name="pages")
-        if dt != np.uint32:
-            raise TypeError(f"gpudyn: {w} argument 'pages' has dtype {dt}, expected uint32 page ids; "
-                            "uint64 addresses from malloc() are freed with free()")
-        if n:
-            check(lib.gpudyn_rw_heap_free_pages(h, ffi.cast("const uint32_t*", ptr), n, self._stream))
-        del keep  # a NumPy temporary is freed on our stream, after the kernel
+        with on_device(self.device):  # a NumPy temporary on the heap's device
+            ptr, n, dt, keep = as_device_array(pages, self.stream, where=w, name="pages", device=self.device)
+            if dt != np.uint32:
+                raise TypeError(f"gpudyn: {w} argument 'pages' has dtype {dt}, expected uint32 page ids; "
+                                "uint64 addresses from malloc() are freed with free()")
+            if n:
+                check(lib.gpudyn_rw_heap_free_pages(h, ffi.cast("const uint32_t*", ptr), n, self._stream))
+            del keep  # a NumPy temporary is freed on our stream, after the kernel
 
     # ---- RW_malloc ----------------------------------------------------------
     @property
@@ -166,16 +173,19 @@ class PageHeap(OwnedHandle):
         w = "PageHeap.malloc"
         if seed is not None:
             seed = _args.integer(w, "seed", seed)
+        host = _args.host_integers(w, "sizes", sizes, np.uint64)  # checked before any device call
         h = self._h()
-        ptr, n, _, keep = as_integer_array(sizes, self.stream, np.uint64, w, "sizes")
-        out = DeviceBuffer(n, np.uint64, stream=self.stream)
-        if n:
-            sz, ptrs = ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr)
-            if seed is None:
-                check(lib.gpudyn_rw_heap_malloc(h, sz, ptrs, n, self._stream))
-            else:
-                check(lib.gpudyn_exp_rw_heap_malloc(h, sz, ptrs, n, seed, self._stream))
-        del keep
+        with on_device(self.device):  # output and temporaries on the heap's device
+            ptr, n, _, keep = as_integer_array(sizes if host is None else host, self.stream, np.uint64, w, "sizes",
+                                               device=self.device)
+            out = DeviceBuffer(n, np.uint64, stream=self.stream)
+            if n:
+                sz, ptrs = ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr)
+                if seed is None:
+                    check(lib.gpudyn_rw_heap_malloc(h, sz, ptrs, n, self._stream))
+                else:
+                    check(lib.gpudyn_exp_rw_heap_malloc(h, sz, ptrs, n, seed, self._stream))
+            del keep
         return out
 
     def free(self, pointers) -> None:
@@ -197,13 +207,14 @@ class PageHeap(OwnedHandle):
                 raise ValueError(f"gpudyn: {w} argument 'pointers' holds {int(bad[0])}, not an address in this "
                                  f"heap's pool [0x{base:x}, 0x{end:x}){hint}")
             pointers = host
-        ptr, n, dt, keep = as_device_array(pointers, self.stream, where=w, name="pointers")
-        if dt not in (np.dtype(np.uint64), np.dtype(np.int64)):
-            hint = "; uint32 page ids are freed with free_pages()" if dt == np.uint32 else ""
-            raise TypeError(f"gpudyn: {w} argument 'pointers' has dtype {dt}, expected uint64 addresses{hint}")
-        if n:
-            check(lib.gpudyn_rw_heap_free(h, ffi.cast("const uint64_t*", ptr), n, self._stream))
-        del keep
+        with on_device(self.device):  # a NumPy temporary on the heap's device
+            ptr, n, dt, keep = as_device_array(pointers, self.stream, where=w, name="pointers", device=self.device)
+            if dt not in (np.dtype(np.uint64), np.dtype(np.int64)):
+                hint = "; uint32 page ids are freed with free_pages()" if dt == np.uint32 else ""
+                raise TypeError(f"gpudyn: {w} argument 'pointers' has dtype {dt}, expected uint64 addresses{hint}")
+            if n:
+                check(lib.gpudyn_rw_heap_free(h, ffi.cast("const uint64_t*", ptr), n, self._stream))
+            del keep
 
     # ---- state --------------------------------------------------------------
     def occupy(self, fraction: float, seed: int = 0) -> None:
@@ -215,7 +226,8 @@ class PageHeap(OwnedHandle):
         check(lib.gpudyn_exp_rw_heap_occupy(self._h(), fraction, seed, self._stream))
 
     def reset(self) -> None:
-        """Discards all allocations and counters."""
+        """Discards all allocations and counters.  InvalidArgumentError while warp
+        heaps are backed by this heap (likewise :meth:`occupy`)."""
         check(lib.gpudyn_rw_heap_reset(self._h(), self._stream))
 
     @property

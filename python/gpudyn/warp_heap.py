@@ -13,7 +13,7 @@ import numpy as np
 from . import _args
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, as_integer_array
+from .buffer import DeviceBuffer, as_integer_array, on_device, stream_device
 
 # The paper's defaults (sec. 5.1 and 3.3), also what gpudyn_warp_heap_options_init sets.
 DEFAULT_SUPERBLOCK_BYTES = 32768
@@ -101,10 +101,15 @@ class WarpHeap(OwnedHandle):
         if page_heap is None:
             self._own(out[0], lib.gpudyn_warp_heap_destroy)
         else:
-            # The finalizer holds the page heap too: when both are collected together, the
-            # page heap outlives this heap's destroy whatever order the collector picks.
+            # The finalizer holds the page heap too, so when this heap dies by reference count
+            # its destroy runs before the page heap's.  In a reference cycle the collector may
+            # still finalize the page heap first (cffi's gc object, this lambda included, is
+            # collected with the cycle): its refused destroy is then retried after this heap's
+            # (_handle._finalizer / _retry_deferred).
             self._own(out[0], lambda h, _backing=page_heap: lib.gpudyn_warp_heap_destroy(h))
             page_heap._users.add(self)  # PageHeap.close() refuses while this heap is open
+        #: The CUDA device the heap belongs to: the stream's, else the one current at creation.
+        self.device = stream_device(self._stream)
 
     # ---- life time ----------------------------------------------------------
     # ---- arena --------------------------------------------------------------
@@ -115,13 +120,16 @@ class WarpHeap(OwnedHandle):
         ``OutOfMemoryError`` when the backing allocator runs out; the heap then
         holds exactly what it held before."""
         w = "WarpHeap.alloc"
+        host = _args.host_integers(w, "sizes", sizes, np.uint64)  # checked before any device call
         h = self._h()
-        ptr, n, _, keep = as_integer_array(sizes, self.stream, np.uint64, w, "sizes")
-        out = DeviceBuffer(n, np.uint64, stream=self.stream)
-        if n:
-            check(lib.gpudyn_warp_heap_alloc_batch(h, ffi.cast("const uint64_t*", ptr), n,
-                                                   ffi.cast("void**", out.ptr), self._stream))
-        del keep  # a NumPy temporary is freed on our stream, after the kernel
+        with on_device(self.device):  # output and temporaries on the heap's device
+            ptr, n, _, keep = as_integer_array(sizes if host is None else host, self.stream, np.uint64, w, "sizes",
+                                               device=self.device)
+            out = DeviceBuffer(n, np.uint64, stream=self.stream)
+            if n:
+                check(lib.gpudyn_warp_heap_alloc_batch(h, ffi.cast("const uint64_t*", ptr), n,
+                                                       ffi.cast("void**", out.ptr), self._stream))
+            del keep  # a NumPy temporary is freed on our stream, after the kernel
         return out
 
     def release(self) -> None:
@@ -179,8 +187,11 @@ class WarpHeap(OwnedHandle):
 
     def _on_kept_headers(self, where: str, call, headers) -> None:
         """`call` (free_kept or tidy_up_kept) on a device array of header pointers."""
+        host = _args.host_integers(where, "headers", headers, np.uint64)  # checked before any device call
         h = self._h()
-        ptr, n, _, keep = as_integer_array(headers, self.stream, np.uint64, where, "headers")
-        if n:
-            check(call(h, ffi.cast("void* const*", ptr), n, self._stream))
-        del keep  # a NumPy temporary is freed on our stream, after the kernel
+        with on_device(self.device):  # a NumPy temporary on the heap's device
+            ptr, n, _, keep = as_integer_array(headers if host is None else host, self.stream, np.uint64, where,
+                                               "headers", device=self.device)
+            if n:
+                check(call(h, ffi.cast("void* const*", ptr), n, self._stream))
+            del keep  # a NumPy temporary is freed on our stream, after the kernel

@@ -10,6 +10,8 @@ int main(void) {
     CHECK_INVALID(gpudyn_get_device_count(NULL), "count");
     CHECK_INVALID(gpudyn_get_device_info(0, NULL), "info");
     CHECK_INVALID(gpudyn_get_device(NULL), "device");
+    CHECK_INVALID(gpudyn_stream_get_device(NULL, NULL), "device");
+    CHECK_INVALID(gpudyn_pointer_get_device(NULL, NULL), "device");
     gpudyn_device_info_t info;
     memset(&info, 0, sizeof info);
     info.struct_size = 4; /* too small: an older caller's struct */
@@ -73,6 +75,22 @@ int main(void) {
         info.struct_size = sizeof info;
         CHECK_INVALID(gpudyn_get_device_info(n, &info), "device");
         CHECK_INVALID(gpudyn_get_device_info(-1, &info), "device");
+        CHECK_INVALID(gpudyn_set_device(n), "device");
+        CHECK_INVALID(gpudyn_set_device(-1), "device");
+        int32_t cur = -1, dev = -2;
+        CHECK_OK(gpudyn_get_device(&cur));
+        CHECK_OK(gpudyn_set_device(cur));
+        CHECK_OK(gpudyn_stream_get_device(NULL, &dev)); /* the default stream: the current device */
+        CHECK(dev == cur);
+        dev = -2;
+        CHECK_OK(gpudyn_pointer_get_device(host, &dev)); /* host memory is no device's */
+        CHECK(dev == -1);
+        void* d = NULL;
+        CHECK_OK(gpudyn_device_alloc(&d, 16, NULL));
+        CHECK_OK(gpudyn_pointer_get_device(d, &dev));
+        CHECK(dev == cur);
+        CHECK_OK(gpudyn_device_free(d, NULL));
+        CHECK_OK(gpudyn_stream_synchronize(NULL));
     }
     return TEST_RESULT();
 }

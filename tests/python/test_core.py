@@ -195,3 +195,85 @@ def test_owned_handle_is_destroyed_once():
     Thing()  # never closed: the garbage collector destroys it
     gc.collect()
     assert len(calls) == 2
+
+
+def _thing_class():
+    from gpudyn._handle import OwnedHandle
+
+    class Thing(OwnedHandle):
+        def __init__(self, destroy):
+            self._own(gpudyn.ffi.new("int*"), destroy)
+
+        def call(self, inside, release):
+            self._h()
+            inside.set()
+            assert release.wait(5)
+            return self.nested()
+
+        def nested(self):  # a nested call on the thread making a call never waits for close()
+            return self._h() is not None
+
+    return Thing
+
+
+def test_owned_handle_close_waits_for_calls_in_flight():
+    import threading
+    import time
+
+    destroyed, results = [], []
+    t = _thing_class()(lambda h: destroyed.append(h) or 0)
+    inside, release = threading.Event(), threading.Event()
+    caller = threading.Thread(target=lambda: results.append(t.call(inside, release)))
+    caller.start()
+    assert inside.wait(5)
+    closer = threading.Thread(target=t.close)
+    closer.start()
+    time.sleep(0.1)
+    assert closer.is_alive() and not destroyed  # the handle is not destroyed under the call
+    release.set()
+    caller.join(5)
+    closer.join(5)
+    assert results == [True] and len(destroyed) == 1
+    with pytest.raises(ValueError, match="Thing is closed"):
+        t.nested()
+
+
+def test_owned_handle_with_block_keeps_the_users_exception():
+    refuse = [True]
+    t = _thing_class()(lambda h: gpudyn.lib.GPUDYN_ERROR_INVALID_ARGUMENT if refuse else 0)
+    with pytest.raises(KeyError, match="the block's own error") as info:
+        with t:
+            raise KeyError("the block's own error")
+    if sys.version_info >= (3, 11):
+        assert any("Thing.close() failed too" in note for note in info.value.__notes__)
+    assert t._h() is not None  # the refused close left it open and owned
+    refuse.clear()
+    t.close()
+    assert t._handle is None
+
+
+def test_owned_handle_destroy_refused_in_a_finalizer_is_retried():
+    """A backing (Heap, PageHeap) refuses its destroy while a user lives; when the
+    collector finalizes it before its user (both in one cycle), the destroy is
+    retried after the user's."""
+    import gc
+
+    Thing = _thing_class()
+    events, users = [], [True]
+
+    def backing_destroy(h):
+        events.append("refused" if users else "backing destroyed")
+        return gpudyn.lib.GPUDYN_ERROR_INVALID_ARGUMENT if users else 0
+
+    def user_destroy(h):
+        users.clear()
+        events.append("user destroyed")
+        return 0
+
+    backing, user = Thing(backing_destroy), Thing(user_destroy)
+    backing.user, user.backing = user, backing  # one reference cycle
+    del backing.__dict__["_handle"]  # what the collector does when it clears the backing first
+    assert events == ["refused"]
+    del backing, user
+    gc.collect()
+    assert events == ["refused", "user destroyed", "backing destroyed"]

@@ -319,3 +319,91 @@ def test_waiting_on_the_same_stream_does_nothing():
     _ffi.wait_for(h, 1)
     _ffi.wait_for(_ffi.stream_handle(7), 7)
     gpudyn.check(gpudyn.lib.gpudyn_stream_wait(_ffi.stream_handle(7), _ffi.stream_handle(7)))
+
+
+# ---- values a dtype cannot hold, sizes beyond 64 bits, ordinals ---------------------
+@pytest.mark.parametrize("shape,dtype", [((1 << 61,), np.complex128), ((1 << 40, 1 << 40), np.uint8)])
+def test_device_buffer_byte_count_beyond_64_bits_is_out_of_memory(shape, dtype):
+    # Each entry is <= 2^62, their product x itemsize is not a uint64: refused naming the
+    # size before any device call (was cffi's bare OverflowError).
+    with pytest.raises(gpudyn.OutOfMemoryError, match=r"more than 2\*\*64 - 1"):
+        DeviceBuffer(shape, dtype)
+
+
+@pytest.mark.parametrize("device,exc", [(0.9, TypeError), (1.0, TypeError), (True, TypeError), ("0", TypeError),
+                                        (1 << 40, gpudyn.InvalidArgumentError)])
+def test_device_info_ordinal_checked_first(device, exc):
+    # int(device) made 0.9 device 0, True device 1, and 1 << 40 a cffi OverflowError.
+    with pytest.raises(exc, match="'device'"):
+        gpudyn.device_info(device)
+
+
+@FAST
+@given(value=st.one_of(st.integers(-(1 << 70), 1 << 70), st.floats(allow_nan=True, allow_infinity=True),
+                       st.floats(-1e6, 1e6).map(round).map(float)),
+       code=st.sampled_from(list("?bBhHiIqQ")))
+def test_append_takes_exactly_the_values_an_integer_dtype_holds(value, code):
+    # append went through np.asarray([value], dtype): 1.5 stored as 1, np.int64(300) as 44 in uint8.
+    from gpudyn.ggarray import _exact
+    dt = np.dtype(code)
+    lo, hi = (0, 1) if dt.kind == "b" else (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
+    whole = isinstance(value, int) or (value == value and abs(value) != float("inf") and value.is_integer())
+    if whole and lo <= value <= hi:
+        got = _exact("StaticArray.append", value, dt)
+        assert got.dtype == dt and int(got[0]) == value
+    else:
+        with pytest.raises(ValueError, match="cannot hold"):
+            _exact("StaticArray.append", value, dt)
+
+
+def test_append_refuses_before_any_device_call():
+    a = gpudyn.StaticArray.__new__(gpudyn.StaticArray)  # no device here: the value is checked first
+    a.dtype = np.dtype(np.uint8)
+    for v in (1.5, np.float32(7.25), 300, np.int64(300), -1, 1 + 2j):
+        with pytest.raises(ValueError, match="'value' is .* cannot hold"):
+            a.append(v)
+    with pytest.raises(TypeError, match="'value'"):
+        a.append("1")
+
+
+@pytest.mark.parametrize("dtype,host,exc,msg", [
+    (np.uint8, np.array([300, 1, 2, 3]), ValueError, "holds 300"),
+    (np.uint64, np.array([-1, 2]), ValueError, "holds -1"),
+    (np.int32, np.array([1.7, 2.2]), TypeError, "dtype float64"),
+    (np.float32, np.array([1 + 1j, 2], dtype=np.complex64), TypeError, "dtype complex64"),
+    (np.bool_, np.array([0, 1]), TypeError, "dtype int64"),
+])
+def test_copy_from_host_refuses_lossy_casts_first(dtype, host, exc, msg):
+    # The unsafe cast made 300 -> 44 and 1.7 -> 1 whenever the byte counts matched.
+    buf = DeviceBuffer.__new__(DeviceBuffer)  # no device here: the cast is checked first
+    buf.dtype, buf.shape, buf._owner = np.dtype(dtype), host.shape, None
+    buf.nbytes = host.size * buf.dtype.itemsize
+    with pytest.raises(exc, match=msg):
+        buf.copy_from_host(host)
+
+
+def test_host_integers_beyond_int64_reach_the_range_check():
+    # NumPy makes [16, 2**64 - 1] float64: taken as the ints they are, not "dtype float64".
+    assert _args.host_integers("Heap.malloc", "sizes", [16, U64], np.uint64).tolist() == [16, U64]
+    assert _args.host_integers("Heap.malloc", "sizes", (U64, 0), np.uint64).tolist() == [U64, 0]
+    with pytest.raises(ValueError, match=f"'sizes' holds {1 << 64}, expected"):
+        _args.host_integers("Heap.malloc", "sizes", [16, 1 << 64], np.uint64)
+    with pytest.raises(ValueError, match="'sizes' holds -1, expected"):
+        _args.host_integers("Heap.malloc", "sizes", [-1, U64], np.uint64)
+
+
+def test_get_pages_checks_n_against_the_page_count_before_allocating():
+    h = gpudyn.PageHeap.__new__(gpudyn.PageHeap)  # a stand-in: no device here
+    h._handle, h.page_count, h.stream = object(), 1024, None
+    for n in (1025, 1 << 40, 1 << 62):  # 1 << 62 was cffi's OverflowError, 1 << 40 OutOfMemoryError
+        with pytest.raises(gpudyn.InvalidArgumentError, match=f"'n' is {n}, more than the 1024 pages"):
+            h.get_pages(n)
+
+
+def test_masked_cuda_array_is_refused():
+    class Masked:  # CAI v3 'mask': the masked-out elements were read as valid
+        __cuda_array_interface__ = {"shape": (4,), "typestr": "<i4", "data": (256, False), "version": 3,
+                                    "strides": None, "stream": None, "mask": object()}
+
+    with pytest.raises(NotImplementedError, match="'values' is a masked CUDA array"):
+        as_device_array(Masked(), where="StaticArray.extend", name="values")

@@ -84,3 +84,18 @@ def test_empty_and_bad_inputs():
 def test_out_of_memory_is_its_own_exception():
     with pytest.raises(gpudyn.OutOfMemoryError):
         gpudyn.DeviceBuffer(1 << 50)
+
+
+def test_copy_from_host_refuses_lossy_casts_and_keeps_the_buffer():
+    buf = gpudyn.DeviceBuffer.from_numpy(np.full(4, 7, dtype=np.uint8))
+    with pytest.raises(ValueError, match="holds 300"):  # was stored as 44
+        buf.copy_from_host(np.array([300, 1, 2, 3]))
+    np.testing.assert_array_equal(buf.to_numpy(), [7, 7, 7, 7])
+    buf.copy_from_host([1, 2, 3, 255])  # int64 values uint8 holds: taken
+    np.testing.assert_array_equal(buf.to_numpy(), [1, 2, 3, 255])
+    ints = gpudyn.DeviceBuffer.from_numpy(np.array([5, 6], dtype=np.int32))
+    with pytest.raises(TypeError, match="dtype float64"):  # was stored as [1, 2]
+        ints.copy_from_host(np.array([1.7, 2.2]))
+    np.testing.assert_array_equal(ints.to_numpy(), [5, 6])
+    buf.close()
+    ints.close()

@@ -2,6 +2,9 @@
 open warp heap cannot be closed, page ids and addresses are kept apart, device
 buffers never become NumPy arrays implicitly, byte order is never mislabelled."""
 import gc
+import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -89,3 +92,160 @@ def test_exports_of_every_plain_dtype_round_trip():
         buf = gpudyn.DeviceBuffer.from_numpy(x)
         assert buf.__cuda_array_interface__["typestr"] == x.dtype.str
         assert np.array_equal(buf.to_numpy(), x)
+
+
+# ---- lifetimes: close() against calls in flight, closed buffers and views, cycles ------
+MiB = 1 << 20
+
+
+class _BlockingArray:
+    """A device array whose __cuda_array_interface__ blocks until released: the
+    call reading it (extend) is in flight meanwhile."""
+
+    def __init__(self, buf):
+        self.buf, self.reading, self.release = buf, threading.Event(), threading.Event()
+
+    @property
+    def __cuda_array_interface__(self):
+        self.reading.set()
+        if not self.release.wait(5):
+            raise TimeoutError("not released")  # the call then fails before any C call
+        return self.buf.__cuda_array_interface__
+
+
+def test_close_waits_for_a_call_in_flight():
+    s = gpudyn.StaticArray(1024, np.int32)
+    values = _BlockingArray(gpudyn.DeviceBuffer.from_numpy(np.arange(100, dtype=np.int32)))
+    errors = []
+
+    def extend():
+        try:
+            s.extend(values)
+        except Exception as exc:
+            errors.append(exc)
+
+    caller = threading.Thread(target=extend)
+    caller.start()
+    assert values.reading.wait(5)
+    closer = threading.Thread(target=s.close)
+    closer.start()
+    time.sleep(0.2)
+    waited = closer.is_alive() and s._handle is not None
+    if waited:  # else the array is destroyed already: extend must not go on with its handle
+        values.release.set()
+    caller.join(10)
+    closer.join(10)
+    assert waited, "close() destroyed the array under a call in flight"
+    assert not errors and not closer.is_alive()
+    with pytest.raises(ValueError, match="StaticArray is closed"):
+        len(s)
+
+
+class _SlowFree:
+    """gpudyn.buffer's `lib`, whose gpudyn_device_free is slow and counts its calls
+    (it frees on the first call only, so a double free is counted, not made)."""
+
+    def __init__(self, lib):
+        self._lib, self.calls = lib, []
+
+    def __getattr__(self, name):
+        return getattr(self._lib, name)
+
+    def gpudyn_device_free(self, ptr, stream):
+        self.calls.append(int(gpudyn.ffi.cast("uintptr_t", ptr)))
+        time.sleep(0.05)  # the other thread's close() runs meanwhile
+        return self._lib.gpudyn_device_free(ptr, stream) if len(self.calls) == 1 else 0
+
+
+def test_two_threads_closing_a_device_buffer_free_it_once(monkeypatch):
+    from gpudyn import buffer as buffer_module
+
+    buf = gpudyn.DeviceBuffer(4096)
+    ptr = buf.ptr
+    slow = _SlowFree(buffer_module.lib)
+    monkeypatch.setattr(buffer_module, "lib", slow)
+    barrier = threading.Barrier(2)
+    closers = [threading.Thread(target=lambda: (barrier.wait(), buf.close())) for _ in range(2)]
+    for t in closers:
+        t.start()
+    for t in closers:
+        t.join(10)
+    monkeypatch.undo()
+    assert slow.calls == [ptr]
+
+
+def test_closed_device_buffers_and_views_refuse_use():
+    buf = gpudyn.DeviceBuffer.from_numpy(np.arange(16, dtype=np.int32))
+    empty = gpudyn.DeviceBuffer(0, np.int32)
+    assert empty.to_numpy().shape == (0,)  # empty, not closed
+    buf.close()
+    empty.close()
+    for b in (buf, empty):
+        for use in (b.to_numpy, lambda: b.__cuda_array_interface__, b.__dlpack__, b.__dlpack_device__,
+                    lambda: b.copy_from_host(np.zeros(16, np.int32)), lambda: b.fill_bytes(0)):
+            with pytest.raises(ValueError, match="this DeviceBuffer is closed"):
+                use()
+    with gpudyn.GGArray(np.int32, num_lfvectors=8) as g:
+        with pytest.raises(ValueError, match="this DeviceBuffer is closed"):
+            g.extend(buf)  # not read as a NULL pointer with 16 elements
+        assert len(g) == 0
+    s = gpudyn.StaticArray(1024, np.int32)
+    s.extend(np.arange(1024, dtype=np.int32))
+    view = s.as_buffer()
+    assert view.to_numpy().tolist() == list(range(1024))
+    s.close()  # frees the memory the view names
+    for use in (view.to_numpy, lambda: view.__cuda_array_interface__, view.__dlpack__,
+                lambda: view.copy_from_host(np.zeros(1024, np.int32))):
+        with pytest.raises(ValueError, match="view of a StaticArray that is closed"):
+            use()
+
+
+def test_with_block_keeps_the_users_exception():
+    heap = gpudyn.Heap(initial_bytes=16 * MiB)
+    g = None
+    with pytest.raises(KeyError, match="the block's own error") as info:
+        with heap:
+            g = gpudyn.GGArray(np.int32, num_lfvectors=8, pool_bytes=None, heap=heap)
+            raise KeyError("the block's own error")  # leaving the block, close() is refused: g uses the heap
+    if sys.version_info >= (3, 11):
+        assert any("Heap.close() failed too" in note for note in info.value.__notes__)
+    assert heap.stats()["bytes_mapped"] > 0  # still open and owned
+    g.close()
+    heap.close()
+
+
+def _free_memory(device: int) -> int:
+    time.sleep(0.05)
+    gpudyn.DeviceBuffer(16).to_numpy()  # synchronizes the default stream
+    return gpudyn.device_info(device)["free_memory"]
+
+
+@pytest.mark.parametrize("backing", ["Heap", "PageHeap"])
+def test_a_reference_cycle_through_a_backing_frees_it(backing):
+    """A backing and its user (GGArray of a Heap, WarpHeap of a PageHeap) in one
+    reference cycle: the collector may finalize the backing first, whose destroy
+    is refused while the user lives; it is retried after the user's."""
+    from gpudyn.buffer import current_device
+
+    device = current_device()
+    gc.collect()
+    f0 = _free_memory(device)
+    if backing == "Heap":
+        b = gpudyn.Heap(initial_bytes=512 * MiB, max_bytes=512 * MiB)
+        user = gpudyn.GGArray(np.int32, num_lfvectors=8, pool_bytes=None, heap=b)
+        user.extend(np.arange(1000, dtype=np.int32))
+    else:
+        b = gpudyn.PageHeap(page_count=8192, page_size=64 << 10)  # a 512 MiB pool
+        user = gpudyn.WarpHeap(backing=b)
+        user.alloc([64] * 100)
+    b.users = [user]  # backing -> list -> user -> backing
+    f1 = _free_memory(device)
+    del b, user
+    gc.collect()
+    if f0 - f1 < 400 * MiB:
+        pytest.skip(f"the backing's memory did not show in free memory ({(f0 - f1) >> 20} MiB)")
+    for _ in range(20):  # stream-ordered frees reach the free memory after a synchronize
+        f2 = _free_memory(device)
+        if f0 - f2 < 128 * MiB:
+            break
+    assert f0 - f2 < 128 * MiB, f"{(f0 - f2) >> 20} MiB still held after the cycle was collected"

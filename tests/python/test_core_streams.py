@@ -279,3 +279,94 @@ def test_numpy_values_and_mask_survive_a_busy_stream(side_streams):
         assert np.array_equal(np.sort(a.to_numpy()), x[mask])
         del busy, junk
     gc.collect()
+
+
+# ---- structures belong to their device (issue 13, item 3): two GPUs ----------------
+# Each test runs in a child interpreter: a pointer of the wrong device handed to a kernel
+# is cudaErrorIllegalAddress, which kills the CUDA context for the rest of the process.
+_TWO_GPUS = """
+import ctypes, sys
+import numpy as np
+import gpudyn
+from gpudyn.buffer import current_device, on_device
+cu = ctypes.CDLL("libcuda.so.1")
+def device_of(ptr):  # the driver's answer, not gpudyn's (CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9)
+    v = ctypes.c_int(-1)
+    assert cu.cuPointerGetAttribute(ctypes.byref(v), 9, ctypes.c_uint64(ptr)) == 0
+    return v.value
+assert current_device() == 0
+"""
+
+
+def _on_two_gpus(body: str) -> str:
+    import subprocess
+    import sys
+    import textwrap
+    if gpudyn.device_count() < 2:
+        pytest.skip("needs two CUDA devices")
+    r = subprocess.run([sys.executable, "-c", _TWO_GPUS + textwrap.dedent(body)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
+    return r.stdout
+
+
+def test_device_attribute_is_the_stream_device():
+    # .device was the current device, while the memory (and the heap) follow the stream's.
+    out = _on_two_gpus("""
+        with on_device(1):
+            gpudyn.DeviceBuffer(16).close()  # device 1's primary context current for the driver call
+            s = ctypes.c_void_p()
+            assert cu.cuStreamCreate(ctypes.byref(s), 1) == 0
+        buf = gpudyn.DeviceBuffer(1024, stream=s.value)
+        heap = gpudyn.Heap(initial_bytes=16 << 20, stream=s.value)
+        g = gpudyn.GGArray(np.int32, num_lfvectors=8, stream=s.value)
+        print("DEV", buf.device, device_of(buf.ptr), buf.__dlpack_device__()[1], heap.device, g.device,
+              current_device())
+    """)
+    assert "DEV 1 1 1 1 1 0" in out, out
+
+
+def test_structures_work_with_another_device_current():
+    # Outputs and NumPy temporaries were allocated on the current device: a device-0 heap's
+    # kernel wrote into device-1 memory (cudaErrorIllegalAddress).
+    out = _on_two_gpus("""
+        heap = gpudyn.Heap(initial_bytes=16 << 20)
+        page = gpudyn.PageHeap(page_count=1024)
+        warp = gpudyn.WarpHeap(arena_bytes=16 << 20)
+        g = gpudyn.GGArray(np.int32, num_lfvectors=8)
+        with on_device(1):
+            outs = [heap.malloc([64] * 8), page.get_pages(8), warp.alloc([32] * 8)]
+            g.extend(np.arange(1000, dtype=np.int32))
+            g.append(5)
+            outs.append(g.flatten())
+            print("DEV", *[device_of(b.ptr) for b in outs], *[b.device for b in outs], current_device())
+        ptrs = outs[0].to_numpy()  # read with device 0 current
+        with on_device(1):
+            heap.free(ptrs)  # a NumPy temporary again
+        want = sorted(list(range(1000)) + [5])
+        print("OK", int((ptrs != 0).all()), int(sorted(g.to_numpy().tolist()) == want),
+              int(sorted(outs[3].to_numpy().tolist()) == want), heap.stats()["allocations"])
+    """)
+    assert "DEV 0 0 0 0 0 0 0 0 1" in out and "OK 1 1 1 0" in out, out
+
+
+def test_device_array_of_another_device_is_refused():
+    # A device-1 array passed to a device-0 structure reached its kernel (cudaErrorIllegalAddress).
+    out = _on_two_gpus("""
+        with on_device(1):
+            vals = gpudyn.DeviceBuffer.from_numpy(np.arange(1000, dtype=np.int32))
+            sizes = gpudyn.DeviceBuffer.from_numpy(np.full(4, 64, dtype=np.uint64))
+        g = gpudyn.GGArray(np.int32, num_lfvectors=8)
+        heap = gpudyn.Heap(initial_bytes=16 << 20)
+        for name, call in (("values", lambda: g.extend(vals)), ("sizes", lambda: heap.malloc(sizes))):
+            try:
+                call()
+                print("ACCEPTED", name)
+            except gpudyn.InvalidArgumentError as e:
+                print("REFUSED", name, int(f"'{name}' is memory of device 1" in str(e) and "device 0" in str(e)))
+        print("LEFT", len(g), heap.stats()["allocations"])
+        with on_device(1):
+            vals.close()
+            sizes.close()
+    """)
+    assert "REFUSED values 1" in out and "REFUSED sizes 1" in out and "LEFT 0 0" in out, out

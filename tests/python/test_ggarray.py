@@ -161,3 +161,29 @@ def test_vmm_dlpack_and_reserved_pool_without_heap():
     st = g.memory_stats()
     assert st["capacity"] >= 2 * n
     g.close()
+
+
+@pytest.mark.gpu
+def test_append_stores_only_values_the_dtype_holds():
+    with gpudyn.StaticArray(16, np.int32) as s:
+        for v in (1.5, 2.9, np.float32(7.25), 1 << 31, np.int64(-(1 << 40))):  # 1.5 was stored as 1
+            with pytest.raises(ValueError, match="cannot hold"):
+                s.append(v)
+        assert len(s) == 0
+        for v in (3.0, np.int64(-5), True, 7):
+            s.append(v)
+        assert sorted(s.to_numpy().tolist()) == [-5, 1, 3, 7]
+
+
+@pytest.mark.gpu
+def test_masked_cuda_array_is_refused_not_read_whole():
+    vals = gpudyn.DeviceBuffer.from_numpy(np.arange(8, dtype=np.int32))
+    keep = gpudyn.DeviceBuffer.from_numpy(np.array([1, 0] * 4, dtype=np.uint8))
+
+    class Masked:  # a CAI v3 array with a 'mask': its masked-out elements were pushed
+        __cuda_array_interface__ = dict(vals.__cuda_array_interface__, mask=keep)
+
+    with gpudyn.StaticArray(64, np.int32) as s:
+        with pytest.raises(NotImplementedError, match="masked CUDA array"):
+            s.extend(Masked())
+        assert len(s) == 0

@@ -134,3 +134,13 @@ def test_tas_matches_theory(algorithm, eq):
             assert st["failed"] == 0 and st["requests"] == N
             assert st["tas"] == pytest.approx(eq(T, A, N), rel=0.15)
             assert st["was"] >= st["tas"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [1 << 40, 1 << 62])
+def test_get_pages_checks_n_before_allocating_the_output(n):
+    # The output (n uint32) was allocated first: OutOfMemoryError, or cffi's OverflowError.
+    with PageHeap(page_count=1024) as heap:
+        with pytest.raises(gpudyn.InvalidArgumentError, match=f"'n' is {n}, more than the 1024 pages"):
+            heap.get_pages(n)
+        assert heap.free_page_count == 1024
