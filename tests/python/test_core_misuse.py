@@ -214,22 +214,14 @@ def test_with_block_keeps_the_users_exception():
     heap.close()
 
 
-def _free_memory(device: int) -> int:
-    time.sleep(0.05)
-    gpudyn.DeviceBuffer(16).to_numpy()  # synchronizes the default stream
+def _free_memory(device: int, cupy) -> int:
+    # A device synchronize also hands the stream-ordered pools' freed memory back
+    # (release threshold 0): a PageHeap's pool shows as free only after one.
+    cupy.cuda.runtime.deviceSynchronize()
     return gpudyn.device_info(device)["free_memory"]
 
 
-@pytest.mark.parametrize("backing", ["Heap", "PageHeap"])
-def test_a_reference_cycle_through_a_backing_frees_it(backing):
-    """A backing and its user (GGArray of a Heap, WarpHeap of a PageHeap) in one
-    reference cycle: the collector may finalize the backing first, whose destroy
-    is refused while the user lives; it is retried after the user's."""
-    from gpudyn.buffer import current_device
-
-    device = current_device()
-    gc.collect()
-    f0 = _free_memory(device)
+def _backing_and_user(backing):
     if backing == "Heap":
         b = gpudyn.Heap(initial_bytes=512 * MiB, max_bytes=512 * MiB)
         user = gpudyn.GGArray(np.int32, num_lfvectors=8, pool_bytes=None, heap=b)
@@ -238,14 +230,35 @@ def test_a_reference_cycle_through_a_backing_frees_it(backing):
         b = gpudyn.PageHeap(page_count=8192, page_size=64 << 10)  # a 512 MiB pool
         user = gpudyn.WarpHeap(backing=b)
         user.alloc([64] * 100)
+    return b, user
+
+
+@pytest.mark.parametrize("backing", ["Heap", "PageHeap"])
+def test_a_reference_cycle_through_a_backing_frees_it(backing):
+    """A backing and its user (GGArray of a Heap, WarpHeap of a PageHeap) in one
+    reference cycle: the collector may finalize the backing first, whose destroy
+    is refused while the user lives; it is retried after the user's."""
+    import weakref
+
+    from gpudyn import _handle
+    from gpudyn.buffer import current_device
+
+    cupy = pytest.importorskip("cupy", reason="a device synchronize (CuPy) to read the pools' free memory")
+    device = current_device()
+    b, user = _backing_and_user(backing)  # warm-up: the first use loads kernels (device memory kept)
+    user.close()
+    b.close()
+    gc.collect()
+    f0 = _free_memory(device, cupy)
+    b, user = _backing_and_user(backing)
     b.users = [user]  # backing -> list -> user -> backing
-    f1 = _free_memory(device)
+    alive = weakref.ref(b), weakref.ref(user)
+    f1 = _free_memory(device, cupy)
     del b, user
     gc.collect()
+    assert alive[0]() is None and alive[1]() is None, "the cycle was not collected"
+    assert not _handle._deferred, "a refused destroy is still waiting for its retry"
     if f0 - f1 < 400 * MiB:
         pytest.skip(f"the backing's memory did not show in free memory ({(f0 - f1) >> 20} MiB)")
-    for _ in range(20):  # stream-ordered frees reach the free memory after a synchronize
-        f2 = _free_memory(device)
-        if f0 - f2 < 128 * MiB:
-            break
-    assert f0 - f2 < 128 * MiB, f"{(f0 - f2) >> 20} MiB still held after the cycle was collected"
+    f2 = _free_memory(device, cupy)
+    assert f0 - f2 < 64 * MiB, f"{(f0 - f2) >> 20} MiB still held after the cycle was collected"
