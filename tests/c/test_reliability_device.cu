@@ -44,6 +44,24 @@ __global__ void spin_kernel(unsigned long long ns) {
     } while (now - start < ns);
 }
 
+// A page heap of `page_count` pages (default page size), created on `stream`; nullptr after a failed CHECK.
+static gpudyn_rw_heap_t make_rw_heap(uint64_t page_count, cudaStream_t stream = nullptr) {
+    gpudyn_rw_heap_options_t o;
+    gpudyn_rw_heap_options_init(&o);
+    o.page_count = page_count;
+    gpudyn_rw_heap_t h = nullptr;
+    CHECK_OK(gpudyn_rw_heap_create(&h, &o, gs(stream)));
+    return h;
+}
+
+static gpudyn_heap_stats_t heap_stats(gpudyn_heap_t h) {
+    gpudyn_heap_stats_t st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    CHECK_OK(gpudyn_heap_get_stats(h, &st, nullptr));
+    return st;
+}
+
 static bool vmm_supported() {
     int32_t dev = 0;
     gpudyn_get_device(&dev);
@@ -169,11 +187,8 @@ static void test_vmm_max_capacity_is_a_limit() {
 
 // ---- item 7: get_pages bounded by n ------------------------------------------
 static void test_get_pages_follows_n() {
-    gpudyn_rw_heap_options_t o;
-    gpudyn_rw_heap_options_init(&o);
-    o.page_count = 1 << 16;
-    gpudyn_rw_heap_t h = nullptr;
-    CHECK_OK(gpudyn_rw_heap_create(&h, &o, nullptr));
+    const uint64_t page_count = 1 << 16;
+    gpudyn_rw_heap_t h = make_rw_heap(page_count);
     if (!h) return;
     uint32_t* pages = nullptr;
     CUDA_OK(cudaMalloc(&pages, sizeof(uint32_t)));
@@ -193,12 +208,12 @@ static void test_get_pages_follows_n() {
         CHECK(stats.warps == 1);  // one warp round counted
         uint32_t page = 0xFFFFFFFFu;
         CUDA_OK(cudaMemcpy(&page, pages, sizeof page, cudaMemcpyDeviceToHost));
-        CHECK(page < o.page_count);
+        CHECK(page < page_count);
         CHECK_OK(gpudyn_rw_heap_free_pages(h, pages, 1, nullptr));
     }
     uint64_t free_pages = 0;
     CHECK_OK(gpudyn_rw_heap_free_page_count(h, &free_pages, nullptr));
-    CHECK(free_pages == o.page_count);
+    CHECK(free_pages == page_count);
     CUDA_OK(cudaFree(pages));
     CHECK_OK(gpudyn_rw_heap_destroy(h));
 }
@@ -368,11 +383,7 @@ static void test_destroy_does_not_synchronize() {
         expect_still_running(busy, "gpudyn_vmm_array_destroy");
     }
     {
-        gpudyn_rw_heap_options_t ro;
-        gpudyn_rw_heap_options_init(&ro);
-        ro.page_count = 4096;
-        gpudyn_rw_heap_t h = nullptr;
-        CHECK_OK(gpudyn_rw_heap_create(&h, &ro, gs(s)));
+        gpudyn_rw_heap_t h = make_rw_heap(4096, s);
         gpudyn_warp_heap_options_t wo;
         gpudyn_warp_heap_options_init(&wo);
         wo.arena_bytes = 8 << 20;
@@ -404,11 +415,8 @@ static void test_calls_ordered_across_streams() {
     cudaStream_t a = nullptr, b = nullptr;
     CUDA_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
     CUDA_OK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
-    gpudyn_rw_heap_options_t o;
-    gpudyn_rw_heap_options_init(&o);
-    o.page_count = 1 << 14;
-    gpudyn_rw_heap_t h = nullptr;
-    CHECK_OK(gpudyn_rw_heap_create(&h, &o, gs(a)));
+    const uint64_t page_count = 1 << 14;
+    gpudyn_rw_heap_t h = make_rw_heap(page_count, a);
     const uint64_t n = 1000;
     uint32_t* pages = nullptr;
     CUDA_OK(cudaMalloc(&pages, n * sizeof(uint32_t)));
@@ -419,7 +427,7 @@ static void test_calls_ordered_across_streams() {
     CHECK_OK(gpudyn_rw_heap_free_pages(h, pages, n, gs(a)));
     uint64_t free_pages = 0;
     CHECK_OK(gpudyn_rw_heap_free_page_count(h, &free_pages, gs(b)));
-    CHECK(free_pages == o.page_count);
+    CHECK(free_pages == page_count);
     CHECK_OK(gpudyn_rw_heap_destroy(h));
     CUDA_OK(cudaFree(pages));
     CUDA_OK(cudaStreamSynchronize(a));
@@ -514,11 +522,8 @@ static void test_threads_share_one_structure() {
     o.num_lfvectors = 32;
     gpudyn_ggarray_t a = nullptr;
     CHECK_OK(gpudyn_ggarray_create(&a, &o, nullptr));
-    gpudyn_rw_heap_options_t ro;
-    gpudyn_rw_heap_options_init(&ro);
-    ro.page_count = 1 << 16;
-    gpudyn_rw_heap_t h = nullptr;
-    CHECK_OK(gpudyn_rw_heap_create(&h, &ro, nullptr));
+    const uint64_t page_count = 1 << 16;
+    gpudyn_rw_heap_t h = make_rw_heap(page_count);
     if (!a || !h) return;
     const int kThreads = 4, kRounds = 20;
     const uint64_t per = 5000, pages_per = 400;
@@ -560,10 +565,10 @@ static void test_threads_share_one_structure() {
     CUDA_OK(cudaMemcpy(taken.data(), pages, taken.size() * 4, cudaMemcpyDeviceToHost));
     std::set<uint32_t> distinct(taken.begin(), taken.end());
     CHECK(distinct.size() == taken.size());
-    CHECK(*distinct.rbegin() < ro.page_count);
+    CHECK(*distinct.rbegin() < page_count);
     uint64_t free_pages = 0;
     CHECK_OK(gpudyn_rw_heap_free_page_count(h, &free_pages, nullptr));
-    CHECK(free_pages == ro.page_count - taken.size());
+    CHECK(free_pages == page_count - taken.size());
     CUDA_OK(cudaFree(values));
     CUDA_OK(cudaFree(pages));
     CHECK_OK(gpudyn_ggarray_destroy(a));
@@ -582,10 +587,7 @@ static void test_default_sizes_within_max() {
     gpudyn_heap_t h = nullptr;
     CHECK_OK(gpudyn_heap_create(&h, &o, nullptr));
     if (h) {
-        gpudyn_heap_stats_t st;
-        memset(&st, 0, sizeof st);
-        st.struct_size = sizeof st;
-        CHECK_OK(gpudyn_heap_get_stats(h, &st, nullptr));
+        const gpudyn_heap_stats_t st = heap_stats(h);
         CHECK(st.bytes_mapped > 0 && st.bytes_mapped <= max);
         CHECK(st.bytes_max <= max);
         CHECK_OK(gpudyn_heap_destroy(h));
@@ -610,11 +612,7 @@ static void test_default_sizes_within_max() {
 // A request count the launch cannot cover is refused, not truncated to the
 // requests one grid reaches (2^40 + 256 used to serve 256 and succeed).
 static void test_rw_malloc_count_limit() {
-    gpudyn_rw_heap_options_t o;
-    gpudyn_rw_heap_options_init(&o);
-    o.page_count = 1 << 16;
-    gpudyn_rw_heap_t h = nullptr;
-    CHECK_OK(gpudyn_rw_heap_create(&h, &o, nullptr));
+    gpudyn_rw_heap_t h = make_rw_heap(1 << 16);
     if (!h) return;
     uint64_t *sizes = nullptr, *ptrs = nullptr;
     CUDA_OK(cudaMalloc(&sizes, 256 * sizeof(uint64_t)));
@@ -670,11 +668,7 @@ static void test_no_error_left_pending() {
         cudaStreamDestroy(cs);
         cudaGetLastError();  // this program's own runtime state (the library has its own)
         CHECK_OK(gpudyn_heap_malloc(h, sizes, ptrs, n, nullptr));
-        gpudyn_heap_stats_t st;
-        memset(&st, 0, sizeof st);
-        st.struct_size = sizeof st;
-        CHECK_OK(gpudyn_heap_get_stats(h, &st, nullptr));
-        CHECK(st.allocations == n);
+        CHECK(heap_stats(h).allocations == n);
         CHECK_OK(gpudyn_heap_free(h, ptrs, n, nullptr));
     }
     cudaFree(sizes);
