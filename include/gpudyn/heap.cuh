@@ -259,9 +259,10 @@ constexpr unsigned kHeapAttachShare = 16;
 // Lines 2 ..: the current slabs (+ 1; 0: none), cursor i on line 2 + i % 128
 // (the first 128 each on a line of its own), 16 bytes apart.  SM s uses cursor
 // s while s < active; beyond one cursor an SM, warp slot w of SM s uses
-// i = s + SMs x (w % kHeapWarpCursors) while i < active: a 64-slot slab of 4 KiB served two warps,
-// and with one slab an SM the ~30 warps of an SM that arrive together mostly
-// missed it (4 % of a 1M x 4 KiB burst's lanes served by the fast pass).
+// i = s + SMs x (w % kHeapWarpCursors) while i < active: a 64-slot slab of
+// 4 KiB served two warps, and with one slab an SM the ~30 warps of an SM that
+// arrive together mostly missed it (4 % of a 1M x 4 KiB burst's lanes served
+// by the fast pass).
 // An i >= active picks a cursor by a multiplicative hash, not i % active (an
 // integer division, ~20 instructions of a lone caller's ~190: 1M divergent
 // 4 KiB mallocs 0.466 -> 0.447 ms on an H100, converged unchanged).
