@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import inspect
 import threading
@@ -57,7 +58,7 @@ def _finalizer(destroy):
 # ---- calls in flight ---------------------------------------------------------------
 # Methods that must not wait for close() (or that run before the handle exists).
 _UNGUARDED = frozenset({"__init__", "__new__", "__init_subclass__", "__del__", "__repr__", "__enter__",
-                        "__exit__", "close", "_own", "_h", "_enter", "_leave"})
+                        "__exit__", "close", "_own", "_h", "_enter", "_leave", "_using"})
 
 
 def _guarded(fn):
@@ -127,6 +128,18 @@ class OwnedHandle:
                 self._calls -= 1
                 if not self._calls:
                     self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def _using(self):
+        """The handle, as a call in flight for the block (another object's
+        create that passes this one's handle to the library: a close on
+        another thread waits until the create returned, then sees its user)."""
+        entered = self._enter()
+        try:
+            yield self._h()
+        finally:
+            if entered:
+                self._leave()
 
     def _h(self):
         """The handle; ValueError once closed."""

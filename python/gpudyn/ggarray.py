@@ -27,6 +27,8 @@ NumPy inputs are copied on the array's stream.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from . import _args
@@ -264,7 +266,6 @@ class GGArray(_Array):
         # None keeps the library's default (0 is its spelling of "default": refused here).
         budget = 0 if budget is None else _args.integer(w, "budget", budget, 1)
         max_budget = 0 if max_budget is None else _args.integer(w, "max_budget", max_budget, 1)
-        heap_handle = ffi.NULL
         if heap is not None:
             from .heap import Heap
             if not isinstance(heap, Heap):
@@ -272,7 +273,6 @@ class GGArray(_Array):
             if budget or max_budget:
                 raise ValueError(f"gpudyn: {w} arguments 'budget' and 'max_budget' must be None with 'heap' "
                                  "(the heap's mapped memory is the budget)")
-            heap_handle = heap._h()
         self._stream = stream_handle(stream)
         o = ffi.new("gpudyn_ggarray_options_t*")
         check(lib.gpudyn_ggarray_options_init(o))
@@ -282,8 +282,10 @@ class GGArray(_Array):
         o.pool_bytes = pool_bytes
         o.budget_bytes = budget
         o.max_budget_bytes = max_budget
-        o.heap = heap_handle
-        self._init("gpudyn_ggarray_t", lib.gpudyn_ggarray_create, o, dt, stream)
+        # The heap's handle stays valid until the library counts this array as its user.
+        with heap._using() if heap is not None else contextlib.nullcontext(ffi.NULL) as heap_handle:
+            o.heap = heap_handle
+            self._init("gpudyn_ggarray_t", lib.gpudyn_ggarray_create, o, dt, stream)
         self._heap = heap  # the heap outlives the array (its destroy refuses while we use it)
 
     def _budget(self) -> tuple[int, int]:

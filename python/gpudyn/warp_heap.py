@@ -91,13 +91,16 @@ class WarpHeap(OwnedHandle):
         for name, value in sizes.items():
             setattr(opts, name, value)
         self._page_heap = page_heap  # keeps the page heap alive as long as this heap
+        out = ffi.new("gpudyn_warp_heap_t*")
         if page_heap is not None:
             opts.backing = BACKINGS["page_heap"]
-            opts.page_heap = ffi.cast("void*", page_heap._h())
+            # The page heap's handle stays valid until the library counts this heap as its user.
+            with page_heap._using() as ph:
+                opts.page_heap = ffi.cast("void*", ph)
+                check(lib.gpudyn_warp_heap_create(out, opts, self._stream))
         else:
             opts.backing = backing_value
-        out = ffi.new("gpudyn_warp_heap_t*")
-        check(lib.gpudyn_warp_heap_create(out, opts, self._stream))
+            check(lib.gpudyn_warp_heap_create(out, opts, self._stream))
         if page_heap is None:
             self._own(out[0], lib.gpudyn_warp_heap_destroy)
         else:

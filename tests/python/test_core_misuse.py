@@ -262,3 +262,80 @@ def test_a_reference_cycle_through_a_backing_frees_it(backing):
         pytest.skip(f"the backing's memory did not show in free memory ({(f0 - f1) >> 20} MiB)")
     f2 = _free_memory(device, cupy)
     assert f0 - f2 < 64 * MiB, f"{(f0 - f2) >> 20} MiB still held after the cycle was collected"
+
+
+class _SlowCreate:
+    """A module's `lib` whose `name` signals, then waits for a release before it
+    calls the real function: a create is in flight meanwhile."""
+
+    def __init__(self, lib, name):
+        self._lib, self._name = lib, name
+        self.calling, self.release = threading.Event(), threading.Event()
+
+    def __getattr__(self, name):
+        real = getattr(self._lib, name)
+        if name != self._name:
+            return real
+
+        def slow(*args):
+            self.calling.set()
+            self.release.wait(5)
+            return real(*args)
+        return slow
+
+
+def _close_during_create(monkeypatch, module, name, backing, create):
+    """Closes `backing` on another thread while `create()` (a structure built on
+    it) is inside the library's `name`; returns (close waited, close's error, the
+    structure)."""
+    slow = _SlowCreate(module.lib, name)
+    monkeypatch.setattr(module, "lib", slow)
+    made, errors = [], []
+    creator = threading.Thread(target=lambda: made.append(create()))
+    creator.start()
+    assert slow.calling.wait(5)
+
+    def close():
+        try:
+            backing.close()
+        except Exception as exc:
+            errors.append(exc)
+
+    closer = threading.Thread(target=close)
+    closer.start()
+    time.sleep(0.2)
+    waited = closer.is_alive() and backing._handle is not None
+    slow.release.set()
+    creator.join(10)
+    closer.join(10)
+    monkeypatch.undo()
+    return waited, errors, made
+
+
+def test_close_of_a_heap_waits_for_an_array_being_created_on_it(monkeypatch):
+    from gpudyn import ggarray as ggarray_module
+
+    heap = gpudyn.Heap(initial_bytes=64 << 20)
+    waited, errors, made = _close_during_create(monkeypatch, ggarray_module, "gpudyn_ggarray_create", heap,
+                                                lambda: gpudyn.GGArray(np.int32, 32, heap=heap))
+    assert waited, "Heap.close() destroyed the heap while a GGArray was being created on it"
+    assert len(made) == 1
+    # Once created, the array is the heap's user: the close was refused, the heap stays open.
+    assert len(errors) == 1 and isinstance(errors[0], gpudyn.InvalidArgumentError)
+    made[0].extend(np.arange(1000, dtype=np.int32))
+    assert np.array_equal(np.sort(made[0].to_numpy()), np.arange(1000, dtype=np.int32))
+    made[0].close()
+    heap.close()
+
+
+def test_close_of_a_page_heap_waits_for_a_warp_heap_being_created_on_it(monkeypatch):
+    from gpudyn import warp_heap as warp_heap_module
+
+    page_heap = gpudyn.PageHeap(page_count=4096, page_size=4096)
+    waited, errors, made = _close_during_create(monkeypatch, warp_heap_module, "gpudyn_warp_heap_create",
+                                                page_heap, lambda: gpudyn.WarpHeap(backing=page_heap))
+    assert waited, "PageHeap.close() destroyed the page heap while a WarpHeap was being created on it"
+    assert len(made) == 1
+    assert len(errors) == 1 and isinstance(errors[0], gpudyn.InvalidArgumentError)
+    made[0].close()
+    page_heap.close()
