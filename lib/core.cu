@@ -122,6 +122,19 @@ void device_alloc(void** ptr, uint64_t bytes, cudaStream_t stream, const std::st
           (unsigned long long)bytes, cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
+void report_since_check(uint64_t failed, uint64_t bad, check_marks* seen, const char* failed_what,
+                        const char* bad_what, const std::string& hint) {
+    const uint64_t new_failed = failed - std::min(seen->failed, failed), new_bad = bad - std::min(seen->bad, bad);
+    seen->failed = failed;
+    seen->bad = bad;
+    if (new_failed != 0)
+        raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%llu %s since the last check (and %llu %s)%s", (unsigned long long)new_failed,
+              failed_what, (unsigned long long)new_bad, bad_what, hint.c_str());
+    if (new_bad != 0)
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "%llu %s since the last check; nothing changed", (unsigned long long)new_bad,
+              bad_what);
+}
+
 void raise_device_malloc_heap(uint64_t bytes, const char* option) {
     if (bytes == 0) return;
     size_t current = 0;

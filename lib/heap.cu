@@ -57,6 +57,7 @@ struct gpudyn_heap_s {
     gpudyn_heap_view_t view{};
     uint32_t users = 0;          // GGArrays taking their buckets from this heap (under hs.mutex)
     uint32_t arena_holders = 0;  // of them, those holding a run of it as their growth arena (under hs.mutex)
+    check_marks seen;            // the counters at the last gpudyn_heap_check (zeroed with them)
 
     void* at(uint64_t address) const { return reinterpret_cast<void*>(address); }
     // rw_heap's live-start bits: one per kRwMallocAlign bytes of the range, in uint32 words.
@@ -71,6 +72,7 @@ struct gpudyn_heap_s {
         GPUDYN_CUDA(cudaMemsetAsync(at(view.class_state), 0, class_count * kHeapClassStateWords * sizeof(uint32_t), s));
         GPUDYN_CUDA(cudaMemsetAsync(at(view.directory), 0xff, dir_entries * sizeof(uint32_t), s));
         GPUDYN_CUDA(cudaMemsetAsync(at(view.counters), 0, kHeapCounterCount * sizeof(uint64_t), s));
+        seen = {};
         map_pages(0, mapped_pages, s);
     }
 
@@ -398,6 +400,25 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_clear_status(gpudyn_heap_t heap, gpudyn_s
         handle_call call(heap->hs, stream);
         GPUDYN_CUDA(cudaMemsetAsync(heap->at(heap->view.counters), 0, kHeapCounterCount * sizeof(uint64_t),
                                     call.stream()));
+        heap->seen = {};
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_heap_check(gpudyn_heap_t heap, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        handle_call call(heap->hs, stream);
+        cudaStream_t s = call.stream();
+        static_assert(kHeapCounterFailed < 2 && kHeapCounterBadFree < 2, "the first two counters");
+        unsigned long long c[2];
+        GPUDYN_CUDA(cudaMemcpyAsync(c, heap->at(heap->view.counters), sizeof(c), cudaMemcpyDeviceToHost, s));
+        GPUDYN_CUDA(cudaStreamSynchronize(s));
+        char hint[160];
+        snprintf(hint, sizeof(hint), "; the heap maps %llu of at most %llu bytes (gpudyn_heap_grow maps more)",
+                 (unsigned long long)(heap->mapped_pages * heap->page_size),
+                 (unsigned long long)(heap->max_pages * heap->page_size));
+        report_since_check(c[kHeapCounterFailed], c[kHeapCounterBadFree], &heap->seen,
+                           "malloc request(s) found no memory", "bad free(s)", hint);
     });
 }
 

@@ -215,6 +215,18 @@ uint32_t heap_arena_share(gpudyn_heap_t heap, int holder_delta);
 // a message naming `option` (OUT_OF_MEMORY when the memory is not there).
 void raise_device_malloc_heap(uint64_t bytes, const char* option);
 
+// A heap's check (gpudyn_<heap>_check): `failed` and `bad` are its failure and
+// bad-free (misuse) counters now, `seen` what the last check read of them (the
+// counters only grow between the calls that zero them, which zero `seen` too).
+// Raises OUT_OF_MEMORY for new failures, else INVALID_ARGUMENT for new bad
+// frees, naming the counts with `failed_what` / `bad_what` and `hint`; `seen`
+// takes the counts first, so each is reported once.
+struct check_marks {
+    uint64_t failed = 0, bad = 0;
+};
+void report_since_check(uint64_t failed, uint64_t bad, check_marks* seen, const char* failed_what,
+                        const char* bad_what, const std::string& hint);
+
 // Driver entry point by name, resolved at run time through the runtime so the
 // library never links libcuda (machines without a driver can still load it).
 void* driver_entry_point(const char* symbol, int cuda_version);

@@ -27,6 +27,7 @@ struct gpudyn_rw_heap_s {
     gpudyn::detail::handle_state hs;  // device, call ordering, lock
     uint32_t backing_users = 0;       // warp heaps backed by this heap (under hs.mutex)
     uint64_t calls = 0;               // stable calls so far (under hs.mutex): each walks from a new seed
+    gpudyn::detail::check_marks seen; // the counters at the last gpudyn_rw_heap_check (zeroed with them)
 };
 
 using namespace gpudyn::detail;
@@ -136,6 +137,7 @@ void clear_heap(gpudyn_rw_heap_t h, cudaStream_t s) {
     GPUDYN_CUDA(cudaMemsetAsync(h->meta, 0, h->options.page_count * sizeof(uint32_t), s));
     GPUDYN_CUDA(cudaMemsetAsync(h->live, 0, h->live_bytes, s));
     GPUDYN_CUDA(cudaMemsetAsync(h->counters, 0, kCounterCount * sizeof(unsigned long long), s));
+    h->seen = {};
     check_cuda(launch_set_tail(h->view, s), "launch of set_tail_kernel");
 }
 
@@ -476,6 +478,17 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_info(gpudyn_rw_heap_t heap, gpudyn
         info->bad_frees = c[1];  // kRwCounterBadFree
         info->use_lockmap = heap->options.use_lockmap;
         info->max_random_steps = heap->options.max_random_steps;
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_check(gpudyn_rw_heap_t heap, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_heap(heap);
+        handle_call call(heap->hs, stream);
+        unsigned long long c[kCounterCount];
+        read_back(c, heap->counters, kCounterCount, call.stream());
+        report_since_check(c[0], c[1], &heap->seen, "request(s) found no free page",  // kRwCounterFailed
+                           "bad free(s)", "");                                        // kRwCounterBadFree
     });
 }
 

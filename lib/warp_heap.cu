@@ -66,6 +66,7 @@ struct gpudyn_warp_heap_s {
     unsigned* failed = nullptr;                 // device: alloc_batch's flag; tidy_up_kept's refused
                                                 // entries and lowest refused index (2 words)
     std::vector<batch> batches;
+    gpudyn::detail::check_marks seen;           // failed_allocations and misuse at the last check
 };
 
 using namespace gpudyn::detail;
@@ -363,6 +364,20 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_stats(gpudyn_warp_heap_t heap, g
         cudaStream_t s = call.stream();
         GPUDYN_CUDA(cudaMemcpyAsync(stats, heap->stats, sizeof(*stats), cudaMemcpyDeviceToHost, s));
         GPUDYN_CUDA(cudaStreamSynchronize(s));
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_check(gpudyn_warp_heap_t heap, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(heap);
+        handle_call call(heap->hs, stream);
+        cudaStream_t s = call.stream();
+        gpudyn_warp_heap_stats_t st{};
+        GPUDYN_CUDA(cudaMemcpyAsync(&st, heap->stats, sizeof(st), cudaMemcpyDeviceToHost, s));
+        GPUDYN_CUDA(cudaStreamSynchronize(s));
+        report_since_check(st.failed_allocations, st.misuse, &heap->seen,
+                           "lane(s) got NULL for want of memory", "contract violation(s) (see warp_heap.cuh)",
+                           "; its backing allocator had no more memory");
     });
 }
 

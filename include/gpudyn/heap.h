@@ -105,6 +105,14 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_get_stats(gpudyn_heap_t heap, gpudyn_heap
 /* Zeroes the failed-allocation and bad-free counters.  Stream-ordered. */
 GPUDYN_API gpudyn_status_t gpudyn_heap_clear_status(gpudyn_heap_t heap, gpudyn_stream_t stream);
 
+/* What requests of kernels (and of bulk calls) met since the last check, as a
+ * status: OUT_OF_MEMORY when mallocs got NULL for want of memory, else
+ * INVALID_ARGUMENT when frees were of pointers the heap did not hand out (or
+ * had freed already), else SUCCESS; the message gives the counts.  Each
+ * failure is reported once; the stats' counters are not changed (clear_status
+ * and reset zero both).  Synchronizes `stream`. */
+GPUDYN_API gpudyn_status_t gpudyn_heap_check(gpudyn_heap_t heap, gpudyn_stream_t stream);
+
 /* One device malloc per size (sizes: device, n uint64 bytes; 0 gives 0) into
  * pointers (device, n uint64).  On any failure frees what this call took, sets
  * every pointer to 0 and returns OUT_OF_MEMORY.  Synchronizes `stream`. */

@@ -133,6 +133,13 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free_page_count(gpudyn_rw_heap_t heap,
 /* Sizes, free pages and counters; synchronizes `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_info(gpudyn_rw_heap_t heap, gpudyn_rw_heap_info_t* info,
                                                    gpudyn_stream_t stream);
+/* What requests of kernels (and of bulk calls) met since the last check, as a
+ * status: OUT_OF_MEMORY when page or malloc requests found no free page, else
+ * INVALID_ARGUMENT when frees were of pages or pointers the heap did not hand
+ * out (or had freed already), else SUCCESS; the message gives the counts.
+ * Each failure is reported once; the info's counters are not changed (reset
+ * zeroes both).  Synchronizes `stream`. */
+GPUDYN_API gpudyn_status_t gpudyn_rw_heap_check(gpudyn_rw_heap_t heap, gpudyn_stream_t stream);
 
 #ifdef __cplusplus
 }

@@ -148,6 +148,13 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_batch_count(gpudyn_warp_heap_t heap,
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_stats(gpudyn_warp_heap_t heap, gpudyn_warp_heap_stats_t* stats,
                                                       gpudyn_stream_t stream);
 
+/* What the heap's kernels met since the last check, as a status:
+ * OUT_OF_MEMORY when lanes got NULL for want of memory (failed_allocations),
+ * else INVALID_ARGUMENT when contract violations were detected (misuse), else
+ * SUCCESS; the message gives the counts.  Each is reported once; the stats are
+ * not changed.  Synchronizes `stream`. */
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_check(gpudyn_warp_heap_t heap, gpudyn_stream_t stream);
+
 /* Free bytes of the backing allocator, for checks that everything went back:
  * ARENA: free header slots x header slot bytes + free chunk slots x chunk
  * bytes; PAGE_HEAP: free pages x page size.  Synchronizes `stream`.  CUDA_MALLOC

@@ -119,6 +119,16 @@ class Heap(OwnedHandle):
         """Zeroes ``failed_allocations`` and ``bad_frees``."""
         check(lib.gpudyn_heap_clear_status(self._h(), self._stream))
 
+    def check(self) -> None:
+        """Raises what requests from kernels (and bulk calls) met since the last
+        check: :class:`OutOfMemoryError` when mallocs got a null pointer for want of
+        memory, else :class:`InvalidArgumentError` when frees were of pointers the
+        heap did not hand out or had freed already.  Each is raised once;
+        :meth:`stats` is unchanged (:meth:`clear_status` zeroes its counters).
+        Synchronizes the stream."""
+        h = self._h()
+        check(lib.gpudyn_heap_check(h, self._stream))
+
     def reset(self) -> None:
         """Drops every allocation (pointers handed out become invalid) and the counters.
         InvalidArgumentError while GGArrays take their buckets from this heap."""

@@ -249,6 +249,15 @@ class PageHeap(OwnedHandle):
                                                    "failed_requests", "bad_frees", "use_lockmap",
                                                    "max_random_steps")}
 
+    def check(self) -> None:
+        """Raises what requests from kernels (and bulk calls) met since the last
+        check: :class:`OutOfMemoryError` when they found no free page, else
+        :class:`InvalidArgumentError` when frees were of pages or pointers the heap
+        did not hand out or had freed already.  Each is raised once; :meth:`info`'s
+        counters are unchanged.  Synchronizes the stream."""
+        h = self._h()
+        check(lib.gpudyn_rw_heap_check(h, self._stream))
+
     def view_bytes(self) -> np.ndarray:
         """The ``gpudyn_rw_heap_view_t`` as raw bytes (uint8) to pass by value to a kernel."""
         v = ffi.new("gpudyn_rw_heap_view_t*")

@@ -156,6 +156,15 @@ class WarpHeap(OwnedHandle):
         check(lib.gpudyn_warp_heap_get_stats(self._h(), s, self._stream))
         return {f: int(getattr(s, f)) for f in _STAT_FIELDS}
 
+    def check(self) -> None:
+        """Raises what the heap's kernels met since the last check:
+        :class:`OutOfMemoryError` when lanes got a null pointer for want of memory,
+        else :class:`InvalidArgumentError` when contract violations were detected
+        (``misuse``).  Each is raised once; :meth:`stats` is unchanged.
+        Synchronizes the stream."""
+        h = self._h()
+        check(lib.gpudyn_warp_heap_check(h, self._stream))
+
     def backing_free_bytes(self) -> int:
         """Free bytes of the backing (arena slots or page-heap pages; synchronizes
         the stream).  Raises ``NotSupportedError`` for the CUDA malloc backing."""

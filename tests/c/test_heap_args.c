@@ -59,6 +59,7 @@ int main(void) {
     CHECK_INVALID(gpudyn_heap_grow(NULL, 1u << 20, NULL), "heap");
     CHECK_INVALID(gpudyn_heap_get_stats(NULL, &st, NULL), "heap");
     CHECK_INVALID(gpudyn_heap_clear_status(NULL, NULL), "heap");
+    CHECK_INVALID(gpudyn_heap_check(NULL, NULL), "heap");
     CHECK_INVALID(gpudyn_heap_malloc(NULL, u64, u64, 1, NULL), "heap");
     CHECK_INVALID(gpudyn_heap_free(NULL, u64, 1, NULL), "heap");
     CHECK_INVALID(gpudyn_heap_reset(NULL, NULL), "heap");

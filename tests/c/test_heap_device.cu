@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -544,6 +545,19 @@ static void test_bad_frees() {
         CHECK(s1.allocations == s0.allocations && s1.bytes_allocated == s0.bytes_allocated &&
               s1.bytes_held == s0.bytes_held);
         CHECK(corrupted(sizes, ptrs, 7) == 0);
+        // The host sees them once: INVALID_ARGUMENT with their count (no failed malloc here), then SUCCESS.
+        CHECK_STATUS(gpudyn_heap_check(h, nullptr), GPUDYN_ERROR_INVALID_ARGUMENT);
+        char want[64];
+        snprintf(want, sizeof(want), "%llu bad free(s) since the last check", (unsigned long long)bad.size());
+        CHECK(strstr(gpudyn_last_error_message(), want) != nullptr);
+        CHECK_OK(gpudyn_heap_check(h, nullptr));
+        CHECK(stats_of(h).bad_frees == bad.size());  // the stats still count them
+        uint64_t again = 0;
+        free_all(v, bad, &again);  // new bad frees: reported by the next check
+        CHECK(again == 0 && stats_of(h).bad_frees == 2 * bad.size());
+        CHECK_STATUS(gpudyn_heap_check(h, nullptr), GPUDYN_ERROR_INVALID_ARGUMENT);
+        CHECK(strstr(gpudyn_last_error_message(), want) != nullptr);
+        CHECK_OK(gpudyn_heap_check(h, nullptr));
     }
     CUDA_OK(cudaFree(foreign));
     CHECK_OK(gpudyn_heap_clear_status(h, nullptr));
@@ -658,6 +672,16 @@ static void test_exhaustion() {
         CHECK(nulls > 0);
         const gpudyn_heap_stats_t s = stats_of(h);
         CHECK(s.failed_allocations == nulls);
+        // The host sees the kernels' failures once: OUT_OF_MEMORY with their count, then SUCCESS.
+        {
+            CHECK_STATUS(gpudyn_heap_check(h, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY);
+            char want[64];
+            snprintf(want, sizeof(want), "%llu malloc request(s) found no memory", (unsigned long long)nulls);
+            CHECK(strstr(gpudyn_last_error_message(), want) != nullptr);
+            CHECK_OK(gpudyn_heap_check(h, nullptr));
+            const gpudyn_heap_stats_t c = stats_of(h);  // the stats still count them
+            CHECK(c.failed_allocations == nulls && c.allocations == s.allocations && c.bytes_held == s.bytes_held);
+        }
         const uint64_t live = all_ptrs.size() - nulls;
         CHECK(s.allocations == live);
         CHECK(s.bytes_allocated == live_usable);
@@ -701,6 +725,10 @@ static void test_exhaustion() {
             CHECK(b1.allocations == b0.allocations && b1.bytes_allocated == b0.bytes_allocated);
             CHECK(b1.failed_allocations > b0.failed_allocations);
             CHECK(b1.bad_frees == 0);
+            CHECK_STATUS(gpudyn_heap_check(h, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY);  // bulk failures too
+            CHECK_OK(gpudyn_heap_check(h, nullptr));
+            CHECK_OK(gpudyn_heap_clear_status(h, nullptr));  // zeroes the counters and the check's marks
+            CHECK_OK(gpudyn_heap_check(h, nullptr));
         }
         CHECK_OK(gpudyn_heap_destroy(h));
     }

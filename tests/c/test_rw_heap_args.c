@@ -66,5 +66,6 @@ int main(void) {
     gpudyn_rw_heap_info_t info;
     info.struct_size = sizeof(info);
     CHECK_INVALID(gpudyn_rw_heap_get_info(NULL, &info, NULL), "heap");
+    CHECK_INVALID(gpudyn_rw_heap_check(NULL, NULL), "heap");
     return TEST_RESULT();
 }

@@ -59,6 +59,7 @@ int main(void) {
     uint64_t count = 0;
     CHECK_INVALID(gpudyn_warp_heap_get_view(NULL, &view), "heap");
     CHECK_INVALID(gpudyn_warp_heap_get_stats(NULL, &stats, NULL), "heap");
+    CHECK_INVALID(gpudyn_warp_heap_check(NULL, NULL), "heap");
     CHECK_INVALID(gpudyn_warp_heap_alloc_batch(NULL, NULL, 1, NULL, NULL), "heap");
     CHECK_INVALID(gpudyn_warp_heap_release(NULL, NULL), "heap");
     CHECK_INVALID(gpudyn_warp_heap_batch_count(NULL, &count), "heap");

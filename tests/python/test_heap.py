@@ -60,6 +60,8 @@ def test_unopened_heap_refuses_device_calls():
         _unopened().malloc([16])
     with pytest.raises(ValueError, match="Heap is closed"):
         _unopened().stats()
+    with pytest.raises(ValueError, match="Heap is closed"):
+        _unopened().check()
     assert repr(_unopened()) == "Heap(closed)"
 
 
@@ -200,8 +202,16 @@ def test_bad_frees_are_counted_and_change_nothing():
         heap.free(ptrs[50:])                       # the live ones still free normally
         st = heap.stats()
         assert st["allocations"] == 0 and st["bad_frees"] == 54
+        with pytest.raises(gpudyn.InvalidArgumentError, match=r"\b54 bad free"):
+            heap.check()                           # raised once; the stats keep counting
+        heap.check()
+        assert heap.stats()["bad_frees"] == 54
+        heap.free(ptrs[:1])
+        with pytest.raises(gpudyn.InvalidArgumentError, match=r"\b1 bad free"):
+            heap.check()
         heap.clear_status()
         assert heap.stats()["bad_frees"] == 0
+        heap.check()
 
 
 @pytest.mark.gpu
@@ -223,8 +233,13 @@ def test_exhaustion_raises_and_keeps_every_allocation():
             assert np.array_equal(_bytes_at(int(p), 1024, heap).to_numpy(), data)
         more = heap.malloc([64 * 1024]).to_numpy()  # the heap still works
         assert more[0] != 0
+        with pytest.raises(gpudyn.OutOfMemoryError, match="found no memory since the last check"):
+            heap.check()                           # bulk calls' failures count too
+        heap.check()
+        assert heap.stats()["failed_allocations"] == after["failed_allocations"]
         heap.clear_status()
         assert heap.stats()["failed_allocations"] == 0
+        heap.check()
 
 
 @pytest.mark.gpu

@@ -131,6 +131,11 @@ def test_heap_exhaustion_returns_zero_and_keeps_the_rest():
         bad = cuda.to_device(np.zeros(1, np.uint64))
         heap_verify[threads // 128, 128](addresses, nbytes, bad)
         assert bad.copy_to_host()[0] == 0, "an allocation was overwritten"
+        # The host sees the kernel's failures once, as OutOfMemoryError with their count.
+        with pytest.raises(gpudyn.OutOfMemoryError, match=rf"\b{threads - len(got)} malloc request"):
+            heap.check()
+        heap.check()
+        assert heap.stats()["allocations"] == len(got)
 
 
 # ---- PageHeap ------------------------------------------------------------------------------
@@ -198,6 +203,11 @@ def test_page_heap_exhaustion():
         assert len(got) == count and len(np.unique(got)) == count
         info = pages.info()
         assert info["free_pages"] == 0 and info["failed_requests"] == threads - count
+        # The host sees the kernel's failures once; the counters stay.
+        with pytest.raises(gpudyn.OutOfMemoryError, match=rf"\b{threads - count} request\(s\) found no free page"):
+            pages.check()
+        pages.check()
+        assert pages.info()["failed_requests"] == threads - count
 
 
 @cuda.jit
@@ -333,6 +343,11 @@ def test_warp_heap_exhaustion():
         # lanes refused: each failed alloc, and each lane of a warp whose start failed
         assert stats["failed_allocations"] == int((got == 0).sum() + sf.sum()), stats
         assert stats["headers"] == 0 and stats["bytes_reserved"] == 0, stats  # every started warp ended
+        failed = stats["failed_allocations"]
+        with pytest.raises(gpudyn.OutOfMemoryError, match=rf"\b{failed} lane\(s\) got NULL"):
+            wh.check()
+        wh.check()  # reported once
+        assert wh.stats()["failed_allocations"] == failed
 
 
 # ---- arrays -------------------------------------------------------------------------------------
