@@ -66,6 +66,31 @@ def test_page_ids_and_addresses_are_kept_apart():
         assert heap.free_page_count == heap.page_count
 
 
+def test_page_heap_check_reports_failures_and_bad_frees_once():
+    with gpudyn.PageHeap(page_count=4096) as heap:
+        pages = heap.get_pages(10).to_numpy()
+        heap.free_pages(pages.tolist())
+        heap.free_pages(pages[:3].tolist())  # double frees: counted, nothing changes
+        assert heap.info()["bad_frees"] == 3 and heap.free_page_count == 4096
+        with pytest.raises(gpudyn.InvalidArgumentError, match=r"\b3 bad free"):
+            heap.check()
+        heap.check()  # reported once; info keeps counting
+        assert heap.info()["bad_frees"] == 3
+        held = heap.get_pages(4000)
+        with pytest.raises(gpudyn.OutOfMemoryError):
+            heap.get_pages(200)
+        failed = heap.info()["failed_requests"]
+        assert failed >= 104
+        with pytest.raises(gpudyn.OutOfMemoryError, match=rf"\b{failed} request\(s\) found no free page"):
+            heap.check()
+        heap.check()
+        heap.free_pages(held)
+        heap.reset()  # zeroes the counters, and what the check saw of them
+        heap.free_pages(pages[:1].tolist())
+        with pytest.raises(gpudyn.InvalidArgumentError, match=r"\b1 bad free"):
+            heap.check()
+
+
 def test_device_buffer_to_numpy_only_explicitly():
     buf = gpudyn.DeviceBuffer.from_numpy(np.arange(5, dtype=np.int32))
     with pytest.raises(TypeError, match=r"to_numpy\(\)"):

@@ -236,6 +236,10 @@ def test_tidy_up_kept_returns_memory_and_keeps_headers_usable(backing):
             with pytest.raises(gpudyn.InvalidArgumentError, match="headers.*1 of 2 entries.*index 1"):
                 heap.tidy_up_kept(cp.asarray([0, int(kept[0].get()) + 16], dtype=cp.uint64))
             assert heap.stats()["misuse"] == 1 and level() == free2
+            with pytest.raises(gpudyn.InvalidArgumentError, match=r"\b1 contract violation"):
+                heap.check()  # reported once; the stats keep it
+            heap.check()
+            assert heap.stats()["misuse"] == 1
         bad = cp.zeros(1, dtype=cp.uint32)
         mod.get_function("resume")((WARPS // 4,), (128,), (view_arg, kept, np.uint32(BYTES), bad))
         assert int(bad.get()[0]) == 0
