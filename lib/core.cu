@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -127,9 +128,12 @@ void report_since_check(uint64_t failed, uint64_t bad, check_marks* seen, const 
     const uint64_t new_failed = failed - std::min(seen->failed, failed), new_bad = bad - std::min(seen->bad, bad);
     seen->failed = failed;
     seen->bad = bad;
-    if (new_failed != 0)
-        raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%llu %s since the last check (and %llu %s)%s", (unsigned long long)new_failed,
-              failed_what, (unsigned long long)new_bad, bad_what, hint.c_str());
+    if (new_failed != 0) {
+        char also[128] = "";
+        if (new_bad != 0) snprintf(also, sizeof(also), " (and %llu %s)", (unsigned long long)new_bad, bad_what);
+        raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%llu %s since the last check%s%s", (unsigned long long)new_failed,
+              failed_what, also, hint.c_str());
+    }
     if (new_bad != 0)
         raise(GPUDYN_ERROR_INVALID_ARGUMENT, "%llu %s since the last check; nothing changed", (unsigned long long)new_bad,
               bad_what);
