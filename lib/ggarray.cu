@@ -147,7 +147,9 @@ struct gpudyn_ggarray_s {
     // bucket since the last look (reading the record synchronizes `stream`);
     // the run is the array's share of the heap's free memory (the free bytes
     // over the arrays using the heap that hold no run, this one counted when it
-    // takes another), at least 2 MiB, twice the largest refused request and
+    // takes another, plus one: the heap's own mallocs, from kernels and the
+    // host, keep a share as large, so an array alone takes half, then half of
+    // what is left), at least 2 MiB, twice the largest refused request and
     // `need`.  A heap with no such run left keeps the current arena (kernels
     // then fail their buckets, as an own arena's do once the budget is used).
     void ensure_arena(cudaStream_t stream, uint64_t need = 0) {
@@ -167,8 +169,8 @@ struct gpudyn_ggarray_s {
         if (gpudyn_heap_get_stats(heap, &st, reinterpret_cast<gpudyn_stream_t>(stream)) != GPUDYN_SUCCESS)
             raise(GPUDYN_ERROR_INTERNAL, "the given heap's stats: %s", gpudyn_last_error_message());
         const uint64_t free_b = st.bytes_mapped - std::min(st.bytes_held, st.bytes_mapped);
-        // The arrays with no run yet, and this one when it takes another.
-        const uint64_t share = free_b / (heap_arena_share(heap, 0) + (runs.empty() ? 0u : 1u));
+        // The arrays with no run yet, this one when it takes another, and the heap's own mallocs.
+        const uint64_t share = free_b / (heap_arena_share(heap, 0) + (runs.empty() ? 0u : 1u) + 1u);
         const uint64_t floor = std::max({kMinBudget, need, 2 * rec[3]});
         uint64_t want = std::min(std::max(share, floor), st.largest_free_bytes);
         if (want < floor) return;  // no such run now: kernels fail their buckets, the status says so

@@ -105,8 +105,9 @@ typedef struct gpudyn_ggarray_options_t {
                                         destroyed while the array lives.  The first time a kernel
                                         could need a bucket the array takes a run of its share of the
                                         heap's free memory (the free bytes over the arrays using the
-                                        heap that hold no run yet; at least 2 MiB and what the call
-                                        needs); after a kernel was refused a bucket, the next get_view
+                                        heap that hold no run yet plus one, the heap's own mallocs:
+                                        half of it for an array alone; at least 2 MiB and what the
+                                        call needs); after a kernel was refused a bucket, the next get_view
                                         / reserve / push_back takes another run, at least twice the
                                         refused request (get_view then reads the arena: it
                                         synchronizes the stream); destroy gives the runs back */

@@ -241,7 +241,8 @@ class GGArray(_Array):
     a raise takes another run of the difference.  With `heap` (leave both None), its mapped memory is
     the budget: the first time a kernel could need a bucket the array takes a
     run of the heap (its share of the free memory: the free bytes over the
-    arrays using the heap that hold no run yet, at least 2 MiB), and another,
+    arrays using the heap that hold no run yet plus one, the share left to the
+    heap's own mallocs -- half of it for an array alone; at least 2 MiB), and another,
     at least twice the largest refused bucket, at the next get_view / extend /
     reserve after a kernel was refused one; :meth:`close` gives the runs back.
     Raise the budget between launches by assigning :attr:`budget`.  When it runs out

@@ -84,6 +84,21 @@ def test_arrays_share_a_heap():
         assert st["allocations"] == 0 and st["bytes_allocated"] == 0 and st["bad_frees"] == 0
 
 
+@pytest.mark.gpu
+def test_an_array_on_a_heap_leaves_room_for_the_heaps_own_mallocs():
+    with gpudyn.Heap(initial_bytes=64 * MiB, max_bytes=64 * MiB) as heap:
+        g = gpudyn.GGArray(np.int32, num_lfvectors=8, pool_bytes=None, heap=heap)
+        g.extend(np.arange(1000, dtype=np.int32))  # the array takes its run now
+        st = heap.stats()
+        assert 2 * MiB <= st["bytes_held"] <= st["bytes_mapped"] // 2 + 2 * MiB  # about half
+        ptrs = heap.malloc([4096] * 1000 + [MiB] * 8)  # 12 MiB more: the heap's own share
+        assert (ptrs.to_numpy() != 0).all()
+        heap.free(ptrs)
+        assert np.array_equal(np.sort(g.to_numpy()), np.arange(1000, dtype=np.int32))
+        g.close()
+        assert heap.stats()["allocations"] == 0
+
+
 REFILL_KERNEL = r"""
 #include <gpudyn/ggarray.cuh>
 // Thread i pushes i unless done[i]; done[i] = whether it is stored now.
@@ -108,7 +123,7 @@ def test_shared_heap_array_takes_another_run_after_a_refusal():
         b = gpudyn.GGArray(np.int32, num_lfvectors=1, pool_bytes=None, heap=heap)
         done = cp.zeros(n, dtype=cp.uint8)
         grid = ((n + 255) // 256,)
-        push(grid, (256,), (a.view_arg(), np.uint32(n), done))  # a takes half the free memory
+        push(grid, (256,), (a.view_arg(), np.uint32(n), done))  # a takes a third: b's share and the heap's stay
         stored = int(done.sum())
         assert 0 < stored < n
         assert a.status == gpudyn.GGArray.STATUS_ALLOCATION_FAILED
