@@ -54,6 +54,16 @@ static gpudyn_rw_heap_t make_rw_heap(uint64_t page_count, cudaStream_t stream = 
     return h;
 }
 
+// A heap that maps `bytes` and can grow no further; nullptr after a failed CHECK.
+static gpudyn_heap_t make_heap(uint64_t bytes) {
+    gpudyn_heap_options_t o;
+    gpudyn_heap_options_init(&o);
+    o.initial_bytes = o.max_bytes = bytes;
+    gpudyn_heap_t h = nullptr;
+    CHECK_OK(gpudyn_heap_create(&h, &o, nullptr));
+    return h;
+}
+
 static gpudyn_heap_stats_t heap_stats(gpudyn_heap_t h) {
     gpudyn_heap_stats_t st;
     memset(&st, 0, sizeof st);
@@ -306,11 +316,7 @@ static void test_backing_heap_not_destroyable() {
 // A heap's reset is refused while GGArrays take their buckets from it (it
 // would hand their memory out again); once they are gone it works.
 static void test_heap_reset_refused_with_ggarrays() {
-    gpudyn_heap_options_t ho;
-    gpudyn_heap_options_init(&ho);
-    ho.initial_bytes = ho.max_bytes = uint64_t(64) << 20;
-    gpudyn_heap_t h = nullptr;
-    CHECK_OK(gpudyn_heap_create(&h, &ho, nullptr));
+    gpudyn_heap_t h = make_heap(uint64_t(64) << 20);
     if (!h) return;
     gpudyn_ggarray_options_t go;
     gpudyn_ggarray_options_init(&go);
@@ -638,11 +644,7 @@ static void test_no_error_left_pending() {
         CHECK_STATUS(gpudyn_device_alloc(&p, b, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY);
         CHECK(p == nullptr);
     }
-    gpudyn_heap_options_t o;
-    gpudyn_heap_options_init(&o);
-    o.initial_bytes = o.max_bytes = uint64_t(64) << 20;
-    gpudyn_heap_t h = nullptr;
-    CHECK_OK(gpudyn_heap_create(&h, &o, nullptr));
+    gpudyn_heap_t h = make_heap(uint64_t(64) << 20);
     if (!h) return;
     const unsigned n = 8;
     uint64_t *sizes = nullptr, *ptrs = nullptr;
