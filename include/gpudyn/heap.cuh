@@ -37,7 +37,7 @@
 //    current slabs than there are SMs, each SM's warps spread over several:
 //    few partly filled slabs for a small class, less contention on one slab
 //    for a large one).
-//    malloc groups the lanes that arrive together (__activemask) by class
+//    malloc groups the lanes that arrive together (__activemask) at one heap by class
 //    (__match_any_sync).  A fast pass serves every group of the warp in the
 //    same instructions (a mixed-size warp's twenty-odd groups do not wait on
 //    each other's loads): the group's leader loads its SM's current slab, lane
@@ -129,8 +129,9 @@
 // clears the record (CAS) and fences before releasing the page bits.
 //
 // Contract: every call may be made by any thread at any time, diverged or not;
-// lanes that arrive together are aggregated inside (the mask is the
-// __activemask() taken at entry and every lane of it runs every collective step).
+// lanes that arrive together are aggregated inside (the mask is the lanes of
+// the __activemask() taken at entry that call the same heap, and every lane of
+// it runs every collective step).
 // Pointers are 16-byte aligned; malloc_aligned gives alignments up to P.  Bytes
 // are not zeroed.  Needs sm_70+ (match, nanosleep, ld.relaxed); CUDA 13 is sm_75+.
 #pragma once
@@ -643,7 +644,8 @@ public:
     // nullptr without counting; exhaustion is counted).  16-byte aligned; 2^k
     // requests up to the page size are 2^k-aligned.
     __device__ void* malloc(unsigned long long bytes) const {
-        const unsigned mask = __activemask();
+        // The lanes here now that allocate from this heap (others may call another heap).
+        const unsigned mask = detail::peers_with(__activemask(), v_.counters);
         const bool ok = valid() && bytes != 0;
         const unsigned cls = ok && bytes <= max_small_size() ? detail::heap_class_of(bytes) : kHeapNoPage;
         // Group key: the class (small), kKeyRun (medium/huge: each lane alone), kKeyNone.

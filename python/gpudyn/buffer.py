@@ -188,6 +188,9 @@ class DeviceBuffer:
     def __init__(self, shape, dtype=np.uint8, stream=None):
         if isinstance(shape, (int, np.integer, float, np.floating, bool, np.bool_)):
             shape = (shape,)
+        elif isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+            raise TypeError(f"gpudyn: DeviceBuffer argument 'shape' is {shape!r}, expected an integer or a "
+                            "sequence of integers")
         self.shape = tuple(_args.integer("DeviceBuffer", "shape", s, 0, 1 << 62) for s in shape)
         self.dtype = element_dtype("DeviceBuffer", dtype)
         self.stream = stream

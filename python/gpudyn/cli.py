@@ -56,6 +56,8 @@ def main(argv=None) -> int:
     from .bench import ALIASES
 
     parser = argparse.ArgumentParser(prog="gpudyn", description="gpudyn: dynamic memory inside CUDA kernels")
+    from ._version import __version__
+    parser.add_argument("--version", action="version", version=f"gpudyn {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p_info = sub.add_parser("info", help="library, CUDA and device information")
     p_info.set_defaults(func=cmd_info)
@@ -73,10 +75,13 @@ def main(argv=None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # one clear line, no traceback, for library errors
+    except Exception as exc:  # one clear line, no traceback, for library errors and unwritable results folders
         from .errors import GpudynError
         if isinstance(exc, GpudynError):
             print(f"gpudyn: {exc}", file=sys.stderr)
+            return 1
+        if isinstance(exc, OSError) and getattr(exc, "filename", None) is not None:
+            print(f"gpudyn: {exc.strerror or exc}: {exc.filename!r}", file=sys.stderr)
             return 1
         raise
 

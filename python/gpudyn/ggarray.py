@@ -64,6 +64,11 @@ def _dtype(where: str, dtype) -> np.dtype:
     return element_dtype(where, dtype, _ELEMENT_SIZES)
 
 
+def _mask_dtype(where: str, dt: np.dtype) -> None:
+    if dt.itemsize != 1 or dt.kind not in "bu":
+        raise TypeError(f"gpudyn: {where} argument 'mask' has dtype {dt}, expected bool or uint8")
+
+
 def _exact(where: str, value, dt: np.dtype) -> np.ndarray:
     """``value`` as a 1-D array of ``dt``, refused unless ``dt`` holds it exactly:
     integer and bool dtypes take whole numbers in their range only (1.5, or 300
@@ -166,7 +171,11 @@ class _Array(OwnedHandle):
         numbers in their range only (1.5, or 300 into uint8: ValueError), into
         float arrays real numbers (rounded as NumPy does), into complex arrays
         any number; non-numbers: TypeError."""
-        self.extend(_exact(type(self).__name__ + ".append", value, self.dtype))
+        where = type(self).__name__ + ".append"
+        if np.ndim(value) != 0:  # a sequence would append all of its elements
+            raise TypeError(f"gpudyn: {where} argument 'value' has shape {np.shape(value)}, expected one number "
+                            "(extend appends an array)")
+        self.extend(_exact(where, value, self.dtype))
 
     def extend(self, values, mask=None, algorithm="warp_scan") -> None:
         """Appends every element of the 1-D array `values` (NumPy: copied to the
@@ -178,6 +187,13 @@ class _Array(OwnedHandle):
         self._h()
         if isinstance(values, np.ndarray) and values.dtype.newbyteorder("=") == self.dtype:
             values = values.astype(self.dtype, copy=False)  # native byte order, same values
+        # Host arrays: refused before they are copied to the device.
+        if isinstance(values, np.ndarray) and values.dtype != self.dtype:
+            raise TypeError(f"gpudyn: {where} argument 'values' has dtype {values.dtype}, this array holds {self.dtype}")
+        if isinstance(mask, np.ndarray):
+            _mask_dtype(where, mask.dtype)
+            if isinstance(values, np.ndarray) and mask.size != values.size:
+                raise ValueError(f"gpudyn: {where} argument 'mask' has {mask.size} entries, values has {values.size}")
         with on_device(self.device):  # NumPy temporaries on the array's device; device arrays must be there
             ptr, n, dt, keep = as_device_array(values, self.stream, where=where, name="values", device=self.device)
             if dt != self.dtype:
@@ -185,8 +201,7 @@ class _Array(OwnedHandle):
             mptr, keep_m = ffi.NULL, None
             if mask is not None:
                 mp, mn, mdt, keep_m = as_device_array(mask, self.stream, where=where, name="mask", device=self.device)
-                if mdt.itemsize != 1 or mdt.kind not in "bu":
-                    raise TypeError(f"gpudyn: {where} argument 'mask' has dtype {mdt}, expected bool or uint8")
+                _mask_dtype(where, mdt)
                 if mn != n:
                     raise ValueError(f"gpudyn: {where} argument 'mask' has {mn} entries, values has {n}")
                 mptr = ffi.cast("const uint8_t*", mp)
@@ -261,7 +276,10 @@ class GGArray(_Array):
         w = "GGArray"
         dt = _dtype(w, dtype)
         num_lfvectors = _args.integer(w, "num_lfvectors", num_lfvectors, 1, _args.U32_MAX)
-        first_bucket = _args.integer(w, "first_bucket", first_bucket, 1)
+        first_bucket = _args.integer(w, "first_bucket", first_bucket, 32, 1 << 30)
+        if first_bucket & (first_bucket - 1):
+            raise ValueError(f"gpudyn: {w} argument 'first_bucket' is {first_bucket}, expected a power of two "
+                             "in [32, 2^30]")
         pool_bytes = _args.U64_MAX if pool_bytes is None else _args.integer(w, "pool_bytes", pool_bytes,
                                                                              0, _args.U64_MAX - 1)
         # None keeps the library's default (0 is its spelling of "default": refused here).

@@ -45,12 +45,12 @@ class Heap(OwnedHandle):
         opts = ffi.new("gpudyn_heap_options_t*")
         check(lib.gpudyn_heap_options_init(opts))
         # None keeps the library's default (0 is its spelling of "default": refused here).
-        if initial_bytes is not None:
-            opts.initial_bytes = _args.integer("Heap", "initial_bytes", initial_bytes, 1)
-        if max_bytes is not None:
-            opts.max_bytes = _args.integer("Heap", "max_bytes", max_bytes, 1)
         if page_size is not None:
             opts.page_size = _args.integer("Heap", "page_size", page_size, 1)
+        if initial_bytes is not None:  # at least a page (the library's rule, named as Python names it)
+            opts.initial_bytes = _args.integer("Heap", "initial_bytes", initial_bytes, max(1, int(opts.page_size)))
+        if max_bytes is not None:
+            opts.max_bytes = _args.integer("Heap", "max_bytes", max_bytes, max(1, int(opts.page_size)))
         self.stream = stream
         self._stream = stream_handle(stream)
         out = ffi.new("gpudyn_heap_t*")

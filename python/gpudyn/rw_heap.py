@@ -54,7 +54,7 @@ class PageHeap(OwnedHandle):
         page_size = _args.integer(w, "page_size", page_size, 1)
         word_bits = _args.integer(w, "word_bits", word_bits, 0, _args.U32_MAX)  # 32/64: the library says
         use_lockmap = _args.flag(w, "use_lockmap", use_lockmap)
-        max_random_steps = _args.integer(w, "max_random_steps", max_random_steps, 0, _args.U32_MAX)
+        max_random_steps = _args.integer(w, "max_random_steps", max_random_steps, 1, _args.U32_MAX)
         self.stream = stream
         self._stream = stream_handle(stream)
         opts = ffi.new("gpudyn_rw_heap_options_t*")

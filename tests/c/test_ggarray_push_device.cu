@@ -33,6 +33,13 @@
 //      groups straddle buckets and wait on each other's allocations), a
 //      static and a VMM array: every push returns true, every value (t + 1,
 //      never 0) is stored exactly once, no slot is left unwritten (0).
+//   E  lanes of one warp pushing at the same call site into DIFFERENT arrays
+//      (bucketing: ref{views[bin(t)]}.push_back(x), three arrays of one kind,
+//      plus a fourth view that is refused): one push, several values, flags
+//      and values, and GGArray's push_back_to with one l for all.  Lanes of
+//      one array share a reservation; no array's counter takes another's
+//      elements (each array holds exactly its bin's values), the refused
+//      view's lanes get false and the others true.
 #include <gpudyn/ggarray.cuh>
 #include <gpudyn/heap.cuh>
 #include <gpudyn/vmm_array.cuh>
@@ -47,6 +54,7 @@ extern "C" {
 #include <algorithm>
 #include <iterator>
 #include <cstdlib>
+#include <type_traits>
 #include <vector>
 
 // Budget of B's GGArray (its own arena's memory): one kernel's pushes
@@ -604,6 +612,87 @@ static void test_desync(array_kind kind, unsigned element_size, bool small) {
     CHECK_OK(gpudyn_heap_destroy(heap));
 }
 
+// ---- E ----
+static const unsigned kBins = 3;  // arrays; bin kBins is the refused view
+__host__ __device__ inline unsigned bin_of(unsigned t) { return mix(t * 3u + 1u) % (kBins + 1); }
+__host__ __device__ inline unsigned bin_items(unsigned t) { return 1 + t % 3; }
+enum bin_mode { kBinOne, kBinMany, kBinFlagged, kBinTo, kBinModes };
+static const char* const bin_mode_name[] = {"push_back(x)", "push_back(values, n)", "push_back(flags, values)",
+                                            "push_back_to(1, x)"};
+
+template <class Ref>
+__device__ bool bin_push_to(const Ref& a, int v) { return a.push_back(v); }
+__device__ bool bin_push_to(const gpudyn::ggarray_ref<int>& a, int v) { return a.push_back_to(1, v); }
+
+template <class Ref, class View>
+__global__ void bins_kernel(const View* views, unsigned n, int mode, unsigned char* ok) {
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const Ref a{views[bin_of(t)]};
+    const unsigned k = bin_items(t);
+    int v[3];
+    bool f[3];
+    for (unsigned j = 0; j < 3; ++j) {
+        v[j] = int(t * 3 + j);
+        f[j] = j < k;
+    }
+    bool stored;
+    if (mode == kBinOne) stored = a.push_back(v[0]);
+    else if (mode == kBinMany) stored = a.push_back(v, k);
+    else if (mode == kBinFlagged) stored = a.push_back(f, v);
+    else stored = bin_push_to(a, v[0]);
+    ok[t] = stored ? 1 : 2;
+}
+
+static void test_several_arrays(array_kind kind, int mode) {
+    const unsigned n = g_sanitized ? 4096 : 1u << 16;
+    any_array arr[kBins];
+    for (unsigned b = 0; b < kBins; ++b) CHECK_OK(any_create(&arr[b], kind, 4, 3ull * n + 1, 3, 32));
+    views w[kBins + 1];
+    for (unsigned b = 0; b < kBins; ++b) w[b] = get_views(&arr[b]);
+    w[kBins] = w[0];
+    w[kBins].g.version = w[kBins].s.version = w[kBins].v.version = 0xdead;  // refused by every push
+    std::vector<std::vector<int>> want(kBins);
+    std::vector<unsigned char> want_ok(n);
+    for (unsigned t = 0; t < n; ++t) {
+        const unsigned b = bin_of(t);
+        want_ok[t] = b < kBins ? 1 : 2;
+        if (b == kBins) continue;
+        const unsigned k = mode == kBinMany || mode == kBinFlagged ? bin_items(t) : 1;
+        for (unsigned j = 0; j < k; ++j) want[b].push_back(int(t * 3 + j));
+    }
+    unsigned char* dok = nullptr;
+    void* dviews = nullptr;
+    CHECK(cudaMalloc(&dok, n) == cudaSuccess);
+    CHECK(cudaMemset(dok, 0, n) == cudaSuccess);
+    CHECK(cudaMalloc(&dviews, sizeof(w)) == cudaSuccess);
+    auto launch = [&](auto ref, auto member) {
+        using View = std::remove_reference_t<decltype(w[0].*member)>;
+        View hv[kBins + 1];
+        for (unsigned b = 0; b <= kBins; ++b) hv[b] = w[b].*member;
+        CHECK(cudaMemcpy(dviews, hv, sizeof(hv), cudaMemcpyHostToDevice) == cudaSuccess);
+        bins_kernel<decltype(ref)><<<(n + 255) / 256, 256>>>(static_cast<const View*>(dviews), n, mode, dok);
+    };
+    if (kind == KIND_GGARRAY) launch(gpudyn::ggarray_ref<int>{w[0].g}, &views::g);
+    else if (kind == KIND_STATIC) launch(gpudyn::static_array_ref<int>{w[0].s}, &views::s);
+    else launch(gpudyn::vmm_array_ref<int>{w[0].v}, &views::v);
+    CHECK(cudaGetLastError() == cudaSuccess);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    std::vector<unsigned char> ok(n);
+    CHECK(cudaMemcpy(ok.data(), dok, n, cudaMemcpyDeviceToHost) == cudaSuccess);
+    report(ok != want_ok, "E", &arr[0], "a push's result is not true for an array's lanes and false for the refused "
+           "view's", bin_mode_name[mode]);
+    for (unsigned b = 0; b < kBins; ++b) {
+        std::sort(want[b].begin(), want[b].end());
+        report(contents(&arr[b]) != want[b], "E", &arr[b], "an array does not hold exactly its bin's values",
+               bin_mode_name[mode]);
+        report(any_status(&arr[b]) != 0, "E", &arr[b], "status set", bin_mode_name[mode]);
+        any_destroy(&arr[b]);
+    }
+    CHECK(cudaFree(dok) == cudaSuccess);
+    CHECK(cudaFree(dviews) == cudaSuccess);
+}
+
 int main(void) {
     REQUIRE_DEVICE();
     g_sanitized = getenv("GPUDYN_SANITIZER") != NULL && getenv("GPUDYN_SANITIZER")[0] != '\0';
@@ -617,5 +706,7 @@ int main(void) {
     STEP(for (int k = 0; k < 3; ++k) test_refused(array_kind(k)));
     STEP(for (int k = 0; k < 3; ++k) for (unsigned size : {4u, 8u}) test_desync(array_kind(k), size, false));
     STEP(for (unsigned size : {4u, 8u}) test_desync(KIND_GGARRAY, size, true));
+    STEP(for (int k = 0; k < 3; ++k) for (int m = 0; m < kBinModes; ++m) if (m != kBinTo || k == KIND_GGARRAY)
+             test_several_arrays(array_kind(k), m));
     return TEST_RESULT();
 }

@@ -19,8 +19,10 @@
 //  - malloc_pages (whole-page runs, GGArray's buckets): page-aligned, disjoint,
 //    intact, freed back to zero held; exhaustion counted;
 //  - free in a later kernel by another thread; two heaps side by side (a
-//    pointer of A freed into B is a bad free in B, A untouched); grow between
-//    launches with a view taken before;
+//    pointer of A freed into B is a bad free in B, A untouched), and lanes of
+//    one warp calling malloc / free at one call site on either heap (each
+//    pointer from the heap its lane asked); grow between launches with a view
+//    taken before;
 //  - memory: bytes held / bytes allocated <= 1.3 in every call pattern (72
 //    classes, a few hundred requests each), <= 1.25 after each of 10 churn
 //    rounds (mixed 16-4096 B, 64 B, 4096 B); usable fraction of the heap at
@@ -774,6 +776,63 @@ static void test_two_heaps() {
     CHECK_OK(gpudyn_heap_destroy(b));
 }
 
+// Lanes of one warp at one call site, each asking the heap its index picks
+// (heap_ref{pick ? b : a}): malloc aggregates only the lanes of one heap.
+__host__ __device__ inline bool picks_b(uint64_t i) { return gpudyn::detail::mix64(i + 7) % 3 == 0; }
+__global__ void two_heaps_kernel(gpudyn_heap_view_t va, gpudyn_heap_view_t vb, const uint64_t* sizes, uint64_t* ptrs,
+                                 uint64_t n, uint64_t tag0, bool do_free) {
+    const uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const heap_ref heap{picks_b(i) ? vb : va};
+    if (do_free) {
+        ptrs[i] = heap.free(reinterpret_cast<void*>(ptrs[i])) ? 1 : 0;
+        return;
+    }
+    void* p = heap.malloc(sizes[i]);
+    if (p != nullptr) fill(p, sizes[i], tag0 + i);
+    ptrs[i] = reinterpret_cast<uint64_t>(p);
+}
+
+static void test_two_heaps_one_call_site() {
+    const uint64_t n = g_sanitizer ? 1024 : 16384;
+    gpudyn_heap_t a = make_heap(uint64_t(64) << 20, uint64_t(64) << 20);
+    gpudyn_heap_t b = make_heap(uint64_t(64) << 20, uint64_t(64) << 20);
+    if (!a || !b) return;
+    const gpudyn_heap_view_t va = view_of(a), vb = view_of(b);
+    // One size for most lanes (one class group per heap), mixed sizes and medium runs for some.
+    std::vector<uint64_t> sizes(n);
+    for (uint64_t i = 0; i < n; ++i) sizes[i] = i % 4 == 3 ? 16 + 48 * (i % 11) + (i % 128 == 3 ? 200000 : 0) : 48;
+    dev_vec<uint64_t> ds(sizes), dp(n);
+    two_heaps_kernel<<<blocks_for(n, 256), 256>>>(va, vb, ds.p, dp.p, n, 3ull << 50, false);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<uint64_t> ptrs = dp.download();
+    std::vector<uint64_t> sa(sizes), sb(sizes), pa(ptrs), pb(ptrs);
+    uint64_t na = 0, nulls = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        (picks_b(i) ? pa : pb)[i] = 0;  // pa: A's blocks only, pb: B's
+        na += !picks_b(i);
+        nulls += ptrs[i] == 0;
+    }
+    CHECK(nulls == 0);
+    // Each pointer inside the heap its lane asked (and disjoint there); across heaps too.
+    CHECK(check_blocks(blocks_of(sa, pa), va, stats_of(a).bytes_mapped, "one call site, heap A") == 0);
+    CHECK(check_blocks(blocks_of(sb, pb), vb, stats_of(b).bytes_mapped, "one call site, heap B") == 0);
+    CHECK(stats_of(a).allocations == na);
+    CHECK(stats_of(b).allocations == n - na);
+    CHECK(corrupted(sizes, ptrs, 3ull << 50) == 0);
+    // Freed the same way in a later kernel: every free succeeds in its own heap.
+    two_heaps_kernel<<<blocks_for(n, 256), 256>>>(va, vb, ds.p, dp.p, n, 0, true);
+    CUDA_OK(cudaDeviceSynchronize());
+    uint64_t freed = 0;
+    for (uint64_t x : dp.download()) freed += x;
+    CHECK(freed == n);
+    const gpudyn_heap_stats_t a1 = stats_of(a), b1 = stats_of(b);
+    CHECK(a1.allocations == 0 && b1.allocations == 0 && a1.bad_frees == 0 && b1.bad_frees == 0);
+    CHECK_OK(gpudyn_heap_destroy(a));
+    CHECK_OK(gpudyn_heap_destroy(b));
+}
+
 // malloc_pages: odd lanes and lane-dependent sizes (1 B .. 5 pages, and 64-80
 // pages for lanes 3 and 19: runs over several bitmap words); each
 // block fills its whole pages (the pattern over the rounded size).
@@ -1042,6 +1101,7 @@ int main() {
     test_bad_frees();
     test_exhaustion();
     test_two_heaps();
+    test_two_heaps_one_call_site();
     test_malloc_pages();
     test_grow();
     test_churn(0);     // mixed 16 .. 4096 B

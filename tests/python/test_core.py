@@ -154,6 +154,24 @@ def test_bench_cli_rejects_unknown_benchmark():
     assert r.returncode == 2 and "unknown benchmark" in r.stderr
 
 
+def test_cli_version():
+    r = subprocess.run([sys.executable, "-m", "gpudyn", "--version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == f"gpudyn {gpudyn.__version__}", (r.stdout, r.stderr)
+
+
+def test_bench_cli_unwritable_out_dir_is_one_clear_line(tmp_path, monkeypatch, capsys):
+    # makedirs under a plain file: NotADirectoryError's traceback before.
+    from gpudyn import cli, info
+    from gpudyn.bench import _common
+    monkeypatch.setattr(info, "device_count", lambda: 1)
+    monkeypatch.setattr(_common, "describe_device", lambda ordinal=0: {"name": "NVIDIA Test GPU"})
+    (tmp_path / "afile").write_text("")
+    out = tmp_path / "afile" / "sub"
+    assert cli.main(["bench", "heap", "--out-dir", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("gpudyn: ") and str(out) in err[0], err
+
+
 def test_bench_short_names_resolve_to_installed_benchmarks():
     from gpudyn.bench import ALIASES, available, resolve
     for short, full in ALIASES.items():

@@ -109,6 +109,20 @@ def test_constructor_scalars_are_checked_first(make, name, lo, hi, data):
     assert not isinstance(info.value, gpudyn.NoDeviceError)
 
 
+@pytest.mark.parametrize("make,name", [
+    (lambda: gpudyn.PageHeap(max_random_steps=0), "max_random_steps"),
+    (lambda: gpudyn.GGArray(first_bucket=1000), "first_bucket"),
+    (lambda: gpudyn.GGArray(first_bucket=16), "first_bucket"),
+    (lambda: gpudyn.GGArray(first_bucket=1 << 31), "first_bucket"),
+    (lambda: gpudyn.Heap(initial_bytes=100), "initial_bytes"),
+    (lambda: gpudyn.Heap(max_bytes=100), "max_bytes"),
+])
+def test_options_the_library_refuses_are_refused_under_their_python_names(make, name):
+    # The library's message named the C field (options->first_bucket_elements ...).
+    with pytest.raises(ValueError, match=f"argument '{name}' is"):
+        make()
+
+
 def test_issue_examples():
     with pytest.raises(ValueError, match=r"'num_lfvectors' is -1, expected an integer in \[1, 4294967295\]"):
         gpudyn.GGArray(num_lfvectors=-1)
@@ -195,7 +209,7 @@ def test_device_buffer_is_not_converted_to_numpy_implicitly():
 
 
 @pytest.mark.parametrize("shape,exc", [(-1, ValueError), (1.5, ValueError), (True, TypeError), ((2, -3), ValueError),
-                                       ("4", TypeError)])
+                                       ("4", TypeError), (None, TypeError), (1j, TypeError), (b"4", TypeError)])
 def test_device_buffer_shape_checked_first(shape, exc):
     with pytest.raises(exc, match="'shape'"):
         DeviceBuffer(shape, np.int32)
@@ -364,6 +378,27 @@ def test_append_refuses_before_any_device_call():
             a.append(v)
     with pytest.raises(TypeError, match="'value'"):
         a.append("1")
+
+
+@pytest.mark.parametrize("value", [[1, 2], [], (3,), np.ones((2, 3)), np.array([5])])
+def test_append_refuses_a_sequence(value):
+    # np.asarray(value).reshape(-1) appended every element of a list: append takes one number.
+    a = gpudyn.StaticArray.__new__(gpudyn.StaticArray)  # no device here: the value is checked first
+    a.dtype = np.dtype(np.float64)
+    with pytest.raises(TypeError, match=r"append argument 'value' has shape .*expected one number"):
+        a.append(value)
+
+
+@pytest.mark.parametrize("values,mask,exc,msg", [
+    (np.arange(4, dtype=np.int64), None, TypeError, "'values' has dtype int64, this array holds int32"),
+    (np.arange(4, dtype=np.int32), np.ones(4, np.int32), TypeError, "'mask' has dtype int32"),
+    (np.arange(4, dtype=np.int32), np.ones(3, np.bool_), ValueError, "'mask' has 3 entries, values has 4"),
+])
+def test_extend_refuses_host_arrays_before_copying_them(values, mask, exc, msg):
+    a = gpudyn.StaticArray.__new__(gpudyn.StaticArray)  # a stand-in handle, no device: nothing may be copied first
+    a._handle, a.dtype = object(), np.dtype(np.int32)
+    with pytest.raises(exc, match=msg):
+        a.extend(values, mask=mask)
 
 
 @pytest.mark.parametrize("dtype,host,exc,msg", [

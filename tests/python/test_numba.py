@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-numba_cuda = pytest.importorskip("numba.cuda", reason="numba-cuda is not installed (pip install 'gpudyn[numba]')")
+numba_cuda = pytest.importorskip("numba.cuda", reason="numba-cuda is not installed (pip install 'gpudyn-cu13[numba]')")
 
 import gpudyn  # noqa: E402
 import gpudyn.numba as gdn  # noqa: E402
@@ -322,6 +322,13 @@ def test_extend_values_must_have_the_arrays_dtype():
         gdn.extend(gg, vals, 2)
     _typing_error(k, (typeof(fake_ref("GGArray", np.int32)), types.int64[::1]),
                   r"extend: argument 'values' must be a 1-D C-contiguous array of int32")
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float64])
+def test_complex_value_into_a_real_array_is_a_typing_error_naming_value(dtype):
+    def k(gg):
+        gdn.push_back(gg, 1 + 2j)
+    _typing_error(k, (typeof(fake_ref("GGArray", dtype)),), r"push_back: argument 'value' is complex128")
 
 
 def test_push_back_into_a_heap_is_a_typing_error():

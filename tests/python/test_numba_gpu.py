@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
-pytest.importorskip("numba.cuda", reason="numba-cuda is not installed (pip install 'gpudyn[numba]')")
+pytest.importorskip("numba.cuda", reason="numba-cuda is not installed (pip install 'gpudyn-cu13[numba]')")
 
 import gpudyn  # noqa: E402
 import gpudyn.numba as gdn  # noqa: E402
@@ -416,6 +416,39 @@ def test_extend_and_device_size(kind):
         size = cuda.device_array(1, np.uint64)
         count_size[1, 32](arr.ref, size)
         assert size.copy_to_host()[0] == len(want)
+
+
+@cuda.jit
+def extend_n(out, n, counts, ok):
+    t = cuda.grid(1)
+    if t < n:
+        vals = cuda.local.array(4, np.int64)
+        for j in range(4):
+            vals[j] = t * 4 + j
+        ok[t] = gdn.extend(out, vals, counts[t])
+
+
+_BAD_COUNTS = {np.int64: [-1, 5, 1 << 32, (1 << 32) + 2, -(1 << 40)],
+               np.uint64: [5, 1 << 32, (1 << 32) + 2, 1 << 63, (1 << 64) - 1],
+               np.int32: [-1, 5, (1 << 31) - 1, -(1 << 31)]}
+
+
+@pytest.mark.parametrize("count_dtype", list(_BAD_COUNTS))
+def test_extend_with_n_outside_the_values_stores_nothing_for_that_thread(count_dtype):
+    # n < 0, n > len(values) and n >= 2**32 must neither read past the values
+    # nor reserve room: that thread gets False, the others store theirs.
+    n, bad = 2048, _BAD_COUNTS[count_dtype]
+    counts = [bad[i % len(bad)] if i % 3 == 0 else i % 5 for i in range(n)]
+    valid = np.array([0 <= c <= 4 for c in counts])
+    t = np.arange(n)
+    k = np.where(valid, [c if 0 <= c <= 4 else 0 for c in counts], 0)
+    with gpudyn.GGArray(np.int64) as arr:
+        ok = cuda.device_array(n, np.bool_)
+        extend_n[n // 128, 128](arr.ref, n, cuda.to_device(np.array(counts, dtype=count_dtype)), ok)
+        np.testing.assert_array_equal(ok.copy_to_host(), valid)
+        want = np.sort(np.concatenate([t[k > j] * 4 + j for j in range(4)]))
+        np.testing.assert_array_equal(np.sort(arr.to_numpy()), want)
+        assert arr.status == 0   # a refused n is not an out-of-memory
 
 
 @cuda.jit

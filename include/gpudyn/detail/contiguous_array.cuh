@@ -34,13 +34,13 @@ public:
     // the array is full (status set) or the view is refused; then x is not stored.
     __device__ bool push_back(const T& x) const {
         if (!valid()) return false;
-        return warp_push_one<T>(__activemask(), sink{this}, x);
+        return warp_push_one<T>(peers(), sink{this}, x);
     }
     // Appends values[0..n) (n may be 0 and may differ per thread): one
     // reservation for the lanes that call together; all or nothing per group.
     __device__ bool push_back(const T* values, unsigned n) const {
         if (!valid()) return false;
-        return warp_push_many<T>(__activemask(), sink{this}, values, n);
+        return warp_push_many<T>(peers(), sink{this}, values, n);
     }
     // Items (flag, value) pairs per thread: the flagged values of the lanes that
     // call together with one reservation, item k of every lane (lane order)
@@ -48,7 +48,7 @@ public:
     template <int Items>
     __device__ bool push_back(const bool (&flag)[Items], const T (&value)[Items]) const {
         if (!valid()) return false;
-        return warp_push_flagged<Items>(__activemask(), sink{this}, flag, value);
+        return warp_push_flagged<Items>(peers(), sink{this}, flag, value);
     }
 
     // ---- block-level push (every thread of the block calls) ----
@@ -127,6 +127,10 @@ private:
     bool version_ok_ = false;
 
     // The structure's side of the insertion algorithms (insert.cuh, warp_push.cuh).
+    // The lanes calling now that push into this array (others may push into another).
+    __device__ unsigned peers() const {
+        return peers_with(__activemask(), reinterpret_cast<unsigned long long>(size_ptr_));
+    }
     struct sink {
         const contiguous_array_ref* a;
         // Nothing to hint: whether a range fits is known from the view alone.

@@ -68,6 +68,18 @@ __device__ __forceinline__ unsigned highest_lane(unsigned mask) { return 31u - u
 __device__ __forceinline__ unsigned nth_set_lane(unsigned mask, unsigned k) { return nth_set_bit(mask, k); }
 
 // ---- warp collectives over `mask` ----
+// The lanes of `mask` whose `key` equals the calling lane's (every lane of
+// mask calls with the same mask).  Lanes that arrive together at one call may
+// name different structures (bucketing: ref{views[bin]}.push_back(x)), and
+// only lanes of one structure may share a claim.  One shuffle and one vote
+// when every lane has the same key (the usual case), __match_any_sync else.
+__device__ __forceinline__ unsigned peers_with(unsigned mask, unsigned long long key) {
+    if ((mask & (mask - 1u)) == 0) return mask;  // one lane
+    const unsigned long long first = __shfl_sync(mask, key, int(lowest_bit(mask)));
+    if (__all_sync(mask, key == first)) return mask;
+    return __match_any_sync(mask, key);
+}
+
 // Inclusive prefix sum over the lanes of `mask`, which must be a contiguous
 // run of low lanes (a full warp, or block_warp_mask()): Kogge-Stone scan with
 // shuffles from lane - d, which is in mask whenever lane >= d.  `lane`: the

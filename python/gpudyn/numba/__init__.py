@@ -25,14 +25,23 @@ of NumPy scalars: numba-cuda passes it by value, like the C++ API passes the
 view, and types it by its class, which names the structure and the element
 dtype.  Take it when launching (``kernel[g, b](arr.ref, ...)``): it reflects
 the structure at that moment (a later ``reserve``/``grow`` is seen by refs
-taken after it).  The structure must stay open while a kernel uses it.
+taken after it).  The structure must stay open while a kernel uses it: a
+ref holds raw device addresses, so a kernel launched with the ref of a closed
+structure uses freed memory, as a freed pointer would (numba-cuda types a
+ref by its class once and caches it, so no launch can check it).
+
+Kernels that call these functions cannot be cached (``@cuda.jit(cache=True)``):
+they link the shims, and numba-cuda does not cache kernels that link files
+(its error: "Cannot pickle CUDACodeLibrary with linking files").
 
 Device functions (any thread, under any divergence, unless said otherwise):
 
 * GGArray, StaticArray, VmmArray: ``push_back(ref, value) -> bool`` (value
   converted to the array's dtype; False when the array cannot take it, nothing
-  stored), ``extend(ref, values, n) -> bool`` (``values[0:n]`` of a 1-D array,
-  e.g. a ``cuda.local.array``, all or nothing), ``size(ref) -> uint64``.
+  stored; a complex value for a real dtype is a TypingError), ``extend(ref,
+  values, n) -> bool`` (``values[0:n]`` of a 1-D array, e.g. a
+  ``cuda.local.array``, all or nothing; n outside ``[0, len(values)]`` stores
+  nothing and gives False), ``size(ref) -> uint64``.
   Lanes that call together share one reservation (one atomic per warp group).
   Element types: every NumPy dtype the arrays hold (bool, integers, floats,
   complex).

@@ -109,6 +109,10 @@ def push_back(typingctx, ref, value):
     elem, bits = _element("push_back", dtype)
     if not isinstance(value, (types.Number, types.Boolean)):
         raise TypingError(f"gpudyn.numba.push_back: argument 'value' must be a number, got {value}")
+    if isinstance(value, types.Complex) and not isinstance(elem, types.Complex):
+        # NumPy would drop the imaginary part (with a ComplexWarning); a kernel cannot warn.
+        raise TypingError(f"gpudyn.numba.push_back: argument 'value' is {value}, the array holds {elem}: "
+                          "pass value.real (or an array of a complex dtype)")
     words = (types.uint64, types.uint64) if bits == 128 else (types.Integer.from_bitwidth(bits, signed=False),)
 
     def codegen(context, builder, sig, args):
@@ -127,7 +131,9 @@ def extend(typingctx, ref, values, n):
     C-contiguous array of the array's dtype, e.g. a ``cuda.local.array``; n may
     be 0 and differ per thread).  Any thread, any divergence; one reservation
     for the lanes that call together, all or nothing for them: False means none
-    of their values were stored."""
+    of their values were stored.  A thread whose n is negative or more than
+    ``len(values)`` stores nothing and gets False (its values are never read
+    past the end; the array's status is unchanged: it is not out of memory)."""
     kind, dtype = _ref("extend", ref, ARRAYS)
     elem, bits = _element("extend", dtype)
     if not (isinstance(values, types.Array) and values.ndim == 1 and values.layout == "C"
@@ -138,12 +144,19 @@ def extend(typingctx, ref, values, n):
 
     def codegen(context, builder, sig, args):
         view = _view_pointer(context, builder, sig.args[0], args[0])
-        data = make_array(sig.args[1])(context, builder, args[1]).data
-        count = _cast(context, builder, args[2], sig.args[2], types.uint32)
+        values = make_array(sig.args[1])(context, builder, args[1])
+        # 0 <= n <= len(values) (and fits the shim's uint32), else this thread adds nothing and gets False;
+        # a uint64 n beyond INT64_MAX turns negative as intp, so it is refused too.
+        n = _cast(context, builder, args[2], sig.args[2], types.intp)
+        length = builder.extract_value(values.shape, 0)
+        valid = builder.and_(builder.icmp_signed(">=", n, ir.Constant(n.type, 0)),
+                             builder.and_(builder.icmp_signed("<=", n, length),
+                                          builder.icmp_signed("<=", n, ir.Constant(n.type, 0xFFFFFFFF))))
+        count = builder.select(valid, builder.trunc(n, ir.IntType(32)), ir.Constant(ir.IntType(32), 0))
         ok = _call(context, builder, f"gpudyn_numba_{kind}_extend_u{bits}", types.int32,
                    (types.voidptr, types.voidptr, types.uint32),
-                   (view, builder.bitcast(data, ir.IntType(8).as_pointer()), count))
-        return _truth(builder, ok)
+                   (view, builder.bitcast(values.data, ir.IntType(8).as_pointer()), count))
+        return builder.and_(_truth(builder, ok), valid)
 
     return types.boolean(ref, values, n), codegen
 
