@@ -134,6 +134,11 @@
 // it runs every collective step).
 // Pointers are 16-byte aligned; malloc_aligned gives alignments up to P.  Bytes
 // are not zeroed.  Needs sm_70+ (match, nanosleep, ld.relaxed); CUDA 13 is sm_75+.
+// Registers: a kernel calling malloc takes about 72 a thread (sm_90, nvcc 13.0),
+// so blocks of up to 896 threads launch as they are; a kernel launched with
+// larger blocks needs __launch_bounds__(threads) (ptxas then fits 64, with a
+// stack frame and no spills on sm_90), else the launch fails with
+// cudaErrorLaunchOutOfResources.
 #pragma once
 
 #include "gpudyn/detail/bits.cuh"

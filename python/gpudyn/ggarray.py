@@ -75,12 +75,12 @@ def _exact(where: str, value, dt: np.dtype) -> np.ndarray:
     into uint8: ValueError), float dtypes real numbers (rounded as NumPy does; a
     finite value that would overflow: ValueError), complex dtypes any number;
     non-numbers: TypeError."""
-    if type(value) is int and dt.kind in "iu":  # the common case, without NumPy's conversions
-        info = np.iinfo(dt)
-        if info.min <= value <= info.max:
+    if type(value) is int and dt.kind in "biu":  # the common case, without NumPy's conversions (any size)
+        lo, hi = (0, 1) if dt.kind == "b" else (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
+        if lo <= value <= hi:
             return np.array([value], dtype=dt)
         raise ValueError(f"gpudyn: {where} argument 'value' is {value}, which {dt} (the array's dtype) cannot "
-                         f"hold: expected {info.min} <= value <= {info.max}")
+                         f"hold: expected {lo} <= value <= {hi}")
     v = np.asarray(value).reshape(-1)
     if v.dtype == dt:
         return v

@@ -833,6 +833,37 @@ static void test_two_heaps_one_call_site() {
     CHECK_OK(gpudyn_heap_destroy(b));
 }
 
+// Blocks of 1024 threads: with __launch_bounds__ (what heap.cuh says such a
+// kernel needs) the launch succeeds and every block is served.
+__global__ void __launch_bounds__(1024) big_block_kernel(gpudyn_heap_view_t v, const uint64_t* sizes, uint64_t* ptrs,
+                                                         uint64_t n, uint64_t tag0) {
+    const uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    void* p = heap_ref{v}.malloc(sizes[i]);
+    if (p != nullptr) fill(p, sizes[i], tag0 + i);
+    ptrs[i] = reinterpret_cast<uint64_t>(p);
+}
+static void test_1024_thread_blocks() {
+    const uint64_t n = g_sanitizer ? 2048 : 16384;
+    gpudyn_heap_t h = make_heap(uint64_t(64) << 20, uint64_t(64) << 20);
+    if (!h) return;
+    const gpudyn_heap_view_t v = view_of(h);
+    std::vector<uint64_t> sizes(n);
+    for (uint64_t i = 0; i < n; ++i) sizes[i] = 16 + 16 * (i % 37);
+    dev_vec<uint64_t> ds(sizes), dp(n);
+    big_block_kernel<<<blocks_for(n, 1024), 1024>>>(v, ds.p, dp.p, n, 5ull << 50);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<uint64_t> ptrs = dp.download();
+    CHECK(std::count(ptrs.begin(), ptrs.end(), uint64_t(0)) == 0);
+    CHECK(check_blocks(blocks_of(sizes, ptrs), v, stats_of(h).bytes_mapped, "1024-thread blocks") == 0);
+    CHECK(corrupted(sizes, ptrs, 5ull << 50) == 0);
+    uint64_t ok = 0;
+    free_all(v, ptrs, &ok);
+    CHECK(ok == n);
+    CHECK_OK(gpudyn_heap_destroy(h));
+}
+
 // malloc_pages: odd lanes and lane-dependent sizes (1 B .. 5 pages, and 64-80
 // pages for lanes 3 and 19: runs over several bitmap words); each
 // block fills its whole pages (the pattern over the rounded size).
@@ -1102,6 +1133,7 @@ int main() {
     test_exhaustion();
     test_two_heaps();
     test_two_heaps_one_call_site();
+    test_1024_thread_blocks();
     test_malloc_pages();
     test_grow();
     test_churn(0);     // mixed 16 .. 4096 B

@@ -370,6 +370,14 @@ def test_append_takes_exactly_the_values_an_integer_dtype_holds(value, code):
             _exact("StaticArray.append", value, dt)
 
 
+@pytest.mark.parametrize("value", [-(1 << 63) - 1, 1 << 64, 2, -1])
+def test_append_of_an_integer_a_bool_array_cannot_hold(value):
+    # Beyond int64, np.asarray made an object array: TypeError instead of the range's ValueError.
+    from gpudyn.ggarray import _exact
+    with pytest.raises(ValueError, match="cannot hold: expected 0 <= value <= 1"):
+        _exact("StaticArray.append", value, np.dtype(np.bool_))
+
+
 def test_append_refuses_before_any_device_call():
     a = gpudyn.StaticArray.__new__(gpudyn.StaticArray)  # no device here: the value is checked first
     a.dtype = np.dtype(np.uint8)

@@ -30,6 +30,10 @@ ref holds raw device addresses, so a kernel launched with the ref of a closed
 structure uses freed memory, as a freed pointer would (numba-cuda types a
 ref by its class once and caches it, so no launch can check it).
 
+A kernel calling ``malloc`` takes about 72 registers a thread: launched with
+blocks of more than 896 threads it needs ``@cuda.jit(launch_bounds=threads)``
+(else the launch fails for want of registers).
+
 Kernels that call these functions cannot be cached (``@cuda.jit(cache=True)``):
 they link the shims, and numba-cuda does not cache kernels that link files
 (its error: "Cannot pickle CUDACodeLibrary with linking files").
