@@ -148,7 +148,8 @@ public:
 
     // ---- per-thread push (any thread, any divergence) ----
     // Appends x to the calling block's LFVector (linear block index mod
-    // num_lfvectors).  The lanes that call together share one reservation.
+    // num_lfvectors).  The lanes that call together on this array share one
+    // reservation (lanes of the warp calling another array form their own group).
     // False when no memory could be had (status set; x not stored) or the view
     // is refused.
     __device__ bool push_back(const T& x) const {

@@ -30,7 +30,7 @@ public:
     __host__ __device__ bool valid() const { return version_ok_; }
 
     // ---- per-thread push (any thread, any divergence) ----
-    // Appends x; lanes that call together share one reservation.  False when
+    // Appends x; lanes that call together on this array share one reservation.  False when
     // the array is full (status set) or the view is refused; then x is not stored.
     __device__ bool push_back(const T& x) const {
         if (!valid()) return false;

@@ -1,8 +1,8 @@
 // Per-thread push_back with warp aggregation, shared by the three arrays.
 //
 // Any thread may call, at any time, under any divergence.  The lanes that
-// arrive together at one call (`peers`: __activemask(), or the lanes of it
-// that target the same LFVector, from __match_any_sync) share ONE counter
+// arrive together at one call and push into the same structure (`peers`:
+// the lanes of __activemask() with the same target, detail::peers_with) share ONE counter
 // update: the leader claims the group's total with one atomic and hands the
 // base out with a shuffle; each lane stores at base + its rank (lanes in lane
 // order, so the stores of a full warp are one coalesced 128-byte line per
