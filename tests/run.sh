@@ -9,7 +9,9 @@
 #   see tools/install.sh for PYTHON, GPUDYN_ARCHS, GPUDYN_WHEELS
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
-case "$PYTHON" in */*) PYTHON="$(cd "$(dirname "$PYTHON")" && pwd)/$(basename "$PYTHON")" ;; esac  # before the cd
+# Paths given relative to the caller's folder, made absolute before the cd.
+case "$PYTHON" in */*) PYTHON="$(cd "$(dirname "$PYTHON")" && pwd)/$(basename "$PYTHON")" ;; esac
+if [ -n "${GPUDYN_WHEELS:-}" ]; then GPUDYN_WHEELS="$(cd "$GPUDYN_WHEELS" && pwd)"; export GPUDYN_WHEELS; fi
 cd "$(dirname "$0")/.."
 bash tools/install.sh
 archs=$(bash tools/archs.sh)
