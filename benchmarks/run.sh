@@ -8,8 +8,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 PYTHON=${PYTHON:-python3}
-if [ -n "${GPUDYN_WHEELS:-}" ]; then GPUDYN_WHEELS="$(cd "$GPUDYN_WHEELS" && pwd)"; export GPUDYN_WHEELS; fi
-bash "$root/tools/install.sh"
+bash "$root/tools/install.sh"  # run from here: it resolves relative PYTHON / GPUDYN_WHEELS itself
 "$PYTHON" -m pip install -q --disable-pip-version-check ${GPUDYN_WHEELS:+--no-index --find-links "$GPUDYN_WHEELS"} matplotlib \
   || echo "matplotlib could not be installed: results without plots" >&2
 "$PYTHON" -m gpudyn bench "$@"

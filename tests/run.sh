@@ -8,10 +8,7 @@
 #                   `bash tests/sanitize.sh TOOL...` (GPU machines)
 #   see tools/install.sh for PYTHON, GPUDYN_ARCHS, GPUDYN_WHEELS
 set -euo pipefail
-PYTHON=${PYTHON:-python3}
-# Paths given relative to the caller's folder, made absolute before the cd.
-case "$PYTHON" in */*) PYTHON="$(cd "$(dirname "$PYTHON")" && pwd)/$(basename "$PYTHON")" ;; esac
-if [ -n "${GPUDYN_WHEELS:-}" ]; then GPUDYN_WHEELS="$(cd "$GPUDYN_WHEELS" && pwd)"; export GPUDYN_WHEELS; fi
+source "$(dirname "$0")/../tools/caller_paths.sh"
 cd "$(dirname "$0")/.."
 bash tools/install.sh
 archs=$(bash tools/archs.sh)

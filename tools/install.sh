@@ -6,10 +6,7 @@
 #                   GPU's own, or 90 on machines without one)
 #   GPUDYN_WHEELS   folder of wheels for offline machines (pip --no-index)
 set -euo pipefail
-PYTHON=${PYTHON:-python3}
-# Paths given relative to the caller's folder stay valid after the cd below.
-case "$PYTHON" in */*) PYTHON="$(cd "$(dirname "$PYTHON")" && pwd)/$(basename "$PYTHON")" ;; esac
-if [ -n "${GPUDYN_WHEELS:-}" ]; then GPUDYN_WHEELS="$(cd "$GPUDYN_WHEELS" && pwd)"; fi
+source "$(dirname "$0")/caller_paths.sh"
 cd "$(dirname "$0")/.."
 pipopts=(-q --disable-pip-version-check)
 if [ -n "${GPUDYN_WHEELS:-}" ]; then pipopts+=(--no-index --find-links "$GPUDYN_WHEELS"); fi

@@ -1,0 +1,6 @@
+# Sourced by tools/install.sh and tests/run.sh before they cd to the repository
+# root: PYTHON (default python3) and GPUDYN_WHEELS, when given relative to the
+# caller's folder, become absolute paths so they stay valid after the cd.
+PYTHON=${PYTHON:-python3}
+case "$PYTHON" in */*) PYTHON="$(cd "$(dirname "$PYTHON")" && pwd)/$(basename "$PYTHON")" ;; esac
+if [ -n "${GPUDYN_WHEELS:-}" ]; then GPUDYN_WHEELS="$(cd "$GPUDYN_WHEELS" && pwd)"; export GPUDYN_WHEELS; fi
