@@ -738,12 +738,25 @@ static void test_exhaustion() {
 }
 
 // Two heaps: disjoint blocks; A's pointers freed into B are bad frees in B.
-static void test_two_heaps() {
-    const uint64_t n = g_sanitizer ? 512 : 8192;
+// Two fresh 64 MiB heaps and their views, destroyed (and checked) at scope exit.
+struct heap_pair {
     gpudyn_heap_t a = make_heap(uint64_t(64) << 20, uint64_t(64) << 20);
     gpudyn_heap_t b = make_heap(uint64_t(64) << 20, uint64_t(64) << 20);
-    if (!a || !b) return;
-    const gpudyn_heap_view_t va = view_of(a), vb = view_of(b);
+    gpudyn_heap_view_t va = a ? view_of(a) : gpudyn_heap_view_t{};
+    gpudyn_heap_view_t vb = b ? view_of(b) : gpudyn_heap_view_t{};
+    bool ok() const { return a && b; }
+    ~heap_pair() {
+        if (a) CHECK_OK(gpudyn_heap_destroy(a));
+        if (b) CHECK_OK(gpudyn_heap_destroy(b));
+    }
+};
+
+static void test_two_heaps() {
+    const uint64_t n = g_sanitizer ? 512 : 8192;
+    const heap_pair hp;
+    if (!hp.ok()) return;
+    const gpudyn_heap_t a = hp.a, b = hp.b;
+    const gpudyn_heap_view_t va = hp.va, vb = hp.vb;
     std::vector<uint64_t> sizes(n);
     for (uint64_t i = 0; i < n; ++i) sizes[i] = 8 + 40 * (i % 9) + (i % 64 == 0 ? 100000 : 0);
     std::vector<uint64_t> pa = alloc_on_device(va, sizes, kConverged, 1ull << 50);
@@ -772,8 +785,6 @@ static void test_two_heaps() {
     free_all(vb, pb, &ok);
     CHECK(ok == n);
     CHECK(stats_of(a).allocations == 0 && stats_of(b).allocations == 0);
-    CHECK_OK(gpudyn_heap_destroy(a));
-    CHECK_OK(gpudyn_heap_destroy(b));
 }
 
 // Lanes of one warp at one call site, each asking the heap its index picks
@@ -795,10 +806,10 @@ __global__ void two_heaps_kernel(gpudyn_heap_view_t va, gpudyn_heap_view_t vb, c
 
 static void test_two_heaps_one_call_site() {
     const uint64_t n = g_sanitizer ? 1024 : 16384;
-    gpudyn_heap_t a = make_heap(uint64_t(64) << 20, uint64_t(64) << 20);
-    gpudyn_heap_t b = make_heap(uint64_t(64) << 20, uint64_t(64) << 20);
-    if (!a || !b) return;
-    const gpudyn_heap_view_t va = view_of(a), vb = view_of(b);
+    const heap_pair hp;
+    if (!hp.ok()) return;
+    const gpudyn_heap_t a = hp.a, b = hp.b;
+    const gpudyn_heap_view_t va = hp.va, vb = hp.vb;
     // One size for most lanes (one class group per heap), mixed sizes and medium runs for some.
     std::vector<uint64_t> sizes(n);
     for (uint64_t i = 0; i < n; ++i) sizes[i] = i % 4 == 3 ? 16 + 48 * (i % 11) + (i % 128 == 3 ? 200000 : 0) : 48;
@@ -829,8 +840,6 @@ static void test_two_heaps_one_call_site() {
     CHECK(freed == n);
     const gpudyn_heap_stats_t a1 = stats_of(a), b1 = stats_of(b);
     CHECK(a1.allocations == 0 && b1.allocations == 0 && a1.bad_frees == 0 && b1.bad_frees == 0);
-    CHECK_OK(gpudyn_heap_destroy(a));
-    CHECK_OK(gpudyn_heap_destroy(b));
 }
 
 // Blocks of 1024 threads: with __launch_bounds__ (what heap.cuh says such a
