@@ -152,17 +152,19 @@ struct gpudyn_ggarray_s {
     // what is left), at least 2 MiB, twice the largest refused request and
     // `need`.  A heap with no such run left keeps the current arena (kernels
     // then fail their buckets, as an own arena's do once the budget is used).
-    void ensure_arena(cudaStream_t stream, uint64_t need = 0) {
+    // True when it started a new run after a refused bucket (the caller lifts
+    // the seals the refusal left).
+    bool ensure_arena(cudaStream_t stream, uint64_t need = 0) {
         if (!heap) {
             if (runs.empty()) add_own_run(stream, budget, "the array's budget");
-            return;
+            return false;
         }
         uint64_t rec[kArenaWords] = {0, 0, 0, 0, 0, 0};
         if (!runs.empty()) {
             GPUDYN_CUDA(cudaMemcpyAsync(rec, arena, sizeof(rec), cudaMemcpyDeviceToHost, stream));
             GPUDYN_CUDA(cudaStreamSynchronize(stream));
             const uint64_t left = rec[2] - std::min(rec[4], rec[2]);
-            if (rec[3] == 0 && left >= std::max<uint64_t>(need, 1)) return;
+            if (rec[3] == 0 && left >= std::max<uint64_t>(need, 1)) return false;
         }
         gpudyn_heap_stats_t st{};
         st.struct_size = sizeof(st);
@@ -173,7 +175,7 @@ struct gpudyn_ggarray_s {
         const uint64_t share = free_b / (heap_arena_share(heap, 0) + (runs.empty() ? 0u : 1u) + 1u);
         const uint64_t floor = std::max({kMinBudget, need, 2 * rec[3]});
         uint64_t want = std::min(std::max(share, floor), st.largest_free_bytes);
-        if (want < floor) return;  // no such run now: kernels fail their buckets, the status says so
+        if (want < floor) return false;  // no such run now: kernels fail their buckets, the status says so
         uint64_t got = 0;
         // A run as large as the share (at most the largest the heap can give),
         // else smaller ones down to the floor (work on other streams may take
@@ -186,9 +188,10 @@ struct gpudyn_ggarray_s {
             if (got != 0 || want == floor) break;
             want = std::max(floor, want / 2);
         }
-        if (got == 0) return;  // kernels fail their buckets; the status says so
+        if (got == 0) return false;  // kernels fail their buckets; the status says so
         if (runs.empty()) heap_arena_share(heap, +1);
         start_run(stream, got, want);
+        return rec[3] != 0;
     }
     // Own arena: a run of `bytes` from the stream-ordered pool becomes the
     // current arena (OUT_OF_MEMORY, naming `what`, changes nothing).
@@ -683,7 +686,10 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudy
         GPUDYN_REQUIRE_NOT_NULL(array);
         GPUDYN_REQUIRE_NOT_NULL(view);
         handle_call call(array->hs, stream);
-        array->ensure_arena(call.stream());  // kernels with this view may need buckets beyond the pool
+        // Kernels with this view may need buckets beyond the pool.  A new run after a
+        // refused bucket (the heap grew, or freed memory) also lifts the seals the
+        // refusal left, so the next kernel can store the rest.
+        if (array->ensure_arena(call.stream())) array->fold(call.stream(), fold_mode::keep);
         array->update_ranges(call.stream());
         *view = array->view();
     });

@@ -168,7 +168,7 @@ void heap_add_user(gpudyn_heap_t heap, int delta) {
 
 uint32_t heap_arena_share(gpudyn_heap_t heap, int holder_delta) {
     std::lock_guard<std::mutex> lock(heap->hs.mutex);
-    const uint32_t without = heap->users > heap->arena_holders ? heap->users - heap->arena_holders : 1u;
+    const uint32_t without = heap->users > heap->arena_holders ? heap->users - heap->arena_holders : 0u;
     heap->arena_holders = uint32_t(int64_t(heap->arena_holders) + holder_delta);
     return without;
 }
@@ -216,7 +216,10 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
         GPUDYN_REQUIRE(o.max_bytes == 0 || o.initial_bytes <= o.max_bytes,
                        "options->max_bytes is %llu, expected 0 (default) or >= initial_bytes (%llu)",
                        (unsigned long long)o.max_bytes, (unsigned long long)o.initial_bytes);
-        GPUDYN_REQUIRE(o.max_bytes / P <= kMaxPages && o.initial_bytes / P <= kMaxPages,
+        GPUDYN_REQUIRE(o.initial_bytes / P <= kMaxPages,
+                       "options->initial_bytes / page_size is more than 2^31 pages (initial_bytes %llu, page_size %llu)",
+                       (unsigned long long)o.initial_bytes, (unsigned long long)P);
+        GPUDYN_REQUIRE(o.max_bytes / P <= kMaxPages,
                        "options->max_bytes / page_size is more than 2^31 pages (max_bytes %llu, page_size %llu)",
                        (unsigned long long)o.max_bytes, (unsigned long long)P);
         cudaStream_t s = to_cuda(stream);
@@ -250,7 +253,9 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
                 base = align_up(reinterpret_cast<uint64_t>(h->plain), P);
                 reserved = mapped = initial / P * P;
             }
-            h->max_pages = std::min<uint64_t>(reserved / P, kMaxPages);
+            // The range is reserved (and mapped) in whole granules; pages past max_bytes stay unused,
+            // so bytes_max is never more than asked.
+            h->max_pages = std::min<uint64_t>(std::min<uint64_t>(reserved, max_bytes) / P, kMaxPages);
             h->mapped_pages = std::min<uint64_t>(mapped / P, h->max_pages);
             h->words = (h->max_pages + 63) / 64;
             h->class_count = heap_class_count(h->page_shift);
@@ -325,13 +330,13 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_grow(gpudyn_heap_t heap, uint64_t new_map
     GPUDYN_ABI({
         require_heap(heap);
         const uint64_t max_bytes = heap->max_pages * heap->page_size;
+        if (!heap->vmm && new_mapped_bytes > heap->mapped_pages * heap->page_size)
+            raise(GPUDYN_ERROR_NOT_SUPPORTED, "the heap's device has no virtual memory management: it cannot grow");
         GPUDYN_REQUIRE(new_mapped_bytes <= max_bytes,
                        "argument 'new_mapped_bytes' is %llu, more than the heap's bytes_max (%llu)",
                        (unsigned long long)new_mapped_bytes, (unsigned long long)max_bytes);
         handle_call call(heap->hs, stream);
         if (new_mapped_bytes <= heap->mapped_pages * heap->page_size) return;
-        if (!heap->vmm)
-            raise(GPUDYN_ERROR_NOT_SUPPORTED, "the heap's device has no virtual memory management: it cannot grow");
         heap->range.map_to(new_mapped_bytes);  // OUT_OF_MEMORY leaves everything as it was
         const uint64_t pages = std::min<uint64_t>(heap->range.mapped / heap->page_size, heap->max_pages);
         heap->map_pages(heap->mapped_pages, pages, call.stream());

@@ -22,7 +22,7 @@ KERNELS = r"""
 
 __device__ unsigned row_length(unsigned i) { return (i * 2654435761u) % 1000u; }
 
-extern "C" __global__ void build(gpudyn::heap_view view, unsigned n, unsigned long long* rows) {
+extern "C" __global__ void build(gpudyn_heap_view_t view, unsigned n, unsigned long long* rows) {
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const unsigned len = row_length(i);
@@ -37,7 +37,7 @@ extern "C" __global__ void build(gpudyn::heap_view view, unsigned n, unsigned lo
     rows[i] = reinterpret_cast<unsigned long long>(row);
 }
 
-extern "C" __global__ void sum_and_free(gpudyn::heap_view view, unsigned n, const unsigned long long* rows,
+extern "C" __global__ void sum_and_free(gpudyn_heap_view_t view, unsigned n, const unsigned long long* rows,
                                         unsigned long long* sums, unsigned* bad_frees) {
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -61,8 +61,7 @@ def main(n: int = 100_000) -> int:
     grid, block = ((n + 255) // 256,), (256,)
 
     with gpudyn.Heap(initial_bytes=512 << 20) as heap:
-        view = heap.view  # gpudyn_heap_view_t bytes, passed by value
-        view_arg = np.frombuffer(view.tobytes(), dtype=np.dtype((np.void, view.size)))[0]
+        view_arg = heap.view_arg()  # the gpudyn_heap_view_t, passed by value
         rows = cp.zeros(n, dtype=cp.uint64)
         build(grid, block, (view_arg, np.uint32(n), rows))
         lengths = (np.arange(n, dtype=np.uint64) * 2654435761 % (1 << 32)) % 1000

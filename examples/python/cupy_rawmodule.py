@@ -24,8 +24,7 @@ module = cp.RawModule(code=source, options=tuple(gpudyn.nvrtc_options()))
 kernel = module.get_function("fill_and_sum")
 
 with gpudyn.WarpHeap() as heap:
-    view = heap.view_bytes()                        # gpudyn_warp_heap_view_t, by value
-    view_arg = np.frombuffer(view.tobytes(), dtype=np.dtype((np.void, view.size)))[0]
+    view_arg = heap.view_arg()                      # the gpudyn_warp_heap_view_t, passed by value
     n = THREADS * BLOCKS
     sums = cp.empty(n, dtype=cp.uint64)
     kernel((BLOCKS,), (THREADS,), (view_arg, sums, np.int32(n)))

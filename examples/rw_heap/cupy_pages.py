@@ -21,7 +21,7 @@ import gpudyn
 KERNELS = r"""
 #include <gpudyn/rw_heap.cuh>
 
-extern "C" __global__ void take(gpudyn::rw_heap_view view, unsigned n, unsigned long long seed, unsigned* pages) {
+extern "C" __global__ void take(gpudyn_rw_heap_view_t view, unsigned n, unsigned long long seed, unsigned* pages) {
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;                                    // threads may leave early
     pages[i] = gpudyn::kRwInvalidPage;
@@ -38,7 +38,7 @@ extern "C" __global__ void take(gpudyn::rw_heap_view view, unsigned n, unsigned 
 }
 
 // owner[i]: what the page says about who took it; freed[i]: free_page's answer.
-extern "C" __global__ void give_back(gpudyn::rw_heap_view view, unsigned n, const unsigned* pages,
+extern "C" __global__ void give_back(gpudyn_rw_heap_view_t view, unsigned n, const unsigned* pages,
                                      unsigned long long* owner, unsigned char* freed) {
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -69,8 +69,7 @@ def main(n: int = 200_000) -> int:
     count = 1 << 18  # more pages than takers: every request must be served
 
     with gpudyn.PageHeap(page_count=count, page_size=64) as heap:
-        view = heap.view_bytes()                   # the view (gpudyn::rw_heap_view under NVRTC), by value
-        view_arg = np.frombuffer(view.tobytes(), dtype=np.dtype((np.void, view.size)))[0]
+        view_arg = heap.view_arg()                 # the gpudyn_rw_heap_view_t, passed by value
         pages = cp.empty(n, dtype=cp.uint32)
         take(grid, block, (view_arg, np.uint32(n), np.uint64(2024), pages))
         got = pages.get()

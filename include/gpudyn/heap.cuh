@@ -146,9 +146,11 @@
 #include "gpudyn/detail/random.cuh"
 #include "gpudyn/rw_heap.cuh"  // page bitmap walk and run search, rw_heap_ref (medium runs)
 
-#if !defined(__CUDACC_RTC__)
-#include "gpudyn/heap.h"
+#if defined(__CUDACC_RTC__)
+#include <cuda/std/cstdint>
+#include <cuda/std/cstddef>
 #endif
+#include "gpudyn/heap.h"
 
 namespace gpudyn {
 inline namespace v0 {
@@ -285,8 +287,8 @@ constexpr unsigned kHeapMaxRefusals = 64;
 // doubled per refusal up to 16x.
 constexpr unsigned kHeapAttachWaitNs = 256;
 
-// The C view's layout, restated for NVRTC (which has no <stdint.h>); checked
-// against gpudyn_heap_view_t below whenever the C header is available.
+// The C view's layout with the field types this header reads; checked
+// against gpudyn_heap_view_t below.
 struct heap_view {
     unsigned version;
     unsigned page_shift;
@@ -307,7 +309,6 @@ struct heap_view {
     unsigned reserved;
 };
 
-#if !defined(__CUDACC_RTC__)
 static_assert(sizeof(heap_view) == sizeof(gpudyn_heap_view_t), "heap_view must mirror the C view");
 static_assert(__builtin_offsetof(heap_view, directory) == __builtin_offsetof(gpudyn_heap_view_t, directory),
               "heap_view must mirror the C view");
@@ -315,7 +316,6 @@ static_assert(__builtin_offsetof(heap_view, counters) == __builtin_offsetof(gpud
               "heap_view must mirror the C view");
 static_assert(__builtin_offsetof(heap_view, reserved) == __builtin_offsetof(gpudyn_heap_view_t, reserved),
               "heap_view must mirror the C view");
-#endif
 
 // One size class (class_table entry), filled by the host from heap_class_geometry.
 struct heap_class {
@@ -635,9 +635,7 @@ public:
         // refused: every call then fails (and nothing is counted where there are no counters).
         if (v_.version != kHeapViewVersion || v_.counters == 0) v_.class_count = 0;
     }
-#if !defined(__CUDACC_RTC__)
     __device__ explicit heap_ref(const gpudyn_heap_view_t& view) : heap_ref(*reinterpret_cast<const heap_view*>(&view)) {}
-#endif
 
     __device__ bool valid() const { return v_.class_count != 0; }
     __device__ unsigned long long page_size() const { return 1ull << v_.page_shift; }

@@ -34,7 +34,7 @@ typedef struct gpudyn_heap_options_t {
     uint32_t struct_size;       /* sizeof(gpudyn_heap_options_t) */
     uint32_t reserved;          /* 0 */
     uint64_t initial_bytes;     /* mapped at create; 0: 1 GiB, or half the device's free memory when that is less, at most max_bytes */
-    uint64_t max_bytes;         /* virtual range reserved once, grow maps up to it; 0: initial_bytes x 8, at most the device's total memory; else >= page_size */
+    uint64_t max_bytes;         /* virtual range reserved once, grow maps up to it (bytes_max: max_bytes rounded down to pages); 0: initial_bytes x 8, at most the device's total memory; else >= page_size */
     uint64_t page_size;         /* power of two, 4 KiB .. 2 MiB (default 64 KiB) */
 } gpudyn_heap_options_t;
 
@@ -94,7 +94,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_get_view(gpudyn_heap_t heap, gpudyn_heap_
  * mapping granularity) are usable; smaller values change nothing.  Call between
  * launches: kernels queued on `stream` after this call see the new pages.
  * new_mapped_bytes above bytes_max is an INVALID_ARGUMENT; OUT_OF_MEMORY when
- * the device has not the memory (nothing changes then). */
+ * the device has not the memory (nothing changes then); NOT_SUPPORTED for any
+ * size above bytes_mapped on a device without VMM (bytes_max = bytes_mapped there). */
 GPUDYN_API gpudyn_status_t gpudyn_heap_grow(gpudyn_heap_t heap, uint64_t new_mapped_bytes, gpudyn_stream_t stream);
 
 /* Sizes, live bytes and counters, computed from the metadata by a kernel;
@@ -115,7 +116,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_check(gpudyn_heap_t heap, gpudyn_stream_t
 
 /* One device malloc per size (sizes: device, n uint64 bytes; 0 gives 0) into
  * pointers (device, n uint64).  On any failure frees what this call took, sets
- * every pointer to 0 and returns OUT_OF_MEMORY.  Synchronizes `stream`. */
+ * every pointer to 0 and returns OUT_OF_MEMORY (slabs it attached stay with
+ * their classes: bytes_held may grow).  Synchronizes `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_heap_malloc(gpudyn_heap_t heap, const uint64_t* sizes, uint64_t* pointers,
                                               uint64_t n, gpudyn_stream_t stream);
 /* One device free per pointer (device, n uint64; 0 entries skipped); pointers

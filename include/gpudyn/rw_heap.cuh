@@ -38,9 +38,11 @@
 #include "gpudyn/detail/warp.cuh"
 #include "gpudyn/detail/random.cuh"
 
-#if !defined(__CUDACC_RTC__)
-#include "gpudyn/rw_heap.h"
+#if defined(__CUDACC_RTC__)
+#include <cuda/std/cstdint>
+#include <cuda/std/cstddef>
 #endif
+#include "gpudyn/rw_heap.h"
 
 namespace gpudyn {
 inline namespace v0 {
@@ -81,8 +83,8 @@ constexpr unsigned kRwMetaRefMask = 0x3fffu;
 
 enum class rw_algorithm : unsigned { rw = 1, rw_bm = 2, corw = 3, crw = 4 };
 
-// The C view's layout, restated for NVRTC (which has no <stdint.h>); checked
-// against gpudyn_rw_heap_view_t below whenever the C header is available.
+// The C view's layout with the field types this header reads; checked
+// against gpudyn_rw_heap_view_t below.
 struct rw_heap_view {
     unsigned version;
     unsigned word_bits;
@@ -99,7 +101,6 @@ struct rw_heap_view {
     unsigned long long live_starts;
 };
 
-#if !defined(__CUDACC_RTC__)
 static_assert(sizeof(rw_heap_view) == sizeof(gpudyn_rw_heap_view_t), "rw_heap_view must mirror the C view");
 static_assert(__builtin_offsetof(rw_heap_view, page_size) == __builtin_offsetof(gpudyn_rw_heap_view_t, page_size),
               "rw_heap_view must mirror the C view");
@@ -108,7 +109,6 @@ static_assert(__builtin_offsetof(rw_heap_view, reserved) == __builtin_offsetof(g
 static_assert(__builtin_offsetof(rw_heap_view, live_starts) ==
                   __builtin_offsetof(gpudyn_rw_heap_view_t, live_starts),
               "rw_heap_view must mirror the C view");
-#endif
 
 // Per-warp scratch of RW_malloc: in __shared__ memory (one per warp) or, when
 // the mask has a single lane, a local variable.
@@ -211,10 +211,8 @@ public:
         // A view of another layout version is refused: every call then fails.
         if (v_.version != kRwHeapViewVersion) v_.page_count = 0;
     }
-#if !defined(__CUDACC_RTC__)
     __device__ explicit rw_heap_ref(const gpudyn_rw_heap_view_t& view)
         : rw_heap_ref(*reinterpret_cast<const rw_heap_view*>(&view)) {}
-#endif
 
     __device__ bool valid() const { return v_.page_count != 0; }
     __device__ unsigned page_count() const { return v_.page_count; }

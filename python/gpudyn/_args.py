@@ -77,6 +77,9 @@ def host_integers(where: str, name: str, values, dtype) -> np.ndarray | None:
     wrap-around); None when ``values`` is not host data (a device array)."""
     if isinstance(values, (list, tuple, range)) or np.isscalar(values):
         given = values
+        if isinstance(values, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in values):
+            # NumPy would read True as 1: a flag is not a size or an address
+            raise TypeError(f"gpudyn: {where} argument '{name}' holds a bool, expected integers")
         try:
             values = np.asarray(values)
         except (OverflowError, ValueError) as exc:

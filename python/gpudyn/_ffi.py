@@ -13,6 +13,7 @@ import re
 import sys
 
 import cffi
+import numpy as np
 
 from . import errors
 from ._version import __version__
@@ -142,6 +143,14 @@ def version_number(version: str) -> int:
 ffi, lib, library_path = _load()
 
 
+def kernel_arg(raw) -> np.void:
+    """A view struct's bytes (``bytes`` or a uint8 array) as a NumPy ``void`` scalar:
+    what a CuPy ``RawKernel`` passes by value to a ``gpudyn_*_view_t`` parameter
+    (a uint8 array would be passed as a pointer, and CuPy refuses it)."""
+    raw = bytes(raw)
+    return np.frombuffer(raw, dtype=np.dtype((np.void, len(raw))))[0]
+
+
 def last_error_message() -> str:
     return ffi.string(lib.gpudyn_last_error_message()).decode("utf-8", "replace")
 
@@ -163,10 +172,10 @@ def stream_value(stream) -> int:
     cudaStreamPerThread.  TypeError for anything else."""
     if stream is None:
         return 0
-    if isinstance(stream, bool):
+    if isinstance(stream, (bool, np.bool_)):
         raise TypeError(f"gpudyn: cannot use {stream!r} as a CUDA stream")
-    if isinstance(stream, int):
-        value = stream
+    if isinstance(stream, (int, np.integer)):  # a handle kept in a NumPy array reads as np.uint64
+        value = int(stream)
     elif hasattr(stream, "__cuda_stream__"):
         proto = stream.__cuda_stream__
         got = proto() if callable(proto) else proto

@@ -92,6 +92,10 @@ def element_dtype(where: str, dtype, sizes=None) -> np.dtype:
         accepted += " of " + ", ".join(map(str, sizes[:-1])) + f" or {sizes[-1]} bytes"
     if dt.kind not in _DL_CODES or dt.hasobject or dt.subdtype is not None or dt.fields is not None:
         raise TypeError(f"gpudyn: {where} argument 'dtype' is {dt} ({dt.str}), expected {accepted}")
+    if dt.kind in "fc" and dt.itemsize > 8 * (1 + (dt.kind == "c")):
+        # x87 long double (padded to 16 bytes) is no IEEE format a GPU, DLPack or CUDA knows
+        raise TypeError(f"gpudyn: {where} argument 'dtype' is {dt} ({dt.str}), expected {accepted}; "
+                        "extended-precision floats have no device type")
     if not dt.isnative:
         raise TypeError(f"gpudyn: {where} argument 'dtype' is {dt.str} (non-native byte order), expected {accepted}; "
                         "convert with .astype(dtype.newbyteorder('='))")

@@ -32,7 +32,7 @@ import contextlib
 import numpy as np
 
 from . import _args
-from ._ffi import check, ffi, lib, stream_handle
+from ._ffi import check, ffi, kernel_arg, lib, stream_handle
 from ._handle import OwnedHandle
 from .buffer import DeviceBuffer, as_device_array, element_dtype, on_device, stream_device
 from .errors import OutOfMemoryError
@@ -162,8 +162,7 @@ class _Array(OwnedHandle):
         """The array's view struct as a NumPy ``void`` scalar: pass it by value to a
         CuPy ``RawModule`` kernel taking ``gpudyn_<array>_view_t`` (see
         examples/ggarray/cupy_push_back.py).  Checks the status first."""
-        view = self.view_bytes()
-        return np.frombuffer(view, dtype=np.dtype((np.void, len(view))))[0]
+        return kernel_arg(self.view_bytes())
 
     def append(self, value) -> None:
         """Appends one element, which the array's dtype must hold exactly (as

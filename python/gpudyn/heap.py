@@ -3,7 +3,7 @@ any kernel, on a random-walk page heap that the host can grow between launches.
 
 From Python the bulk calls run one device malloc (or free) per entry; kernels
 written against ``<gpudyn/heap.cuh>`` (CuPy ``RawModule`` with
-``gpudyn.nvrtc_options()``) take the same heap through :attr:`Heap.view`::
+``gpudyn.nvrtc_options()``) take the same heap through :meth:`Heap.view_arg` (by value)::
 
     with gpudyn.Heap(initial_bytes=64 << 20) as heap:
         ptrs = heap.malloc([16, 100, 4096])    # DeviceBuffer of uint64 device pointers
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._ffi import check, ffi, lib, stream_handle
+from ._ffi import check, ffi, kernel_arg, lib, stream_handle
 from ._handle import OwnedHandle
 from . import _args
 from .buffer import DeviceBuffer, as_device_array, as_integer_array, on_device, stream_device
@@ -47,10 +47,13 @@ class Heap(OwnedHandle):
         # None keeps the library's default (0 is its spelling of "default": refused here).
         if page_size is not None:
             opts.page_size = _args.integer("Heap", "page_size", page_size, 1)
-        if initial_bytes is not None:  # at least a page (the library's rule, named as Python names it)
-            opts.initial_bytes = _args.integer("Heap", "initial_bytes", initial_bytes, max(1, int(opts.page_size)))
+        # At least a page and at most 2^31 pages (the library's rules, named as Python names them).
+        lo = max(1, int(opts.page_size))
+        hi = min(_args.U64_MAX, ((1 << 31) + 1) * lo - 1)
+        if initial_bytes is not None:
+            opts.initial_bytes = _args.integer("Heap", "initial_bytes", initial_bytes, lo, hi)
         if max_bytes is not None:
-            opts.max_bytes = _args.integer("Heap", "max_bytes", max_bytes, max(1, int(opts.page_size)))
+            opts.max_bytes = _args.integer("Heap", "max_bytes", max_bytes, lo, hi)
         self.stream = stream
         self._stream = stream_handle(stream)
         out = ffi.new("gpudyn_heap_t*")
@@ -65,8 +68,10 @@ class Heap(OwnedHandle):
         """One device malloc per entry of ``sizes`` (bytes: an int, a sequence, a
         NumPy array or a 1-D uint64 device array).  Returns a DeviceBuffer of uint64
         device pointers, 16-byte aligned, 0 where the size is 0.  Raises
-        ``OutOfMemoryError`` when the heap cannot hold them all; the heap then holds
-        exactly what it held before."""
+        ``OutOfMemoryError`` when the heap cannot hold them all; what this call
+        took is freed again, so the live allocations are exactly those from before
+        (slabs attached on the way stay with their size classes for later mallocs:
+        ``bytes_held`` may be higher)."""
         host = _args.host_integers("Heap.malloc", "sizes", sizes, np.uint64)  # checked before any device call
         h = self._h()
         with on_device(self.device):  # output and temporaries on the heap's device
@@ -143,6 +148,11 @@ class Heap(OwnedHandle):
         v = ffi.new("gpudyn_heap_view_t*")
         check(lib.gpudyn_heap_get_view(self._h(), v))
         return np.frombuffer(bytes(ffi.buffer(v)), dtype=np.uint8).copy()
+
+    def view_arg(self) -> np.void:
+        """:attr:`view` as a NumPy ``void`` scalar: pass it by value to a CuPy
+        ``RawKernel`` taking ``gpudyn_heap_view_t`` (or ``gpudyn::heap_view``)."""
+        return kernel_arg(self.view)
 
     def __repr__(self) -> str:
         state = "closed" if self._handle is None else f"page_size={self.page_size}, device={self.device}"

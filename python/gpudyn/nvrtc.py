@@ -111,14 +111,18 @@ def nvrtc_options(arch: str | int | None = None, *, std: str = CXX_STANDARD) -> 
 
     ``["--std=c++17", "-default-device", "-I<gpudyn include>", "-I<CCCL include>",
     "-I<CUDA include>"]``, plus
-    ``"--gpu-architecture=compute_<arch>"`` when ``arch`` (e.g. ``"90"``) is given; CuPy
-    chooses the architecture itself, so leave it out there. Folders are found by
+    ``"--gpu-architecture=compute_<arch>"`` when ``arch`` (``90``, ``"90"``, ``"sm_90"``,
+    ``"compute_90"``, ``"90a"``; 75 or newer) is given; CuPy chooses the architecture
+    itself, so leave it out there. ``std``: ``"c++17"`` or ``"c++20"`` (the headers need
+    C++17; anything else is a ValueError). Folders are found by
     :func:`gpudyn.get_include`, :func:`cccl_include_dirs` (``GPUDYN_CCCL_INCLUDE`` overrides)
     and :func:`cuda_include_dirs`; the ones not found are left out. Pass the list unchanged:
     ``cupy.RawModule(code=src, options=tuple(gpudyn.nvrtc_options()))``.
     """
     from . import get_include
 
+    if std not in _STANDARDS:
+        raise ValueError(f"gpudyn: std={std!r}: gpudyn's device headers need one of {', '.join(_STANDARDS)}")
     opts = [f"--std={std}", "-default-device", "-I" + get_include()]
     seen = set()
     for d in cccl_include_dirs() + cuda_include_dirs():
@@ -126,8 +130,28 @@ def nvrtc_options(arch: str | int | None = None, *, std: str = CXX_STANDARD) -> 
             seen.add(d)
             opts.append("-I" + d)
     if arch is not None:
-        opts.append(f"--gpu-architecture=compute_{arch}")
+        opts.append(f"--gpu-architecture=compute_{_arch_number(arch)}")
     return opts
+
+
+_STANDARDS = ("c++17", "c++20")
+
+
+def _arch_number(arch) -> str:
+    """``90`` / ``"90"`` / ``"sm_90"`` / ``"compute_90a"`` -> ``"90"`` / ``"90a"``; a
+    ValueError for anything else or below 75 (CUDA 13's oldest architecture)."""
+    if isinstance(arch, bool) or not isinstance(arch, (int, str)):
+        raise TypeError(f"gpudyn: arch must be an int or a str like '90' or 'sm_90', not {type(arch).__name__}")
+    text = str(arch).strip().lower()
+    for prefix in ("sm_", "compute_"):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+            break
+    digits = text.rstrip("af")
+    if not digits.isdigit() or len(text) - len(digits) > 1 or int(digits) < 75:
+        raise ValueError(f"gpudyn: arch={arch!r} is not a CUDA architecture gpudyn supports "
+                         "(75 or newer, e.g. 90, '90', 'sm_90', 'compute_90a')")
+    return text
 
 
 __all__ = ["nvrtc_options", "cccl_include_dirs", "cuda_include_dirs", "cuda_roots", "CXX_STANDARD"]

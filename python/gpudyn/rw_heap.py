@@ -5,7 +5,7 @@ A pool of ``page_count`` pages of ``page_size`` bytes whose used bits live in a
 bitmap; threads find free pages by random walks (RW, RW-BM, CoRW, CRW) and runs
 of pages with RW_malloc.  From Python the bulk calls run one request per GPU
 thread; kernels written against ``<gpudyn/rw_heap.cuh>`` get the same heap
-through :meth:`PageHeap.view_bytes`.
+through :meth:`PageHeap.view_arg` (by value; the raw bytes: :meth:`PageHeap.view_bytes`).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import weakref
 import numpy as np
 
 from . import _args
-from ._ffi import check, ffi, lib, stream_handle
+from ._ffi import check, ffi, kernel_arg, lib, stream_handle
 from ._handle import OwnedHandle
 from .buffer import DeviceBuffer, as_device_array, as_integer_array, on_device, stream_device
 from .errors import InvalidArgumentError
@@ -263,6 +263,11 @@ class PageHeap(OwnedHandle):
         v = ffi.new("gpudyn_rw_heap_view_t*")
         check(lib.gpudyn_rw_heap_get_view(self._h(), v))
         return np.frombuffer(bytes(ffi.buffer(v)), dtype=np.uint8).copy()
+
+    def view_arg(self) -> np.void:
+        """:meth:`view_bytes` as a NumPy ``void`` scalar: pass it by value to a CuPy
+        ``RawKernel`` taking ``gpudyn_rw_heap_view_t``."""
+        return kernel_arg(self.view_bytes())
 
     @property
     def pool_address(self) -> int:

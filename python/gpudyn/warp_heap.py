@@ -4,14 +4,15 @@ From Python, a warp heap is an arena: :meth:`WarpHeap.alloc` takes a size per
 item and returns a device array of pointers (one block per non-zero size,
 16-byte aligned, NULL for 0), all valid until :meth:`WarpHeap.release`.
 Kernels written against ``<gpudyn/warp_heap.cuh>`` (CuPy ``RawModule`` with
-``gpudyn.get_include()``) get the same heap through :meth:`WarpHeap.view_bytes`.
+``gpudyn.get_include()``) get the same heap through
+:meth:`WarpHeap.view_arg` (by value; the raw bytes: :meth:`WarpHeap.view_bytes`).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import _args
-from ._ffi import check, ffi, lib, stream_handle
+from ._ffi import check, ffi, kernel_arg, lib, stream_handle
 from ._handle import OwnedHandle
 from .buffer import DeviceBuffer, as_integer_array, on_device, stream_device
 
@@ -179,6 +180,11 @@ class WarpHeap(OwnedHandle):
         v = ffi.new("gpudyn_warp_heap_view_t*")
         check(lib.gpudyn_warp_heap_get_view(self._h(), v))
         return np.frombuffer(bytes(ffi.buffer(v)), dtype=np.uint8).copy()
+
+    def view_arg(self) -> np.void:
+        """:meth:`view_bytes` as a NumPy ``void`` scalar: pass it by value to a CuPy
+        ``RawKernel`` taking ``gpudyn_warp_heap_view_t``."""
+        return kernel_arg(self.view_bytes())
 
     def free_kept(self, headers) -> None:
         """Frees warp headers that a kernel kept (``warp_heap::keep``) and will not

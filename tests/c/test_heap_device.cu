@@ -992,6 +992,27 @@ static void test_grow() {
     printf("grow: %llu blocks before, %llu after (%llu in the new pages)\n", (unsigned long long)got1,
            (unsigned long long)got2, (unsigned long long)beyond);
     CHECK_OK(gpudyn_heap_destroy(h));
+
+    // max_bytes below the mapping granularity (2 MiB on sm_90) is still the limit:
+    // bytes_max and bytes_mapped never exceed it, and a heap of 16 pages holds 16.
+    gpudyn_heap_t tiny = make_heap(uint64_t(1) << 20, uint64_t(1) << 20);
+    if (tiny) {
+        const gpudyn_heap_stats_t t0 = stats_of(tiny);
+        CHECK(t0.bytes_max == (uint64_t(1) << 20) && t0.bytes_mapped == (uint64_t(1) << 20));
+        CHECK_INVALID(gpudyn_heap_grow(tiny, uint64_t(2) << 20, nullptr), "new_mapped_bytes");
+        std::vector<uint64_t> pages(17, 65536);
+        uint64_t got = 0;
+        for (uint64_t x : alloc_on_device(view_of(tiny), pages, kConverged, 0)) got += x != 0;
+        CHECK(got == 16);
+        CHECK_OK(gpudyn_heap_destroy(tiny));
+    }
+    // Each size is named in its own message.
+    gpudyn_heap_options_t o;
+    gpudyn_heap_options_init(&o);
+    o.initial_bytes = ~uint64_t(0);
+    gpudyn_heap_t bad = nullptr;
+    CHECK_STATUS(gpudyn_heap_create(&bad, &o, nullptr), GPUDYN_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(gpudyn_last_error_message(), "initial_bytes") != nullptr);
 }
 
 // 10 rounds of random frees (half the blocks) and re-allocations, for mixed

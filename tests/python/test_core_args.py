@@ -116,6 +116,9 @@ def test_constructor_scalars_are_checked_first(make, name, lo, hi, data):
     (lambda: gpudyn.GGArray(first_bucket=1 << 31), "first_bucket"),
     (lambda: gpudyn.Heap(initial_bytes=100), "initial_bytes"),
     (lambda: gpudyn.Heap(max_bytes=100), "max_bytes"),
+    (lambda: gpudyn.Heap(initial_bytes=2**64 - 1), "initial_bytes"),
+    (lambda: gpudyn.Heap(max_bytes=2**64 - 1), "max_bytes"),
+    (lambda: gpudyn.Heap(initial_bytes=(2**31 + 1) * 4096, page_size=4096), "initial_bytes"),
 ])
 def test_options_the_library_refuses_are_refused_under_their_python_names(make, name):
     # The library's message named the C field (options->first_bucket_elements ...).
@@ -155,7 +158,8 @@ def test_issue_examples():
 
 # ---- dtypes ----------------------------------------------------------------------
 REFUSED_DTYPES = [np.dtype([("a", "i4"), ("b", "i4")]), "V8", "S4", "U1", "M8[ns]", "m8[s]", object,
-                  ">i4", ">f8", "<u2" if sys.byteorder == "big" else ">u2", np.dtype(("i4", (2,)))]
+                  ">i4", ">f8", "<u2" if sys.byteorder == "big" else ">u2", np.dtype(("i4", (2,))),
+                  np.longdouble, np.clongdouble]  # x87 extended precision: no device type
 
 
 @pytest.mark.parametrize("dtype", REFUSED_DTYPES, ids=str)
@@ -225,10 +229,12 @@ class CudaStreamProto:
 
 
 @FAST
-@given(h=st.integers(0, U64), kind=st.sampled_from(["int", "proto", "torch", "cupy", "numba", "numba_null"]))
+@given(h=st.integers(0, U64), kind=st.sampled_from(["int", "numpy", "proto", "torch", "cupy", "numba", "numba_null"]))
 def test_every_stream_spelling_gives_the_handle(h, kind):
     if kind == "int":
         s = h
+    elif kind == "numpy":
+        s = np.uint64(h)
     elif kind == "proto":
         s = CudaStreamProto(h)
     elif kind == "torch":
@@ -243,7 +249,8 @@ def test_every_stream_spelling_gives_the_handle(h, kind):
     assert int(gpudyn.ffi.cast("uintptr_t", _ffi.stream_handle(s))) == h
 
 
-@pytest.mark.parametrize("bad", [True, "stream", 1.0, -1, 1 << 64, CudaStreamProto("x"), object()])
+@pytest.mark.parametrize("bad", [True, np.bool_(False), "stream", 1.0, -1, np.int64(-1), 1 << 64,
+                                 CudaStreamProto("x"), object()])
 def test_bad_streams_are_refused(bad):
     with pytest.raises((TypeError, ValueError), match="stream"):
         _ffi.stream_value(bad)
@@ -450,3 +457,10 @@ def test_masked_cuda_array_is_refused():
 
     with pytest.raises(NotImplementedError, match="'values' is a masked CUDA array"):
         as_device_array(Masked(), where="StaticArray.extend", name="values")
+
+
+@pytest.mark.parametrize("values", [[16, True], (False, 8), [np.bool_(True)]])
+def test_host_integers_refuse_bools_inside_a_list(values):
+    # NumPy reads [16, True] as [16, 1]; a lone bool is refused, so one in a list is too.
+    with pytest.raises(TypeError, match="'sizes' holds a bool"):
+        _args.host_integers("Heap.malloc", "sizes", values, np.uint64)

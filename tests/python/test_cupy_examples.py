@@ -69,3 +69,22 @@ def test_a_broken_kernel_does_not_compile(nvrtc):
     ok, log, _ = nvrtc.compile('#include <gpudyn/rw_heap.cuh>\nextern "C" __global__ void k() { undefined(); }',
                                "broken.cu", gpudyn.nvrtc_options(arch="90"))
     assert not ok and "undefined" in log
+
+
+# The C view type of each structure, taken by value and wrapped in its device
+# handle: what the headers' own comments show, under NVRTC as under nvcc.
+_C_VIEW_KERNELS = {
+    "heap": ("gpudyn_heap_view_t", "gpudyn::heap_ref h{v}; out[0] = reinterpret_cast<unsigned long long>(h.malloc(8));"),
+    "rw_heap": ("gpudyn_rw_heap_view_t", "gpudyn::rw_heap_ref h{v}; out[0] = h.page_count();"),
+    "warp_heap": ("gpudyn_warp_heap_view_t", "gpudyn::warp_heap_ref h{v}; out[0] = h.valid();"),
+    "ggarray": ("gpudyn_ggarray_view_t", "gpudyn::ggarray_ref<unsigned> a{v}; out[0] = a.push_back(1u);"),
+}
+
+
+@pytest.mark.parametrize("structure", sorted(_C_VIEW_KERNELS))
+def test_the_c_view_type_compiles_with_nvrtc(nvrtc, structure):
+    view_type, body = _C_VIEW_KERNELS[structure]
+    source = (f"#include <gpudyn/{structure}.cuh>\n"
+              f'extern "C" __global__ void k({view_type} v, unsigned long long* out) {{ {body} }}\n')
+    ok, log, ptx_size = nvrtc.compile(source, f"{structure}_c_view.cu", gpudyn.nvrtc_options(arch="90"))
+    assert ok and ptx_size > 0, log

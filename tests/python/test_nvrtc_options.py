@@ -1,6 +1,8 @@
 """gpudyn.nvrtc: where the include folders of an NVRTC compile come from (host only)."""
 import os
 
+import pytest
+
 from gpudyn import nvrtc
 
 
@@ -56,3 +58,33 @@ def test_no_toolkit_no_cuda_include(tmp_path, monkeypatch):
     _only(monkeypatch, tmp_path, {"CUDA_PATH": str(bogus)})
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert nvrtc.cuda_include_dirs() == []
+
+
+@pytest.mark.parametrize("arch,want", [(90, "compute_90"), ("90", "compute_90"), ("sm_90", "compute_90"),
+                                       ("compute_90a", "compute_90a"), ("SM_75", "compute_75"), ("100f", "compute_100f")])
+def test_arch_spellings_give_one_option(arch, want):
+    opts = nvrtc.nvrtc_options(arch=arch)
+    assert opts[-1] == f"--gpu-architecture={want}"
+    assert sum(o.startswith("--gpu-architecture") for o in opts) == 1
+
+
+@pytest.mark.parametrize("arch", ["sm_70", 70, "abc", "", "90ab", "sm_"])
+def test_an_arch_gpudyn_cannot_use_is_refused(arch):
+    with pytest.raises(ValueError, match="arch"):
+        nvrtc.nvrtc_options(arch=arch)
+
+
+@pytest.mark.parametrize("arch", [True, 9.0, [90]])
+def test_an_arch_of_another_type_is_refused(arch):
+    with pytest.raises(TypeError, match="arch"):
+        nvrtc.nvrtc_options(arch=arch)
+
+
+@pytest.mark.parametrize("std", ["c++14", "c++11", "c++03", "gnu++17", "17"])
+def test_a_standard_the_headers_cannot_use_is_refused(std):
+    with pytest.raises(ValueError, match="std"):
+        nvrtc.nvrtc_options(std=std)
+
+
+def test_cxx20_is_accepted():
+    assert nvrtc.nvrtc_options(std="c++20")[0] == "--std=c++20"

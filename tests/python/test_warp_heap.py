@@ -209,8 +209,8 @@ def test_tidy_up_kept_returns_memory_and_keeps_headers_usable(backing):
     mod = cp.RawModule(code=TIDY_SRC, options=tuple(gpudyn.nvrtc_options()))
     pages = gpudyn.PageHeap(page_count=PAGE_COUNT, page_size=PAGE_BYTES) if backing == "page_heap" else None
     with WarpHeap(device_heap_bytes=HEAP_BYTES, backing=pages if pages is not None else backing) as heap:
-        view = heap.view_bytes()
-        view_arg = np.frombuffer(view.tobytes(), dtype=np.dtype((np.void, view.size)))[0]
+        view_arg = heap.view_arg()
+        assert view_arg.tobytes() == heap.view_bytes().tobytes()
         level = heap.backing_free_bytes if backing != "cuda_malloc" else (lambda: None)
         free0 = level()
         kept = cp.zeros(WARPS, dtype=cp.uint64)
