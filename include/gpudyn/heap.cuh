@@ -310,12 +310,14 @@ struct heap_view {
 };
 
 static_assert(sizeof(heap_view) == sizeof(gpudyn_heap_view_t), "heap_view must mirror the C view");
+#if !defined(__CUDACC_RTC__)  // some NVRTC versions have no __builtin_offsetof
 static_assert(__builtin_offsetof(heap_view, directory) == __builtin_offsetof(gpudyn_heap_view_t, directory),
               "heap_view must mirror the C view");
 static_assert(__builtin_offsetof(heap_view, counters) == __builtin_offsetof(gpudyn_heap_view_t, counters),
               "heap_view must mirror the C view");
 static_assert(__builtin_offsetof(heap_view, reserved) == __builtin_offsetof(gpudyn_heap_view_t, reserved),
               "heap_view must mirror the C view");
+#endif
 
 // One size class (class_table entry), filled by the host from heap_class_geometry.
 struct heap_class {

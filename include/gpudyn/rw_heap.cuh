@@ -102,6 +102,7 @@ struct rw_heap_view {
 };
 
 static_assert(sizeof(rw_heap_view) == sizeof(gpudyn_rw_heap_view_t), "rw_heap_view must mirror the C view");
+#if !defined(__CUDACC_RTC__)  // some NVRTC versions have no __builtin_offsetof
 static_assert(__builtin_offsetof(rw_heap_view, page_size) == __builtin_offsetof(gpudyn_rw_heap_view_t, page_size),
               "rw_heap_view must mirror the C view");
 static_assert(__builtin_offsetof(rw_heap_view, reserved) == __builtin_offsetof(gpudyn_rw_heap_view_t, reserved),
@@ -109,6 +110,7 @@ static_assert(__builtin_offsetof(rw_heap_view, reserved) == __builtin_offsetof(g
 static_assert(__builtin_offsetof(rw_heap_view, live_starts) ==
                   __builtin_offsetof(gpudyn_rw_heap_view_t, live_starts),
               "rw_heap_view must mirror the C view");
+#endif
 
 // Per-warp scratch of RW_malloc: in __shared__ memory (one per warp) or, when
 // the mask has a single lane, a local variable.
