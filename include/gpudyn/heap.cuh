@@ -235,11 +235,9 @@ constexpr unsigned kHeapScanWords = 8;
 constexpr unsigned kHeapDrawProbes = 4;
 // Every other random probe goes to one of the class's newest slabs (this many).
 constexpr unsigned kHeapRecentSlabs = 8;
-// atomicOr attempts of a lane on one word of the page bitmap (each after a
-// lost race).  A slot claim makes one: a group that lost its race reads again
-// in the next round (retrying a contended word made a mixed-size burst 1.35x
-// slower).
-constexpr unsigned kHeapClaimTries = 4;
+// A slot claim makes one atomicOr: a group that lost its race reads again in
+// the next round (retrying a contended word made a mixed-size burst 1.35x
+// slower).  Page-run claims (heap_claim_run) retry a word while it shows room.
 // Reads and claims of a lone lane's fast pass after its blind first claim (a
 // claim, or a step to the next word).
 constexpr unsigned kHeapLoneTries = 4;
@@ -550,7 +548,7 @@ __device__ __forceinline__ unsigned heap_claim_run(const heap_view* h, unsigned 
     unsigned run = 0, run_first = 0;  // free pages just before word w, from run_first
     // Every word once, plus (long runs) the words of a run that crosses the start.
     const unsigned steps = n <= 64 ? words : words + unsigned(span64);
-    for (unsigned i = 0, tries = 0; i < steps;) {
+    for (unsigned i = 0; i < steps;) {
         const unsigned long long used = load_word(bm + w);
         unsigned cand = kHeapNoPage;
         if (n <= 64) {
@@ -578,9 +576,12 @@ __device__ __forceinline__ unsigned heap_claim_run(const heap_view* h, unsigned 
                 first = cand;
                 break;
             }
-            if (n <= 64 && ++tries < kHeapClaimTries) continue;  // the same word again
+            // The same word again while it shows a free start: a lost claim means another
+            // claim took pages there (lock-free), and giving up after a few losses made
+            // a small heap (two words, every class attaching at once) refuse slabs with
+            // most of its pages free.
+            if (n <= 64) continue;
         }
-        tries = 0;
         ++i;
         w = w + 1 == words ? 0 : w + 1;
     }
@@ -595,7 +596,7 @@ __device__ __forceinline__ unsigned heap_claim_run(const heap_view* h, unsigned 
 // GGArray's in-kernel bucket growth calls it, and every register it needs is
 // a register of every push kernel (inlined it costs them fewer than called:
 // 58 against 62, sm_90).  First fit over the page bitmap, each mapped word
-// visited once (a lost claim retries its word up to kHeapClaimTries times; a
+// visited once (a lost claim retries its word while it shows a free start; a
 // long run that crosses the start word is seen at the end), claimed with
 // claim_pages:
 //  * n <= 64 pages: a run inside one word (run_starts_in), from a word near

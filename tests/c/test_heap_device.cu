@@ -1018,6 +1018,31 @@ static void test_grow() {
 // 10 rounds of random frees (half the blocks) and re-allocations, for mixed
 // sizes and single sizes; every live block checked each round; bytes held /
 // bytes allocated <= 1.25 after every round (the issue's target).
+// A small heap (two bitmap words) where every size class attaches its first
+// slab at once: page-run claims that lose races must not give up while pages
+// are free (they did after four losses a word: nulls with most pages free).
+static void test_small_heap_every_class_at_once() {
+    for (int mode : {int(kConverged), int(kLaneSwitch)}) {
+        gpudyn_heap_t h = make_heap(uint64_t(8) << 20, uint64_t(8) << 20);
+        if (!h) return;
+        const uint64_t n = 512;
+        std::vector<uint64_t> sizes(n);
+        for (uint64_t i = 0; i < n; ++i) sizes[i] = uint64_t(16) << (i % 9);  // 16 B .. 4 KiB: nine classes
+        const gpudyn_heap_view_t v = view_of(h);
+        const std::vector<uint64_t> ptrs = alloc_on_device(v, sizes, mode, 5ull << 50);
+        uint64_t nulls = 0;
+        for (uint64_t x : ptrs) nulls += x == 0;
+        const gpudyn_heap_stats_t st = stats_of(h);
+        CHECK(nulls == 0 && st.failed_allocations == 0);
+        if (nulls != 0)
+            printf("small heap, %s: %llu nulls, %llu of %llu bytes held\n", mode_name(mode), (unsigned long long)nulls,
+                   (unsigned long long)st.bytes_held, (unsigned long long)st.bytes_mapped);
+        CHECK(check_blocks(blocks_of(sizes, ptrs), v, st.bytes_mapped, "small heap") == 0);
+        CHECK(corrupted(sizes, ptrs, 5ull << 50) == 0);
+        CHECK_OK(gpudyn_heap_destroy(h));
+    }
+}
+
 static void test_churn(uint64_t S) {
     const uint64_t n = g_sanitizer ? 2048 : 65536;
     gpudyn_heap_t h = make_heap(uint64_t(512) << 20, uint64_t(512) << 20);
@@ -1166,6 +1191,7 @@ int main() {
     test_1024_thread_blocks();
     test_malloc_pages();
     test_grow();
+    test_small_heap_every_class_at_once();
     test_churn(0);     // mixed 16 .. 4096 B
     test_churn(64);
     test_churn(4096);
