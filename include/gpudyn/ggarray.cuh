@@ -158,7 +158,8 @@ public:
         return detail::warp_push_one<T>(peers(l), sink{this, l}, x);
     }
     // Appends values[0..n) (n may be 0 and differ per thread) to the block's
-    // LFVector: one reservation of the group's total; all or nothing per group.
+    // LFVector: one reservation of the group's total; all or nothing per group
+    // (every lane of the group gets the group's answer, a lane with n == 0 too).
     __device__ bool push_back(const T* values, unsigned n) const {
         if (!valid()) return false;
         const unsigned l = block_lfvector();
