@@ -755,8 +755,7 @@ static void test_two_heaps() {
     const uint64_t n = g_sanitizer ? 512 : 8192;
     const heap_pair hp;
     if (!hp.ok()) return;
-    const gpudyn_heap_t a = hp.a, b = hp.b;
-    const gpudyn_heap_view_t va = hp.va, vb = hp.vb;
+    const auto& [a, b, va, vb] = hp;
     std::vector<uint64_t> sizes(n);
     for (uint64_t i = 0; i < n; ++i) sizes[i] = 8 + 40 * (i % 9) + (i % 64 == 0 ? 100000 : 0);
     std::vector<uint64_t> pa = alloc_on_device(va, sizes, kConverged, 1ull << 50);
@@ -808,8 +807,7 @@ static void test_two_heaps_one_call_site() {
     const uint64_t n = g_sanitizer ? 1024 : 16384;
     const heap_pair hp;
     if (!hp.ok()) return;
-    const gpudyn_heap_t a = hp.a, b = hp.b;
-    const gpudyn_heap_view_t va = hp.va, vb = hp.vb;
+    const auto& [a, b, va, vb] = hp;
     // One size for most lanes (one class group per heap), mixed sizes and medium runs for some.
     std::vector<uint64_t> sizes(n);
     for (uint64_t i = 0; i < n; ++i) sizes[i] = i % 4 == 3 ? 16 + 48 * (i % 11) + (i % 128 == 3 ? 200000 : 0) : 48;
