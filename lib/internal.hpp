@@ -205,8 +205,9 @@ handle_state& heap_state(gpudyn_heap_t heap);
 void heap_add_user(gpudyn_heap_t heap, int delta);
 void heap_sizes(gpudyn_heap_t heap, uint64_t* mapped_bytes, uint64_t* max_bytes);
 // GGArrays using the heap that hold no run of it as their growth arena yet
-// (0 when every one holds a run: one taking another counts itself), read before holder_delta (+1: the caller now holds one; -1: it gave
-// its runs back) is applied: an array takes that share of the free memory.
+// (0 when every one holds a run: one taking another counts itself), read
+// before holder_delta (+1: the caller now holds one; -1: it gave its runs
+// back) is applied: an array takes that share of the free memory.
 uint32_t heap_arena_share(gpudyn_heap_t heap, int holder_delta);
 
 // Raises CUDA's device-malloc heap (cudaLimitMallocHeapSize) to at least
