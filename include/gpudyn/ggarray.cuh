@@ -48,8 +48,10 @@
 // status bits stay until clear_status or clear.
 //
 // A view of another layout version or element size is refused: valid() is
-// false, every push returns false and nothing (counters, status, buckets) is
-// touched; size() is 0 and spans visit nothing.
+// false, every push returns false, size() is 0 and spans visit nothing; no
+// counter or bucket is touched.  A ggarray_ref<T> whose sizeof(T) is not the
+// array's element size sets GPUDYN_ARRAY_STATUS_WRONG_ELEMENT_SIZE, so the
+// host sees the mistake (a view of another version has no status word to set).
 //
 // Registers.  A kernel that pushes into a GGArray contains the growth path
 // (bucket claim, then a bump of the growth arena), which is why that path is
@@ -153,7 +155,7 @@ public:
     // False when no memory could be had (status set; x not stored) or the view
     // is refused.
     __device__ bool push_back(const T& x) const {
-        if (!valid()) return false;
+        if (!valid()) return refuse();
         const unsigned l = block_lfvector();
         return detail::warp_push_one<T>(peers(l), sink{this, l}, x);
     }
@@ -161,7 +163,7 @@ public:
     // LFVector: one reservation of the group's total; all or nothing per group
     // (every lane of the group gets the group's answer, a lane with n == 0 too).
     __device__ bool push_back(const T* values, unsigned n) const {
-        if (!valid()) return false;
+        if (!valid()) return refuse();
         const unsigned l = block_lfvector();
         return detail::warp_push_many<T>(peers(l), sink{this, l}, values, n);
     }
@@ -171,14 +173,14 @@ public:
     // order); all or nothing per group.  No shared memory, no barrier.
     template <int Items>
     __device__ bool push_back(const bool (&flag)[Items], const T (&value)[Items]) const {
-        if (!valid()) return false;
+        if (!valid()) return refuse();
         const unsigned l = block_lfvector();
         return detail::warp_push_flagged<Items>(peers(l), sink{this, l}, flag, value);
     }
     // Appends x to LFVector l (l < num_lfvectors, else false): lanes that call
     // together with the same array and l share one reservation.
     __device__ bool push_back_to(unsigned l, const T& x) const {
-        if (!valid()) return false;
+        if (!valid()) return refuse();
         const unsigned group = peers(l);
         if (l >= view_.num_lfvectors) return false;  // the whole peer group leaves together
         return detail::warp_push_one<T>(group, sink{this, l}, x);
@@ -190,14 +192,15 @@ public:
     template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ, int Items>
     __device__ bool push_back_to(unsigned l, push_storage<BX, A, BY, BZ>& s, const bool (&flag)[Items],
                                  const T (&value)[Items]) const {
-        if (!valid() || l >= view_.num_lfvectors) return false;
+        if (!valid()) return refuse();
+        if (l >= view_.num_lfvectors) return false;
         sink k{this, l};
         return push_storage<BX, A, BY, BZ>::inserter::push(s, k, flag, value);
     }
     // The block's own LFVector.
     template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ, int Items>
     __device__ bool push_back(push_storage<BX, A, BY, BZ>& s, const bool (&flag)[Items], const T (&value)[Items]) const {
-        if (!valid()) return false;  // before block_lfvector: a refused view's fields mean nothing
+        if (!valid()) return refuse();  // before block_lfvector: a refused view's fields mean nothing
         return push_back_to(block_lfvector(), s, flag, value);
     }
     template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ>
@@ -214,21 +217,22 @@ public:
     template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
     __device__ bool push_back_chunk_to(unsigned l, push_storage<BX, A, BY, BZ>& s, unsigned long long n,
                                        const Src& src) const {
-        if (!valid() || l >= view_.num_lfvectors) return false;
+        if (!valid()) return refuse();
+        if (l >= view_.num_lfvectors) return false;
         sink k{this, l};
         return push_storage<BX, A, BY, BZ>::inserter::template push_chunk<Items, T>(s, k, n, src);
     }
     // Into the block's own LFVector.
     template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
     __device__ bool push_back_chunk(push_storage<BX, A, BY, BZ>& s, unsigned long long n, const Src& src) const {
-        if (!valid()) return false;
+        if (!valid()) return refuse();
         return push_back_chunk_to<Items>(block_lfvector(), s, n, src);
     }
     // Part p of a bulk insertion (push_back_parts): LFVector p mod num_lfvectors.
     template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
     __device__ bool push_back_part(unsigned long long p, push_storage<BX, A, BY, BZ>& s, unsigned long long n,
                                    const Src& src) const {
-        if (!valid()) return false;
+        if (!valid()) return refuse();
         return push_back_chunk_to<Items>(unsigned(p % view_.num_lfvectors), s, n, src);
     }
 
@@ -236,20 +240,24 @@ public:
     // Elements stored now: the sum over the LFVectors (num_lfvectors loads: call
     // it from one thread, or read the host's size).  0 for a refused view.
     __device__ unsigned long long size() const {
-        if (!valid()) return 0;
+        if (!valid()) return refuse(), 0;
         unsigned long long n = 0;
         for (unsigned l = 0; l < view_.num_lfvectors; ++l) n += lfvector_size(l);
         return n;
     }
     // Elements stored now in LFVector l.
     __device__ unsigned long long lfvector_size(unsigned l) const {
-        if (!valid() || l >= view_.num_lfvectors) return 0;
+        if (!valid()) return refuse(), 0;
+        if (l >= view_.num_lfvectors) return 0;
         return held(l);
     }
 
     // ---- access by global index (valid as of get_view) ----
     // Elements covered by at() and the spans: the size when the view was taken.
-    __device__ unsigned long long ranged_size() const { return valid() ? ranges()[view_.num_lfvectors] : 0; }
+    __device__ unsigned long long ranged_size() const {
+        if (!valid()) return refuse(), 0;
+        return ranges()[view_.num_lfvectors];
+    }
     // Element i, i < ranged_size() (valid() required): LFVector after LFVector,
     // the order of flatten.
     __device__ T& at(unsigned long long i) const {
@@ -263,7 +271,10 @@ public:
     // Per span: one bucket lookup; loop over p with coalesced accesses.
     template <class F>
     __device__ void for_each_span(unsigned long long lo, unsigned long long hi, F&& f) const {
-        if (!valid()) return;
+        if (!valid()) {
+            refuse();
+            return;
+        }
         const unsigned long long* r = ranges();
         const unsigned long long end = r[view_.num_lfvectors];
         if (hi > end) hi = end;
@@ -326,6 +337,14 @@ private:
     __device__ unsigned long long held(unsigned l) const { return detail::held_elements(counters() + l, failed() + l); }
     __device__ unsigned* growth(unsigned l) const { return reinterpret_cast<unsigned*>(view_.growth) + l; }
     __device__ unsigned* status_word() const { return reinterpret_cast<unsigned*>(view_.status); }
+    // valid() is false.  A view of this layout bound with the wrong element type
+    // says so in its status word (read first: one atomic per misused array, not
+    // per call); a view of another version has no status word we can find.
+    __device__ bool refuse() const {
+        if (view_.version == GPUDYN_GGARRAY_VIEW_VERSION && view_.status != 0)
+            detail::report_wrong_element_size(status_word());
+        return false;
+    }
     __device__ const unsigned long long* ranges() const {
         return reinterpret_cast<const unsigned long long*>(view_.ranges);
     }

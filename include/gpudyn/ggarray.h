@@ -62,12 +62,14 @@ typedef enum gpudyn_ggarray_limits_t {
 } gpudyn_ggarray_limits_t;
 
 /* Bits of the status word of every array (view .status; gpudyn_<array>_get_status).
- * A push from a kernel that cannot get memory returns false and sets a bit; the
- * bits stay until gpudyn_<array>_clear_status or clear.  Host push_back/reserve
- * report their own failures by their return status and leave the bits alone. */
+ * A push from a kernel that cannot get memory, or that goes through a ref whose
+ * element type has the wrong size, returns false and sets a bit; the bits stay
+ * until gpudyn_<array>_clear_status or clear.  Host push_back/reserve report
+ * their own failures by their return status and leave the bits alone. */
 typedef enum gpudyn_array_status_bits_t {
     GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED = 1, /* a GGArray bucket found no room in its growth arena (the budget) */
-    GPUDYN_ARRAY_STATUS_CAPACITY_EXCEEDED = 2  /* static/VMM capacity or GGArray bucket limit reached */
+    GPUDYN_ARRAY_STATUS_CAPACITY_EXCEEDED = 2, /* static/VMM capacity or GGArray bucket limit reached */
+    GPUDYN_ARRAY_STATUS_WRONG_ELEMENT_SIZE = 4 /* a ref<T> with sizeof(T) != element size: refused, nothing stored */
 } gpudyn_array_status_bits_t;
 
 /* ---- GGArray ---------------------------------------------------------- */

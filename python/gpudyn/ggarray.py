@@ -35,29 +35,35 @@ from . import _args
 from ._ffi import check, ffi, kernel_arg, lib, stream_handle
 from ._handle import OwnedHandle
 from .buffer import DeviceBuffer, as_device_array, element_dtype, on_device, stream_device
-from .errors import OutOfMemoryError
+from .errors import GpudynError, InvalidArgumentError, OutOfMemoryError
 
 ALGORITHMS = {"atomic": 0, "warp_scan": 1, "tensor_scan": 2}
 _ELEMENT_SIZES = (1, 2, 4, 8, 16)
 #: Bits of :attr:`GGArray.status` (gpudyn_array_status_bits_t).
 STATUS_ALLOCATION_FAILED = 1
 STATUS_CAPACITY_EXCEEDED = 2
+STATUS_WRONG_ELEMENT_SIZE = 4
 _STATUS_WHY = {
     STATUS_ALLOCATION_FAILED: "a bucket could not be allocated (the GGArray's budget is used up: raise .budget)",
     STATUS_CAPACITY_EXCEEDED: "the capacity was exceeded",
+    STATUS_WRONG_ELEMENT_SIZE: "a kernel used the view through a ref whose element type has another size "
+                               "than the array's dtype (e.g. ggarray_ref<long long> on an int32 array): "
+                               "its pushes returned false and its reads saw no elements",
 }
 
 
-def status_error(where: str, status: int) -> OutOfMemoryError:
-    """The :class:`OutOfMemoryError` reporting status bits `status` of array `where`."""
+def status_error(where: str, status: int) -> GpudynError:
+    """The error reporting status bits `status` of array `where`: :class:`InvalidArgumentError`
+    when a kernel used the wrong element type (a bug to fix, not memory to add), else
+    :class:`OutOfMemoryError`."""
     why = [text for bit, text in _STATUS_WHY.items() if status & bit]
     unknown = status & ~sum(_STATUS_WHY)
     if unknown:
         why.append(f"unknown status bits {unknown:#x}")
-    return OutOfMemoryError(
+    cls = InvalidArgumentError if status & STATUS_WRONG_ELEMENT_SIZE else OutOfMemoryError
+    return cls(
         f"gpudyn: {where}: a push from a kernel failed: {'; '.join(why) or 'no failure'} (status {status}); "
-        "the elements it refused were not stored, every element stored before is kept; the status is now cleared",
-        2, "GPUDYN_ERROR_OUT_OF_MEMORY")
+        "the elements it refused were not stored, every element stored before is kept; the status is now cleared")
 
 
 def _dtype(where: str, dtype) -> np.dtype:
@@ -117,6 +123,7 @@ class _Array(OwnedHandle):
     _stream_size = True  # size() takes a stream
     STATUS_ALLOCATION_FAILED = STATUS_ALLOCATION_FAILED
     STATUS_CAPACITY_EXCEEDED = STATUS_CAPACITY_EXCEEDED
+    STATUS_WRONG_ELEMENT_SIZE = STATUS_WRONG_ELEMENT_SIZE
 
     def _init(self, handle_type: str, create, options, dtype, stream):
         self.dtype = dtype
@@ -141,7 +148,7 @@ class _Array(OwnedHandle):
     def status(self) -> int:
         """Status bits set by pushes from kernels that failed since creation,
         :meth:`clear_status` or :meth:`clear` (0: none; ``STATUS_ALLOCATION_FAILED``,
-        ``STATUS_CAPACITY_EXCEEDED``).  Synchronizes the array's stream; does not raise."""
+        ``STATUS_CAPACITY_EXCEEDED``, ``STATUS_WRONG_ELEMENT_SIZE``).  Synchronizes the array's stream; does not raise."""
         out = ffi.new("uint32_t*")
         check(self._fn("get_status")(self._handle, out, self._stream))
         return int(out[0])
@@ -152,7 +159,8 @@ class _Array(OwnedHandle):
 
     def check(self) -> None:
         """Raises :class:`OutOfMemoryError` when a push from a kernel failed since the
-        last check (the status is then cleared); every host call does this first."""
+        last check, :class:`InvalidArgumentError` when a kernel used a ref of the
+        wrong element size (the status is then cleared); every host call does this first."""
         status = self.status
         if status:
             self.clear_status()

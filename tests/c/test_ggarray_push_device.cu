@@ -21,7 +21,8 @@
 //      array takes pushes again; clear() zeroes the status.
 //   C  a view bound with the wrong element type, or of another version, is
 //      refused by every push (per-thread and block-level) and by size(), and
-//      the counters and status stay exactly as they were.
+//      the counters stay exactly as they were; the wrong element type sets
+//      STATUS_WRONG_ELEMENT_SIZE (and nothing else), another version no bit.
 //   D  lanes desynchronized before they push (the shape of gpudyn.numba's
 //      "several structures" kernel): each thread first takes 32 bytes from a
 //      gpudyn heap (malloc aggregates whatever lanes arrive together), then
@@ -411,7 +412,7 @@ __global__ void wrong_kernel(View view, unsigned* trues, unsigned long long* siz
     if (t) atomicAdd(trues, t);
     if (threadIdx.x == 0) atomicAdd(sizes_seen, a.size());
 }
-// The device words a push touches: counters, failed-at, status (raw copies).
+// The device words a push touches but the status: counters, failed-at (raw copies).
 static std::vector<uint64_t> words(any_array* a) {
     const views w = get_views(a);
     std::vector<uint64_t> out;
@@ -424,21 +425,19 @@ static std::vector<uint64_t> words(any_array* a) {
         grab(w.g.sizes, 8 * w.g.num_lfvectors);
         grab(w.g.failed_at, 8 * w.g.num_lfvectors);
         grab(w.g.growth, 4 * w.g.num_lfvectors);
-        grab(w.g.status, 4);
         grab(w.g.bucket_state, 4 * w.g.num_lfvectors * GPUDYN_GGARRAY_MAX_BUCKETS);
     } else if (a->kind == KIND_STATIC) {
         grab(w.s.size, 8);
         grab(w.s.failed_at, 8);
-        grab(w.s.status, 4);
     } else {
         grab(w.v.size, 8);
         grab(w.v.failed_at, 8);
-        grab(w.v.status, 4);
     }
     return out;
 }
+// `status`: the status bits the refusal must leave (then cleared).
 template <class F>
-static void refused(any_array* a, const char* detail, F&& launch) {
+static void refused(any_array* a, uint32_t status, const char* detail, F&& launch) {
     unsigned* trues = nullptr;
     unsigned long long* seen = nullptr;
     CHECK(cudaMalloc(&trues, 4) == cudaSuccess);
@@ -455,7 +454,12 @@ static void refused(any_array* a, const char* detail, F&& launch) {
     CHECK(cudaMemcpy(&s, seen, 8, cudaMemcpyDeviceToHost) == cudaSuccess);
     report(t != 0, "C", a, "a refused view stored", detail);
     report(s != 0, "C", a, "a refused view's size() is not 0", detail);
-    report(words(a) != w0, "C", a, "a refused view touched the counters or the status", detail);
+    report(words(a) != w0, "C", a, "a refused view touched the counters", detail);
+    report(any_status(a) != status, "C", a,
+           status ? "a ref of the wrong element size did not set STATUS_WRONG_ELEMENT_SIZE alone"
+                  : "a view of another version set a status bit",
+           detail);
+    any_clear_status(a);
     cudaFree(trues);
     cudaFree(seen);
 }
@@ -471,17 +475,17 @@ static void test_refused(array_kind kind) {
     bad.g.version += 1;
     bad.s.version += 1;
     bad.v.version += 1;
-    auto run = [&](auto wrong_tag, const views& vw, const char* detail) {
+    auto run = [&](auto wrong_tag, const views& vw, uint32_t status, const char* detail) {
         using W = typename decltype(wrong_tag)::type;
-        refused(&a, detail, [&](unsigned* t, unsigned long long* s) {
+        refused(&a, status, detail, [&](unsigned* t, unsigned long long* s) {
             if (kind == KIND_GGARRAY) wrong_kernel<gpudyn::ggarray_ref<W>><<<5, 128>>>(vw.g, t, s);
             else if (kind == KIND_STATIC) wrong_kernel<gpudyn::static_array_ref<W>><<<5, 128>>>(vw.s, t, s);
             else wrong_kernel<gpudyn::vmm_array_ref<W>><<<5, 128>>>(vw.v, t, s);
         });
     };
-    run(tag<long long>{}, w, "element type long long");
-    run(tag<short>{}, w, "element type short");
-    run(tag<int>{}, bad, "view version + 1");
+    run(tag<long long>{}, w, GPUDYN_ARRAY_STATUS_WRONG_ELEMENT_SIZE, "element type long long");
+    run(tag<short>{}, w, GPUDYN_ARRAY_STATUS_WRONG_ELEMENT_SIZE, "element type short");
+    run(tag<int>{}, bad, 0, "view version + 1");
     report(any_size(&a) != 10, "C", &a, "size changed", "after refused views");
     report(any_status(&a) != 0, "C", &a, "status set", "after refused views");
     // The right view still works after all of it.

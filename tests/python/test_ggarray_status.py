@@ -6,7 +6,7 @@ import pytest
 
 import gpudyn
 from gpudyn import ffi, lib
-from gpudyn.ggarray import STATUS_ALLOCATION_FAILED, STATUS_CAPACITY_EXCEEDED, status_error
+from gpudyn.ggarray import STATUS_ALLOCATION_FAILED, STATUS_CAPACITY_EXCEEDED, STATUS_WRONG_ELEMENT_SIZE, status_error
 
 PREFIXES = ["gpudyn_ggarray_", "gpudyn_static_array_", "gpudyn_vmm_array_"]
 
@@ -27,6 +27,8 @@ def test_status_bits_match_the_header():
     assert STATUS_ALLOCATION_FAILED == lib.GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED
     assert STATUS_CAPACITY_EXCEEDED == lib.GPUDYN_ARRAY_STATUS_CAPACITY_EXCEEDED
     assert gpudyn.GGArray.STATUS_CAPACITY_EXCEEDED == STATUS_CAPACITY_EXCEEDED
+    assert STATUS_WRONG_ELEMENT_SIZE == lib.GPUDYN_ARRAY_STATUS_WRONG_ELEMENT_SIZE == 4
+    assert gpudyn.StaticArray.STATUS_WRONG_ELEMENT_SIZE == STATUS_WRONG_ELEMENT_SIZE
 
 
 def test_status_error_names_the_array_and_the_cause():
@@ -35,6 +37,15 @@ def test_status_error_names_the_array_and_the_cause():
     assert e.status == 2 and "StaticArray" in str(e) and "capacity" in str(e)
     e = status_error("GGArray", STATUS_ALLOCATION_FAILED | STATUS_CAPACITY_EXCEEDED | 8)
     assert "allocated" in str(e) and "capacity" in str(e) and "0x8" in str(e)
+
+
+def test_a_wrong_element_type_is_an_argument_error_not_out_of_memory():
+    e = status_error("GGArray", STATUS_WRONG_ELEMENT_SIZE)
+    assert isinstance(e, gpudyn.InvalidArgumentError) and not isinstance(e, MemoryError)
+    assert e.status_name == "GPUDYN_ERROR_INVALID_ARGUMENT" and "element type" in str(e)
+    e = status_error("VmmArray", STATUS_WRONG_ELEMENT_SIZE | STATUS_CAPACITY_EXCEEDED)
+    assert isinstance(e, gpudyn.InvalidArgumentError)  # the bug first; both causes named
+    assert "element type" in str(e) and "capacity" in str(e)
 
 
 def test_check_and_status_of_a_closed_array_raise_value_error():
@@ -65,6 +76,25 @@ extern "C" __global__ void push_vmm(gpudyn_vmm_array_view_t v, unsigned n, unsig
 }
 extern "C" __global__ void push_ggarray(gpudyn_ggarray_view_t v, unsigned n, unsigned char* ok) {
     push_ids<gpudyn::ggarray_ref<int>>(v, n, ok);
+}
+// The same through refs of 8-byte elements (the arrays below hold int32), and a
+// read: size() through such a ref into seen[0].
+template <class Ref, class View>
+__device__ void wrong_type(View view, unsigned n, unsigned char* ok, unsigned long long* seen) {
+    push_ids<Ref>(view, n, ok);
+    if (blockIdx.x == 0 && threadIdx.x == 0) seen[0] = Ref{view}.size();
+}
+extern "C" __global__ void wrong_static(gpudyn_static_array_view_t v, unsigned n, unsigned char* ok,
+                                        unsigned long long* seen) {
+    wrong_type<gpudyn::static_array_ref<long long>>(v, n, ok, seen);
+}
+extern "C" __global__ void wrong_vmm(gpudyn_vmm_array_view_t v, unsigned n, unsigned char* ok,
+                                     unsigned long long* seen) {
+    wrong_type<gpudyn::vmm_array_ref<double>>(v, n, ok, seen);
+}
+extern "C" __global__ void wrong_ggarray(gpudyn_ggarray_view_t v, unsigned n, unsigned char* ok,
+                                         unsigned long long* seen) {
+    wrong_type<gpudyn::ggarray_ref<long long>>(v, n, ok, seen);
 }
 """
 
@@ -157,3 +187,32 @@ def test_view_arg_by_value_in_a_kernel_per_thread_push():
     i = np.arange(n)
     assert np.array_equal(cp.asnumpy(ok).astype(bool), i % 3 != 0)
     assert np.array_equal(np.sort(g.to_numpy()), i[i % 3 != 0].astype(np.int32))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["static", "vmm", "ggarray"])
+def test_a_kernel_with_the_wrong_element_type_is_refused_and_reported(kind):
+    cp = pytest.importorskip("cupy")
+    mod = _module(cp)
+    make = {"static": lambda: gpudyn.StaticArray(4096, dtype=np.int32),
+            "vmm": lambda: gpudyn.VmmArray(dtype=np.int32, initial_capacity=4096, max_capacity=1 << 20),
+            "ggarray": lambda: gpudyn.GGArray(dtype=np.int32, num_lfvectors=3, first_bucket=32)}[kind]
+    with make() as a:
+        before = np.arange(-50, 0, dtype=np.int32)
+        a.extend(before)
+        n = 3000
+        ok = cp.full(n, 7, dtype=cp.uint8)
+        seen = cp.full(1, 12345, dtype=cp.uint64)
+        mod.get_function("wrong_" + kind)(((n + 255) // 256,), (256,), (a.view_arg(), np.uint32(n), ok, seen))
+        got = cp.asnumpy(ok)
+        i = np.arange(n)
+        assert (got[i % 3 != 0] == 0).all() and (got[i % 3 == 0] == 7).all()  # every push refused
+        assert int(seen[0]) == 0  # a refused read sees nothing
+        assert a.status == STATUS_WRONG_ELEMENT_SIZE  # the host sees why, once for the whole grid's misuse
+        with pytest.raises(gpudyn.InvalidArgumentError, match="element type"):
+            len(a)
+        assert a.status == 0
+        assert np.array_equal(a.to_numpy(), before)  # nothing stored, nothing lost
+        ok = _push(cp, mod, "push_" + kind, a, 30)  # the right type still pushes
+        a.check()
+        assert int(ok.sum()) == 20 and len(a) == before.size + 20

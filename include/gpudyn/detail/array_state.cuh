@@ -20,6 +20,14 @@ namespace detail {
 // Status bits; values equal gpudyn_array_status_bits_t in ggarray.h.
 constexpr unsigned kArrayAllocationFailed = 1u;
 constexpr unsigned kArrayCapacityExceeded = 2u;
+constexpr unsigned kArrayWrongElementSize = 4u;
+
+// A ref bound with an element type of another size: every operation through it
+// is refused, and the host learns why from this bit.  A plain read first, so a
+// grid of misused calls costs one atomic per array, not one per call.
+__device__ __forceinline__ void report_wrong_element_size(unsigned* status) {
+    if (!(*static_cast<volatile unsigned*>(status) & kArrayWrongElementSize)) atomicOr(status, kArrayWrongElementSize);
+}
 
 // failed_at when no reservation failed (the host writes it with a 0xff memset).
 constexpr unsigned long long kNoFailure = ~0ull;

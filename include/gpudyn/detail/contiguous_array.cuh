@@ -10,7 +10,9 @@
 // status bits stay until clear_status or clear.
 //
 // A view of another layout version or element size is refused: valid() is
-// false, every push returns false and nothing (counter, status) is touched.
+// false, every push returns false and size() is 0; the counter is not touched.
+// A ref whose sizeof(T) is not the array's element size sets
+// GPUDYN_ARRAY_STATUS_WRONG_ELEMENT_SIZE so the host sees the mistake.
 // Compiles under nvcc and NVRTC.
 #pragma once
 
@@ -33,13 +35,13 @@ public:
     // Appends x; lanes that call together on this array share one reservation.  False when
     // the array is full (status set) or the view is refused; then x is not stored.
     __device__ bool push_back(const T& x) const {
-        if (!valid()) return false;
+        if (!valid()) return refuse();
         return warp_push_one<T>(peers(), sink{this}, x);
     }
     // Appends values[0..n) (n may be 0 and may differ per thread): one
     // reservation for the lanes that call together; all or nothing per group.
     __device__ bool push_back(const T* values, unsigned n) const {
-        if (!valid()) return false;
+        if (!valid()) return refuse();
         return warp_push_many<T>(peers(), sink{this}, values, n);
     }
     // Items (flag, value) pairs per thread: the flagged values of the lanes that
@@ -47,7 +49,7 @@ public:
     // before item k + 1; all or nothing per group.
     template <int Items>
     __device__ bool push_back(const bool (&flag)[Items], const T (&value)[Items]) const {
-        if (!valid()) return false;
+        if (!valid()) return refuse();
         return warp_push_flagged<Items>(peers(), sink{this}, flag, value);
     }
 
@@ -57,7 +59,7 @@ public:
     template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ, int Items>
     __device__ bool push_back(push_storage<BX, A, BY, BZ>& s, const bool (&flag)[Items],
                               const T (&value)[Items]) const {
-        if (!valid()) return false;
+        if (!valid()) return refuse();
         sink k{this};
         return push_storage<BX, A, BY, BZ>::inserter::push(s, k, flag, value);
     }
@@ -72,7 +74,7 @@ public:
     // block calls with the same n and src.
     template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
     __device__ bool push_back_chunk(push_storage<BX, A, BY, BZ>& s, unsigned long long n, const Src& src) const {
-        if (!valid()) return false;
+        if (!valid()) return refuse();
         sink k{this};
         return push_storage<BX, A, BY, BZ>::inserter::template push_chunk<Items, T>(s, k, n, src);
     }
@@ -85,7 +87,10 @@ public:
 
     // ---- reads ----
     // Elements stored (see the file comment): min(counter, lowest failed start); 0 when refused.
-    __device__ unsigned long long size() const { return valid() ? held_elements(size_ptr_, failed_ptr_) : 0; }
+    __device__ unsigned long long size() const {
+        if (!valid()) return refuse(), 0;
+        return held_elements(size_ptr_, failed_ptr_);
+    }
     // Elements the array can hold (as of the view).
     __host__ __device__ unsigned long long capacity() const { return capacity_; }
     // Element i (i < size(); valid() required).
@@ -111,6 +116,7 @@ protected:
     template <class View>
     __host__ __device__ void bind(const View& v, unsigned expected_version) {
         version_ok_ = v.version == expected_version && v.element_size == sizeof(T);
+        wrong_size_status_ = v.version == expected_version && !version_ok_ ? reinterpret_cast<unsigned*>(v.status) : nullptr;
         data_ = version_ok_ ? reinterpret_cast<T*>(v.data) : nullptr;
         capacity_ = version_ok_ ? v.capacity : 0;
         size_ptr_ = version_ok_ ? reinterpret_cast<unsigned long long*>(v.size) : nullptr;
@@ -124,7 +130,15 @@ private:
     unsigned long long* size_ptr_ = nullptr;    // reservation counter
     unsigned* status_ptr_ = nullptr;
     unsigned long long* failed_ptr_ = nullptr;  // lowest failed start (~0 when none)
+    unsigned* wrong_size_status_ = nullptr;     // the status word of a view bound with the wrong element type
     bool version_ok_ = false;
+
+    // valid() is false: a view of this layout bound with the wrong element type
+    // says so in its status word (one of another version has none we can find).
+    __device__ bool refuse() const {
+        if (wrong_size_status_ != nullptr) report_wrong_element_size(wrong_size_status_);
+        return false;
+    }
 
     // The structure's side of the insertion algorithms (insert.cuh, warp_push.cuh).
     // The lanes calling now that push into this array (others may push into another).
