@@ -486,6 +486,13 @@ GPUDYN_API gpudyn_status_t gpudyn_stream_synchronize(gpudyn_stream_t stream) {
     });
 }
 
+GPUDYN_API gpudyn_status_t gpudyn_device_synchronize(void) {
+    GPUDYN_ABI({
+        require_device();
+        GPUDYN_CUDA(cudaDeviceSynchronize());
+    });
+}
+
 GPUDYN_API gpudyn_status_t gpudyn_stream_wait(gpudyn_stream_t stream, gpudyn_stream_t producer) {
     GPUDYN_ABI({
         if (stream == producer) return;

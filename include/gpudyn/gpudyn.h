@@ -161,6 +161,9 @@ GPUDYN_API gpudyn_status_t gpudyn_memcpy(void* dst, const void* src, uint64_t by
 GPUDYN_API gpudyn_status_t gpudyn_memset(void* dst, int32_t value, uint64_t bytes, gpudyn_stream_t stream);
 /* Waits for all work on `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_stream_synchronize(gpudyn_stream_t stream);
+/* Waits for all work on the current device, every stream's.  For releasing
+ * memory whose stream may no longer exist (a raw handle the user destroyed). */
+GPUDYN_API gpudyn_status_t gpudyn_device_synchronize(void);
 /* Makes later work on `stream` wait until the work queued on `producer` so far
  * has finished, without blocking the host (an event recorded on `producer`,
  * waited on by `stream`).  Either stream may be NULL or the handle values 1

@@ -175,6 +175,12 @@ def _uses_memory(fn):
     return call
 
 
+def _raw_handle(stream) -> bool:
+    """True for a stream given as an integer handle other than the default
+    streams' spellings (0, 1, 2): nothing keeps that stream alive."""
+    return isinstance(stream, (int, np.integer)) and not isinstance(stream, (bool, np.bool_)) and int(stream) > 2
+
+
 class DeviceBuffer:
     """An owned, C-contiguous device array.
 
@@ -187,6 +193,12 @@ class DeviceBuffer:
     ``stream`` so consumers wait for work queued there, and ``__dlpack__(stream=s)``
     makes ``s`` wait for it.  NumPy data moves by explicit copy only
     (:meth:`from_numpy`, :meth:`to_numpy`); ``np.asarray(buf)`` raises TypeError.
+
+    A buffer keeps its stream object alive.  A raw integer handle it cannot
+    keep: the user may destroy that stream first, so a buffer on a raw handle
+    that is garbage-collected (not closed) frees its memory after waiting for
+    the whole device, never touching the handle.  :meth:`close` (or ``with``)
+    frees stream-ordered, while the stream still exists.
     """
 
     def __init__(self, shape, dtype=np.uint8, stream=None):
@@ -247,6 +259,13 @@ class DeviceBuffer:
 
     def __del__(self):
         try:
+            if _raw_handle(self.stream) and self._owner is None and self._ptr != ffi.NULL:
+                # The handle may name a stream destroyed by now (CuPy's Stream.ptr
+                # outliving its Stream): free after the device's work, off that stream.
+                ptr, self._ptr = self._ptr, ffi.NULL  # a failure below leaks it: never the dead stream
+                with on_device(self.device):
+                    check(lib.gpudyn_device_synchronize())
+                    check(lib.gpudyn_device_free(ptr, ffi.NULL))
             self.close()
         except Exception:
             pass

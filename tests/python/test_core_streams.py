@@ -281,6 +281,49 @@ def test_numpy_values_and_mask_survive_a_busy_stream(side_streams):
     gc.collect()
 
 
+# ---- a raw stream handle destroyed before the buffers made on it -----------------
+# CuPy's Stream.ptr (or a driver handle) names a stream that may be destroyed while
+# buffers made on it live on: their garbage collection must not touch the dead handle
+# (it crashed the process in cudaFreeAsync).  A child interpreter: a crash is its exit code.
+_DEAD_STREAM = """
+import ctypes, gc
+import numpy as np
+import gpudyn
+gpudyn.DeviceBuffer(16).close()  # the primary context current for the driver calls
+cu = ctypes.CDLL("libcuda.so.1")
+heap = gpudyn.Heap(initial_bytes=16 << 20)
+for i in range(40):
+    s = ctypes.c_void_p()
+    assert cu.cuStreamCreate(ctypes.byref(s), 1) == 0
+    h = s.value
+    buf = gpudyn.DeviceBuffer(1 << 20, np.uint8, stream=h)
+    buf.fill_bytes(i + 1)
+    sized = gpudyn.Heap(initial_bytes=4 << 20, stream=h)
+    ptrs = sized.malloc(np.full(64, 48, dtype=np.uint64))  # a buffer on the raw handle too
+    fresh = gpudyn.DeviceBuffer(1 << 20, np.uint8, stream=h)  # never written: freed while the stream is busy
+    first = buf.to_numpy()[:4].tolist()
+    sized.close()
+    big = [gpudyn.DeviceBuffer(64 << 20, np.uint8, stream=h) for _ in range(2)]
+    for b in big:
+        b.fill_bytes(0)  # work still queued when the stream goes
+    assert cu.cuStreamDestroy_v2(h) == 0
+    cycle = [buf, ptrs, fresh, big]
+    cycle.append(cycle)  # freed by the collector, as a traceback's frames are
+    del buf, ptrs, fresh, big, cycle
+    gc.collect()
+    assert first == [i + 1] * 4, first
+    heap.malloc(np.full(256, 4096, dtype=np.uint64))  # the device still works: new work on new memory
+print("OK", heap.stats()["allocations"])
+"""
+
+
+def test_buffers_on_a_destroyed_raw_stream_are_collected_safely():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _DEAD_STREAM], capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0 and "OK 10240" in r.stdout, (r.returncode, r.stdout[-2000:], r.stderr[-3000:])
+
+
 # ---- structures belong to their device (issue 13, item 3): two GPUs ----------------
 # Each test runs in a child interpreter: a pointer of the wrong device handed to a kernel
 # is cudaErrorIllegalAddress, which kills the CUDA context for the rest of the process.
