@@ -197,8 +197,9 @@ class DeviceBuffer:
     A buffer keeps its stream object alive.  A raw integer handle it cannot
     keep: the user may destroy that stream first, so a buffer on a raw handle
     that is garbage-collected (not closed) frees its memory after waiting for
-    the whole device, never touching the handle.  :meth:`close` (or ``with``)
-    frees stream-ordered, while the stream still exists.
+    the whole device, never touching the handle; so does any free once the
+    stream object no longer gives its handle (a closed cuda.core Stream).
+    :meth:`close` (or ``with``) frees stream-ordered while the stream exists.
     """
 
     def __init__(self, shape, dtype=np.uint8, stream=None):
@@ -244,14 +245,33 @@ class DeviceBuffer:
     # ---- life time --------------------------------------------------------
     _closed = False  # set by close()
 
+    def _stream_closed(self) -> bool:
+        """True when the stream object no longer names the handle the buffer
+        was made with (a cuda.core Stream that was closed): nothing to free on."""
+        if self.stream is None or isinstance(self.stream, (int, np.integer)):
+            return False
+        try:
+            return stream_value(self.stream) != int(ffi.cast("uintptr_t", self._stream))
+        except Exception:  # noqa: BLE001 -- a closed stream may raise anything when asked
+            return True
+
+    def _free_off_stream(self, ptr) -> None:
+        """Frees `ptr` once all of the device's work is done, on none of the user's streams."""
+        with on_device(self.device):
+            check(lib.gpudyn_device_synchronize())
+            check(lib.gpudyn_device_free(ptr, ffi.NULL))
+
     def close(self) -> None:
         """Frees the memory now (stream-ordered; a view only lets go of it); later
         use raises ValueError.  Two threads closing at once free it once."""
         # dict.setdefault is atomic: every closing thread gets the same lock.
         with self.__dict__.setdefault("_close_lock", threading.Lock()):
             if self._owner is None and self._ptr != ffi.NULL:
-                with on_device(self.device):  # a default stream is the buffer's device's
-                    check(lib.gpudyn_device_free(self._ptr, self._stream))
+                if self._stream_closed():
+                    self._free_off_stream(self._ptr)
+                else:
+                    with on_device(self.device):  # a default stream is the buffer's device's
+                        check(lib.gpudyn_device_free(self._ptr, self._stream))
             self._ptr = ffi.NULL
             self._owner = None
             self.nbytes = 0
@@ -259,13 +279,12 @@ class DeviceBuffer:
 
     def __del__(self):
         try:
-            if _raw_handle(self.stream) and self._owner is None and self._ptr != ffi.NULL:
+            if self._owner is None and self._ptr != ffi.NULL and (_raw_handle(self.stream) or self._stream_closed()):
                 # The handle may name a stream destroyed by now (CuPy's Stream.ptr
-                # outliving its Stream): free after the device's work, off that stream.
+                # outliving its Stream, a closed cuda.core Stream): free after the
+                # device's work, off that stream.
                 ptr, self._ptr = self._ptr, ffi.NULL  # a failure below leaks it: never the dead stream
-                with on_device(self.device):
-                    check(lib.gpudyn_device_synchronize())
-                    check(lib.gpudyn_device_free(ptr, ffi.NULL))
+                self._free_off_stream(ptr)
             self.close()
         except Exception:
             pass
