@@ -1,12 +1,14 @@
 """Argument checks shared by every class: each runs before any device call and
-raises ValueError/TypeError naming the argument and what is accepted (never a
-bare cffi OverflowError, never a silent truncation)."""
+raises InvalidArgumentError (a ValueError) or TypeError naming the argument and
+what is accepted (never a bare cffi OverflowError, never a silent truncation)."""
 from __future__ import annotations
 
 import math
 import numbers
 
 import numpy as np
+
+from .errors import InvalidArgumentError
 
 U32_MAX = (1 << 32) - 1
 U64_MAX = (1 << 64) - 1
@@ -24,7 +26,7 @@ def integer(where: str, name: str, value, lo: int = 0, hi: int = U64_MAX) -> int
         v = int(value)
     elif isinstance(value, (float, np.floating)):
         if not math.isfinite(value) or not float(value).is_integer():
-            raise ValueError(f"gpudyn: {where} argument '{name}' is {value!r}, expected {accepted}")
+            raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is {value!r}, expected {accepted}")
         v = int(value)
     elif hasattr(value, "__index__"):
         v = value.__index__()
@@ -32,7 +34,7 @@ def integer(where: str, name: str, value, lo: int = 0, hi: int = U64_MAX) -> int
         raise TypeError(f"gpudyn: {where} argument '{name}' is a {type(value).__name__} ({value!r}), "
                         f"expected {accepted}")
     if not lo <= v <= hi:
-        raise ValueError(f"gpudyn: {where} argument '{name}' is {v}, expected {accepted}")
+        raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is {v}, expected {accepted}")
     return v
 
 
@@ -51,7 +53,7 @@ def real(where: str, name: str, value, lo: float, hi: float) -> float:
         raise TypeError(f"gpudyn: {where} argument '{name}' is {value!r}, expected a number in [{lo}, {hi}]")
     v = float(value)
     if not (math.isfinite(v) and lo <= v <= hi):
-        raise ValueError(f"gpudyn: {where} argument '{name}' is {value!r}, expected a number in [{lo}, {hi}]")
+        raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is {value!r}, expected a number in [{lo}, {hi}]")
     return v
 
 
@@ -63,11 +65,11 @@ def choice(where: str, name: str, value, names: dict) -> int:
     if isinstance(value, str):
         if value in names:
             return names[value]
-        raise ValueError(f"gpudyn: {where} argument '{name}' is {value!r}, expected one of {accepted}")
+        raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is {value!r}, expected one of {accepted}")
     if isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_)):
         if int(value) in names.values():
             return int(value)
-        raise ValueError(f"gpudyn: {where} argument '{name}' is {value!r}, expected one of {accepted}")
+        raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is {value!r}, expected one of {accepted}")
     raise TypeError(f"gpudyn: {where} argument '{name}' is {value!r}, expected one of {accepted}")
 
 
@@ -83,7 +85,7 @@ def host_integers(where: str, name: str, values, dtype) -> np.ndarray | None:
         try:
             values = np.asarray(values)
         except (OverflowError, ValueError) as exc:
-            raise ValueError(f"gpudyn: {where} argument '{name}': {exc}") from exc
+            raise InvalidArgumentError(f"gpudyn: {where} argument '{name}': {exc}") from exc
         if values.dtype.kind in "fO" and values.size:
             # Python ints beyond int64 (2**64 - 1 next to 16) make NumPy choose float64 or
             # object: checked here as the ints they are, then converted to ``dtype``.
@@ -94,7 +96,7 @@ def host_integers(where: str, name: str, values, dtype) -> np.ndarray | None:
                 hi_ok = np.iinfo(dtype).max
                 lo, hi = min(ints), max(ints)
                 if lo < 0 or hi > hi_ok:
-                    raise ValueError(f"gpudyn: {where} argument '{name}' holds {lo if lo < 0 else hi}, "
+                    raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' holds {lo if lo < 0 else hi}, "
                                      f"expected 0 <= value <= {hi_ok}")
                 return np.array(ints, dtype=dtype)
     if not isinstance(values, np.ndarray):
@@ -108,5 +110,5 @@ def host_integers(where: str, name: str, values, dtype) -> np.ndarray | None:
     lo, hi = int(arr.min()), int(arr.max())
     if lo < 0 or hi > info.max:
         bad = lo if lo < 0 else hi
-        raise ValueError(f"gpudyn: {where} argument '{name}' holds {bad}, expected 0 <= value <= {info.max}")
+        raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' holds {bad}, expected 0 <= value <= {info.max}")
     return np.ascontiguousarray(arr, dtype=dtype)

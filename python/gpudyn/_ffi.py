@@ -193,7 +193,7 @@ def stream_value(stream) -> int:
         raise TypeError(f"gpudyn: cannot use {type(stream).__name__} as a CUDA stream (expected None, an int "
                         "handle, or a stream with __cuda_stream__, .cuda_stream, .ptr or .handle)")
     if not 0 <= value < (1 << 64):
-        raise ValueError(f"gpudyn: stream handle {value} is not a pointer value")
+        raise errors.InvalidArgumentError(f"gpudyn: stream handle {value} is not a pointer value")
     return value
 
 

@@ -8,6 +8,7 @@ import inspect
 import threading
 
 from ._ffi import check, ffi
+from .errors import InvalidArgumentError
 
 # ---- destroys refused in a finalizer, retried --------------------------------------
 # A backing (a Heap under a GGArray, a PageHeap under a WarpHeap) refuses its destroy
@@ -144,7 +145,7 @@ class OwnedHandle:
     def _h(self):
         """The handle; ValueError once closed."""
         if self._handle is None:
-            raise ValueError(f"gpudyn: this {type(self).__name__} is closed")
+            raise InvalidArgumentError(f"gpudyn: this {type(self).__name__} is closed")
         return self._handle
 
     def close(self) -> None:

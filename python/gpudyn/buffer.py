@@ -163,10 +163,10 @@ def _uses_memory(fn):
         entered = owner is not None and hasattr(owner, "_enter") and owner._enter()
         try:
             if self._closed:
-                raise ValueError(f"gpudyn: DeviceBuffer.{fn.__name__}: this DeviceBuffer is closed")
+                raise InvalidArgumentError(f"gpudyn: DeviceBuffer.{fn.__name__}: this DeviceBuffer is closed")
             # A view (DeviceBuffer._wrap): its owner is a structure, or a buffer, that may be closed.
             if owner is not None and (getattr(owner, "_handle", True) is None or getattr(owner, "_closed", False)):
-                raise ValueError(f"gpudyn: DeviceBuffer.{fn.__name__}: this DeviceBuffer is a view of a "
+                raise InvalidArgumentError(f"gpudyn: DeviceBuffer.{fn.__name__}: this DeviceBuffer is a view of a "
                                  f"{type(owner).__name__} that is closed")
             return fn(self, *args, **kwargs)
         finally:
@@ -343,7 +343,7 @@ class DeviceBuffer:
                 info = np.iinfo(dst)
                 if host.size and not (info.min <= int(host.min()) and int(host.max()) <= info.max):
                     bad = int(host.min()) if int(host.min()) < info.min else int(host.max())
-                    raise ValueError(f"gpudyn: DeviceBuffer.copy_from_host: the host array holds {bad}, which "
+                    raise InvalidArgumentError(f"gpudyn: DeviceBuffer.copy_from_host: the host array holds {bad}, which "
                                      f"{dst} (the buffer's dtype) cannot hold: expected {info.min} <= value <= "
                                      f"{info.max}")
             elif not np.can_cast(src, dst, "same_kind"):
@@ -352,7 +352,7 @@ class DeviceBuffer:
                                 f"convert it explicitly (array.astype({dst.name!r}))")
         host = np.ascontiguousarray(host, dtype=dst)
         if host.nbytes != self.nbytes:
-            raise ValueError(f"gpudyn: host array has {host.nbytes} bytes, buffer has {self.nbytes}")
+            raise InvalidArgumentError(f"gpudyn: host array has {host.nbytes} bytes, buffer has {self.nbytes}")
         if self.nbytes:
             with on_device(self.device):  # the default stream is the buffer's device's
                 check(lib.gpudyn_memcpy(self._ptr, ffi.from_buffer(host), self.nbytes,
@@ -508,7 +508,7 @@ def as_device_array(obj, stream=None, dtype=None, where="", name="values", devic
             expected.append(acc)
             acc *= s
         if tuple(reversed(expected)) != tuple(strides):
-            raise ValueError(f"gpudyn: {where} argument '{name}' must be C-contiguous")
+            raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' must be C-contiguous")
     if dtype is not None and np.dtype(dtype) != dt:
         raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {dt}, expected {np.dtype(dtype)}")
     ptr = int(cai["data"][0])

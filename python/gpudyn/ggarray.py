@@ -85,7 +85,7 @@ def _exact(where: str, value, dt: np.dtype) -> np.ndarray:
         lo, hi = (0, 1) if dt.kind == "b" else (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
         if lo <= value <= hi:
             return np.array([value], dtype=dt)
-        raise ValueError(f"gpudyn: {where} argument 'value' is {value}, which {dt} (the array's dtype) cannot "
+        raise InvalidArgumentError(f"gpudyn: {where} argument 'value' is {value}, which {dt} (the array's dtype) cannot "
                          f"hold: expected {lo} <= value <= {hi}")
     v = np.asarray(value).reshape(-1)
     if v.dtype == dt:
@@ -111,7 +111,7 @@ def _exact(where: str, value, dt: np.dtype) -> np.ndarray:
     if why is None and dt.kind == "f" and np.any(np.isfinite(v) & ~np.isfinite(out)):
         why = f"it overflows {dt}"
     if why is not None:
-        raise ValueError(f"gpudyn: {where} argument 'value' is {value!r}, which {dt} (the array's dtype) cannot "
+        raise InvalidArgumentError(f"gpudyn: {where} argument 'value' is {value!r}, which {dt} (the array's dtype) cannot "
                          f"hold exactly: {why}")
     return out
 
@@ -200,7 +200,7 @@ class _Array(OwnedHandle):
         if isinstance(mask, np.ndarray):
             _mask_dtype(where, mask.dtype)
             if isinstance(values, np.ndarray) and mask.size != values.size:
-                raise ValueError(f"gpudyn: {where} argument 'mask' has {mask.size} entries, values has {values.size}")
+                raise InvalidArgumentError(f"gpudyn: {where} argument 'mask' has {mask.size} entries, values has {values.size}")
         with on_device(self.device):  # NumPy temporaries on the array's device; device arrays must be there
             ptr, n, dt, keep = as_device_array(values, self.stream, where=where, name="values", device=self.device)
             if dt != self.dtype:
@@ -210,7 +210,7 @@ class _Array(OwnedHandle):
                 mp, mn, mdt, keep_m = as_device_array(mask, self.stream, where=where, name="mask", device=self.device)
                 _mask_dtype(where, mdt)
                 if mn != n:
-                    raise ValueError(f"gpudyn: {where} argument 'mask' has {mn} entries, values has {n}")
+                    raise InvalidArgumentError(f"gpudyn: {where} argument 'mask' has {mn} entries, values has {n}")
                 mptr = ffi.cast("const uint8_t*", mp)
             check(self._call("push_back")(self._handle, ffi.cast("const void*", ptr), n, mptr, algo, self._stream))
             del keep, keep_m  # NumPy temporaries: freed on our stream, after the kernel
@@ -285,7 +285,7 @@ class GGArray(_Array):
         num_lfvectors = _args.integer(w, "num_lfvectors", num_lfvectors, 1, _args.U32_MAX)
         first_bucket = _args.integer(w, "first_bucket", first_bucket, 32, 1 << 30)
         if first_bucket & (first_bucket - 1):
-            raise ValueError(f"gpudyn: {w} argument 'first_bucket' is {first_bucket}, expected a power of two "
+            raise InvalidArgumentError(f"gpudyn: {w} argument 'first_bucket' is {first_bucket}, expected a power of two "
                              "in [32, 2^30]")
         pool_bytes = _args.U64_MAX if pool_bytes is None else _args.integer(w, "pool_bytes", pool_bytes,
                                                                              0, _args.U64_MAX - 1)
@@ -297,7 +297,7 @@ class GGArray(_Array):
             if not isinstance(heap, Heap):
                 raise TypeError(f"gpudyn: {w} argument 'heap' is a {type(heap).__name__}, expected a gpudyn.Heap")
             if budget or max_budget:
-                raise ValueError(f"gpudyn: {w} arguments 'budget' and 'max_budget' must be None with 'heap' "
+                raise InvalidArgumentError(f"gpudyn: {w} arguments 'budget' and 'max_budget' must be None with 'heap' "
                                  "(the heap's mapped memory is the budget)")
         self._stream = stream_handle(stream)
         o = ffi.new("gpudyn_ggarray_options_t*")
@@ -334,7 +334,7 @@ class GGArray(_Array):
         value = _args.integer("GGArray.budget", "budget", value, 1)
         now, mx = self._budget()
         if value < now:
-            raise ValueError(f"gpudyn: GGArray.budget is {now} bytes and can only be raised, not set to {value}")
+            raise InvalidArgumentError(f"gpudyn: GGArray.budget is {now} bytes and can only be raised, not set to {value}")
         check(self._fn("set_budget")(self._handle, value, self._stream))
 
     @property

@@ -25,6 +25,8 @@ import os
 import shutil
 import sys
 
+from .errors import InvalidArgumentError
+
 #: The C++ standard the device headers are written against (same as the meson build).
 CXX_STANDARD = "c++17"
 
@@ -122,7 +124,7 @@ def nvrtc_options(arch: str | int | None = None, *, std: str = CXX_STANDARD) -> 
     from . import get_include
 
     if std not in _STANDARDS:
-        raise ValueError(f"gpudyn: std={std!r}: gpudyn's device headers need one of {', '.join(_STANDARDS)}")
+        raise InvalidArgumentError(f"gpudyn: std={std!r}: gpudyn's device headers need one of {', '.join(_STANDARDS)}")
     opts = [f"--std={std}", "-default-device", "-I" + get_include()]
     seen = set()
     for d in cccl_include_dirs() + cuda_include_dirs():
@@ -149,7 +151,7 @@ def _arch_number(arch) -> str:
             break
     digits = text.rstrip("af")
     if not digits.isdigit() or len(text) - len(digits) > 1 or int(digits) < 75:
-        raise ValueError(f"gpudyn: arch={arch!r} is not a CUDA architecture gpudyn supports "
+        raise InvalidArgumentError(f"gpudyn: arch={arch!r} is not a CUDA architecture gpudyn supports "
                          "(75 or newer, e.g. 90, '90', 'sm_90', 'compute_90a')")
     return text
 

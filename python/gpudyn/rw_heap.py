@@ -143,7 +143,7 @@ class PageHeap(OwnedHandle):
         if host is not None:
             bad = host[(host >= self.page_count) & (host != INVALID_PAGE)]
             if bad.size:
-                raise ValueError(f"gpudyn: {w} argument 'pages' holds {int(bad[0])}, not a page id "
+                raise InvalidArgumentError(f"gpudyn: {w} argument 'pages' holds {int(bad[0])}, not a page id "
                                  f"(0 <= id < {self.page_count} or INVALID_PAGE); "
                                  "addresses from malloc() are freed with free()")
             pages = host.astype(np.uint32)
@@ -204,7 +204,7 @@ class PageHeap(OwnedHandle):
             bad = host[(host != 0) & ((host < base) | (host >= end))]
             if bad.size:
                 hint = "; page ids are freed with free_pages()" if int(bad[0]) < self.page_count else ""
-                raise ValueError(f"gpudyn: {w} argument 'pointers' holds {int(bad[0])}, not an address in this "
+                raise InvalidArgumentError(f"gpudyn: {w} argument 'pointers' holds {int(bad[0])}, not an address in this "
                                  f"heap's pool [0x{base:x}, 0x{end:x}){hint}")
             pointers = host
         with on_device(self.device):  # a NumPy temporary on the heap's device

@@ -15,6 +15,7 @@ from . import _args
 from ._ffi import check, ffi, kernel_arg, lib, stream_handle
 from ._handle import OwnedHandle
 from .buffer import DeviceBuffer, as_integer_array, on_device, stream_device
+from .errors import InvalidArgumentError
 
 # The paper's defaults (sec. 5.1 and 3.3), also what gpudyn_warp_heap_options_init sets.
 DEFAULT_SUPERBLOCK_BYTES = 32768
@@ -80,7 +81,7 @@ class WarpHeap(OwnedHandle):
         elif isinstance(backing, str) and backing in BACKINGS and backing != "page_heap":
             backing_value = BACKINGS[backing]
         elif isinstance(backing, str):
-            raise ValueError(f"gpudyn: WarpHeap argument 'backing' is {backing!r}, expected 'arena', "
+            raise InvalidArgumentError(f"gpudyn: WarpHeap argument 'backing' is {backing!r}, expected 'arena', "
                              "'cuda_malloc' or a gpudyn.PageHeap")
         else:
             raise TypeError(f"gpudyn: WarpHeap argument 'backing' is a {type(backing).__name__}, expected "

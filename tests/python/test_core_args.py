@@ -107,6 +107,7 @@ def test_constructor_scalars_are_checked_first(make, name, lo, hi, data):
         make(**{name: bad})
     _bad_error(info, name)
     assert not isinstance(info.value, gpudyn.NoDeviceError)
+    assert isinstance(info.value, (TypeError, gpudyn.InvalidArgumentError))  # no bare ValueError
 
 
 @pytest.mark.parametrize("make,name", [
@@ -122,8 +123,10 @@ def test_constructor_scalars_are_checked_first(make, name, lo, hi, data):
 ])
 def test_options_the_library_refuses_are_refused_under_their_python_names(make, name):
     # The library's message named the C field (options->first_bucket_elements ...).
-    with pytest.raises(ValueError, match=f"argument '{name}' is"):
+    # A ValueError, and a gpudyn error like the library's own refusals.
+    with pytest.raises(gpudyn.InvalidArgumentError, match=f"argument '{name}' is") as info:
         make()
+    assert isinstance(info.value, ValueError) and info.value.status_name == "GPUDYN_ERROR_INVALID_ARGUMENT"
 
 
 def test_issue_examples():
