@@ -71,6 +71,8 @@ int main(void) {
         CHECK_STATUS(gpudyn_device_alloc(&p, 16, NULL), GPUDYN_ERROR_NO_DEVICE);
         CHECK(strstr(gpudyn_last_error_message(), want) != NULL);
         CHECK(p == NULL);
+        CHECK_STATUS(gpudyn_device_synchronize(), GPUDYN_ERROR_NO_DEVICE);
+        CHECK(strstr(gpudyn_last_error_message(), "gpudyn_device_synchronize") != NULL);
     } else {
         info.struct_size = sizeof info;
         CHECK_INVALID(gpudyn_get_device_info(n, &info), "device");
@@ -91,6 +93,7 @@ int main(void) {
         CHECK(dev == cur);
         CHECK_OK(gpudyn_device_free(d, NULL));
         CHECK_OK(gpudyn_stream_synchronize(NULL));
+        CHECK_OK(gpudyn_device_synchronize());
     }
     return TEST_RESULT();
 }
