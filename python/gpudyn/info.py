@@ -5,7 +5,6 @@ import numpy as np
 
 from . import _args
 from ._ffi import check, ffi, lib
-from .errors import InvalidArgumentError
 
 
 def cuda_versions() -> dict:
@@ -31,10 +30,7 @@ def device_info(device: int = 0) -> dict:
     range: InvalidArgumentError)."""
     if isinstance(device, (float, np.floating)):  # an ordinal, not a count: 1.0 is refused too
         raise TypeError(f"gpudyn: device_info argument 'device' is {device!r}, expected an integer device ordinal")
-    try:
-        device = _args.integer("device_info", "device", device, 0, (1 << 31) - 1)
-    except ValueError as exc:
-        raise InvalidArgumentError(str(exc)) from None
+    device = _args.integer("device_info", "device", device, 0, (1 << 31) - 1)
     info = ffi.new("gpudyn_device_info_t*")
     info.struct_size = ffi.sizeof("gpudyn_device_info_t")
     check(lib.gpudyn_get_device_info(device, info))
