@@ -97,7 +97,7 @@ def host_integers(where: str, name: str, values, dtype) -> np.ndarray | None:
                 lo, hi = min(ints), max(ints)
                 if lo < 0 or hi > hi_ok:
                     raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' holds {lo if lo < 0 else hi}, "
-                                     f"expected 0 <= value <= {hi_ok}")
+                                               f"expected 0 <= value <= {hi_ok}")
                 return np.array(ints, dtype=dtype)
     if not isinstance(values, np.ndarray):
         return None

@@ -167,7 +167,7 @@ def _uses_memory(fn):
             # A view (DeviceBuffer._wrap): its owner is a structure, or a buffer, that may be closed.
             if owner is not None and (getattr(owner, "_handle", True) is None or getattr(owner, "_closed", False)):
                 raise InvalidArgumentError(f"gpudyn: DeviceBuffer.{fn.__name__}: this DeviceBuffer is a view of a "
-                                 f"{type(owner).__name__} that is closed")
+                                           f"{type(owner).__name__} that is closed")
             return fn(self, *args, **kwargs)
         finally:
             if entered:
@@ -343,9 +343,9 @@ class DeviceBuffer:
                 info = np.iinfo(dst)
                 if host.size and not (info.min <= int(host.min()) and int(host.max()) <= info.max):
                     bad = int(host.min()) if int(host.min()) < info.min else int(host.max())
-                    raise InvalidArgumentError(f"gpudyn: DeviceBuffer.copy_from_host: the host array holds {bad}, which "
-                                     f"{dst} (the buffer's dtype) cannot hold: expected {info.min} <= value <= "
-                                     f"{info.max}")
+                    raise InvalidArgumentError(f"gpudyn: DeviceBuffer.copy_from_host: the host array holds {bad}, "
+                                               f"which {dst} (the buffer's dtype) cannot hold: expected "
+                                               f"{info.min} <= value <= {info.max}")
             elif not np.can_cast(src, dst, "same_kind"):
                 raise TypeError(f"gpudyn: DeviceBuffer.copy_from_host: the host array has dtype {src}, which does "
                                 f"not convert to {dst} (the buffer's dtype) without changing values; "

@@ -85,8 +85,8 @@ def _exact(where: str, value, dt: np.dtype) -> np.ndarray:
         lo, hi = (0, 1) if dt.kind == "b" else (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
         if lo <= value <= hi:
             return np.array([value], dtype=dt)
-        raise InvalidArgumentError(f"gpudyn: {where} argument 'value' is {value}, which {dt} (the array's dtype) cannot "
-                         f"hold: expected {lo} <= value <= {hi}")
+        raise InvalidArgumentError(f"gpudyn: {where} argument 'value' is {value}, which {dt} (the array's dtype) "
+                                   f"cannot hold: expected {lo} <= value <= {hi}")
     v = np.asarray(value).reshape(-1)
     if v.dtype == dt:
         return v
@@ -111,8 +111,8 @@ def _exact(where: str, value, dt: np.dtype) -> np.ndarray:
     if why is None and dt.kind == "f" and np.any(np.isfinite(v) & ~np.isfinite(out)):
         why = f"it overflows {dt}"
     if why is not None:
-        raise InvalidArgumentError(f"gpudyn: {where} argument 'value' is {value!r}, which {dt} (the array's dtype) cannot "
-                         f"hold exactly: {why}")
+        raise InvalidArgumentError(f"gpudyn: {where} argument 'value' is {value!r}, which {dt} (the array's dtype) "
+                                   f"cannot hold exactly: {why}")
     return out
 
 
@@ -148,7 +148,8 @@ class _Array(OwnedHandle):
     def status(self) -> int:
         """Status bits set by pushes from kernels that failed since creation,
         :meth:`clear_status` or :meth:`clear` (0: none; ``STATUS_ALLOCATION_FAILED``,
-        ``STATUS_CAPACITY_EXCEEDED``, ``STATUS_WRONG_ELEMENT_SIZE``).  Synchronizes the array's stream; does not raise."""
+        ``STATUS_CAPACITY_EXCEEDED``, ``STATUS_WRONG_ELEMENT_SIZE``).  Synchronizes the array's
+        stream; does not raise."""
         out = ffi.new("uint32_t*")
         check(self._fn("get_status")(self._handle, out, self._stream))
         return int(out[0])
@@ -200,7 +201,8 @@ class _Array(OwnedHandle):
         if isinstance(mask, np.ndarray):
             _mask_dtype(where, mask.dtype)
             if isinstance(values, np.ndarray) and mask.size != values.size:
-                raise InvalidArgumentError(f"gpudyn: {where} argument 'mask' has {mask.size} entries, values has {values.size}")
+                raise InvalidArgumentError(f"gpudyn: {where} argument 'mask' has {mask.size} entries, "
+                                           f"values has {values.size}")
         with on_device(self.device):  # NumPy temporaries on the array's device; device arrays must be there
             ptr, n, dt, keep = as_device_array(values, self.stream, where=where, name="values", device=self.device)
             if dt != self.dtype:
@@ -285,8 +287,8 @@ class GGArray(_Array):
         num_lfvectors = _args.integer(w, "num_lfvectors", num_lfvectors, 1, _args.U32_MAX)
         first_bucket = _args.integer(w, "first_bucket", first_bucket, 32, 1 << 30)
         if first_bucket & (first_bucket - 1):
-            raise InvalidArgumentError(f"gpudyn: {w} argument 'first_bucket' is {first_bucket}, expected a power of two "
-                             "in [32, 2^30]")
+            raise InvalidArgumentError(f"gpudyn: {w} argument 'first_bucket' is {first_bucket}, expected a power of "
+                                       "two in [32, 2^30]")
         pool_bytes = _args.U64_MAX if pool_bytes is None else _args.integer(w, "pool_bytes", pool_bytes,
                                                                              0, _args.U64_MAX - 1)
         # None keeps the library's default (0 is its spelling of "default": refused here).
@@ -298,7 +300,7 @@ class GGArray(_Array):
                 raise TypeError(f"gpudyn: {w} argument 'heap' is a {type(heap).__name__}, expected a gpudyn.Heap")
             if budget or max_budget:
                 raise InvalidArgumentError(f"gpudyn: {w} arguments 'budget' and 'max_budget' must be None with 'heap' "
-                                 "(the heap's mapped memory is the budget)")
+                                           "(the heap's mapped memory is the budget)")
         self._stream = stream_handle(stream)
         o = ffi.new("gpudyn_ggarray_options_t*")
         check(lib.gpudyn_ggarray_options_init(o))
@@ -334,7 +336,8 @@ class GGArray(_Array):
         value = _args.integer("GGArray.budget", "budget", value, 1)
         now, mx = self._budget()
         if value < now:
-            raise InvalidArgumentError(f"gpudyn: GGArray.budget is {now} bytes and can only be raised, not set to {value}")
+            raise InvalidArgumentError(f"gpudyn: GGArray.budget is {now} bytes and can only be raised, "
+                                       f"not set to {value}")
         check(self._fn("set_budget")(self._handle, value, self._stream))
 
     @property

@@ -152,7 +152,7 @@ def _arch_number(arch) -> str:
     digits = text.rstrip("af")
     if not digits.isdigit() or len(text) - len(digits) > 1 or int(digits) < 75:
         raise InvalidArgumentError(f"gpudyn: arch={arch!r} is not a CUDA architecture gpudyn supports "
-                         "(75 or newer, e.g. 90, '90', 'sm_90', 'compute_90a')")
+                                   "(75 or newer, e.g. 90, '90', 'sm_90', 'compute_90a')")
     return text
 
 

@@ -144,8 +144,8 @@ class PageHeap(OwnedHandle):
             bad = host[(host >= self.page_count) & (host != INVALID_PAGE)]
             if bad.size:
                 raise InvalidArgumentError(f"gpudyn: {w} argument 'pages' holds {int(bad[0])}, not a page id "
-                                 f"(0 <= id < {self.page_count} or INVALID_PAGE); "
-                                 "addresses from malloc() are freed with free()")
+                                           f"(0 <= id < {self.page_count} or INVALID_PAGE); "
+                                           "addresses from malloc() are freed with free()")
             pages = host.astype(np.uint32)
         with on_device(self.device):  # a NumPy temporary on the heap's device
             ptr, n, dt, keep = as_device_array(pages, self.stream, where=w, name="pages", device=self.device)
@@ -204,8 +204,8 @@ class PageHeap(OwnedHandle):
             bad = host[(host != 0) & ((host < base) | (host >= end))]
             if bad.size:
                 hint = "; page ids are freed with free_pages()" if int(bad[0]) < self.page_count else ""
-                raise InvalidArgumentError(f"gpudyn: {w} argument 'pointers' holds {int(bad[0])}, not an address in this "
-                                 f"heap's pool [0x{base:x}, 0x{end:x}){hint}")
+                raise InvalidArgumentError(f"gpudyn: {w} argument 'pointers' holds {int(bad[0])}, not an address in "
+                                           f"this heap's pool [0x{base:x}, 0x{end:x}){hint}")
             pointers = host
         with on_device(self.device):  # a NumPy temporary on the heap's device
             ptr, n, dt, keep = as_device_array(pointers, self.stream, where=w, name="pointers", device=self.device)

@@ -82,7 +82,7 @@ class WarpHeap(OwnedHandle):
             backing_value = BACKINGS[backing]
         elif isinstance(backing, str):
             raise InvalidArgumentError(f"gpudyn: WarpHeap argument 'backing' is {backing!r}, expected 'arena', "
-                             "'cuda_malloc' or a gpudyn.PageHeap")
+                                       "'cuda_malloc' or a gpudyn.PageHeap")
         else:
             raise TypeError(f"gpudyn: WarpHeap argument 'backing' is a {type(backing).__name__}, expected "
                             "'arena', 'cuda_malloc' or a gpudyn.PageHeap")
