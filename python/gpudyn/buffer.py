@@ -264,10 +264,16 @@ class DeviceBuffer:
     def close(self) -> None:
         """Frees the memory now (stream-ordered; a view only lets go of it); later
         use raises ValueError.  Two threads closing at once free it once."""
+        self._release(finalizing=False)
+
+    def _release(self, finalizing: bool) -> None:
         # dict.setdefault is atomic: every closing thread gets the same lock.
         with self.__dict__.setdefault("_close_lock", threading.Lock()):
             if self._owner is None and self._ptr != ffi.NULL:
-                if self._stream_closed():
+                # Off the stream when it may be gone: a closed stream object, or (collected,
+                # so nobody vouches for it) a raw handle, e.g. CuPy's Stream.ptr outliving
+                # its Stream.  A failure there raises before the pointer is dropped.
+                if self._stream_closed() or (finalizing and _raw_handle(self.stream)):
                     self._free_off_stream(self._ptr)
                 else:
                     with on_device(self.device):  # a default stream is the buffer's device's
@@ -279,13 +285,7 @@ class DeviceBuffer:
 
     def __del__(self):
         try:
-            if self._owner is None and self._ptr != ffi.NULL and (_raw_handle(self.stream) or self._stream_closed()):
-                # The handle may name a stream destroyed by now (CuPy's Stream.ptr
-                # outliving its Stream, a closed cuda.core Stream): free after the
-                # device's work, off that stream.
-                ptr, self._ptr = self._ptr, ffi.NULL  # a failure below leaks it: never the dead stream
-                self._free_off_stream(ptr)
-            self.close()
+            self._release(finalizing=True)
         except Exception:
             pass
 
