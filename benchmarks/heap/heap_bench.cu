@@ -57,6 +57,9 @@
 //    appears; usable fraction = live requested bytes / bytes_mapped then.
 //  - largest single allocation on the (empty) timing heap: binary search, then
 //    the block is written and read back whole.
+// Floors (rows "floor", no allocator): each N and calling pattern timed as above
+// with no request ("empty": the launch and the loop) and with one uncontended
+// atomicAdd per call ("bump"): below what any allocator in global memory takes.
 //
 // Argument parsing, timing and JSON are written here compactly (the rw_heap and
 // warp_heap benchmarks each have their own; nothing is shared yet).
@@ -222,6 +225,27 @@ __global__ void __launch_bounds__(kBlock) alloc_free_kernel(gpudyn_heap_view_t v
     count(counters, c_nulls, null);
     count(counters, c_readback, wrong);
     count(counters, c_bad_frees, bad_free);
+}
+
+// ---- floors -------------------------------------------------------------------------
+// What no device allocator can go below with these launches and calling patterns
+// (rows "floor"; the driver sets them beside the targets).  "empty" makes no
+// request: the launch, and the divergent loop with its __syncwarp, alone.
+// "bump" makes the cheapest request an allocator keeping its state in global
+// memory can make: one atomicAdd on a word of the caller's warp (no contention
+// between warps, no bounds, no reuse), in a kernel of few registers (full
+// occupancy).  A divergent call cannot share that round trip with its lanes.
+template <bool Divergent, bool Bump>
+__global__ void __launch_bounds__(kBlock) floor_kernel(unsigned long long* words, unsigned n, unsigned lanes,
+                                                       void** out) {
+    const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned mask = __ballot_sync(0xffffffffu, tid < n);
+    if (tid >= n) return;
+    unsigned long long p = tid;
+    call<Divergent>(mask, lanes, [&] {
+        if constexpr (Bump) p = atomicAdd(words + tid / kWarp, 16ull);
+    });
+    out[tid] = reinterpret_cast<void*>(p);
 }
 
 // ---- verification kernels ---------------------------------------------------------
@@ -780,7 +804,7 @@ int main(int argc, char** argv) {
     const unsigned long long exhaust_bytes = quick ? kExhaustBytesQuick : kExhaustBytes;
 
     const size_t cuda_points = ns.size() * ss.size() * 2;
-    const size_t total = ns.size() * ss.size() * 2 + 2 * ss.size() + 1 + cuda_points;
+    const size_t total = ns.size() * ss.size() * 2 + 2 * ss.size() + 2 + cuda_points;
     size_t done = 0;
     auto progress = [&](const std::string& label) {  // the point about to start
         fprintf(stderr, "progress %zu %zu %s\n", ++done, total, label.c_str());
@@ -955,6 +979,32 @@ int main(int argc, char** argv) {
             rows.push_back(fmt("{\"kind\":\"largest\",\"bytes\":%llu,\"heap_bytes_mapped\":%llu,", largest,
                                (unsigned long long)t0.bytes_mapped) +
                            k.json() + "}");
+        }
+
+        // ---- floors (no heap: see floor_kernel) ----------------------------------------
+        {
+            progress("floors");
+            unsigned long long* words = nullptr;
+            CUDA(cudaMalloc(&words, (ns.back() / kWarp + 1) * sizeof(unsigned long long)));
+            for (unsigned n : ns)
+                for (int div = 0; div < 2; ++div)
+                    for (int bump = 0; bump < 2; ++bump) {
+                        auto launch = [&] {
+                            const unsigned g = blocks(n);
+                            if (div && bump) floor_kernel<true, true><<<g, kBlock>>>(words, n, kWarp, b.ptrs);
+                            if (div && !bump) floor_kernel<true, false><<<g, kBlock>>>(words, n, kWarp, b.ptrs);
+                            if (!div && bump) floor_kernel<false, true><<<g, kBlock>>>(words, n, kWarp, b.ptrs);
+                            if (!div && !bump) floor_kernel<false, false><<<g, kBlock>>>(words, n, kWarp, b.ptrs);
+                        };
+                        b.time_ms(launch);  // warm-up
+                        std::vector<float> t;
+                        for (int r = 0; r < reps; ++r) t.push_back(b.time_ms(launch));
+                        rows.push_back(fmt("{\"kind\":\"floor\",\"allocator\":\"floor\",\"op\":\"%s\","
+                                           "\"mode\":\"%s\",\"n\":%u,\"alloc_ms\":%.6f,\"alloc_samples\":%s}",
+                                           bump ? "bump" : "empty", div ? "divergent" : "converged", n, median(t),
+                                           json_list(t).c_str()));
+                    }
+            CUDA(cudaFree(words));
         }
 
         GD(gpudyn_heap_destroy(timing));

@@ -530,3 +530,51 @@ def as_integer_array(obj, stream, dtype, where: str, name: str, device=None):
     host = _args.host_integers(where, name, obj, dtype)
     return as_device_array(obj if host is None else host, stream, dtype=dtype, where=where, name=name,
                            device=device)
+
+
+class device_inputs:
+    """The inputs of one call, as device arrays read by the work it queues on
+    ``stream``: ``with device_inputs(stream, device) as inputs:``, then
+    :meth:`array` / :meth:`integers` give ``(ptr, n, dtype)``.  NumPy (and list)
+    inputs are copied to temporary DeviceBuffers, closed when the block ends:
+    freed on ``stream`` after the work queued there, while the call is still
+    running and so the stream (a raw handle too) certainly exists; left to the
+    garbage collector, a temporary on a raw handle would have to wait for the
+    whole device (see DeviceBuffer).  Enter it with the structure's device
+    current (:class:`on_device`)."""
+
+    def __init__(self, stream, device):
+        self.stream, self.device = stream, device
+        self._keep = []  # device inputs (and DLPack views): alive until the block ends
+        self._temps = []
+
+    def __enter__(self) -> "device_inputs":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        temps, self._temps, self._keep = self._temps, [], []
+        failure = None
+        for t in temps:
+            try:
+                t.close()
+            except Exception as e:  # noqa: BLE001 -- close the others first
+                failure = failure or e
+        if failure is not None and exc_type is None:  # never hide the block's own exception
+            raise failure
+
+    def _track(self, obj, result):
+        ptr, n, dt, keep = result
+        if keep is not obj and isinstance(keep, DeviceBuffer):
+            self._temps.append(keep)
+        else:
+            self._keep.append(keep)
+        return ptr, n, dt
+
+    def array(self, obj, dtype=None, where="", name="values"):
+        """:func:`as_device_array` of ``obj``: (ptr, n, dtype)."""
+        return self._track(obj, as_device_array(obj, self.stream, dtype=dtype, where=where, name=name,
+                                                device=self.device))
+
+    def integers(self, obj, dtype, where: str, name: str):
+        """:func:`as_integer_array` of ``obj``: (ptr, n, dtype)."""
+        return self._track(obj, as_integer_array(obj, self.stream, dtype, where, name, device=self.device))

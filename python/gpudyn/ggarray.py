@@ -34,7 +34,7 @@ import numpy as np
 from . import _args
 from ._ffi import check, ffi, kernel_arg, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, as_device_array, element_dtype, on_device, stream_device
+from .buffer import DeviceBuffer, device_inputs, element_dtype, on_device, stream_device
 from .errors import GpudynError, InvalidArgumentError, OutOfMemoryError
 
 ALGORITHMS = {"atomic": 0, "warp_scan": 1, "tensor_scan": 2}
@@ -203,19 +203,19 @@ class _Array(OwnedHandle):
             if isinstance(values, np.ndarray) and mask.size != values.size:
                 raise InvalidArgumentError(f"gpudyn: {where} argument 'mask' has {mask.size} entries, "
                                            f"values has {values.size}")
-        with on_device(self.device):  # NumPy temporaries on the array's device; device arrays must be there
-            ptr, n, dt, keep = as_device_array(values, self.stream, where=where, name="values", device=self.device)
+        # NumPy temporaries on the array's device (device arrays must be there), freed on our stream after the kernel
+        with on_device(self.device), device_inputs(self.stream, self.device) as inputs:
+            ptr, n, dt = inputs.array(values, where=where, name="values")
             if dt != self.dtype:
                 raise TypeError(f"gpudyn: {where} argument 'values' has dtype {dt}, this array holds {self.dtype}")
-            mptr, keep_m = ffi.NULL, None
+            mptr = ffi.NULL
             if mask is not None:
-                mp, mn, mdt, keep_m = as_device_array(mask, self.stream, where=where, name="mask", device=self.device)
+                mp, mn, mdt = inputs.array(mask, where=where, name="mask")
                 _mask_dtype(where, mdt)
                 if mn != n:
                     raise InvalidArgumentError(f"gpudyn: {where} argument 'mask' has {mn} entries, values has {n}")
                 mptr = ffi.cast("const uint8_t*", mp)
             check(self._call("push_back")(self._handle, ffi.cast("const void*", ptr), n, mptr, algo, self._stream))
-            del keep, keep_m  # NumPy temporaries: freed on our stream, after the kernel
 
     def __len__(self) -> int:
         out = ffi.new("uint64_t*")

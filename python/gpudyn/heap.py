@@ -16,7 +16,7 @@ import numpy as np
 from ._ffi import check, ffi, kernel_arg, lib, stream_handle
 from ._handle import OwnedHandle
 from . import _args
-from .buffer import DeviceBuffer, as_device_array, as_integer_array, on_device, stream_device
+from .buffer import DeviceBuffer, device_inputs, on_device, stream_device
 
 _STAT_FIELDS = ("bytes_mapped", "bytes_max", "bytes_held", "bytes_allocated", "allocations", "failed_allocations",
                 "bad_frees", "largest_free_bytes")
@@ -74,14 +74,13 @@ class Heap(OwnedHandle):
         ``bytes_held`` may be higher)."""
         host = _args.host_integers("Heap.malloc", "sizes", sizes, np.uint64)  # checked before any device call
         h = self._h()
-        with on_device(self.device):  # output and temporaries on the heap's device
-            ptr, n, _, keep = as_integer_array(sizes if host is None else host, self.stream, np.uint64,
-                                               "Heap.malloc", "sizes", device=self.device)
+        # output and temporaries on the heap's device
+        with on_device(self.device), device_inputs(self.stream, self.device) as inputs:
+            ptr, n, _ = inputs.integers(sizes if host is None else host, np.uint64, "Heap.malloc", "sizes")
             out = DeviceBuffer(n, np.uint64, stream=self.stream)
             if n:
                 check(lib.gpudyn_heap_malloc(h, ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr), n,
                                              self._stream))
-            del keep
         return out
 
     def free(self, pointers) -> None:
@@ -92,14 +91,12 @@ class Heap(OwnedHandle):
         w = "Heap.free"
         host = _args.host_integers(w, "pointers", pointers, np.uint64)  # checked before any device call
         h = self._h()
-        with on_device(self.device):  # a NumPy temporary on the heap's device
-            ptr, n, dt, keep = as_device_array(pointers if host is None else host, self.stream, where=w,
-                                               name="pointers", device=self.device)
+        with on_device(self.device), device_inputs(self.stream, self.device) as inputs:  # a temporary there
+            ptr, n, dt = inputs.array(pointers if host is None else host, where=w, name="pointers")
             if dt not in (np.dtype(np.uint64), np.dtype(np.int64)):
                 raise TypeError(f"gpudyn: {w} argument 'pointers' has dtype {dt}, expected uint64 addresses")
             if n:
                 check(lib.gpudyn_heap_free(h, ffi.cast("const uint64_t*", ptr), n, self._stream))
-            del keep
 
     # ---- memory -------------------------------------------------------------------
     def grow(self, nbytes: int) -> None:

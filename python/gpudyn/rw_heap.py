@@ -16,7 +16,7 @@ import numpy as np
 from . import _args
 from ._ffi import check, ffi, kernel_arg, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, as_device_array, as_integer_array, on_device, stream_device
+from .buffer import DeviceBuffer, device_inputs, on_device, stream_device
 from .errors import InvalidArgumentError
 
 #: GETPAGE algorithms by name (values of gpudyn_rw_heap_algorithm_t).
@@ -147,14 +147,13 @@ class PageHeap(OwnedHandle):
                                            f"(0 <= id < {self.page_count} or INVALID_PAGE); "
                                            "addresses from malloc() are freed with free()")
             pages = host.astype(np.uint32)
-        with on_device(self.device):  # a NumPy temporary on the heap's device
-            ptr, n, dt, keep = as_device_array(pages, self.stream, where=w, name="pages", device=self.device)
+        with on_device(self.device), device_inputs(self.stream, self.device) as inputs:  # a temporary there
+            ptr, n, dt = inputs.array(pages, where=w, name="pages")
             if dt != np.uint32:
                 raise TypeError(f"gpudyn: {w} argument 'pages' has dtype {dt}, expected uint32 page ids; "
                                 "uint64 addresses from malloc() are freed with free()")
             if n:
                 check(lib.gpudyn_rw_heap_free_pages(h, ffi.cast("const uint32_t*", ptr), n, self._stream))
-            del keep  # a NumPy temporary is freed on our stream, after the kernel
 
     # ---- RW_malloc ----------------------------------------------------------
     @property
@@ -175,9 +174,9 @@ class PageHeap(OwnedHandle):
             seed = _args.integer(w, "seed", seed)
         host = _args.host_integers(w, "sizes", sizes, np.uint64)  # checked before any device call
         h = self._h()
-        with on_device(self.device):  # output and temporaries on the heap's device
-            ptr, n, _, keep = as_integer_array(sizes if host is None else host, self.stream, np.uint64, w, "sizes",
-                                               device=self.device)
+        # output and temporaries on the heap's device
+        with on_device(self.device), device_inputs(self.stream, self.device) as inputs:
+            ptr, n, _ = inputs.integers(sizes if host is None else host, np.uint64, w, "sizes")
             out = DeviceBuffer(n, np.uint64, stream=self.stream)
             if n:
                 sz, ptrs = ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr)
@@ -185,7 +184,6 @@ class PageHeap(OwnedHandle):
                     check(lib.gpudyn_rw_heap_malloc(h, sz, ptrs, n, self._stream))
                 else:
                     check(lib.gpudyn_exp_rw_heap_malloc(h, sz, ptrs, n, seed, self._stream))
-            del keep
         return out
 
     def free(self, pointers) -> None:
@@ -207,14 +205,13 @@ class PageHeap(OwnedHandle):
                 raise InvalidArgumentError(f"gpudyn: {w} argument 'pointers' holds {int(bad[0])}, not an address in "
                                            f"this heap's pool [0x{base:x}, 0x{end:x}){hint}")
             pointers = host
-        with on_device(self.device):  # a NumPy temporary on the heap's device
-            ptr, n, dt, keep = as_device_array(pointers, self.stream, where=w, name="pointers", device=self.device)
+        with on_device(self.device), device_inputs(self.stream, self.device) as inputs:  # a temporary there
+            ptr, n, dt = inputs.array(pointers, where=w, name="pointers")
             if dt not in (np.dtype(np.uint64), np.dtype(np.int64)):
                 hint = "; uint32 page ids are freed with free_pages()" if dt == np.uint32 else ""
                 raise TypeError(f"gpudyn: {w} argument 'pointers' has dtype {dt}, expected uint64 addresses{hint}")
             if n:
                 check(lib.gpudyn_rw_heap_free(h, ffi.cast("const uint64_t*", ptr), n, self._stream))
-            del keep
 
     # ---- state --------------------------------------------------------------
     def occupy(self, fraction: float, seed: int = 0) -> None:

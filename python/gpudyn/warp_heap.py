@@ -14,7 +14,7 @@ import numpy as np
 from . import _args
 from ._ffi import check, ffi, kernel_arg, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, as_integer_array, on_device, stream_device
+from .buffer import DeviceBuffer, device_inputs, on_device, stream_device
 from .errors import InvalidArgumentError
 
 # The paper's defaults (sec. 5.1 and 3.3), also what gpudyn_warp_heap_options_init sets.
@@ -127,14 +127,13 @@ class WarpHeap(OwnedHandle):
         w = "WarpHeap.alloc"
         host = _args.host_integers(w, "sizes", sizes, np.uint64)  # checked before any device call
         h = self._h()
-        with on_device(self.device):  # output and temporaries on the heap's device
-            ptr, n, _, keep = as_integer_array(sizes if host is None else host, self.stream, np.uint64, w, "sizes",
-                                               device=self.device)
+        # output and temporaries on the heap's device
+        with on_device(self.device), device_inputs(self.stream, self.device) as inputs:
+            ptr, n, _ = inputs.integers(sizes if host is None else host, np.uint64, w, "sizes")
             out = DeviceBuffer(n, np.uint64, stream=self.stream)
             if n:
                 check(lib.gpudyn_warp_heap_alloc_batch(h, ffi.cast("const uint64_t*", ptr), n,
                                                        ffi.cast("void**", out.ptr), self._stream))
-            del keep  # a NumPy temporary is freed on our stream, after the kernel
         return out
 
     def release(self) -> None:
@@ -208,9 +207,7 @@ class WarpHeap(OwnedHandle):
         """`call` (free_kept or tidy_up_kept) on a device array of header pointers."""
         host = _args.host_integers(where, "headers", headers, np.uint64)  # checked before any device call
         h = self._h()
-        with on_device(self.device):  # a NumPy temporary on the heap's device
-            ptr, n, _, keep = as_integer_array(headers if host is None else host, self.stream, np.uint64, where,
-                                               "headers", device=self.device)
+        with on_device(self.device), device_inputs(self.stream, self.device) as inputs:  # a temporary there
+            ptr, n, _ = inputs.integers(headers if host is None else host, np.uint64, where, "headers")
             if n:
                 check(call(h, ffi.cast("void* const*", ptr), n, self._stream))
-            del keep  # a NumPy temporary is freed on our stream, after the kernel

@@ -228,6 +228,14 @@ def _reuse_freed_memory(nbytes, byte):
     return junk
 
 
+def _still_running(stream) -> bool:
+    """True while work queued on `stream` has not finished (cuStreamQuery: CUDA_ERROR_NOT_READY).
+    Asked right after a call with NumPy input on a raw handle: its temporary is freed
+    stream-ordered, so the call returns while the ~20 ms of work queued before it runs
+    (a temporary left to the garbage collector would wait for the whole device)."""
+    return ctypes.CDLL("libcuda.so.1").cuStreamQuery(ctypes.c_void_p(stream)) == 600
+
+
 def test_numpy_page_ids_survive_a_busy_stream(side_streams):
     side = side_streams()
     with gpudyn.PageHeap(page_count=4096, stream=side) as heap:
@@ -235,6 +243,7 @@ def test_numpy_page_ids_survive_a_busy_stream(side_streams):
         assert heap.free_page_count == 0
         busy = _keep_busy(side)
         heap.free_pages(pages)
+        assert _still_running(side), "the call waited for the device"
         junk = _reuse_freed_memory(pages.nbytes, 0xFF)  # 0xFFFFFFFF = INVALID_PAGE, skipped
         assert heap.free_page_count == 4096
         assert heap.info()["bad_frees"] == 0
@@ -249,9 +258,41 @@ def test_numpy_pointers_survive_a_busy_stream(side_streams):
         assert used >= 1000
         busy = _keep_busy(side)
         heap.free(ptrs)
+        assert _still_running(side), "the call waited for the device"
         junk = _reuse_freed_memory(ptrs.nbytes, 0)  # 0 entries are skipped
         assert heap.free_page_count == heap.page_count
         del busy, junk
+
+
+def test_numpy_pointers_to_the_device_heap_survive_a_busy_stream(side_streams):
+    side = side_streams()
+    with gpudyn.Heap(initial_bytes=64 << 20, stream=side) as heap:
+        ptrs = heap.malloc(np.full(1000, 100, dtype=np.uint64)).to_numpy()
+        assert heap.stats()["allocations"] == 1000
+        busy = _keep_busy(side)
+        heap.free(ptrs)
+        assert _still_running(side), "the call waited for the device"
+        junk = _reuse_freed_memory(ptrs.nbytes, 0)  # 0 entries are skipped
+        st = heap.stats()
+        assert st["allocations"] == 0 and st["bad_frees"] == 0
+        del busy, junk
+
+
+def test_call_inputs_close_their_temporaries_and_only_those(side_streams):
+    from gpudyn.buffer import current_device, device_inputs
+    side = side_streams()
+    user = gpudyn.DeviceBuffer.from_numpy(np.arange(4, dtype=np.uint32), stream=side)
+    with pytest.raises(RuntimeError, match="the call failed"):
+        with device_inputs(side, current_device()) as inputs:
+            ptr, n, dt = inputs.array(np.arange(8, dtype=np.uint32))
+            assert (n, dt) == (8, np.dtype(np.uint32)) and ptr != 0
+            temps = list(inputs._temps)
+            assert inputs.array(user) == (user.ptr, 4, np.dtype(np.uint32))
+            assert inputs.integers([3, 4], np.uint64, "test", "sizes")[1:] == (2, np.dtype(np.uint64))
+            temps += inputs._temps[1:]
+            raise RuntimeError("the call failed")
+    assert len(temps) == 2 and all(t._closed for t in temps), "a temporary outlived its call"
+    assert not user._closed and list(user.to_numpy()) == [0, 1, 2, 3], "the caller's buffer was closed"
 
 
 def test_numpy_sizes_survive_a_busy_stream(side_streams):
@@ -260,6 +301,7 @@ def test_numpy_sizes_survive_a_busy_stream(side_streams):
     with gpudyn.WarpHeap(stream=side) as heap:
         busy = _keep_busy(side)
         ptrs = heap.alloc(sizes)
+        assert _still_running(side), "the call waited for the device"
         junk = _reuse_freed_memory(sizes.nbytes, 0)  # size 0 gives a null pointer
         ptrs = ptrs.to_numpy()
         assert (ptrs != 0).all()

@@ -99,6 +99,10 @@ def test_bench_driver_targets(tmp_path):
     rows.append({"kind": "exhaustion", "s": "mixed", "usable_fraction": 0.85, "heap_bytes_mapped": 1 << 30,
                  "overlaps": 2})
     rows.append({"kind": "largest", "bytes": 3 << 30, "heap_bytes_mapped": 16 << 30})
+    for nn in (n, m):  # floors: no allocator, no verification fields
+        for op, conv_ms, div_ms in (("empty", 0.002, 0.01), ("bump", 0.003, 0.03 if nn == n else 0.012)):
+            rows += [{"kind": "floor", "allocator": "floor", "op": op, "mode": mode, "n": nn, "alloc_ms": v}
+                     for mode, v in (("converged", conv_ms), ("divergent", div_ms))]
 
     ctx = Context("heap", str(tmp_path), True, {"name": "test"})
     ctx.run_program = lambda program, args=None: {"rows": rows}
@@ -109,7 +113,11 @@ def test_bench_driver_targets(tmp_path):
     assert t["heap malloc 1M x 16 B converged (ms)"]["met"] is True           # 0.04 <= 0.05
     assert t["heap malloc 1M x 4096 B converged (ms)"]["met"] is False        # 0.1 > 0.08
     assert t["heap malloc 1M x mixed 16-4096 B converged (ms)"]["value"] == pytest.approx(0.2)
-    assert t["heap divergent / converged malloc, 1M x 256 B"]["value"] == pytest.approx(2.0)
+    div = t["heap divergent / converged malloc, 1M x 256 B"]
+    assert div["value"] == pytest.approx(2.0)
+    # one atomic per divergent call at 1M (0.03 ms) over the heap's converged 0.06 ms
+    assert div["floor_divergent_ms"] == pytest.approx(0.03) and div["floor_ratio"] == pytest.approx(0.5)
+    assert "would give 0.5" in result["table"]
     free = t["heap free 1M threads converged, worst S (ms)"]
     assert free["value"] == pytest.approx(0.05) and free["where"] == "16 B" and free["met"] is False
     # worst speedup: 1K x 16 B converged, 2.0 / 0.005 = 400 (the skipped point does not count)
@@ -117,6 +125,9 @@ def test_bench_driver_targets(tmp_path):
     assert speed["value"] == pytest.approx(400) and speed["where"].startswith("1K x 16 B, converged")
     assert speed["where"].endswith("CUDA malloc points: 14 measured, 1 skipped, 1 crashed")
     assert (speed["measured"], speed["skipped"], speed["crashed"]) == (14, 1, 1)
+    # an empty 1K converged kernel (0.002 ms) against CUDA malloc's 2.0 ms there
+    assert speed["floor_empty_kernel_ms"] == pytest.approx(0.002) and speed["floor_speedup"] == pytest.approx(1000)
+    assert result["verification"]["heap"]["nulls"] == 0  # floor rows add nothing to the checks
     points = result["cuda_malloc_points"]
     assert points["crashed_points"] == [{"point": "1M x 256 B, divergent", "error": rows[11]["error"]}]
     assert points["skipped_points"] == [{"point": "1K x mixed 16-4096 B, divergent",
@@ -334,6 +345,8 @@ def test_bench_heap_quick_is_clean(tmp_path):
     rows = result["raw"]["rows"]
     heap_rows = [x for x in rows if x["kind"] == "matrix" and x["allocator"] == "heap"]
     assert heap_rows and all(x["alloc_ms"] > 0 and x["bytes_held"] >= x["bytes_live"] for x in heap_rows)
+    floors = {(x["op"], x["mode"], x["n"]): x["alloc_ms"] for x in rows if x["kind"] == "floor"}
+    assert len(floors) == 4 * len({x["n"] for x in heap_rows}) and all(v > 0 for v in floors.values())
     names = [t["name"] for t in result["targets"]]
     for name in ("heap speedup over CUDA malloc, worst point of the matrix",
                  "heap bytes held / bytes live after churn, worst S", "heap usable fraction at exhaustion, worst S",

@@ -75,6 +75,10 @@ def run(ctx):
         r = point.get((alloc, mode, n, s))
         return r[key] if _cuda_measured(r) and _measured(r.get(key)) else math.nan
 
+    # Floors (no allocator): "empty" kernels of N threads, "bump" ones making one
+    # uncontended atomicAdd per call; what any allocator in global memory needs at least.
+    floor = {(r["op"], r["mode"], r["n"]): r["alloc_ms"] for r in rows if r["kind"] == "floor"}
+
     # ---- targets ----
     for s, goal in MALLOC_MS_GOALS.items():
         if s in ss:
@@ -82,8 +86,13 @@ def run(ctx):
                        "ms", False)
     for s in MALLOC_MS_GOALS:
         if s in ss:
-            ctx.target(f"heap divergent / converged malloc, {_count(N)} x {_size(s)}",
-                       ms("heap", "divergent", N, s) / ms("heap", "converged", N, s), DIVERGENT_RATIO_GOAL, "x", False)
+            conv = ms("heap", "converged", N, s)
+            t = ctx.target(f"heap divergent / converged malloc, {_count(N)} x {_size(s)}",
+                           ms("heap", "divergent", N, s) / conv, DIVERGENT_RATIO_GOAL, "x", False)
+            if ("bump", "divergent", N) in floor:
+                # The ratio an allocator whose divergent call is one uncontended atomic would reach.
+                t["floor_divergent_ms"] = floor[("bump", "divergent", N)]
+                t["floor_ratio"] = floor[("bump", "divergent", N)] / conv
     frees = [(ms("heap", "converged", N, s, "free_ms"), s) for s in ss]
     worst_free = max(frees, key=lambda x: -math.inf if math.isnan(x[0]) else x[0])
     t = ctx.target(f"heap free {_count(N)} threads converged, worst S (ms)", worst_free[0], FREE_MS_GOAL, "ms", False)
@@ -106,6 +115,10 @@ def run(ctx):
         t = ctx.target("heap speedup over CUDA malloc, worst point of the matrix", worst[0], SPEEDUP_GOAL, "x", True)
         t["where"] = f"{_count(worst[1])} x {_size(worst[2])}, {worst[3]}; {counts}"
         t.update({k: cuda_points[k] for k in ("measured", "skipped", "crashed")})
+        empty = floor.get(("empty", worst[3], worst[1]))
+        if empty:  # the speedup of an allocator taking no time at all: CUDA malloc / an empty kernel
+            t["floor_empty_kernel_ms"] = empty
+            t["floor_speedup"] = ms("cuda_malloc", worst[3], worst[1], worst[2]) / empty
     else:
         print(f"[heap] no CUDA malloc point measured: no speedup target ({counts})", flush=True)
 
@@ -159,6 +172,18 @@ def run(ctx):
     for t in ctx.targets:
         if "where" in t:
             lines.append(f"\n{t['name']}: {t['value']:.4g} at {t['where']}")
+        if "floor_ratio" in t:
+            lines.append(f"\n{t['name']}: {t['value']:.3g}; one uncontended atomic per divergent call "
+                         f"({t['floor_divergent_ms']:.4g} ms) would give {t['floor_ratio']:.3g}")
+        if "floor_speedup" in t:
+            lines.append(f"\nan empty kernel there takes {t['floor_empty_kernel_ms']:.4g} ms: "
+                         f"at most {t['floor_speedup']:.4g}x for any device allocator")
+    if floor:
+        lines += ["", "| floors (ms) | " + " | ".join(_count(n) for n in ns) + " |", "|---|" + "---|" * len(ns)]
+        for op in ("empty", "bump"):
+            for mode in ("converged", "divergent"):
+                lines.append(f"| {op} {mode} | " + " | ".join(f"{floor.get((op, mode, n), math.nan):.4g}"
+                                                              for n in ns) + " |")
     for c in cuda_points["crashed_points"]:
         lines.append(f"\nCUDA malloc crashed at {c['point']}: {c['error']}")
     return {"raw": raw, "verification": verification, "cuda_malloc_points": cuda_points, "table": "\n".join(lines)}
