@@ -250,9 +250,10 @@ def test_numpy_inputs_on_a_raw_handle_do_not_wait_for_other_streams(side_streams
                  "PageHeap.free_pages": lambda: pages.free_pages(page_ids),
                  "PageHeap.free": lambda: pages.free(page_ptrs), "WarpHeap.alloc": lambda: warp.alloc([48] * 64),
                  "StaticArray.extend": lambda: arr.extend(x, mask=x % 2 == 0)}
+        kept = []
         for name, call in calls.items():
             busy = _keep_busy(other)
-            call()
+            kept.append(call())  # a result buffer on a raw handle, dropped, would wait for the device
             assert _still_running(other), f"{name} with NumPy input waited for the whole device"
             busy.close()  # stream-ordered on `other`
         _sync_all()
@@ -260,6 +261,9 @@ def test_numpy_inputs_on_a_raw_handle_do_not_wait_for_other_streams(side_streams
         assert pages.free_page_count == pages.page_count and pages.info()["bad_frees"] == 0
         assert np.array_equal(np.sort(arr.to_numpy()), x[x % 2 == 0])
         warp.release()
+        for out in kept:
+            if out is not None:
+                out.close()
 
 
 def test_numpy_page_ids_survive_a_busy_stream(side_streams):
