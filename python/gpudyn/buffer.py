@@ -466,9 +466,10 @@ def as_device_array(obj, stream=None, dtype=None, where="", name="values", devic
       naming both devices; the device is cudaPointerGetAttributes', through
       gpudyn_pointer_get_device); a CAI ``mask`` is refused (NotImplementedError);
     - NumPy arrays are copied to a temporary DeviceBuffer on ``stream``; the
-      keepalive owns it, and dropping it frees it stream-ordered on ``stream``,
-      after the work queued there that reads it.
-    Call it, and drop the keepalive, with the structure's device current
+      keepalive is that buffer, to be closed after the work that reads it is
+      queued (:class:`device_inputs` does it; left to the garbage collector, a
+      buffer on a raw handle waits for the whole device before it is freed).
+    Call it, and close the keepalive, with the structure's device current
     (:class:`on_device`): the temporary is allocated and freed there.
     Non-native byte order: NumPy data is converted, device data refused."""
     where = where or "gpudyn"
