@@ -541,19 +541,24 @@ class device_inputs:
     freed on ``stream`` after the work queued there, while the call is still
     running and so the stream (a raw handle too) certainly exists; left to the
     garbage collector, a temporary on a raw handle would have to wait for the
-    whole device (see DeviceBuffer).  Enter it with the structure's device
-    current (:class:`on_device`)."""
+    whole device (see DeviceBuffer).  :meth:`output` makes the call's result
+    buffer, closed the same way when the block raises.  Enter it with the
+    structure's device current (:class:`on_device`)."""
 
     def __init__(self, stream, device):
         self.stream, self.device = stream, device
         self._keep = []  # device inputs (and DLPack views): alive until the block ends
         self._temps = []
+        self._outputs = []
 
     def __enter__(self) -> "device_inputs":
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         temps, self._temps, self._keep = self._temps, [], []
+        if exc_type is not None:  # the result of a failed call is nobody's
+            temps += self._outputs
+        self._outputs = []
         failure = None
         for t in temps:
             try:
@@ -579,3 +584,9 @@ class device_inputs:
     def integers(self, obj, dtype, where: str, name: str):
         """:func:`as_integer_array` of ``obj``: (ptr, n, dtype)."""
         return self._track(obj, as_integer_array(obj, self.stream, dtype, where, name, device=self.device))
+
+    def output(self, shape, dtype) -> DeviceBuffer:
+        """A DeviceBuffer on the stream for the call's result, closed if the block raises."""
+        buf = DeviceBuffer(shape, dtype, stream=self.stream)
+        self._outputs.append(buf)
+        return buf

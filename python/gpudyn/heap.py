@@ -77,7 +77,7 @@ class Heap(OwnedHandle):
         # output and temporaries on the heap's device
         with on_device(self.device), device_inputs(self.stream, self.device) as inputs:
             ptr, n, _ = inputs.integers(sizes if host is None else host, np.uint64, "Heap.malloc", "sizes")
-            out = DeviceBuffer(n, np.uint64, stream=self.stream)
+            out = inputs.output(n, np.uint64)
             if n:
                 check(lib.gpudyn_heap_malloc(h, ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr), n,
                                              self._stream))

@@ -177,7 +177,7 @@ class PageHeap(OwnedHandle):
         # output and temporaries on the heap's device
         with on_device(self.device), device_inputs(self.stream, self.device) as inputs:
             ptr, n, _ = inputs.integers(sizes if host is None else host, np.uint64, w, "sizes")
-            out = DeviceBuffer(n, np.uint64, stream=self.stream)
+            out = inputs.output(n, np.uint64)
             if n:
                 sz, ptrs = ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr)
                 if seed is None:

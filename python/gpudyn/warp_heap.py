@@ -130,7 +130,7 @@ class WarpHeap(OwnedHandle):
         # output and temporaries on the heap's device
         with on_device(self.device), device_inputs(self.stream, self.device) as inputs:
             ptr, n, _ = inputs.integers(sizes if host is None else host, np.uint64, w, "sizes")
-            out = DeviceBuffer(n, np.uint64, stream=self.stream)
+            out = inputs.output(n, np.uint64)
             if n:
                 check(lib.gpudyn_warp_heap_alloc_batch(h, ffi.cast("const uint64_t*", ptr), n,
                                                        ffi.cast("void**", out.ptr), self._stream))

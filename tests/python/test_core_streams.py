@@ -237,7 +237,8 @@ def test_numpy_inputs_on_a_raw_handle_do_not_wait_for_other_streams(side_streams
     """A call copies NumPy input to a temporary on the structure's stream (waiting for
     that stream) and frees it there, stream-ordered, when it returns; it never waits
     for the whole device (what a temporary left to the garbage collector would do on
-    a raw handle), so ~20 ms of work queued on another stream is still running."""
+    a raw handle), so ~20 ms of work queued on another stream is still running.  The
+    result buffer of a call that fails is closed the same way."""
     side, other = side_streams(), side_streams()
     with gpudyn.Heap(initial_bytes=64 << 20, stream=side) as heap, \
             gpudyn.PageHeap(page_count=4096, stream=side) as pages, \
@@ -246,7 +247,13 @@ def test_numpy_inputs_on_a_raw_handle_do_not_wait_for_other_streams(side_streams
         page_ids = pages.get_pages(64).to_numpy()
         page_ptrs = pages.malloc(np.full(64, 256, dtype=np.uint64)).to_numpy()
         x = np.arange(1000, dtype=np.int32)
-        calls = {"Heap.free": lambda: heap.free(heap_ptrs), "Heap.malloc": lambda: heap.malloc([16] * 8),
+
+        def failed_malloc():  # the result buffer of a failed call is closed, not collected
+            with pytest.raises(gpudyn.OutOfMemoryError):
+                heap.malloc([1 << 30])
+
+        calls = {"Heap.malloc (out of memory)": failed_malloc, "Heap.free": lambda: heap.free(heap_ptrs),
+                 "Heap.malloc": lambda: heap.malloc([16] * 8),
                  "PageHeap.free_pages": lambda: pages.free_pages(page_ids),
                  "PageHeap.free": lambda: pages.free(page_ptrs), "WarpHeap.alloc": lambda: warp.alloc([48] * 64),
                  "StaticArray.extend": lambda: arr.extend(x, mask=x % 2 == 0)}
@@ -257,7 +264,8 @@ def test_numpy_inputs_on_a_raw_handle_do_not_wait_for_other_streams(side_streams
             assert _still_running(other), f"{name} with NumPy input waited for the whole device"
             busy.close()  # stream-ordered on `other`
         _sync_all()
-        assert heap.stats()["allocations"] == 8 and heap.stats()["bad_frees"] == 0
+        st = heap.stats()
+        assert (st["allocations"], st["failed_allocations"], st["bad_frees"]) == (8, 1, 0)
         assert pages.free_page_count == pages.page_count and pages.info()["bad_frees"] == 0
         assert np.array_equal(np.sort(arr.to_numpy()), x[x % 2 == 0])
         warp.release()
@@ -317,9 +325,18 @@ def test_call_inputs_close_their_temporaries_and_only_those(side_streams):
             assert inputs.array(user) == (user.ptr, 4, np.dtype(np.uint32))
             assert inputs.integers([3, 4], np.uint64, "test", "sizes")[1:] == (2, np.dtype(np.uint64))
             temps += inputs._temps[1:]
+            failed_out = inputs.output(4, np.uint64)
             raise RuntimeError("the call failed")
     assert len(temps) == 2 and all(t._closed for t in temps), "a temporary outlived its call"
+    assert failed_out._closed, "the result of a failed call was left to the garbage collector"
     assert not user._closed and list(user.to_numpy()) == [0, 1, 2, 3], "the caller's buffer was closed"
+    with device_inputs(side, current_device()) as inputs:
+        inputs.array(np.arange(8, dtype=np.uint32))
+        temp = inputs._temps[0]
+        out = inputs.output(3, np.uint32)
+        out.copy_from_host(np.array([7, 8, 9], dtype=np.uint32))
+    assert temp._closed and not out._closed and list(out.to_numpy()) == [7, 8, 9]
+    out.close()
 
 
 def test_numpy_sizes_survive_a_busy_stream(side_streams):
