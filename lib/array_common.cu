@@ -65,6 +65,11 @@ void contiguous_init(contiguous_state& a, cudaStream_t stream) {
     a.meta = static_cast<uint64_t*>(p);
     GPUDYN_CUDA(cudaMemsetAsync(a.meta, 0, kMetaWords * sizeof(uint64_t), stream));
     GPUDYN_CUDA(cudaMemsetAsync(a.meta + kMetaFailedAt, 0xff, sizeof(uint64_t), stream));  // kNoFailure
+    preload_kernels(&contiguous_fold_kernel<uint64_t>);
+    dispatch_element(a.element_size, [](auto tag) {
+        using T = typename decltype(tag)::type;
+        preload_push<T, static_array_ref<T>>();
+    });
 }
 
 void contiguous_free_meta(contiguous_state& a, cudaStream_t stream) {

@@ -74,6 +74,15 @@ void launch_push(Ref ref, const void* values, const uint8_t* mask, uint64_t coun
     });
 }
 
+// Loads push_kernel of every algorithm for Ref over arrays of T (see preload_kernels).
+template <class T, class Ref>
+void preload_push() {
+    using S = ggarray_detail::chunk_sources<T>;
+    preload_kernels(&ggarray_detail::push_kernel<insert_algo::atomic, Ref, S>,
+                    &ggarray_detail::push_kernel<insert_algo::warp_scan, Ref, S>,
+                    &ggarray_detail::push_kernel<insert_algo::tensor_scan, Ref, S>);
+}
+
 // Checks common to every push_back entry point.
 inline void require_push_args(const void* values, uint64_t count, gpudyn_insert_algo_t algorithm) {
     if (count > 0 && values == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'values' is NULL");

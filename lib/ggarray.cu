@@ -393,6 +393,12 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
                 if (gpudyn_heap_get_view(o->heap, &h->heap_view) != GPUDYN_SUCCESS)
                     raise(GPUDYN_ERROR_INVALID_ARGUMENT, "options->heap: %s", gpudyn_last_error_message());
             }
+            dispatch_element(h->element_size, [](auto tag) {
+                using T = typename decltype(tag)::type;
+                preload_push<T, ggarray_ref<T>>();
+                preload_kernels(&fold_kernel<T>, &grow_kernel<T>, &capacity_kernel<T>, &flatten_kernel<T>,
+                                &ranges_kernel<unsigned char, gpudyn_ggarray_view_t>, &count_kernel<uint8_t>);
+            });
             GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
         } catch (...) {
             h->pool.release();

@@ -288,6 +288,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
             GPUDYN_CUDA(cudaMemcpyAsync(h->at(v.counters + kHeapCounterCount * sizeof(uint64_t)), &v, sizeof v,
                                         cudaMemcpyHostToDevice, s));
             h->clear(s);
+            using View = decltype(h->view);
+            preload_kernels(&malloc_kernel<View>, &free_kernel<View>, &stats_kernel<View>);
             // Every later call waits for this one through the heap's event.
             GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
         } catch (...) {

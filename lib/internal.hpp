@@ -44,6 +44,19 @@ void check_cuda(cudaError_t err, const char* what);
 // After a kernel launch: launch-configuration errors surface here.
 #define GPUDYN_CHECK_LAUNCH(kernel_name) ::gpudyn::detail::check_cuda(cudaGetLastError(), "launch of " kernel_name)
 
+// Loads the kernels into the current device's context now.  Under CUDA's lazy
+// module loading (the default) a kernel is loaded at its first launch, and the
+// load waits for the work of every stream on the device: a structure loads the
+// kernels of its calls when it is created, so that a later call on one stream
+// does not wait for another stream's work.
+template <class... Kernels>
+void preload_kernels(Kernels*... kernels) {
+    for (const void* k : {reinterpret_cast<const void*>(kernels)...}) {
+        cudaFuncAttributes attributes;
+        check_cuda(cudaFuncGetAttributes(&attributes, k), "cudaFuncGetAttributes (kernel preload)");
+    }
+}
+
 // Records the failure of `function`: never an empty message, never SUCCESS
 // (a failure that carried neither gets a generic message naming both).
 gpudyn_status_t fail(const char* function, gpudyn_status_t status, const std::string& message) noexcept;

@@ -246,6 +246,12 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
             v.word_count = uint32_t(words);
             v.max_random_steps = o.max_random_steps;
             clear_heap(h, s);
+            using View = gpudyn_rw_heap_view_t;
+            preload_kernels(&occupy_kernel<View>, &count_free_kernel<View>, &free_pages_kernel<View>,
+                            &malloc_kernel<View>, &free_kernel<View>, &get_pages_kernel<rw_algorithm::rw, false, View>,
+                            &get_pages_kernel<rw_algorithm::rw_bm, false, View>,
+                            &get_pages_kernel<rw_algorithm::corw, false, View>,
+                            &get_pages_kernel<rw_algorithm::crw, false, View>);
             GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
         } catch (...) {
             try { release_all(h, s); } catch (...) {}

@@ -240,6 +240,10 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
                 GPUDYN_CUDA(cudaStreamSynchronize(s));  // `pv` is a host temporary
                 h->view.page_heap = h->page_heap_view;
             }
+            using View = decltype(h->view);
+            preload_kernels(&gpudyn::warp_heap_detail::alloc_batch_kernel<View>,
+                            &gpudyn::warp_heap_detail::kept_headers_kernel<false, View>,
+                            &gpudyn::warp_heap_detail::kept_headers_kernel<true, View>);
             GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
         } catch (...) {
             if (h->stats) cudaFreeAsync(h->stats, s);

@@ -436,6 +436,61 @@ def test_buffers_on_a_destroyed_stream_are_freed_safely():
     assert r.returncode == 0 and "OK 0 0" in r.stdout, (r.returncode, r.stdout[-2000:], r.stderr[-3000:])
 
 
+# ---- first calls: the kernels were loaded when the structure was created -------------
+# Under CUDA's lazy loading a kernel is loaded at its first launch, and loading waits for
+# every stream's work; structures load theirs at creation.  A child interpreter: in this
+# one earlier tests have loaded every kernel already.
+_FIRST_CALLS = """
+import ctypes
+import numpy as np
+import gpudyn
+cu = ctypes.CDLL("libcuda.so.1")
+gpudyn.DeviceBuffer(16).close()
+def stream():
+    s = ctypes.c_void_p()
+    assert cu.cuStreamCreate(ctypes.byref(s), 1) == 0
+    return s.value
+side, other = stream(), stream()
+heap = gpudyn.Heap(initial_bytes=64 << 20, stream=side)
+pages = gpudyn.PageHeap(page_count=4096, stream=side)
+warp = gpudyn.WarpHeap(stream=side)
+grow = gpudyn.GGArray(np.int32, stream=side)
+fixed = gpudyn.StaticArray(4096, np.int32, stream=side)
+x = np.arange(1000, dtype=np.int32)
+def oom():
+    try:
+        heap.malloc([1 << 30])
+    except gpudyn.OutOfMemoryError:
+        return None
+    raise AssertionError("no OutOfMemoryError")
+calls = [("Heap.malloc", lambda: heap.malloc([16] * 8)), ("Heap.malloc (out of memory)", oom),
+         ("Heap.stats", heap.stats), ("PageHeap.get_pages", lambda: pages.get_pages(64)),
+         ("PageHeap.malloc", lambda: pages.malloc([256] * 8)), ("WarpHeap.alloc", lambda: warp.alloc([48] * 64)),
+         ("StaticArray.extend", lambda: fixed.extend(x, mask=x % 2 == 0)),
+         ("GGArray.extend", lambda: grow.extend(x, mask=x % 2 == 0)), ("GGArray.len", lambda: len(grow))]
+busy = gpudyn.DeviceBuffer(1 << 30, np.uint8, stream=other)
+kept, waited = [], []
+for name, call in calls:
+    for _ in range(64):  # ~20 ms of memset on `other`
+        busy.fill_bytes(0)
+    kept.append(call())
+    if cu.cuStreamQuery(ctypes.c_void_p(other)) != 600:
+        waited.append(name)
+    cu.cuStreamSynchronize(ctypes.c_void_p(other))
+cu.cuCtxSynchronize()
+assert len(grow) == 500 and len(fixed) == 500
+print("WAITED", waited)
+"""
+
+
+def test_first_calls_do_not_wait_for_other_streams():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _FIRST_CALLS], capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
+    assert "WAITED []" in r.stdout, r.stdout[-2000:]
+
+
 # ---- structures belong to their device (issue 13, item 3): two GPUs ----------------
 # Each test runs in a child interpreter: a pointer of the wrong device handed to a kernel
 # is cudaErrorIllegalAddress, which kills the CUDA context for the rest of the process.
