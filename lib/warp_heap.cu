@@ -240,10 +240,14 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
                 GPUDYN_CUDA(cudaStreamSynchronize(s));  // `pv` is a host temporary
                 h->view.page_heap = h->page_heap_view;
             }
-            using View = decltype(h->view);
-            preload_kernels(&gpudyn::warp_heap_detail::alloc_batch_kernel<View>,
-                            &gpudyn::warp_heap_detail::kept_headers_kernel<false, View>,
-                            &gpudyn::warp_heap_detail::kept_headers_kernel<true, View>);
+            // Launched once with no work (see preload_kernels): these kernels can call CUDA's
+            // device malloc (a backing), and the first launch of such a kernel also sets up
+            // that heap, which waits for every stream's work as a kernel load does.
+            gpudyn::warp_heap_detail::alloc_batch_kernel<<<1, kBulkBlock, 0, s>>>(h->view, nullptr, 0, nullptr,
+                                                                                   nullptr, nullptr);
+            gpudyn::warp_heap_detail::kept_headers_kernel<false><<<1, kBulkBlock, 0, s>>>(h->view, nullptr, 0, nullptr);
+            gpudyn::warp_heap_detail::kept_headers_kernel<true><<<1, kBulkBlock, 0, s>>>(h->view, nullptr, 0, nullptr);
+            GPUDYN_CHECK_LAUNCH("the warp heap's kernels (no work)");
             GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
         } catch (...) {
             if (h->stats) cudaFreeAsync(h->stats, s);
