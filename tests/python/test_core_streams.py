@@ -239,8 +239,8 @@ def test_numpy_inputs_on_a_raw_handle_do_not_wait_for_other_streams(side_streams
     for the whole device (what a temporary left to the garbage collector would do on
     a raw handle), so ~20 ms of work queued on another stream is still running.  The
     result buffer of a call that fails is closed the same way.  Every call runs once
-    before the checked round: under CUDA's lazy loading the first launch of a kernel
-    may wait for the device (it did for the failed malloc's free kernel)."""
+    before the checked round, so only the inputs are under test here (first calls:
+    test_first_calls_do_not_wait_for_other_streams)."""
     side, other = side_streams(), side_streams()
     with gpudyn.Heap(initial_bytes=64 << 20, stream=side) as heap, \
             gpudyn.PageHeap(page_count=4096, stream=side) as pages, \
