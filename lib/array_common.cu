@@ -104,6 +104,8 @@ void push_back(contiguous_handle* array, const void* values, uint64_t count, con
     cudaStream_t s = call.stream();
     require_push_args(values, count, algorithm);
     if (count == 0) return;
+    buffer_bytes(count, a.element_size, "count", "values");
+    require_push_buffers(array->hs.device, values, count, a.element_size, mask);
     // The snapshot is taken by the fold; the users' status bits stay (their
     // kernels' failures are reported by get_status until clear_status), ours
     // go to the host's own word.
@@ -162,6 +164,7 @@ void copy_out(contiguous_handle* array, void* dst, uint64_t dst_bytes, cudaMemcp
     GPUDYN_REQUIRE_NOT_NULL(array);
     handle_call call(array->hs, stream);
     const contiguous_state& a = array->a;
+    require_copy_dst(array->hs.device, dst, dst_bytes, a.element_size, kind == cudaMemcpyDeviceToHost);
     const uint64_t n = held_now(a, call.stream());
     const uint64_t bytes = n * a.element_size;
     if (bytes == 0) return;

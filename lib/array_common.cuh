@@ -85,8 +85,23 @@ void preload_push() {
 
 // Checks common to every push_back entry point.
 inline void require_push_args(const void* values, uint64_t count, gpudyn_insert_algo_t algorithm) {
-    if (count > 0 && values == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'values' is NULL");
+    if (count > 0) require_address(values, "values");
     dispatch_algo(algorithm, [](auto) {});
+}
+// The buffers of a push_back of `count` elements (count > 0), on the array's
+// device (under its handle_call): `values` device memory of count elements,
+// aligned to their size; `mask`, when given, count bytes.
+inline void require_push_buffers(int device, const void* values, uint64_t count, uint32_t element_size,
+                                 const uint8_t* mask) {
+    require_buffer(values, count, element_size, element_size, memory_use::device, device, "values", "count");
+    if (mask != nullptr) require_buffer(mask, count, 1, 1, memory_use::device, device, "mask", "count");
+}
+// flatten's and copy_to_host's `dst` when given: dst_bytes of device memory of
+// the array's device aligned to the element size (flatten), or of host memory.
+inline void require_copy_dst(int device, const void* dst, uint64_t dst_bytes, uint32_t element_size, bool to_host) {
+    if (dst == nullptr) return;
+    require_buffer(dst, dst_bytes, 1, to_host ? 1 : element_size, to_host ? memory_use::host : memory_use::device,
+                   device, "dst", "dst_bytes");
 }
 
 // Host copy of the status word (synchronizes the stream).

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 namespace gpudyn {
@@ -306,6 +307,192 @@ void* driver_entry_point(const char* symbol, int cuda_version) {
     return fn;
 }
 
+void require_address(const void* ptr, const char* arg) {
+    if (ptr == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' is NULL", arg);
+    if (reinterpret_cast<uintptr_t>(ptr) < kMinAddress)
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+              "argument '%s' is %p, not a valid address (the first %llu KiB of the address space are never mapped)",
+              arg, ptr, (unsigned long long)(kMinAddress >> 10));
+}
+
+void require_known_struct_size(const void* s, uint32_t struct_size, const char* name, const size_t* known,
+                               size_t count) {
+    (void)s;
+    for (size_t i = 0; i < count; ++i)
+        if (struct_size == known[i]) return;
+    char sizes[128] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < count && used < sizeof(sizes); ++i)
+        used += size_t(std::snprintf(sizes + used, sizeof(sizes) - used, "%s%zu",
+                                     i == 0 ? "" : (i + 1 == count ? " or " : ", "), known[i]));
+    raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+          "%s->struct_size is %u, expected %s%s (the size of %s published layout; use the initializer or sizeof)",
+          name, unsigned(struct_size), count > 1 ? "exactly " : "", sizes, count > 1 ? "a" : "its");
+}
+
+uint64_t buffer_bytes(uint64_t count, uint64_t element_bytes, const char* count_arg, const char* arg) {
+    if (element_bytes != 0 && count > kMaxBufferBytes / element_bytes)
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+              "argument '%s' is %llu: %llu elements of %llu bytes in '%s' are more than any address space holds "
+              "(2^57 bytes)",
+              count_arg, (unsigned long long)count, (unsigned long long)count, (unsigned long long)element_bytes, arg);
+    return count * element_bytes;
+}
+
+namespace {
+
+const char* memory_type_name(cudaMemoryType t) {
+    switch (t) {
+        case cudaMemoryTypeUnregistered: return "unregistered (pageable host memory or an address CUDA does not know)";
+        case cudaMemoryTypeHost: return "pinned host memory";
+        case cudaMemoryTypeDevice: return "device memory";
+        case cudaMemoryTypeManaged: return "managed memory";
+    }
+    return "memory of an unknown type";
+}
+
+// cudaDevAttrPageableMemoryAccess of `device` (cached; 0 when it cannot be read).
+bool pageable_access(int device) {
+    constexpr int kCached = 64;
+    static std::atomic<int> cache[kCached];  // 0: not asked yet, 1: no, 2: yes
+    if (device >= 0 && device < kCached) {
+        const int c = cache[device].load(std::memory_order_relaxed);
+        if (c != 0) return c == 2;
+    }
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrPageableMemoryAccess, device) != cudaSuccess) {
+        cudaGetLastError();  // not sticky: read as "no"
+        v = 0;
+    }
+    if (device >= 0 && device < kCached) cache[device].store(v ? 2 : 1, std::memory_order_relaxed);
+    return v != 0;
+}
+
+using address_range_fn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+
+// cuMemGetAddressRange, or nullptr where the driver has none (resolved once).
+address_range_fn address_range() {
+    static const address_range_fn fn = []() -> address_range_fn {
+        try {
+            return reinterpret_cast<address_range_fn>(driver_entry_point("cuMemGetAddressRange", 12000));
+        } catch (...) {
+            cudaGetLastError();
+            return nullptr;
+        }
+    }();
+    return fn;
+}
+
+// The allocation holding `address`: true with its range, false where the driver cannot tell.
+bool allocation_of(uint64_t address, uint64_t* base, uint64_t* bytes) {
+    const address_range_fn fn = address_range();
+    if (fn == nullptr) return false;
+    CUdeviceptr b = 0;
+    size_t n = 0;
+    const CUresult r = fn(&b, &n, CUdeviceptr(address));
+    cudaGetLastError();  // the driver call sets no runtime error; cleared anyway (see check_cuda)
+    if (r != CUDA_SUCCESS || n == 0 || uint64_t(b) > address || address - uint64_t(b) >= n) return false;
+    *base = uint64_t(b);
+    *bytes = uint64_t(n);
+    return true;
+}
+
+// Raises unless [address, address + bytes) lies in the allocation holding `address`
+// (and the mapped ranges that follow it without a gap); nothing when the driver
+// cannot tell the allocation's extent.
+void require_extent(uint64_t address, uint64_t bytes, const void* ptr, uint64_t count, uint64_t element_bytes,
+                    const char* arg, const char* count_arg) {
+    uint64_t base = 0, size = 0;
+    if (!allocation_of(address, &base, &size)) return;
+    const uint64_t want_end = address + bytes;  // no wrap: checked by the caller
+    uint64_t end = base + size;
+    // A VMM range is mapped in chunks, each its own range for the driver: follow
+    // them while they touch (bounded: past the limit the rest is not checked).
+    constexpr int kMaxRanges = 1024;
+    int steps = 0;
+    while (end < want_end && steps++ < kMaxRanges) {
+        uint64_t next_base = 0, next_size = 0;
+        if (!allocation_of(end, &next_base, &next_size) || next_base != end) break;
+        end = next_base + next_size;
+    }
+    if (end >= want_end || steps > kMaxRanges) return;
+    raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+          "argument '%s' is %llu, but '%s' (%p) has %llu bytes up to the end of its allocation (%llu bytes at "
+          "0x%llx), fewer than the %llu bytes %llu elements of %llu bytes need",
+          count_arg, (unsigned long long)count, arg, ptr, (unsigned long long)(end - address),
+          (unsigned long long)size, (unsigned long long)base, (unsigned long long)bytes, (unsigned long long)count,
+          (unsigned long long)element_bytes);
+}
+
+}  // namespace
+
+void require_buffer(const void* ptr, uint64_t count, uint64_t element_bytes, uint64_t alignment, memory_use use,
+                    int device, const char* arg, const char* count_arg) {
+    if (count == 0) return;
+    require_address(ptr, arg);
+    const uint64_t address = reinterpret_cast<uintptr_t>(ptr);
+    if (alignment > 1 && address % alignment != 0)
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' (%p) is not aligned to %llu bytes (its elements' %s)",
+              arg, ptr, (unsigned long long)alignment, alignment == element_bytes ? "size" : "alignment");
+    const uint64_t bytes = buffer_bytes(count, element_bytes, count_arg, arg);
+    if (bytes > ~uint64_t(0) - address)
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' is %llu: '%s' (%p) plus %llu bytes wraps the address space",
+              count_arg, (unsigned long long)count, arg, ptr, (unsigned long long)bytes);
+    // On the structure's device: a pinned buffer's devicePointer is that device's.
+    std::optional<device_guard> on_device;
+    if (use == memory_use::device) on_device.emplace(device);
+    cudaPointerAttributes attr;
+    std::memset(&attr, 0, sizeof(attr));
+    const cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
+    if (err != cudaSuccess) {
+        cudaGetLastError();  // never left pending (see check_cuda)
+        if (use == memory_use::host) return;  // memory CUDA cannot tell about: the host's
+        if (use == memory_use::device && pageable_access(device)) return;
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+              "argument '%s' (%p) is not memory CUDA knows (cudaPointerGetAttributes: %s), expected device memory",
+              arg, ptr, cudaGetErrorName(err));
+    }
+    uint64_t extent_address = address;  // the address the driver knows the allocation by
+    switch (attr.type) {
+        case cudaMemoryTypeDevice:
+            if (use == memory_use::host)
+                raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+                      "argument '%s' (%p) is device memory (of device %d), expected host memory", arg, ptr,
+                      attr.device);
+            if (use == memory_use::device && attr.device != device)
+                raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+                      "argument '%s' (%p) is device memory of device %d, but the structure lives on device %d", arg,
+                      ptr, attr.device, device);
+            break;
+        case cudaMemoryTypeManaged: break;
+        case cudaMemoryTypeHost:
+            if (use == memory_use::host) {
+                if (attr.devicePointer == nullptr) return;  // not mapped: no extent to ask for
+                extent_address = reinterpret_cast<uintptr_t>(attr.devicePointer);
+                break;
+            }
+            if (attr.devicePointer != ptr)
+                raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+                      "argument '%s' (%p) is pinned host memory that %s at this address (its device pointer is %p): "
+                      "pass device memory, or the pointer cudaHostGetDevicePointer gives",
+                      arg, ptr, use == memory_use::device ? "the structure's device cannot reach" : "no device maps",
+                      attr.devicePointer);
+            break;
+        case cudaMemoryTypeUnregistered:
+        default:
+            if (use == memory_use::host) return;  // pageable host memory: no extent to ask for
+            if (use == memory_use::device && pageable_access(device)) return;
+            if (use == memory_use::device)
+                raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+                      "argument '%s' (%p) is %s, expected device memory of device %d (it cannot access pageable "
+                      "memory)",
+                      arg, ptr, memory_type_name(attr.type), device);
+            raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' (%p) is %s, expected device memory", arg, ptr,
+                  memory_type_name(attr.type));
+    }
+    require_extent(extent_address, bytes, ptr, count, element_bytes, arg, count_arg);
+}
+
 }  // namespace detail
 }  // namespace v0
 }  // namespace gpudyn
@@ -445,6 +632,7 @@ GPUDYN_API gpudyn_status_t gpudyn_device_alloc(void** ptr, uint64_t bytes, gpudy
 GPUDYN_API gpudyn_status_t gpudyn_device_free(void* ptr, gpudyn_stream_t stream) {
     GPUDYN_ABI_RELEASE({
         if (ptr == nullptr) return;
+        require_address(ptr, "ptr");
         GPUDYN_CUDA(cudaFreeAsync(ptr, to_cuda(stream)));
     });
 }
@@ -464,7 +652,12 @@ GPUDYN_API gpudyn_status_t gpudyn_memcpy(void* dst, const void* src, uint64_t by
                 raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'kind' is %d, expected a gpudyn_memcpy_kind_t",
                       int(kind));
         }
+        buffer_bytes(bytes, 1, "bytes", "dst");
         require_device();
+        // The device side(s) must be device memory holding `bytes` from there, the host side not device memory.
+        const bool dst_device = k != cudaMemcpyDeviceToHost, src_device = k != cudaMemcpyHostToDevice;
+        require_buffer(dst, bytes, 1, 1, dst_device ? memory_use::any_device : memory_use::host, -1, "dst", "bytes");
+        require_buffer(src, bytes, 1, 1, src_device ? memory_use::any_device : memory_use::host, -1, "src", "bytes");
         GPUDYN_CUDA(cudaMemcpyAsync(dst, src, size_t(bytes), k, to_cuda(stream)));
     });
 }
@@ -474,7 +667,10 @@ GPUDYN_API gpudyn_status_t gpudyn_memset(void* dst, int32_t value, uint64_t byte
         if (bytes == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(dst);
         GPUDYN_REQUIRE(value >= 0 && value <= 255, "argument 'value' is %d, expected a byte 0..255", int(value));
-        require_device();
+        buffer_bytes(bytes, 1, "bytes", "dst");
+        // Device memory of the stream's device (the current one for the default streams).
+        const int device = create_device(to_cuda(stream));
+        require_buffer(dst, bytes, 1, 1, memory_use::device, device, "dst", "bytes");
         GPUDYN_CUDA(cudaMemsetAsync(dst, value, size_t(bytes), to_cuda(stream)));
     });
 }

@@ -39,6 +39,7 @@ constexpr uint64_t kOwnHeapPage = uint64_t(1) << 12;
 constexpr size_t kArenaWords = 6, kArenaIoWords = 2;
 // struct_size of the options before max_budget_bytes and heap: still accepted.
 constexpr size_t kOptionsV1Size = offsetof(gpudyn_ggarray_options_t, max_budget_bytes);
+static_assert(kOptionsV1Size == 40 && sizeof(gpudyn_ggarray_options_t) == 56, "the published layouts' sizes");
 
 unsigned blocks_for(unsigned long long n, unsigned threads) { return unsigned((n + threads - 1) / threads); }
 
@@ -281,10 +282,11 @@ void with_type(const gpudyn_ggarray_s* a, F&& f) {
 
 // The options with every field the caller's struct_size does not cover at its default.
 gpudyn_ggarray_options_t read_options(const gpudyn_ggarray_options_t* options) {
-    if (options == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'options' is NULL");
-    if (options->struct_size < kOptionsV1Size)
-        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "options->struct_size is %u, expected at least %zu (use the initializer)",
-              unsigned(options->struct_size), kOptionsV1Size);
+    require_address(options, "options");
+    // The published layouts only: a size between them would copy part of a field
+    // (half of `heap`: issue 39, item 3).
+    const size_t known[] = {kOptionsV1Size, sizeof(gpudyn_ggarray_options_t)};
+    require_known_struct_size(options, options->struct_size, "options", known, 2);
     gpudyn_ggarray_options_t o;
     gpudyn_ggarray_options_init(&o);
     std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof(o)));
@@ -337,6 +339,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         size_t free_b = 0, total_b = 0;
         GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
         if (o->heap) {
+            require_address(o->heap, "options->heap");
             const int heap_device = heap_state(o->heap).device;
             GPUDYN_REQUIRE(heap_device == device, "options->heap belongs to device %d, the array to device %d",
                            heap_device, device);
@@ -527,6 +530,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
         require_push_args(values, count, algorithm);
         handle_call call(array->hs, stream);
         if (count == 0) return;
+        buffer_bytes(count, array->element_size, "count", "values");
+        require_push_buffers(array->hs.device, values, count, array->element_size, mask);
         cudaStream_t s = call.stream();
         // The parts deal the LFVectors on from the known size (they stay within
         // one element of each other), so the rows this call needs are known on
@@ -627,6 +632,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array
 
 namespace {
 void ggarray_copy_out(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes, bool to_host, cudaStream_t s) {
+    // A given dst holds dst_bytes (before any kernel; NULL is refused below unless there is nothing to copy).
+    require_copy_dst(array->hs.device, dst, dst_bytes, array->element_size, to_host);
     array->update_ranges(s);  // the flatten kernel walks these
     const uint64_t n = read_u64(array->ranges + array->lfvectors, s);
     const uint64_t bytes = n * array->element_size;

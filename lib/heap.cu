@@ -101,7 +101,7 @@ struct gpudyn_heap_s {
 namespace {
 
 void require_heap(gpudyn_heap_t heap) {
-    if (heap == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'heap' is NULL");
+    require_address(heap, "heap");
 }
 
 // Lays out the metadata of h (sizes in h set) and fills the view's addresses.
@@ -436,7 +436,10 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_malloc(gpudyn_heap_t heap, const uint64_t
         if (n == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(sizes);
         GPUDYN_REQUIRE_NOT_NULL(pointers);
+        buffer_bytes(n, sizeof(uint64_t), "n", "sizes");  // n x 8 bytes cannot wrap (the rollback's memset below)
         handle_call call(heap->hs, stream);
+        require_device_array(heap->hs.device, sizes, n, "sizes", "n");
+        require_device_array(heap->hs.device, pointers, n, "pointers", "n");
         cudaStream_t s = call.stream();
         auto* out = reinterpret_cast<unsigned long long*>(pointers);
         GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, sizeof(uint64_t), s));
@@ -462,7 +465,9 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_free(gpudyn_heap_t heap, const uint64_t* 
         require_heap(heap);
         if (n == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(pointers);
+        buffer_bytes(n, sizeof(uint64_t), "n", "pointers");
         handle_call call(heap->hs, stream);
+        require_device_array(heap->hs.device, pointers, n, "pointers", "n");
         free_kernel<<<grid_for(n, kBlock), kBlock, 0, call.stream()>>>(
             heap->view, reinterpret_cast<const unsigned long long*>(pointers), n);
         GPUDYN_CHECK_LAUNCH("free_kernel");

@@ -86,24 +86,39 @@ gpudyn_status_t abi_call(const char* function, F&& body) noexcept {
 // Body of a destroy/free function: as GPUDYN_ABI, but a success keeps this thread's message.
 #define GPUDYN_ABI_RELEASE(...) return ::gpudyn::detail::abi_call<true>(__func__, [&]() __VA_ARGS__)
 
+// Smallest address a pointer argument may hold: Linux never maps the first
+// 64 KiB (vm.mmap_min_addr), so anything below is garbage (0x1000, a small
+// integer passed for a pointer) and is refused before it is dereferenced.
+constexpr uint64_t kMinAddress = uint64_t(1) << 16;
+// Largest byte size of any buffer argument: 2^57, the largest virtual address
+// space of any CPU or GPU (57-bit, 5-level paging).  A count whose bytes exceed
+// it (or overflow 64 bits) is refused on the host, before any device work.
+constexpr uint64_t kMaxBufferBytes = uint64_t(1) << 57;
+
+// INVALID_ARGUMENT naming `arg` for NULL ("is NULL") and for an address below
+// kMinAddress.  Host structs, handles and out-pointers; buffers: require_buffer.
+void require_address(const void* ptr, const char* arg);
+
 // Argument checks: the message names the argument and the offending value.
-#define GPUDYN_REQUIRE_NOT_NULL(arg)                                                        \
-    do {                                                                                    \
-        if ((arg) == nullptr)                                                               \
-            ::gpudyn::detail::raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' is NULL", #arg); \
-    } while (0)
+#define GPUDYN_REQUIRE_NOT_NULL(arg) ::gpudyn::detail::require_address((arg), #arg)
 #define GPUDYN_REQUIRE(cond, ...)                                                           \
     do {                                                                                    \
         if (!(cond)) ::gpudyn::detail::raise(GPUDYN_ERROR_INVALID_ARGUMENT, __VA_ARGS__);   \
     } while (0)
 
-// Checks an option struct's size field against what this library knows.
-template <class Options>
-void require_struct_size(const Options* options, const char* name) {
-    if (options == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' is NULL", name);
-    if (options->struct_size < sizeof(Options))
-        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "%s->struct_size is %u, expected at least %zu (use the initializer)",
-              name, unsigned(options->struct_size), sizeof(Options));
+// Checks a struct's size field (options and out-structs) against the sizes of
+// its published layouts: exactly one of `known` (ascending; the last is
+// sizeof the current struct).  Any other value -- between two layouts, above
+// the current one, 0 -- is INVALID_ARGUMENT naming '<name>->struct_size': a
+// size between two layouts would cut a field in half (issue 39, item 3).
+void require_known_struct_size(const void* s, uint32_t struct_size, const char* name, const size_t* known,
+                               size_t count);
+// The struct's struct_size must be sizeof(S): one layout published so far.
+template <class S>
+void require_struct_size(const S* s, const char* name) {
+    require_address(s, name);
+    const size_t known[] = {sizeof(S)};
+    require_known_struct_size(s, s->struct_size, name, known, 1);
 }
 
 // Zeroes an output struct the caller sized (after require_struct_size), keeping
@@ -244,6 +259,58 @@ void report_since_check(uint64_t failed, uint64_t bad, check_marks* seen, const 
 // Driver entry point by name, resolved at run time through the runtime so the
 // library never links libcuda (machines without a driver can still load it).
 void* driver_entry_point(const char* symbol, int cuda_version);
+
+// ---- buffer arguments (issue 39: bad input never reaches a kernel) ----
+//
+// How a call uses a buffer argument.
+enum class memory_use {
+    // Read or written by the library's kernels (or copies) on `device`, the
+    // structure's device.  Accepted: device memory of that device
+    // (cudaMemoryTypeDevice: cudaMalloc, cudaMallocAsync, VMM mappings),
+    // managed memory, and pinned host memory (cudaMemoryTypeHost) that is
+    // mapped into that device at the same address (devicePointer == the
+    // pointer: cudaHostAlloc / cudaMallocHost / cudaHostRegister under unified
+    // addressing), which kernels reach over the bus.  Pageable host memory and
+    // addresses CUDA does not know (cudaMemoryTypeUnregistered, e.g. the
+    // stack, malloc, 0x100000) only where the device reports
+    // cudaDevAttrPageableMemoryAccess (HMM, ATS); another device's memory never.
+    device,
+    // The device side of a copy (gpudyn_memcpy): as `device`, but memory of
+    // any device (cudaMemcpyAsync reaches every device's memory).
+    any_device,
+    // The host side of a copy (copy_to_host, gpudyn_memcpy): anything but
+    // device memory (cudaMemoryTypeDevice) -- pageable, pinned or managed.
+    host,
+};
+
+// count * element_bytes, INVALID_ARGUMENT naming `count_arg` (and `arg`)
+// when it overflows 64 bits or exceeds kMaxBufferBytes.  Host-only: call it
+// before any device work.
+uint64_t buffer_bytes(uint64_t count, uint64_t element_bytes, const char* count_arg, const char* arg);
+
+// Checks a buffer argument of `count` elements of `element_bytes` before any
+// device work uses it, raising INVALID_ARGUMENT naming `arg` (and `count_arg`
+// for an extent) with the value, and never leaving a CUDA error pending:
+//  - not NULL, not below kMinAddress, aligned to `alignment` (a power of two;
+//    a misaligned access from a kernel poisons the context);
+//  - the bytes as buffer_bytes (no overflow, at most kMaxBufferBytes), and
+//    ptr + bytes does not wrap;
+//  - the memory type of `use` (cudaPointerGetAttributes; on the structure's
+//    device for memory_use::device);
+//  - where the driver can tell the allocation's extent (cuMemGetAddressRange;
+//    adjacent mapped ranges, e.g. the chunks of a VMM range, count as one), the
+//    whole range [ptr, ptr + bytes) lies inside it.  Where it cannot (pageable
+//    memory; a driver without the entry point; the query failing) that part is
+//    skipped.
+// count 0 checks nothing (no memory is touched); callers return before it.
+void require_buffer(const void* ptr, uint64_t count, uint64_t element_bytes, uint64_t alignment, memory_use use,
+                    int device, const char* arg, const char* count_arg);
+
+// An array of `count` T that the kernels of `device` read or write.
+template <class T>
+void require_device_array(int device, const T* ptr, uint64_t count, const char* arg, const char* count_arg) {
+    require_buffer(ptr, count, sizeof(T), alignof(T), memory_use::device, device, arg, count_arg);
+}
 
 }  // namespace detail
 }  // namespace v0

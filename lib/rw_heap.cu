@@ -120,7 +120,7 @@ cudaError_t launch_free(const gpudyn_rw_heap_view_t& v, const unsigned long long
 }
 
 void require_heap(gpudyn_rw_heap_t heap) {
-    if (heap == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'heap' is NULL");
+    require_address(heap, "heap");
 }
 
 // Under the heap's lock: the warp heaps backed by it hold pages of it, which a
@@ -311,6 +311,7 @@ void get_pages(gpudyn_rw_heap_t heap, uint32_t* pages, uint64_t n, gpudyn_rw_hea
     GPUDYN_REQUIRE(n <= heap->options.page_count, "argument 'n' is %llu, more than the %llu pages of the heap",
                    (unsigned long long)n, (unsigned long long)heap->options.page_count);
     handle_call call(heap->hs, stream);
+    require_device_array(heap->hs.device, pages, n, "pages", "n");
     cudaStream_t s = call.stream();
     const uint64_t walk_seed = seed ? *seed : next_seed(heap);  // under the heap's lock
     GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, kScratchCount * sizeof(unsigned long long), s));
@@ -350,6 +351,8 @@ void rw_malloc(gpudyn_rw_heap_t heap, const uint64_t* sizes, uint64_t* pointers,
     GPUDYN_REQUIRE(n <= kMaxRequests, "argument 'n' is %llu, more than the %llu requests one call can make",
                    (unsigned long long)n, (unsigned long long)kMaxRequests);
     handle_call call(heap->hs, stream);
+    require_device_array(heap->hs.device, sizes, n, "sizes", "n");
+    require_device_array(heap->hs.device, pointers, n, "pointers", "n");
     cudaStream_t s = call.stream();
     const uint64_t walk_seed = seed ? *seed : next_seed(heap);  // under the heap's lock
     GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, kScratchCount * sizeof(unsigned long long), s));
@@ -405,7 +408,9 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free_pages(gpudyn_rw_heap_t heap, cons
         require_heap(heap);
         if (n == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(pages);
+        buffer_bytes(n, sizeof(uint32_t), "n", "pages");
         handle_call call(heap->hs, stream);
+        require_device_array(heap->hs.device, pages, n, "pages", "n");
         check_cuda(launch_free_pages(heap->view, pages, n, call.stream()), "launch of free_pages_kernel");
     });
 }
@@ -416,7 +421,9 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free(gpudyn_rw_heap_t heap, const uint
         require_heap(heap);
         if (n == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(pointers);
+        buffer_bytes(n, sizeof(uint64_t), "n", "pointers");
         handle_call call(heap->hs, stream);
+        require_device_array(heap->hs.device, pointers, n, "pointers", "n");
         check_cuda(launch_free(heap->view, reinterpret_cast<const unsigned long long*>(pointers), n, call.stream()),
                    "launch of free_kernel");
     });

@@ -135,6 +135,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
                        "options->backing is %u, expected CUDA_MALLOC (0), ARENA (1) or PAGE_HEAP (2)", unsigned(o.backing));
         GPUDYN_REQUIRE(o.backing != GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP || o.page_heap != nullptr,
                        "options->page_heap is NULL, expected a gpudyn_rw_heap_t for the PAGE_HEAP backing");
+        if (o.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) require_address(o.page_heap, "options->page_heap");
         GPUDYN_REQUIRE(o.max_superblock_run >= 1 && o.max_superblock_run <= kMaxSuperblockRun,
                        "options->max_superblock_run is %u, expected 1..%u", unsigned(o.max_superblock_run),
                        kMaxSuperblockRun);
@@ -309,7 +310,10 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_alloc_batch(gpudyn_warp_heap_t heap,
         if (count == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(sizes);
         GPUDYN_REQUIRE_NOT_NULL(pointers);
+        buffer_bytes(count, sizeof(uint64_t), "count", "sizes");
         warp_heap_call call(heap, stream);
+        require_device_array(heap->hs.device, sizes, count, "sizes", "count");
+        require_device_array(heap->hs.device, pointers, count, "pointers", "count");
         cudaStream_t s = call.stream();
         const uint64_t want_warps = (count + kBatchSizesPerWarp - 1) / kBatchSizesPerWarp;
         const unsigned grid = std::min(grid_for(count, kBulkBlock),
@@ -429,7 +433,9 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_free_kept(gpudyn_warp_heap_t heap, v
         GPUDYN_REQUIRE_NOT_NULL(heap);
         if (count == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(headers);
+        buffer_bytes(count, sizeof(void*), "count", "headers");
         warp_heap_call call(heap, stream);
+        require_device_array(heap->hs.device, headers, count, "headers", "count");
         launch_free_kept(heap, headers, count, call.stream());
     });
 }
@@ -440,7 +446,9 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_tidy_up_kept(gpudyn_warp_heap_t heap
         GPUDYN_REQUIRE_NOT_NULL(heap);
         if (count == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(headers);
+        buffer_bytes(count, sizeof(void*), "count", "headers");
         warp_heap_call call(heap, stream);
+        require_device_array(heap->hs.device, headers, count, "headers", "count");
         cudaStream_t s = call.stream();
         // refused[0]: entries that cannot be a header of this heap; refused[1]: the lowest such index.
         const unsigned init[2] = {0u, 0xffffffffu};
