@@ -73,6 +73,34 @@ def choice(where: str, name: str, value, names: dict) -> int:
     raise TypeError(f"gpudyn: {where} argument '{name}' is {value!r}, expected one of {accepted}")
 
 
+def element_count(values) -> int | None:
+    """The number of entries of host input ``values`` in constant time: a NumPy
+    array's size (whatever its strides: a broadcast view of 2**40 entries counts
+    2**40), a list's or tuple's length, a range's length (however large), 1 for a
+    scalar; None for anything else (device arrays are counted from their
+    ``__cuda_array_interface__``, see buffer.as_device_array)."""
+    if isinstance(values, np.ndarray):
+        return int(values.size)
+    if isinstance(values, range):  # len() overflows beyond sys.maxsize: counted here
+        step = values.step
+        span = values.stop - values.start if step > 0 else values.start - values.stop
+        return max(0, (span + abs(step) - 1) // abs(step))
+    if isinstance(values, (list, tuple)):
+        return len(values)
+    if np.isscalar(values):
+        return 1
+    return None
+
+
+def _each_element_once(arr: np.ndarray) -> np.ndarray:
+    """``arr`` with its zero-stride (broadcast) axes cut to length 1: the same
+    elements, each read once, so the min and max of a broadcast view take the
+    time of its data, not of its shape."""
+    if arr.ndim == 0 or 0 not in arr.strides:
+        return arr
+    return arr[tuple(slice(0, 1) if s == 0 else slice(None) for s in arr.strides)]
+
+
 def host_integers(where: str, name: str, values, dtype) -> np.ndarray | None:
     """A list/tuple/range/scalar/NumPy array of integers as a 1-D contiguous
     NumPy array of ``dtype`` (negative or too large entries refused, no
@@ -101,14 +129,41 @@ def host_integers(where: str, name: str, values, dtype) -> np.ndarray | None:
                 return np.array(ints, dtype=dtype)
     if not isinstance(values, np.ndarray):
         return None
-    arr = values.reshape(-1)
-    if arr.size == 0:
+    if values.size == 0:
         return np.zeros(0, dtype=dtype)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {arr.dtype}, expected integers")
+    if values.dtype.kind not in "iu":
+        raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {values.dtype}, expected integers")
     info = np.iinfo(dtype)
-    lo, hi = int(arr.min()), int(arr.max())
+    once = _each_element_once(values)  # the range checked before the copy, each element once
+    lo, hi = int(once.min()), int(once.max())
     if lo < 0 or hi > info.max:
         bad = lo if lo < 0 else hi
         raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' holds {bad}, expected 0 <= value <= {info.max}")
-    return np.ascontiguousarray(arr, dtype=dtype)
+    return np.ascontiguousarray(values, dtype=dtype).reshape(-1)
+
+
+#: Device addresses (pointers, warp headers) are 64 bits: uint64, or int64 (the same bits).
+ADDRESS_DTYPES = (np.dtype(np.uint64), np.dtype(np.int64))
+
+
+def address_dtype(where: str, name: str, dt, hint: str = "") -> None:
+    """TypeError unless ``dt`` is a dtype of 64-bit addresses (:data:`ADDRESS_DTYPES`):
+    a narrower integer would hold truncated addresses, a wider or other kind none.
+    ``hint`` ends the message for narrower integers (e.g. where page ids go instead)."""
+    dt = np.dtype(dt)
+    if dt not in ADDRESS_DTYPES:
+        narrow = dt.kind in "iu" and dt.itemsize < 8
+        why = f"; a narrower integer cannot hold a device address{hint}" if narrow else ""
+        raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {dt}, expected 64-bit addresses "
+                        f"(uint64 or int64){why}")
+
+
+def host_addresses(where: str, name: str, values, hint: str = "") -> np.ndarray | None:
+    """:func:`host_integers` for device addresses: NumPy arrays and NumPy scalars
+    must have a 64-bit integer dtype (:func:`address_dtype`: an int32 array would
+    hold truncated addresses), Python ints any value in [0, 2**64 - 1]; negative
+    entries are refused.  Returns uint64, or None for device arrays (whose dtype
+    the caller checks with :func:`address_dtype`)."""
+    if isinstance(values, (np.ndarray, np.generic)) and values.dtype.kind in "iu":
+        address_dtype(where, name, values.dtype, hint)
+    return host_integers(where, name, values, np.uint64)

@@ -87,6 +87,8 @@ class OwnedHandle:
     count once."""
 
     _handle = None
+    #: The CUDA device the structure belongs to, set at creation (None: never created).
+    device = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -6,6 +6,7 @@ import ctypes
 import functools
 import itertools
 import math
+import numbers
 import sys
 import threading
 
@@ -127,6 +128,57 @@ def pointer_device(ptr: int) -> int:
     return int(dev[0])
 
 
+_total_memory: dict[int, int] = {}  # device -> its total memory in bytes (it never changes)
+
+
+def device_memory(device: int) -> int:
+    """Total memory of ``device`` in bytes (gpudyn_get_device_info, asked once per device)."""
+    total = _total_memory.get(device)
+    if total is None:
+        info = ffi.new("gpudyn_device_info_t*")
+        info.struct_size = ffi.sizeof("gpudyn_device_info_t")
+        check(lib.gpudyn_get_device_info(device, info))
+        total = _total_memory[device] = int(info.total_memory)
+    return total
+
+
+def check_count(where: str, name: str, values, itemsize: int, device, count: int | None = None) -> int | None:
+    """Refuses, in constant time and before anything is read, copied or queued,
+    an input of more entries than ``device`` can hold: ``count`` (or the count
+    of host input ``values``, see :func:`gpudyn._args.element_count`: a
+    broadcast NumPy view counts every entry it shows) times ``itemsize`` (the
+    bytes of one entry on the device) beyond 2**64 - 1 or beyond the device's
+    total memory raises :class:`OutOfMemoryError` naming the argument, the count
+    and the device's memory (the call would need more device memory than the
+    device has).  ``device`` None (a structure that never opened) bounds by
+    2**64 - 1 only.  Returns the count (None for device arrays, which
+    :func:`as_device_array` bounds by their stated size)."""
+    n = _args.element_count(values) if count is None else count
+    if n is None:
+        return None
+    nbytes = n * itemsize  # a Python int: no wrap-around
+    limit = _args.U64_MAX if device is None else device_memory(device)
+    if nbytes > limit:
+        than = "2**64 - 1" if device is None else f"the {limit} bytes of memory of device {device}"
+        raise OutOfMemoryError(f"gpudyn: {where} argument '{name}' has {n} entries of {itemsize} bytes on the "
+                               f"device: {nbytes} bytes, more than {than} (refused before any copy)")
+    return n
+
+
+def host_input(where: str, name: str, values, dtype, device, *, addresses: bool = False,
+               hint: str = "") -> np.ndarray | None:
+    """The checks every bulk call makes first, before any device call: the count
+    (:func:`check_count`, constant time), then the values of host input
+    (:func:`gpudyn._args.host_integers`; with ``addresses``,
+    :func:`gpudyn._args.host_addresses`: 64-bit integer dtypes only).  Returns
+    them as a 1-D ``dtype`` (uint64 for addresses) NumPy array, or None for a
+    device array (checked by :func:`as_device_array`)."""
+    check_count(where, name, values, np.dtype(np.uint64 if addresses else dtype).itemsize, device)
+    if addresses:
+        return _args.host_addresses(where, name, values, hint)
+    return _args.host_integers(where, name, values, dtype)
+
+
 class on_device:
     """``with on_device(d):`` makes device ``d`` current on the calling thread
     for the block and gives the thread its own current device back after it
@@ -218,6 +270,10 @@ class DeviceBuffer:
                                    f"{self.nbytes} bytes, more than 2**64 - 1")
         # The stream's device (the current one for the default streams): the memory's.
         self.device = stream_device(self._stream)
+        if self.nbytes > device_memory(self.device):
+            raise OutOfMemoryError(f"gpudyn: DeviceBuffer of shape {self.shape} and dtype {self.dtype} would need "
+                                   f"{self.nbytes} bytes, more than the {device_memory(self.device)} bytes of "
+                                   f"memory of device {self.device}")
         self._ptr = ffi.NULL
         if self.nbytes:
             out = ffi.new("void**")
@@ -317,8 +373,12 @@ class DeviceBuffer:
     @classmethod
     def from_numpy(cls, array, stream=None) -> "DeviceBuffer":
         """A copy of ``array`` (queued on ``stream``; non-native byte order is
-        converted to native, values unchanged)."""
+        converted to native, values unchanged).  An array of more bytes than the
+        stream's device has memory (a broadcast view of 2**40 entries, say) is
+        refused at once (OutOfMemoryError), before anything is copied."""
         host = np.asarray(array)
+        check_count("DeviceBuffer.from_numpy", "array", host, host.dtype.itemsize,
+                    stream_device(stream_handle(stream)))
         if not host.dtype.isnative:
             host = host.astype(host.dtype.newbyteorder("="))
         host = np.ascontiguousarray(host)
@@ -335,14 +395,19 @@ class DeviceBuffer:
         no float into an integer buffer, no complex into a float one: TypeError);
         integers into an integer buffer must also fit its range (300 into uint8
         is a ValueError, not 44).  Only a narrower float dtype rounds, as NumPy
-        does."""
+        does.  Another element count is refused first, in constant time (a
+        broadcast view of 2**40 entries is never read)."""
         host = np.asarray(array)
+        if host.size != self.size:
+            raise InvalidArgumentError(f"gpudyn: DeviceBuffer.copy_from_host: the host array has {host.size} "
+                                       f"elements, the buffer {self.size}")
         src, dst = host.dtype, self.dtype
         if src != dst:
             if src.kind in "biu" and dst.kind in "iu":
                 info = np.iinfo(dst)
-                if host.size and not (info.min <= int(host.min()) and int(host.max()) <= info.max):
-                    bad = int(host.min()) if int(host.min()) < info.min else int(host.max())
+                once = _args._each_element_once(host)
+                if host.size and not (info.min <= int(once.min()) and int(once.max()) <= info.max):
+                    bad = int(once.min()) if int(once.min()) < info.min else int(once.max())
                     raise InvalidArgumentError(f"gpudyn: DeviceBuffer.copy_from_host: the host array holds {bad}, "
                                                f"which {dst} (the buffer's dtype) cannot hold: expected "
                                                f"{info.min} <= value <= {info.max}")
@@ -454,34 +519,170 @@ def _producer_stream(obj, cai) -> int | None:
     return None
 
 
-def as_device_array(obj, stream=None, dtype=None, where="", name="values", device=None):
+# DLPack device types (dlpack.h): where an exported tensor's memory is.
+_DL_DEVICE_NAMES = {1: "host memory (kDLCPU)", 2: "CUDA device memory (kDLCUDA)",
+                    3: "pinned host memory (kDLCUDAHost)", 13: "CUDA managed memory (kDLCUDAManaged)"}
+_NOT_DEVICE_MEMORY = "host, pinned or managed memory, or an address CUDA does not know"
+
+
+def _layout(where: str, name: str, cai) -> tuple[int, int, np.dtype, int]:
+    """(ptr, n, dtype, nbytes) of a ``__cuda_array_interface__``, checked to
+    describe a C-contiguous array that fits the address space: ``shape`` of
+    non-negative integers, ``strides`` None or those of a C-contiguous array
+    (broadcast views, zero strides, refused), ``data`` a pointer in [0, 2**64)
+    whose ``shape x itemsize`` bytes end inside the address space.  The
+    ``readonly`` flag is accepted (gpudyn only reads its inputs); a ``mask`` is
+    refused (NotImplementedError, as Numba: masked-out entries would be read as
+    valid)."""
+    if not isinstance(cai, dict):
+        raise TypeError(f"gpudyn: {where} argument '{name}' has a __cuda_array_interface__ that is a "
+                        f"{type(cai).__name__}, expected a dict")
+    if cai.get("mask") is not None:
+        raise NotImplementedError(f"gpudyn: {where} argument '{name}' is a masked CUDA array (its "
+                                  "__cuda_array_interface__ has a 'mask'), which gpudyn does not read")
+    try:
+        dt = np.dtype(cai["typestr"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TypeError(f"gpudyn: {where} argument '{name}' has a __cuda_array_interface__ typestr "
+                        f"{cai.get('typestr')!r} that is no dtype ({exc})") from None
+    if not dt.isnative:
+        raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {dt.str} (non-native byte order); "
+                        "convert it to native byte order first")
+    bad = f"gpudyn: {where} argument '{name}' has a __cuda_array_interface__ whose"
+
+    def ints(field, value):
+        if not isinstance(value, (tuple, list)) or not all(
+                isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in value):
+            raise InvalidArgumentError(f"{bad} {field} is {value!r}, expected a tuple of integers")
+        return tuple(int(v) for v in value)
+
+    shape = ints("shape", cai.get("shape"))
+    if any(e < 0 for e in shape):
+        raise InvalidArgumentError(f"{bad} shape {shape} has a negative extent")
+    n = math.prod(shape)
+    nbytes = n * dt.itemsize
+    if nbytes > _args.U64_MAX:
+        raise InvalidArgumentError(f"{bad} shape {shape} of {dt.itemsize}-byte elements is {nbytes} bytes, "
+                                   "more than 2**64 - 1")
+    data = cai.get("data")
+    if not (isinstance(data, (tuple, list)) and len(data) == 2):
+        raise InvalidArgumentError(f"{bad} data is {data!r}, expected (pointer, readonly)")
+    ptr = data[0]
+    if not isinstance(ptr, (numbers.Integral, np.integer)) or isinstance(ptr, (bool, np.bool_)) \
+            or not 0 <= int(ptr) <= _args.U64_MAX:
+        raise InvalidArgumentError(f"{bad} data pointer is {ptr!r}, expected an integer in [0, 2**64 - 1]")
+    ptr = int(ptr)
+    if ptr + nbytes > 1 << 64:
+        raise InvalidArgumentError(f"{bad} {nbytes} bytes from 0x{ptr:x} run past the end of the address space")
+    strides = cai.get("strides")
+    if strides is not None and n > 1:
+        strides = ints("strides", strides)
+        if len(strides) != len(shape):
+            raise InvalidArgumentError(f"{bad} strides {strides} do not match its shape {shape}")
+        acc = dt.itemsize
+        for extent, stride in zip(reversed(shape), reversed(strides)):
+            if extent > 1 and stride != acc:  # the stride of an axis of one element is never used
+                raise InvalidArgumentError(
+                    f"gpudyn: {where} argument '{name}' must be C-contiguous (shape {shape}, strides {strides}; a "
+                    "broadcast view has zero strides): copy it first (cupy.ascontiguousarray, tensor.contiguous())")
+            acc *= extent
+    return ptr, n, dt, nbytes
+
+
+def stated_count(obj) -> int | None:
+    """The entries of a NumPy array or of a device array's
+    ``__cuda_array_interface__`` (its shape; nothing read), or None when that
+    does not tell (DLPack only, a malformed interface: refused later, by
+    :func:`as_device_array`)."""
+    if isinstance(obj, np.ndarray):
+        return int(obj.size)
+    try:
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        return None if cai is None else _layout("", "", cai)[1]
+    except Exception:  # noqa: BLE001 -- as_device_array names what is wrong
+        return None
+
+
+def _dlpack_device(where: str, name: str, obj, device) -> None:
+    """Refuses a DLPack producer whose ``__dlpack_device__`` is not CUDA device
+    memory of ``device``, before it is imported."""
+    ask = getattr(obj, "__dlpack_device__", None)
+    if ask is None:
+        return
+    dev_type, dev_id = (int(v) for v in ask())
+    if dev_type != 2:
+        what = _DL_DEVICE_NAMES.get(dev_type, f"DLPack device type {dev_type}")
+        raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is {what}, not CUDA device memory: pass a "
+                                   "NumPy array (copied for you) or a device array")
+    if device is not None and dev_id != device:
+        raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is memory of device {dev_id}, but this "
+                                   f"structure lives on device {device}: copy it to device {device} first")
+
+
+def _device_memory_of(where: str, name: str, ptr: int, nbytes: int, device: int) -> None:
+    """Refuses ``nbytes`` bytes at ``ptr`` unless CUDA reports their first and
+    their last byte as memory of ``device`` (gpudyn_pointer_get_device):
+    another device's memory, host memory (pageable or pinned), managed memory
+    and addresses CUDA does not know (0x1000, freed memory, past the end of an
+    allocation) never reach a kernel."""
+    ends = [("first byte", ptr)] if nbytes <= 1 else [("first byte", ptr), (f"last byte ({nbytes} bytes on)",
+                                                                           ptr + nbytes - 1)]
+    for which, address in ends:
+        owner = pointer_device(address)
+        if owner == device:
+            continue
+        if owner >= 0:
+            raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is memory of device {owner}, but this "
+                                       f"structure lives on device {device}: copy it to device {device} first")
+        raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is not device memory of device {device}: "
+                                   f"CUDA reports its {which} at 0x{address:x} as no device's memory "
+                                   f"({_NOT_DEVICE_MEMORY}); pass a NumPy array (copied for you) or an array "
+                                   f"in device {device}'s memory")
+
+
+def as_device_array(obj, stream=None, dtype=None, where="", name="values", device=None, accept=None):
     """(ptr, n, dtype, keepalive) for a 1-D C-contiguous array given as a
     DeviceBuffer, anything with ``__cuda_array_interface__`` (CuPy, Numba,
     PyTorch CUDA tensors) or DLPack-only objects, ready to be read by work
-    queued on ``stream`` next:
+    queued on ``stream`` next.  Every check below comes before any copy or
+    device work:
 
-    - device arrays: ``stream`` waits for the producer's stream (CAI v3
-      ``stream``; see :func:`_producer_stream`); with ``device`` (the
-      structure's), memory of another device is refused (InvalidArgumentError
-      naming both devices; the device is cudaPointerGetAttributes', through
-      gpudyn_pointer_get_device); a CAI ``mask`` is refused (NotImplementedError);
-    - NumPy arrays are copied to a temporary DeviceBuffer on ``stream``; the
-      keepalive is that buffer, to be closed after the work that reads it is
-      queued (:class:`device_inputs` does it; left to the garbage collector, a
-      buffer on a raw handle waits for the whole device before it is freed).
+    - device arrays: the interface must describe a C-contiguous array that fits
+      the address space (:func:`_layout`: no broadcast views, no mask; readonly
+      arrays are fine, gpudyn only reads inputs) and no more bytes than the
+      device's memory (InvalidArgumentError); its memory must be device memory
+      of ``device`` (the structure's; None: the current device), first and last
+      byte, as cudaPointerGetAttributes reports it through
+      gpudyn_pointer_get_device: another device's memory, host memory (pageable
+      or pinned), managed memory (cudaMallocManaged: CUDA names no device for it)
+      and unknown addresses are refused (InvalidArgumentError naming the
+      argument), as is a NULL pointer with entries; a DLPack producer must say
+      kDLCUDA of that device.  Then ``stream`` waits for the producer's stream
+      (CAI v3 ``stream``; see :func:`_producer_stream`);
+    - NumPy arrays: their count is bounded by the device's memory
+      (:func:`check_count`), then they are copied to a temporary DeviceBuffer on
+      ``stream``; the keepalive is that buffer, to be closed after the work that
+      reads it is queued (:class:`device_inputs` does it; left to the garbage
+      collector, a buffer on a raw handle waits for the whole device before it
+      is freed).
     Call it, and close the keepalive, with the structure's device current
     (:class:`on_device`): the temporary is allocated and freed there.
-    Non-native byte order: NumPy data is converted, device data refused."""
+    Non-native byte order: NumPy data is converted, device data refused.
+    ``dtype``: the dtype the array must have; ``accept``: a check of its dtype
+    that raises (TypeError) for the ones the caller refuses, run just as early."""
     where = where or "gpudyn"
     if isinstance(obj, np.ndarray):
-        host = obj.reshape(-1)
-        if dtype is not None and np.dtype(dtype) != host.dtype.newbyteorder("="):
+        if dtype is not None and np.dtype(dtype) != obj.dtype.newbyteorder("="):
             # no silent conversion: int64 page ids cast to uint32 would wrap around
-            raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {host.dtype}, expected {np.dtype(dtype)}")
-        buf = DeviceBuffer.from_numpy(host, stream=stream)
+            raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {obj.dtype}, expected {np.dtype(dtype)}")
+        if accept is not None:
+            accept(obj.dtype.newbyteorder("="))
+        check_count(where, name, obj, obj.dtype.itemsize, device)  # before reshape(-1) may copy
+        buf = DeviceBuffer.from_numpy(obj.reshape(-1), stream=stream)
         return buf.ptr, buf.size, buf.dtype, buf
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is None and hasattr(obj, "__dlpack__"):
+        _dlpack_device(where, name, obj, device)
         try:
             import torch  # PyTorch tensors expose CAI; DLPack-only producers go through torch
             obj = torch.from_dlpack(obj)
@@ -491,33 +692,21 @@ def as_device_array(obj, stream=None, dtype=None, where="", name="values", devic
     if cai is None:
         raise TypeError(f"gpudyn: {where} argument '{name}' is a {type(obj).__name__}, neither a NumPy array nor "
                         "a CUDA array (no __cuda_array_interface__ / __dlpack__)")
-    if cai.get("mask") is not None:
-        # As Numba: the masked-out elements would be read as if valid.
-        raise NotImplementedError(f"gpudyn: {where} argument '{name}' is a masked CUDA array (its "
-                                  "__cuda_array_interface__ has a 'mask'), which gpudyn does not read")
-    dt = np.dtype(cai["typestr"])
-    if not dt.isnative:
-        raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {dt.str} (non-native byte order); "
-                        "convert it to native byte order first")
-    shape = tuple(cai["shape"])
-    n = math.prod(shape)
-    strides = cai.get("strides")
-    if strides is not None and n > 1:
-        expected = []
-        acc = dt.itemsize
-        for s in reversed(shape):
-            expected.append(acc)
-            acc *= s
-        if tuple(reversed(expected)) != tuple(strides):
-            raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' must be C-contiguous")
+    ptr, n, dt, nbytes = _layout(where, name, cai)
     if dtype is not None and np.dtype(dtype) != dt:
         raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {dt}, expected {np.dtype(dtype)}")
-    ptr = int(cai["data"][0])
-    if device is not None and n and ptr:
-        owner = pointer_device(ptr)
-        if owner >= 0 and owner != device:
-            raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is memory of device {owner}, but this "
-                                       f"structure lives on device {device}: copy it to device {device} first")
+    if accept is not None:
+        accept(dt)
+    if n:
+        if device is None:
+            device = current_device()
+        if nbytes > device_memory(device):
+            raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' describes {n} entries of {dt.itemsize} "
+                                       f"bytes, {nbytes} bytes, more than the {device_memory(device)} bytes of "
+                                       f"memory of device {device}: no array of this device")
+        if not ptr:
+            raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' has {n} entries at address 0 (NULL)")
+        _device_memory_of(where, name, ptr, nbytes, device)
     producer = _producer_stream(obj, cai)
     if producer is not None and n:
         wait_for(stream_handle(stream), producer)
@@ -528,15 +717,28 @@ def as_integer_array(obj, stream, dtype, where: str, name: str, device=None):
     """:func:`as_device_array` for unsigned integer inputs (sizes, addresses): host
     data (list, NumPy) is checked first, negative or too large entries refused
     rather than wrapped; device arrays must have ``dtype`` (and be on ``device``)."""
-    host = _args.host_integers(where, name, obj, dtype)
+    host = host_input(where, name, obj, dtype, device)
     return as_device_array(obj if host is None else host, stream, dtype=dtype, where=where, name=name,
                            device=device)
+
+
+def as_address_array(obj, stream, where: str, name: str, device=None, hint: str = ""):
+    """:func:`as_device_array` for device addresses (pointers, warp headers): one
+    rule for every call that takes them, 64-bit integer dtypes only (uint64 or
+    int64, host and device arrays alike: an int32 array would hold truncated
+    addresses; see :func:`gpudyn._args.host_addresses`); host values negative
+    or beyond 2**64 - 1 refused."""
+    host = host_input(where, name, obj, np.uint64, device, addresses=True, hint=hint)
+    return as_device_array(obj if host is None else host, stream, where=where, name=name, device=device,
+                           accept=lambda dt: _args.address_dtype(where, name, dt, hint))
 
 
 class device_inputs:
     """The inputs of one call, as device arrays read by the work it queues on
     ``stream``: ``with device_inputs(stream, device) as inputs:``, then
-    :meth:`array` / :meth:`integers` give ``(ptr, n, dtype)``.  NumPy (and list)
+    :meth:`array` / :meth:`integers` / :meth:`addresses` give ``(ptr, n, dtype)``,
+    each input checked (count, dtype, memory: :func:`as_device_array`) before
+    anything is copied or queued.  NumPy (and list)
     inputs are copied to temporary DeviceBuffers, closed when the block ends:
     freed on ``stream`` after the work queued there, while the call is still
     running and so the stream (a raw handle too) certainly exists; left to the
@@ -576,14 +778,18 @@ class device_inputs:
             self._keep.append(keep)
         return ptr, n, dt
 
-    def array(self, obj, dtype=None, where="", name="values"):
+    def array(self, obj, dtype=None, where="", name="values", accept=None):
         """:func:`as_device_array` of ``obj``: (ptr, n, dtype)."""
         return self._track(obj, as_device_array(obj, self.stream, dtype=dtype, where=where, name=name,
-                                                device=self.device))
+                                                device=self.device, accept=accept))
 
     def integers(self, obj, dtype, where: str, name: str):
         """:func:`as_integer_array` of ``obj``: (ptr, n, dtype)."""
         return self._track(obj, as_integer_array(obj, self.stream, dtype, where, name, device=self.device))
+
+    def addresses(self, obj, where: str, name: str, hint: str = ""):
+        """:func:`as_address_array` of ``obj``: (ptr, n, dtype)."""
+        return self._track(obj, as_address_array(obj, self.stream, where, name, device=self.device, hint=hint))
 
     def output(self, shape, dtype) -> DeviceBuffer:
         """A DeviceBuffer on the stream for the call's result, closed if the block raises."""

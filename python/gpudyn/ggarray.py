@@ -34,7 +34,8 @@ import numpy as np
 from . import _args
 from ._ffi import check, ffi, kernel_arg, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, device_inputs, element_dtype, on_device, stream_device
+from .buffer import (DeviceBuffer, check_count, device_inputs, element_dtype, on_device, stated_count,
+                     stream_device)
 from .errors import GpudynError, InvalidArgumentError, OutOfMemoryError
 
 ALGORITHMS = {"atomic": 0, "warp_scan": 1, "tensor_scan": 2}
@@ -189,33 +190,46 @@ class _Array(OwnedHandle):
         """Appends every element of the 1-D array `values` (NumPy: copied to the
         device first), or those whose `mask` entry is nonzero (bool/uint8 array of
         the same length).  All or nothing: :class:`OutOfMemoryError` leaves the array unchanged.
-        Device arrays are read after their producer's stream (see the module doc)."""
+        Device arrays are read after their producer's stream (see the module doc).
+
+        Refused before any copy or device work: NumPy inputs of more bytes than
+        the device's memory (OutOfMemoryError at once, broadcast views included),
+        other dtypes, and device arrays that are not C-contiguous device memory
+        of the array's device (host, pinned or managed memory, another device's,
+        unknown addresses: InvalidArgumentError; see
+        ``gpudyn.buffer.as_device_array``)."""
         where = type(self).__name__ + ".extend"
         algo = _args.choice(where, "algorithm", algorithm, ALGORITHMS)
         self._h()
-        if isinstance(values, np.ndarray) and values.dtype.newbyteorder("=") == self.dtype:
-            values = values.astype(self.dtype, copy=False)  # native byte order, same values
-        # Host arrays: refused before they are copied to the device.
-        if isinstance(values, np.ndarray) and values.dtype != self.dtype:
+        # Host arrays: refused before they are copied to the device (every check here takes constant time).
+        if isinstance(values, np.ndarray) and values.dtype.newbyteorder("=") != self.dtype:
             raise TypeError(f"gpudyn: {where} argument 'values' has dtype {values.dtype}, this array holds {self.dtype}")
         if isinstance(mask, np.ndarray):
             _mask_dtype(where, mask.dtype)
-            if isinstance(values, np.ndarray) and mask.size != values.size:
-                raise InvalidArgumentError(f"gpudyn: {where} argument 'mask' has {mask.size} entries, "
-                                           f"values has {values.size}")
+        if mask is not None:
+            vn, mn = stated_count(values), stated_count(mask)  # NumPy or device arrays, before either is read
+            if vn is not None and mn is not None and vn != mn:
+                raise InvalidArgumentError(f"gpudyn: {where} argument 'mask' has {mn} entries, values has {vn}")
+        if isinstance(values, np.ndarray):
+            check_count(where, "values", values, self.dtype.itemsize, self.device)
+        if isinstance(mask, np.ndarray):
+            check_count(where, "mask", mask, 1, self.device)
+        if isinstance(values, np.ndarray) and values.dtype != self.dtype:
+            values = values.astype(self.dtype)  # native byte order, same values
         # NumPy temporaries on the array's device (device arrays must be there), freed on our stream after the kernel
         with on_device(self.device), device_inputs(self.stream, self.device) as inputs:
-            ptr, n, dt = inputs.array(values, where=where, name="values")
-            if dt != self.dtype:
-                raise TypeError(f"gpudyn: {where} argument 'values' has dtype {dt}, this array holds {self.dtype}")
+            ptr, n, _ = inputs.array(values, where=where, name="values", accept=lambda dt: self._holds(where, dt))
             mptr = ffi.NULL
             if mask is not None:
-                mp, mn, mdt = inputs.array(mask, where=where, name="mask")
-                _mask_dtype(where, mdt)
+                mp, mn, _ = inputs.array(mask, where=where, name="mask", accept=lambda dt: _mask_dtype(where, dt))
                 if mn != n:
                     raise InvalidArgumentError(f"gpudyn: {where} argument 'mask' has {mn} entries, values has {n}")
                 mptr = ffi.cast("const uint8_t*", mp)
             check(self._call("push_back")(self._handle, ffi.cast("const void*", ptr), n, mptr, algo, self._stream))
+
+    def _holds(self, where: str, dt) -> None:
+        if dt != self.dtype:
+            raise TypeError(f"gpudyn: {where} argument 'values' has dtype {dt}, this array holds {self.dtype}")
 
     def __len__(self) -> int:
         out = ffi.new("uint64_t*")

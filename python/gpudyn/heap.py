@@ -16,7 +16,7 @@ import numpy as np
 from ._ffi import check, ffi, kernel_arg, lib, stream_handle
 from ._handle import OwnedHandle
 from . import _args
-from .buffer import DeviceBuffer, device_inputs, on_device, stream_device
+from .buffer import DeviceBuffer, device_inputs, host_input, on_device, stream_device
 
 _STAT_FIELDS = ("bytes_mapped", "bytes_max", "bytes_held", "bytes_allocated", "allocations", "failed_allocations",
                 "bad_frees", "largest_free_bytes")
@@ -71,12 +71,19 @@ class Heap(OwnedHandle):
         ``OutOfMemoryError`` when the heap cannot hold them all; what this call
         took is freed again, so the live allocations are exactly those from before
         (slabs attached on the way stay with their size classes for later mallocs:
-        ``bytes_held`` may be higher)."""
-        host = _args.host_integers("Heap.malloc", "sizes", sizes, np.uint64)  # checked before any device call
+        ``bytes_held`` may be higher).
+
+        Refused before any copy or device work: more entries than the device's
+        memory holds as uint64 (OutOfMemoryError at once, a broadcast view of
+        2**40 entries too), negative or non-integer sizes, and device arrays that
+        are not uint64 device memory of the heap's device (see
+        ``gpudyn.buffer.as_device_array``)."""
+        w = "Heap.malloc"
+        host = host_input(w, "sizes", sizes, np.uint64, self.device)  # checked before any device call
         h = self._h()
         # output and temporaries on the heap's device
         with on_device(self.device), device_inputs(self.stream, self.device) as inputs:
-            ptr, n, _ = inputs.integers(sizes if host is None else host, np.uint64, "Heap.malloc", "sizes")
+            ptr, n, _ = inputs.integers(sizes if host is None else host, np.uint64, w, "sizes")
             out = inputs.output(n, np.uint64)
             if n:
                 check(lib.gpudyn_heap_malloc(h, ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr), n,
@@ -84,17 +91,18 @@ class Heap(OwnedHandle):
         return out
 
     def free(self, pointers) -> None:
-        """Frees pointers from :meth:`malloc` or from kernels (uint64 or int64: a
-        sequence, NumPy or device array; 0 entries are skipped).  Pointers the heap
-        did not hand out, or handed out and already freed, change nothing and are
-        counted in ``stats()['bad_frees']``.  Stream-ordered."""
+        """Frees pointers from :meth:`malloc` or from kernels (a sequence of Python
+        ints, or a NumPy or device array of a 64-bit integer dtype, uint64 or int64:
+        an int32 array is refused, TypeError, as its addresses would be truncated;
+        0 entries are skipped).  Pointers the heap did not hand out, or handed out
+        and already freed, change nothing and are counted in
+        ``stats()['bad_frees']``.  Stream-ordered."""
         w = "Heap.free"
-        host = _args.host_integers(w, "pointers", pointers, np.uint64)  # checked before any device call
+        # count, dtype and values checked before any device call
+        host = host_input(w, "pointers", pointers, np.uint64, self.device, addresses=True)
         h = self._h()
         with on_device(self.device), device_inputs(self.stream, self.device) as inputs:  # a temporary there
-            ptr, n, dt = inputs.array(pointers if host is None else host, where=w, name="pointers")
-            if dt not in (np.dtype(np.uint64), np.dtype(np.int64)):
-                raise TypeError(f"gpudyn: {w} argument 'pointers' has dtype {dt}, expected uint64 addresses")
+            ptr, n, _ = inputs.addresses(pointers if host is None else host, w, "pointers")
             if n:
                 check(lib.gpudyn_heap_free(h, ffi.cast("const uint64_t*", ptr), n, self._stream))
 

@@ -16,7 +16,7 @@ import numpy as np
 from . import _args
 from ._ffi import check, ffi, kernel_arg, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, device_inputs, on_device, stream_device
+from .buffer import DeviceBuffer, check_count, device_inputs, host_input, on_device, stream_device
 from .errors import InvalidArgumentError
 
 #: GETPAGE algorithms by name (values of gpudyn_rw_heap_algorithm_t).
@@ -139,6 +139,7 @@ class PageHeap(OwnedHandle):
         page ids): free those with :meth:`free`."""
         w = "PageHeap.free_pages"
         h = self._h()
+        check_count(w, "pages", pages, 4, self.device)  # constant time, before the values are read
         host = _args.host_integers(w, "pages", pages, np.uint64)
         if host is not None:
             bad = host[(host >= self.page_count) & (host != INVALID_PAGE)]
@@ -148,12 +149,15 @@ class PageHeap(OwnedHandle):
                                            "addresses from malloc() are freed with free()")
             pages = host.astype(np.uint32)
         with on_device(self.device), device_inputs(self.stream, self.device) as inputs:  # a temporary there
-            ptr, n, dt = inputs.array(pages, where=w, name="pages")
-            if dt != np.uint32:
-                raise TypeError(f"gpudyn: {w} argument 'pages' has dtype {dt}, expected uint32 page ids; "
-                                "uint64 addresses from malloc() are freed with free()")
+            ptr, n, _ = inputs.array(pages, where=w, name="pages", accept=lambda dt: self._page_ids(w, dt))
             if n:
                 check(lib.gpudyn_rw_heap_free_pages(h, ffi.cast("const uint32_t*", ptr), n, self._stream))
+
+    @staticmethod
+    def _page_ids(where: str, dt) -> None:
+        if dt != np.uint32:
+            raise TypeError(f"gpudyn: {where} argument 'pages' has dtype {dt}, expected uint32 page ids; "
+                            "uint64 addresses from malloc() are freed with free()")
 
     # ---- RW_malloc ----------------------------------------------------------
     @property
@@ -172,7 +176,7 @@ class PageHeap(OwnedHandle):
         w = "PageHeap.malloc"
         if seed is not None:
             seed = _args.integer(w, "seed", seed)
-        host = _args.host_integers(w, "sizes", sizes, np.uint64)  # checked before any device call
+        host = host_input(w, "sizes", sizes, np.uint64, self.device)  # checked before any device call
         h = self._h()
         # output and temporaries on the heap's device
         with on_device(self.device), device_inputs(self.stream, self.device) as inputs:
@@ -186,17 +190,17 @@ class PageHeap(OwnedHandle):
                     check(lib.gpudyn_exp_rw_heap_malloc(h, sz, ptrs, n, seed, self._stream))
         return out
 
+    _ids_hint = "; uint32 page ids are freed with free_pages()"
+
     def free(self, pointers) -> None:
         """Frees addresses returned by :meth:`malloc`: a uint64 (or int64) device or
         NumPy array, or a list of Python ints (0 entries skipped), each inside the
-        pool.  Page ids are refused (TypeError for arrays of 32 bits or fewer,
+        pool (the rule of every call taking addresses: 64-bit integer dtypes only).
+        Page ids are refused (TypeError for arrays of 32 bits or fewer,
         ValueError for values outside the pool): free those with :meth:`free_pages`."""
         w = "PageHeap.free"
         h = self._h()
-        if isinstance(pointers, np.ndarray) and pointers.dtype.kind in "iu" and pointers.dtype.itemsize < 8:
-            raise TypeError(f"gpudyn: {w} argument 'pointers' has dtype {pointers.dtype}, expected uint64 addresses; "
-                            "uint32 page ids are freed with free_pages()")
-        host = _args.host_integers(w, "pointers", pointers, np.uint64)
+        host = host_input(w, "pointers", pointers, np.uint64, self.device, addresses=True, hint=self._ids_hint)
         if host is not None:
             base, end = self.pool_address, self.pool_address + self.page_count * self.page_size
             bad = host[(host != 0) & ((host < base) | (host >= end))]
@@ -206,10 +210,7 @@ class PageHeap(OwnedHandle):
                                            f"this heap's pool [0x{base:x}, 0x{end:x}){hint}")
             pointers = host
         with on_device(self.device), device_inputs(self.stream, self.device) as inputs:  # a temporary there
-            ptr, n, dt = inputs.array(pointers, where=w, name="pointers")
-            if dt not in (np.dtype(np.uint64), np.dtype(np.int64)):
-                hint = "; uint32 page ids are freed with free_pages()" if dt == np.uint32 else ""
-                raise TypeError(f"gpudyn: {w} argument 'pointers' has dtype {dt}, expected uint64 addresses{hint}")
+            ptr, n, _ = inputs.addresses(pointers, w, "pointers", hint=self._ids_hint)
             if n:
                 check(lib.gpudyn_rw_heap_free(h, ffi.cast("const uint64_t*", ptr), n, self._stream))
 

@@ -14,7 +14,7 @@ import numpy as np
 from . import _args
 from ._ffi import check, ffi, kernel_arg, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, device_inputs, on_device, stream_device
+from .buffer import DeviceBuffer, device_inputs, host_input, on_device, stream_device
 from .errors import InvalidArgumentError
 
 # The paper's defaults (sec. 5.1 and 3.3), also what gpudyn_warp_heap_options_init sets.
@@ -125,7 +125,7 @@ class WarpHeap(OwnedHandle):
         ``OutOfMemoryError`` when the backing allocator runs out; the heap then
         holds exactly what it held before."""
         w = "WarpHeap.alloc"
-        host = _args.host_integers(w, "sizes", sizes, np.uint64)  # checked before any device call
+        host = host_input(w, "sizes", sizes, np.uint64, self.device)  # checked before any device call
         h = self._h()
         # output and temporaries on the heap's device
         with on_device(self.device), device_inputs(self.stream, self.device) as inputs:
@@ -188,7 +188,8 @@ class WarpHeap(OwnedHandle):
 
     def free_kept(self, headers) -> None:
         """Frees warp headers that a kernel kept (``warp_heap::keep``) and will not
-        resume; ``headers`` is a device array of uint64 header pointers (0 skipped)."""
+        resume; ``headers`` is a device array of uint64 header pointers (or int64;
+        a list or NumPy array is copied; 0 skipped)."""
         self._on_kept_headers("WarpHeap.free_kept", lib.gpudyn_warp_heap_free_kept, headers)
 
     def tidy_up_kept(self, headers) -> None:
@@ -200,14 +201,16 @@ class WarpHeap(OwnedHandle):
         pointers (0 skipped; each header once).  Synchronizes the stream.  Raises
         ``InvalidArgumentError`` when entries are not headers of this heap (arena
         and page heap backings can tell; those entries are skipped, the others
-        tidied)."""
+        tidied).  Headers are addresses: 64-bit integer dtypes only (an int32
+        array is a TypeError)."""
         self._on_kept_headers("WarpHeap.tidy_up_kept", lib.gpudyn_warp_heap_tidy_up_kept, headers)
 
     def _on_kept_headers(self, where: str, call, headers) -> None:
         """`call` (free_kept or tidy_up_kept) on a device array of header pointers."""
-        host = _args.host_integers(where, "headers", headers, np.uint64)  # checked before any device call
+        # count, dtype (64-bit addresses) and values checked before any device call
+        host = host_input(where, "headers", headers, np.uint64, self.device, addresses=True)
         h = self._h()
         with on_device(self.device), device_inputs(self.stream, self.device) as inputs:  # a temporary there
-            ptr, n, _ = inputs.integers(headers if host is None else host, np.uint64, where, "headers")
+            ptr, n, _ = inputs.addresses(headers if host is None else host, where, "headers")
             if n:
                 check(call(h, ffi.cast("void* const*", ptr), n, self._stream))
