@@ -654,10 +654,13 @@ def as_device_array(obj, stream=None, dtype=None, where="", name="values", devic
       of ``device`` (the structure's; None: the current device), first and last
       byte, as cudaPointerGetAttributes reports it through
       gpudyn_pointer_get_device: another device's memory, host memory (pageable
-      or pinned), managed memory (cudaMallocManaged: CUDA names no device for it)
-      and unknown addresses are refused (InvalidArgumentError naming the
-      argument), as is a NULL pointer with entries; a DLPack producer must say
-      kDLCUDA of that device.  Then ``stream`` waits for the producer's stream
+      or pinned, even where the device could read it) and unknown addresses are
+      refused (InvalidArgumentError naming the argument), as is a NULL pointer
+      with entries; a DLPack producer must say kDLCUDA of that device.  Managed
+      memory (cudaMallocManaged, a CuPy managed pool) is refused too: the
+      library names no device for it (gpudyn_pointer_get_device gives -1, as
+      for host memory), so Python cannot tell it from host memory and vouch
+      that the device may read it; copy it into device memory first.  Then ``stream`` waits for the producer's stream
       (CAI v3 ``stream``; see :func:`_producer_stream`);
     - NumPy arrays: their count is bounded by the device's memory
       (:func:`check_count`), then they are copied to a temporary DeviceBuffer on
