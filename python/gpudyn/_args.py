@@ -104,7 +104,10 @@ def _each_element_once(arr: np.ndarray) -> np.ndarray:
 def host_integers(where: str, name: str, values, dtype) -> np.ndarray | None:
     """A list/tuple/range/scalar/NumPy array of integers as a 1-D contiguous
     NumPy array of ``dtype`` (negative or too large entries refused, no
-    wrap-around); None when ``values`` is not host data (a device array)."""
+    wrap-around); None when ``values`` is not host data (a device array).
+    The range is checked before the copy, over each stored element once (a
+    broadcast view's one element, not its 2**40 entries); bound the count first
+    (buffer.check_count, buffer.host_input): the copy takes every entry."""
     if isinstance(values, (list, tuple, range)) or np.isscalar(values):
         given = values
         if isinstance(values, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in values):
