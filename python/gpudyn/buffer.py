@@ -567,7 +567,7 @@ def _layout(where: str, name: str, cai) -> tuple[int, int, np.dtype, int]:
     data = cai.get("data")
     if not (isinstance(data, (tuple, list)) and len(data) == 2):
         raise InvalidArgumentError(f"{bad} data is {data!r}, expected (pointer, readonly)")
-    ptr = data[0]
+    ptr = 0 if data[0] is None else data[0]  # None: Numba's NULL (an empty array's)
     if not isinstance(ptr, (numbers.Integral, np.integer)) or isinstance(ptr, (bool, np.bool_)) \
             or not 0 <= int(ptr) <= _args.U64_MAX:
         raise InvalidArgumentError(f"{bad} data pointer is {ptr!r}, expected an integer in [0, 2**64 - 1]")

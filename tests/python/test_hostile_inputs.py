@@ -292,9 +292,12 @@ def test_array_values_and_masks_outside_the_devices_memory_are_refused(fake, cas
 def test_device_memory_of_the_structures_device_passes_every_check(fake):
     # (nothing copied, nothing waited on: the fake fails the test on any device work)
     for cai in (Cai(DEV0, (4,)), Cai(DEV0 + MiB - 32, (4,)), Cai(DEV0, (1, 4), strides=(999, 8)),
-                Cai(DEV0, (4,), readonly=True), Cai(DEV0, (0,)), Cai(0, (0,))):
+                Cai(DEV0, (4,), readonly=True), Cai(DEV0, (0,)), Cai(0, (0,)), Cai(None, (0,))):
         ptr, n, dt, keep = as_device_array(cai, dtype=np.uint64, where="Heap.malloc", name="sizes", device=0)
-        assert (ptr, n, dt, keep) == (cai.__cuda_array_interface__["data"][0], math_prod(cai), np.dtype("<u8"), cai)
+        assert (ptr, n, dt, keep) == (cai.__cuda_array_interface__["data"][0] or 0, math_prod(cai), np.dtype("<u8"),
+                                      cai)
+    with pytest.raises(gpudyn.InvalidArgumentError, match=r"entries at address 0 \(NULL\)"):
+        as_device_array(Cai(None, (4,)), where="Heap.malloc", name="sizes", device=0)
 
 
 def math_prod(cai):
