@@ -224,6 +224,11 @@ def test_device_buffer_copies_refuse_huge_inputs_at_once(fake):
                      match="has 1099511627776 elements, the buffer 2")
 
 
+def test_a_device_buffer_beyond_the_devices_memory_is_refused_before_allocating(fake):
+    with pytest.raises(gpudyn.OutOfMemoryError, match=f"more than the {DEVICE_MEMORY} bytes of memory of device 0"):
+        DeviceBuffer(DEVICE_MEMORY // 4 + 1, np.int32)
+
+
 def test_the_bound_is_the_device_memory_exactly(fake):
     fits = DEVICE_MEMORY // 8
     assert check_count("Heap.malloc", "sizes", broadcast(fits), 8, 0) == fits
