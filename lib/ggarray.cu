@@ -332,6 +332,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         GPUDYN_REQUIRE(o->max_budget_bytes == 0 || o->budget_bytes <= o->max_budget_bytes,
                        "options->budget_bytes is %llu, more than options->max_budget_bytes (%llu)",
                        (unsigned long long)o->budget_bytes, (unsigned long long)o->max_budget_bytes);
+        if (o->heap != nullptr) require_address(o->heap, "options->heap");  // garbage is not dereferenced
         cudaStream_t s = to_cuda(stream);
         const int device = create_device(s);  // the stream's device, else the current one
         device_guard on_device(device);
@@ -339,7 +340,6 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         size_t free_b = 0, total_b = 0;
         GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
         if (o->heap) {
-            require_address(o->heap, "options->heap");
             const int heap_device = heap_state(o->heap).device;
             GPUDYN_REQUIRE(heap_device == device, "options->heap belongs to device %d, the array to device %d",
                            heap_device, device);
@@ -426,6 +426,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
     GPUDYN_ABI_RELEASE({
         if (array == nullptr) return;
+        require_address(array, "array");  // garbage below 64 KiB is refused, not dereferenced
         {
             handle_call call(array->hs);
             cudaStream_t s = array->hs.release_stream();
