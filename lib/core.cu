@@ -4,8 +4,12 @@
 
 #include <cuda.h>  // driver types and enums only; libcuda is never linked
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -424,6 +428,25 @@ void require_extent(uint64_t address, uint64_t bytes, const void* ptr, uint64_t 
           (unsigned long long)element_bytes);
 }
 
+// Host memory the CUDA driver does not know (pageable): raises unless every page
+// of [address, address + bytes) is mapped in this process (msync reports ENOMEM
+// for a range with a hole), so that neither the library's host copies nor a
+// device reaching pageable memory (HMM, ATS) touch an unmapped address.
+void require_host_mapped(uint64_t address, uint64_t bytes, const void* ptr, uint64_t count, const char* arg,
+                         const char* count_arg) {
+    static const uint64_t page = [] {
+        const long p = sysconf(_SC_PAGESIZE);
+        return p > 0 ? uint64_t(p) : uint64_t(4096);
+    }();
+    const uint64_t first = address / page * page;
+    const uint64_t end = (address + bytes + page - 1) / page * page;  // no wrap: address + bytes <= 2^64 - page
+    if (msync(reinterpret_cast<void*>(first), size_t(end - first), MS_ASYNC) == 0 || errno != ENOMEM) return;
+    raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+          "argument '%s' is %llu, but '%s' (%p) is host memory of which part of the %llu bytes from there is not "
+          "mapped in this process",
+          count_arg, (unsigned long long)count, arg, ptr, (unsigned long long)bytes);
+}
+
 }  // namespace
 
 void require_buffer(const void* ptr, uint64_t count, uint64_t element_bytes, uint64_t alignment, memory_use use,
@@ -435,7 +458,8 @@ void require_buffer(const void* ptr, uint64_t count, uint64_t element_bytes, uin
         raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' (%p) is not aligned to %llu bytes (its elements' %s)",
               arg, ptr, (unsigned long long)alignment, alignment == element_bytes ? "size" : "alignment");
     const uint64_t bytes = buffer_bytes(count, element_bytes, count_arg, arg);
-    if (bytes > ~uint64_t(0) - address)
+    constexpr uint64_t kTop = ~uint64_t(0) - (uint64_t(1) << 30);  // room for the page rounding below
+    if (address > kTop || bytes > kTop - address)
         raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' is %llu: '%s' (%p) plus %llu bytes wraps the address space",
               count_arg, (unsigned long long)count, arg, ptr, (unsigned long long)bytes);
     // On the structure's device: a pinned buffer's devicePointer is that device's.
@@ -446,8 +470,9 @@ void require_buffer(const void* ptr, uint64_t count, uint64_t element_bytes, uin
     const cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
     if (err != cudaSuccess) {
         cudaGetLastError();  // never left pending (see check_cuda)
-        if (use == memory_use::host) return;  // memory CUDA cannot tell about: the host's
-        if (use == memory_use::device && pageable_access(device)) return;
+        // Memory CUDA cannot tell about: the host's, where it is mapped.
+        if (use == memory_use::host || (use == memory_use::device && pageable_access(device)))
+            return require_host_mapped(address, bytes, ptr, count, arg, count_arg);
         raise(GPUDYN_ERROR_INVALID_ARGUMENT,
               "argument '%s' (%p) is not memory CUDA knows (cudaPointerGetAttributes: %s), expected device memory",
               arg, ptr, cudaGetErrorName(err));
@@ -480,8 +505,9 @@ void require_buffer(const void* ptr, uint64_t count, uint64_t element_bytes, uin
             break;
         case cudaMemoryTypeUnregistered:
         default:
-            if (use == memory_use::host) return;  // pageable host memory: no extent to ask for
-            if (use == memory_use::device && pageable_access(device)) return;
+            // Pageable host memory: the driver knows no extent, the process's mappings tell.
+            if (use == memory_use::host || (use == memory_use::device && pageable_access(device)))
+                return require_host_mapped(address, bytes, ptr, count, arg, count_arg);
             if (use == memory_use::device)
                 raise(GPUDYN_ERROR_INVALID_ARGUMENT,
                       "argument '%s' (%p) is %s, expected device memory of device %d (it cannot access pageable "

@@ -308,6 +308,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
 GPUDYN_API gpudyn_status_t gpudyn_heap_destroy(gpudyn_heap_t heap) {
     GPUDYN_ABI_RELEASE({
         if (heap == nullptr) return;
+        require_address(heap, "heap");  // garbage below 64 KiB is refused, not dereferenced
         {
             handle_call call(heap->hs);
             GPUDYN_REQUIRE(heap->users == 0, "argument 'heap' holds the buckets of %u GGArray(s); destroy them first",

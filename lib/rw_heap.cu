@@ -266,6 +266,7 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_destroy(gpudyn_rw_heap_t heap) {
     GPUDYN_ABI_RELEASE({
         if (heap == nullptr) return;
+        require_address(heap, "heap");  // garbage below 64 KiB is refused, not dereferenced
         {
             handle_call call(heap->hs);
             require_no_backing_users(heap);

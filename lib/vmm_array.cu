@@ -77,6 +77,7 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_destroy(gpudyn_vmm_array_t array) {
     GPUDYN_ABI_RELEASE({
         if (array == nullptr) return;
+        require_address(array, "array");  // garbage below 64 KiB is refused, not dereferenced
         {
             handle_call call(array->hs);
             cudaStream_t s = array->hs.release_stream();

@@ -271,6 +271,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_destroy(gpudyn_warp_heap_t heap) {
     GPUDYN_ABI_RELEASE({
         if (heap == nullptr) return;
+        require_address(heap, "heap");  // garbage below 64 KiB is refused, not dereferenced
         {
             handle_call call(heap->hs);
             cudaStream_t s = heap->hs.release_stream();
