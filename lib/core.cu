@@ -691,8 +691,9 @@ GPUDYN_API gpudyn_status_t gpudyn_memcpy(void* dst, const void* src, uint64_t by
 GPUDYN_API gpudyn_status_t gpudyn_memset(void* dst, int32_t value, uint64_t bytes, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         if (bytes == 0) return;
-        GPUDYN_REQUIRE_NOT_NULL(dst);
+        GPUDYN_REQUIRE(dst != nullptr, "argument 'dst' is NULL");
         GPUDYN_REQUIRE(value >= 0 && value <= 255, "argument 'value' is %d, expected a byte 0..255", int(value));
+        GPUDYN_REQUIRE_NOT_NULL(dst);  // not garbage below 64 KiB either (checked after the value)
         buffer_bytes(bytes, 1, "bytes", "dst");
         // Device memory of the stream's device (the current one for the default streams).
         const int device = create_device(to_cuda(stream));

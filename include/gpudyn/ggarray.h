@@ -158,10 +158,11 @@ typedef struct gpudyn_ggarray_view_t {
 /* Fills *options with the defaults listed beside each field (struct_size included). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_options_init(gpudyn_ggarray_options_t* options);
 /* Creates an empty GGArray (no bucket yet) and reserves the pool's virtual range.
- * The growth arena is taken (budget_bytes) only when first needed.  Options
- * with struct_size below sizeof(gpudyn_ggarray_options_t) but at least 40 (the
- * size before max_budget_bytes) are accepted: the later fields take their
- * defaults.  options->heap on another device is INVALID_ARGUMENT. */
+ * The growth arena is taken (budget_bytes) only when first needed.
+ * options->struct_size is sizeof(gpudyn_ggarray_options_t) (56) or 40, the
+ * size before max_budget_bytes (the later fields take their defaults); any
+ * other size (one between them would cut `heap` in half) is INVALID_ARGUMENT.
+ * options->heap on another device is INVALID_ARGUMENT. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const gpudyn_ggarray_options_t* options,
                                                  gpudyn_stream_t stream);
 /* Frees every bucket and the bookkeeping, stream-ordered after the array's
@@ -183,7 +184,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array);
  * counts it).  The status bits are left as they are (see
  * gpudyn_ggarray_get_status). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64_t capacity, gpudyn_stream_t stream);
-/* Appends the `count` elements at device address `values` (element_size bytes each);
+/* Appends the `count` elements at device address `values` (element_size bytes each,
+ * aligned to element_size; device memory as in gpudyn.h, "Bad input", holding them);
  * with `mask` (device uint8[count], may be NULL) only those whose mask byte is nonzero.
  * Pool rows are mapped for the elements kept (a mask is counted first), buckets
  * are claimed in the kernel on demand: from the pool where its row is mapped,
@@ -202,10 +204,12 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_capacity(gpudyn_ggarray_t array, uint6
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array, uint64_t* bytes,
                                                           gpudyn_stream_t stream);
 /* Copies the elements, LFVector after LFVector, to contiguous device memory
- * `dst` of `dst_bytes` (>= size * element_size).  Synchronizes to read the size. */
+ * `dst` of `dst_bytes` (>= size * element_size; a dst given must hold
+ * dst_bytes and be aligned to element_size).  Synchronizes to read the size. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_flatten(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
                                                   gpudyn_stream_t stream);
-/* As flatten, into host memory; returns after the copy is complete. */
+/* As flatten, into host memory (pageable, mapped, or pinned: not device
+ * memory); returns after the copy is complete. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_copy_to_host(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
                                                        gpudyn_stream_t stream);
 /* Size 0, buckets kept (capacity unchanged), status bits zeroed. */
@@ -274,8 +278,9 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* arr
 /* Frees the storage stream-ordered after the array's last call (see gpudyn.h);
  * NULL is accepted. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_destroy(gpudyn_static_array_t array);
-/* Synchronizes; OUT_OF_MEMORY when the elements do not fit (nothing stored; the
- * status bits, which report kernels' pushes, are unchanged). */
+/* As gpudyn_ggarray_push_back's buffers (values, mask).  Synchronizes;
+ * OUT_OF_MEMORY when the elements do not fit (nothing stored; the status bits,
+ * which report kernels' pushes, are unchanged). */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_push_back(gpudyn_static_array_t array, const void* values,
                                                          uint64_t count, const uint8_t* mask,
                                                          gpudyn_insert_algo_t algorithm, gpudyn_stream_t stream);

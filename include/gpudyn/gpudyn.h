@@ -77,7 +77,33 @@ typedef enum gpudyn_status_t {
  * stream of the library's own) and never synchronizes the device; memory that
  * is not stream-ordered (VMM mappings) waits for the structure's own event.  A
  * destroy that fails leaves the handle valid for another destroy call only,
- * owning what it has not yet freed. */
+ * owning what it has not yet freed.
+ *
+ * Bad input.  Every argument is checked before any device work, and a refused
+ * call (INVALID_ARGUMENT naming the argument and its value) leaves the
+ * structure unchanged, the CUDA context healthy and no CUDA error pending:
+ *   - struct_size must be exactly the size of a published layout of its struct
+ *     (the current sizeof; gpudyn_ggarray_options_t also 40), never a size
+ *     between two layouts, smaller or larger;
+ *   - handles, structs and out-pointers: NULL, and addresses below 64 KiB
+ *     (never mapped: 0x1000 is garbage), are refused;
+ *   - counts: count x element size must fit in 64 bits and be at most 2^57
+ *     bytes, and no more than the buffer holds (below);
+ *   - buffer arguments the calls call "device" (sizes, pointers, pages,
+ *     values, mask, headers, flatten's dst) must be memory the structure's
+ *     device can use: its own device memory (cudaMalloc, cudaMallocAsync,
+ *     VMM), managed memory, or pinned host memory mapped into it at the same
+ *     address (cudaHostAlloc / cudaMallocHost / cudaHostRegister under unified
+ *     addressing: slow, over the bus, but valid); another device's memory and
+ *     pageable host memory are refused, the latter unless the device reports
+ *     cudaDevAttrPageableMemoryAccess (HMM, ATS), and then only mapped pages;
+ *     aligned to their element size; and where the driver tells the
+ *     allocation's extent (cuMemGetAddressRange; adjacent mappings, e.g. a VMM
+ *     range's chunks, count as one), [ptr, ptr + count x element size) must
+ *     lie inside it.  Host buffers (copy_to_host's dst, gpudyn_memcpy's host
+ *     side) must not be device memory, and pageable ones must be mapped.
+ * Handles are not validated beyond that: a destroyed or foreign handle is
+ * undefined behaviour, as in CUDA. */
 typedef struct gpudyn_stream_s* gpudyn_stream_t;
 
 /* GPUDYN_VERSION_NUMBER of the loaded library. */
@@ -136,7 +162,8 @@ GPUDYN_API gpudyn_status_t gpudyn_stream_get_device(gpudyn_stream_t stream, int3
  * where the query fails). */
 GPUDYN_API gpudyn_status_t gpudyn_pointer_get_device(const void* ptr, int32_t* device);
 
-/* Fills *info for `device` (info->struct_size must be set by the caller). */
+/* Fills *info for `device` (info->struct_size must be set by the caller to
+ * sizeof(gpudyn_device_info_t), its only published layout). */
 GPUDYN_API gpudyn_status_t gpudyn_get_device_info(int32_t device, gpudyn_device_info_t* info);
 
 /* CUDA runtime version linked into the library and the driver's version
@@ -154,10 +181,13 @@ typedef enum gpudyn_memcpy_kind_t {
 GPUDYN_API gpudyn_status_t gpudyn_device_alloc(void** ptr, uint64_t bytes, gpudyn_stream_t stream);
 /* Stream-ordered free; NULL is accepted; a success keeps this thread's message. */
 GPUDYN_API gpudyn_status_t gpudyn_device_free(void* ptr, gpudyn_stream_t stream);
-/* Stream-ordered copy; host memory is pageable or pinned. */
+/* Stream-ordered copy; host memory is pageable or pinned.  The device side(s)
+ * must be device (any device's), managed or mapped pinned memory holding
+ * `bytes` from there, the host side not device memory (see "Bad input"). */
 GPUDYN_API gpudyn_status_t gpudyn_memcpy(void* dst, const void* src, uint64_t bytes,
                                          gpudyn_memcpy_kind_t kind, gpudyn_stream_t stream);
-/* Stream-ordered byte fill of device memory. */
+/* Stream-ordered byte fill of device memory of the stream's device (the
+ * current one for the default streams) holding `bytes` from `dst`. */
 GPUDYN_API gpudyn_status_t gpudyn_memset(void* dst, int32_t value, uint64_t bytes, gpudyn_stream_t stream);
 /* Waits for all work on `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_stream_synchronize(gpudyn_stream_t stream);

@@ -115,13 +115,16 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_clear_status(gpudyn_heap_t heap, gpudyn_s
 GPUDYN_API gpudyn_status_t gpudyn_heap_check(gpudyn_heap_t heap, gpudyn_stream_t stream);
 
 /* One device malloc per size (sizes: device, n uint64 bytes; 0 gives 0) into
- * pointers (device, n uint64).  On any failure frees what this call took, sets
+ * pointers (device, n uint64).  Both must be device memory of the heap's
+ * device holding n 8-byte-aligned words (gpudyn.h, "Bad input"): a larger n,
+ * or n x 8 beyond 2^57 bytes, is INVALID_ARGUMENT before any kernel.  On any failure frees what this call took, sets
  * every pointer to 0 and returns OUT_OF_MEMORY (slabs it attached stay with
  * their classes: bytes_held may grow).  Synchronizes `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_heap_malloc(gpudyn_heap_t heap, const uint64_t* sizes, uint64_t* pointers,
                                               uint64_t n, gpudyn_stream_t stream);
-/* One device free per pointer (device, n uint64; 0 entries skipped); pointers
- * the heap did not hand out are counted as bad frees.  Stream-ordered. */
+/* One device free per pointer (device, n uint64, checked as malloc's; 0
+ * entries skipped); pointers the heap did not hand out are counted as bad
+ * frees.  Stream-ordered. */
 GPUDYN_API gpudyn_status_t gpudyn_heap_free(gpudyn_heap_t heap, const uint64_t* pointers, uint64_t n,
                                             gpudyn_stream_t stream);
 

@@ -93,8 +93,8 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_destroy(gpudyn_rw_heap_t heap);
 /* Fills *view for kernels; valid until destroy. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_view(gpudyn_rw_heap_t heap, gpudyn_rw_heap_view_t* view);
 
-/* One GETPAGE per request, one request per thread: `pages` (device, n uint32)
- * receives page ids.  Each call walks from fresh random starts.  Synchronizes
+/* One GETPAGE per request, one request per thread: `pages` (device, n uint32,
+ * n <= page_count; checked as gpudyn.h's "Bad input" says) receives page ids.  Each call walks from fresh random starts.  Synchronizes
  * `stream`.  When a request finds no page the call frees every page it took and
  * returns GPUDYN_ERROR_OUT_OF_MEMORY (the heap keeps exactly what it had).
  * Fixed seeds, CRW's requests per thread and the step statistics (TAS, WAS) are
@@ -108,7 +108,8 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_free_pages(gpudyn_rw_heap_t heap, cons
                                                      gpudyn_stream_t stream);
 
 /* RW_malloc for each size in `sizes` (device, n uint64, bytes; 0 gives 0):
- * device addresses into `pointers` (device, n uint64), 16-byte aligned.  Sizes
+ * device addresses into `pointers` (device, n uint64), 16-byte aligned.  Both
+ * buffers are checked (device memory of the heap's device holding n words).  Sizes
  * below page_size are aggregated per warp (SIV-C).  A size needing more pages
  * than one bitmap region (32 words) is an INVALID_ARGUMENT.  Synchronizes
  * `stream`; on exhaustion frees what the call took and returns OUT_OF_MEMORY.

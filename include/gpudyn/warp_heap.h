@@ -131,7 +131,8 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_view(gpudyn_warp_heap_t heap, gp
 
 /* Arena allocation for callers without kernels: element i of `pointers`
  * (device array of `count` pointers) receives a block of sizes[i] bytes
- * (device array of uint64_t; 0 gives NULL), 16-byte aligned, valid until
+ * (device array of uint64_t; 0 gives NULL; both checked as gpudyn.h's
+ * "Bad input" says: the heap's device, count words), 16-byte aligned, valid until
  * gpudyn_warp_heap_release.  Synchronizes `stream`.  On OUT_OF_MEMORY this
  * batch is rolled back (its pointers are all NULL) and earlier batches stay. */
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_alloc_batch(gpudyn_warp_heap_t heap, const uint64_t* sizes,
@@ -163,8 +164,9 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_backing_free_bytes(gpudyn_warp_heap_
                                                                gpudyn_stream_t stream);
 
 /* Frees warp headers that a user kernel kept (warp_heap::keep) and will not
- * resume: `headers` is a device array of `count` header pointers (NULL entries
- * are skipped), freed stream-ordered by a kernel as if each warp had ended.
+ * resume: `headers` is a device array of `count` header pointers (the array
+ * is checked as a device buffer; NULL entries are skipped), freed
+ * stream-ordered by a kernel as if each warp had ended.
  * Entries that cannot be headers of this heap (see tidy_up_kept) are skipped
  * and counted in stats.misuse. */
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_free_kept(gpudyn_warp_heap_t heap, void* const* headers,
