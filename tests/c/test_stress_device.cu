@@ -8,8 +8,8 @@
 //    64 MiB / 64 MiB, 32 blocks x 128 threads; thread t asks A for 40000 B
 //    (t % 16 in {0, 2}, j == 0) or 32 + hash % 480 B, twice, then B for 64 B.
 //    Item 1 of the issue (one block of B handed to two threads) shows here.
-//  * mixed: three heaps (64 KiB pages 256 MiB grown to 512 MiB of 1 GiB between
-//    rounds; 4 KiB pages 64 MiB; 16 KiB pages 4 MiB, which runs out), rounds
+//  * mixed: three heaps (64 KiB pages, 512 MiB grown to 1 GiB of 2 GiB between
+//    rounds; 4 KiB pages, 128 MiB; 16 KiB pages, 4 MiB, which runs out), rounds
 //    of an allocating kernel and a checking/freeing kernel.  Requests small,
 //    medium (one page to many), huge (more than kRwRegionWords * 64 pages) and
 //    the repro's 40000 B / 32..512 B / 64 B pattern; 1-D, 2-D and 3-D blocks;
@@ -39,10 +39,13 @@
 // stamps intact, everything back after free_kept; GGArrays: sorted contents
 // equal to the host's list of pushed values.
 //
-// Size: full by default (about 16 seeds a scenario, well under a minute on an
-// H200); reduced (2 seeds, fewer threads and rounds) when GPUDYN_SANITIZER is
-// set (tests/sanitize.sh), GPUDYN_STRESS_REDUCED=1, or the argument --reduced.
-// GPUDYN_STRESS_SEEDS=N overrides the number of seeds of each scenario.
+// Size: full by default (24 seeds a scenario; mixed and structures: 5 rounds of
+// 8192 threads; about 10 s on an H200); reduced (2 seeds; 2 rounds of 1024
+// threads; the 64 KiB-page heap 64 MiB grown to 128 MiB, the 4 KiB-page heap
+// 64 MiB) when GPUDYN_SANITIZER is set (tests/sanitize.sh exports it),
+// GPUDYN_STRESS_REDUCED=1, or the argument --reduced.
+// GPUDYN_STRESS_SEEDS=N overrides the number of seeds of each scenario;
+// GPUDYN_STRESS_ONLY=repro,mixed,structures runs only the scenarios named.
 #include "check.h"
 
 #include <gpudyn/ggarray.cuh>
@@ -64,6 +67,20 @@
 typedef unsigned long long u64;
 
 #define CUDA_OK(call) CHECK((call) == cudaSuccess)
+
+// Waits for a kernel of the test; a CUDA error there loses the context, so the
+// test says where and stops (every later call would fail the same way).
+static const char* g_where = "";
+static void sync_kernel(const char* kernel, unsigned long long seed, unsigned round) {
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) return;
+    printf("stress %s: CUDA error %s (%s) in or before kernel %s, seed %llu round %u; the context is lost, stopping\n",
+           g_where, cudaGetErrorName(e), cudaGetErrorString(e), kernel, seed, round);
+    printf("1 check(s) failed\n");
+    fflush(stdout);
+    exit(1);
+}
 
 // ---- the repro's helpers (kept as they are: the defect is timing-dependent) ----
 __host__ __device__ inline u64 mix64(u64 x) {
@@ -106,9 +123,9 @@ __device__ unsigned stamp_errors(const void* p, u64 bytes, unsigned key) {
 // ---- configuration ---------------------------------------------------------
 struct Config {
     bool reduced = false;
-    int seeds = 16;            // per scenario
-    unsigned mixed_blocks = 32;  // blocks of 128 threads
-    unsigned rounds = 4;
+    int seeds = 24;              // per scenario
+    unsigned mixed_blocks = 64;  // blocks of 128 threads
+    unsigned rounds = 5;
 };
 static Config g_cfg;
 
@@ -411,7 +428,7 @@ struct CheckOut {
     std::vector<unsigned char> result;
 };
 static CheckOut run_check(const HeapViews& V, const gpudyn_rw_heap_view_t& rwv, std::vector<Entry>& entries,
-                          std::mt19937_64& rng) {
+                          std::mt19937_64& rng, u64 seed, unsigned round) {
     std::shuffle(entries.begin(), entries.end(), rng);
     CheckOut out;
     const u64 n = entries.size();
@@ -421,8 +438,7 @@ static CheckOut run_check(const HeapViews& V, const gpudyn_rw_heap_view_t& rwv, 
     unsigned char* d_res = dev_alloc<unsigned char>(n);
     CUDA_OK(cudaMemcpy(d_e, entries.data(), n * sizeof(Entry), cudaMemcpyHostToDevice));
     check_free_kernel<<<unsigned((n + 127) / 128), 128>>>(V, rwv, d_e, n, d_bad, d_res);
-    CUDA_OK(cudaGetLastError());
-    CUDA_OK(cudaDeviceSynchronize());
+    sync_kernel("check_free_kernel", seed, round);
     out.stamp_bad = to_host(d_bad, n);
     out.result = to_host(d_res, n);
     cudaFree(d_e);
@@ -458,6 +474,7 @@ static void check_results(Tally& t, u64 seed, unsigned round, const std::vector<
 static void scenario_repro() {
     Tally t;
     t.scenario = "repro";
+    g_where = "repro";
     const u64 n = 4096;
     const int seeds = g_cfg.seeds;
     u64 *pa = dev_alloc<u64>(n * 2), *sa = dev_alloc<u64>(n * 2), *pb = dev_alloc<u64>(n);
@@ -472,9 +489,9 @@ static void scenario_repro() {
         HeapViews V{{hm[0].v, hm[1].v, hm[1].v}};
         CUDA_OK(cudaMemset(pa, 0, n * 16));
         CUDA_OK(cudaMemset(pb, 0, n * 8));
+        sync_kernel("(before alloc_two_heaps)", seed, 0);
         alloc_two_heaps<<<unsigned(n / 128), 128>>>(hm[0].v, hm[1].v, pa, sa, pb, n, seed);
-        CUDA_OK(cudaGetLastError());
-        CUDA_OK(cudaDeviceSynchronize());
+        sync_kernel("alloc_two_heaps", seed, 0);
         const auto hpa = to_host(pa, n * 2), hsa = to_host(sa, n * 2), hpb = to_host(pb, n);
         std::vector<Block> live;
         for (u64 i = 0; i < n * 2; ++i) {
@@ -505,7 +522,7 @@ static void scenario_repro() {
         }
         // Two threads with one pointer: both free it; the model can say only
         // how many frees succeed in total, so duplicates are left to the check above.
-        CheckOut o = run_check(V, no_rw, e, rng);
+        CheckOut o = run_check(V, no_rw, e, rng, seed, 0);
         std::vector<std::string> names{"A", "B", "B"};
         // A block handed to two threads is in `e` twice: one of its frees is refused.
         std::map<u64, int> seen;
@@ -618,7 +635,9 @@ __global__ void __launch_bounds__(kThreads) mixed_kernel(HeapViews V, const Slot
                                                          Extras x) {
     const u64 t = global_tid();
     const unsigned lane = unsigned(t % 32);  // blocks of whole warps: the linear id's lane
+#ifndef STRESS_NO_PART  // (diagnostic builds: -DSTRESS_NO_PART / -DSTRESS_NO_PUSH leave a part out)
     if (x.on) structures_part(x, t, lane);
+#endif
     if (t >= n) return;
     const unsigned tr = trips[t];
     if (tr == kEarly) return;  // early return
@@ -662,7 +681,11 @@ __global__ void __launch_bounds__(kThreads) mixed_kernel(HeapViews V, const Slot
                     atomicAdd(same_kernel_bad, 1u);
             }
         }
+#ifdef STRESS_NO_PUSH
+        if (false) {
+#else
         if (x.on && sp.push < 2) {
+#endif
             const gpudyn::ggarray_ref<u64> g{x.g[sp.push]};
             x.pushed[s] = g.push_back(push_value(x.seed, x.round, s)) ? 2 : 1;
         }
@@ -688,6 +711,7 @@ static u64 plan_bytes(std::mt19937_64& rng, u64 P) {
 static void scenario_mixed(bool structures) {
     Tally t;
     t.scenario = structures ? "structures" : "mixed";
+    g_where = structures ? "structures" : "mixed";
     const int seeds = g_cfg.seeds;
     const unsigned blocks = g_cfg.mixed_blocks, rounds = g_cfg.rounds;
     const u64 n = u64(blocks) * kThreads;
@@ -707,8 +731,8 @@ static void scenario_mixed(bool structures) {
         std::mt19937_64 rng(seed);
         HeapModel hm[3];
         const bool big = !g_cfg.reduced;
-        if (!open_heap(hm[0], "64K", (big ? 256ull : 64ull) << 20, 1ull << 30, 64 << 10) ||
-            !open_heap(hm[1], "4K", 64ull << 20, 64ull << 20, 4 << 10) ||
+        if (!open_heap(hm[0], "64K", (big ? 512ull : 64ull) << 20, (big ? 2ull : 1ull) << 30, 64 << 10) ||
+            !open_heap(hm[1], "4K", (big ? 128ull : 64ull) << 20, (big ? 128ull : 64ull) << 20, 4 << 10) ||
             !open_heap(hm[2], "16K-small", 4ull << 20, 4ull << 20, 16 << 10))
             return;
         HeapViews V{{hm[0].v, hm[1].v, hm[2].v}};
@@ -757,7 +781,7 @@ static void scenario_mixed(bool structures) {
         const int shape = si % 3;
         for (unsigned round = 0; round < rounds; ++round) {
             if (round == 1) {  // grow between launches; the views stay valid
-                CHECK_OK(gpudyn_heap_grow(hm[0].h, (big ? 512ull : 128ull) << 20, nullptr));
+                CHECK_OK(gpudyn_heap_grow(hm[0].h, (big ? 1024ull : 128ull) << 20, nullptr));
             }
             // The plan of this round, and which slots request (the kernel's rule).
             std::vector<SlotPlan> plan(nslots);
@@ -814,9 +838,9 @@ static void scenario_mixed(bool structures) {
             x.seed = seed;
             const dim3 block = shape == 0 ? dim3(kThreads) : shape == 1 ? dim3(32, kThreads / 32) : dim3(8, 4, kThreads / 32);
             const dim3 grid = shape == 2 ? dim3(blocks / 2, 2) : dim3(blocks);
+            sync_kernel("(before mixed_kernel)", seed, round);
             mixed_kernel<<<grid, block>>>(V, d_plan, d_trips, d_ptrs, d_first, d_skb, n, x);
-            CUDA_OK(cudaGetLastError());
-            CUDA_OK(cudaDeviceSynchronize());
+            sync_kernel("mixed_kernel", seed, round);
             const auto ptrs = to_host(d_ptrs, nslots);
             const auto skb = to_host(d_skb, 2);
             const auto first_null = to_host(d_first, nslots);
@@ -907,7 +931,12 @@ static void scenario_mixed(bool structures) {
                 check_ranges(t, seed, round, "(page heap)", rw_blocks, x.rw.pool, x.rw.pool + rw_count * rw_page);
                 gpudyn_warp_heap_stats_t ws;
                 CHECK_OK(gpudyn_warp_heap_get_stats(whh, &ws, nullptr));
-                check_ranges(t, seed, round, "(warp heap)", wh_blocks, 0, ~0ull);
+                // Warp heap blocks: inside its arena (header slots, then chunk slots; no
+                // request here is large enough for the CUDA-malloc fallback).
+                const u64 arena = reinterpret_cast<u64>(x.wh.arena_base);
+                const u64 arena_end = arena + u64(x.wh.arena_header_slots) * x.wh.arena_header_bytes +
+                                      u64(x.wh.arena_chunk_slots) * x.wh.arena_chunk_bytes;
+                check_ranges(t, seed, round, "(warp heap)", wh_blocks, arena, arena_end);
                 if (ws.headers != n / 32 || ws.failed_allocations != 0 || ws.misuse != 0) {
                     t.fail("warp heap stats", 1);
                     t.detail("warp heap stats", "seed %llu round %u: headers %llu (model %llu), failed %llu, misuse %llu", seed,
@@ -974,7 +1003,7 @@ static void scenario_mixed(bool structures) {
                 entries.push_back(e);
             }
             t.pages += rw_live.size();
-            const CheckOut o = run_check(V, x.rw, entries, rng);
+            const CheckOut o = run_check(V, x.rw, entries, rng, seed, round);
             check_results(t, seed, round, entries, o, names);
             live.swap(keep);
             rw_live.swap(rw_keep);
@@ -1062,8 +1091,15 @@ int main(int argc, char** argv) {
     if (const char* s = getenv("GPUDYN_STRESS_SEEDS")) g_cfg.seeds = std::max(1, atoi(s));
     printf("stress: %s size, %d seeds a scenario\n", g_cfg.reduced ? "reduced" : "full", g_cfg.seeds);
     fflush(stdout);
-    STEP(scenario_repro());
-    STEP(scenario_mixed(false));
-    STEP(scenario_mixed(true));
+    // GPUDYN_STRESS_ONLY=NAME[,NAME]: only those scenarios (repro, mixed, structures).
+    const char* only = getenv("GPUDYN_STRESS_ONLY");
+    auto wanted = [&](const char* name) {
+        if (only == nullptr || *only == 0) return true;
+        const std::string o = std::string(",") + only + ",";
+        return o.find(std::string(",") + name + ",") != std::string::npos;
+    };
+    if (wanted("repro")) STEP(scenario_repro());
+    if (wanted("mixed")) STEP(scenario_mixed(false));
+    if (wanted("structures")) STEP(scenario_mixed(true));
     return TEST_RESULT();
 }
