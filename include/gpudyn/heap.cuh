@@ -83,6 +83,9 @@
 //    by the lane alone (a one-lane mask with a local rw_malloc_storage), recorded
 //    in run_meta by rw_heap's run records; free goes through rw_heap_ref::free
 //    (the record is claimed by a CAS, so one of two concurrent frees wins).
+//    When RW_malloc finds nothing (its draws and sweep can all lose races in a
+//    burst), heap_page_run's scan of every mapped word decides, so a null means
+//    no free run of those pages was seen anywhere.
 //  * Huge (more pages than a region): detail::heap_page_run, a bounded scan
 //    (every mapped word once, from a random word) for ceil(pages / 64)
 //    consecutive all-free bitmap words, claimed word by word and rolled back
@@ -635,8 +638,12 @@ class heap_ref {
 public:
     __device__ explicit heap_ref(const heap_view& view) : v_(view) {
         // A view of another layout version, or one never filled in (no counters), is
-        // refused: every call then fails (and nothing is counted where there are no counters).
-        if (v_.version != kHeapViewVersion || v_.counters == 0) v_.class_count = 0;
+        // refused: every call then fails and writes nothing (its addresses may not be
+        // the heap's, so not even a failure count).
+        if (v_.version != kHeapViewVersion || v_.counters == 0) {
+            v_.class_count = 0;
+            v_.counters = 0;
+        }
     }
     __device__ explicit heap_ref(const gpudyn_heap_view_t& view) : heap_ref(*reinterpret_cast<const heap_view*>(&view)) {}
 
@@ -658,7 +665,7 @@ public:
         const unsigned key = !ok ? kKeyNone : (cls != kHeapNoPage ? cls : kKeyRun);
         const unsigned group = __match_any_sync(mask, key);
         // The small lanes, while every lane of `mask` is here (the others return below).
-        const unsigned small = __ballot_sync(mask, key < kKeyRun);
+        const unsigned small = detail::ballot(mask, key < kKeyRun);
         if (key == kKeyNone) {
             count_failures(group, bytes != 0);  // an invalid view: every request fails
             return nullptr;
@@ -673,7 +680,7 @@ public:
         unsigned full_cur = 0;
         void* p = small == (1u << detail::lane_index()) ? lone_claim(cls, &full_cur)
                                                         : current_slab_claim(small, group, cls, &full_cur);
-        const unsigned left = __ballot_sync(small, p == nullptr);
+        const unsigned left = detail::ballot(small, p == nullptr);
         if (p == nullptr) p = small_malloc(group & left, cls, full_cur);
         return p;
     }
@@ -729,14 +736,14 @@ public:
         // A bit already clear is a double free, also between lanes freeing one
         // pointer together: their group falls back to one atomicAnd a lane, so
         // one of them frees it.
-        unsigned rest = __ballot_sync(mask, slot);
+        unsigned rest = detail::ballot(mask, slot);
         bool done = !slot, ok = false;
         for (unsigned round = 0; round < 2 && rest != 0; ++round) {
             const unsigned leader = detail::lowest_bit(rest);
             const unsigned long long lead =
                 __shfl_sync(mask, reinterpret_cast<unsigned long long>(s.word), int(leader));
             const bool mine = !done && reinterpret_cast<unsigned long long>(s.word) == lead;
-            const unsigned group = __ballot_sync(mask, mine);
+            const unsigned group = detail::ballot(mask, mine);
             if ((group & (group - 1)) == 0) break;  // the leader alone (mixed sizes): everyone alone below
             const unsigned long long bits = detail::masked_or64(mask, mine ? s.bit : 0ull);
             rest &= ~group;
@@ -865,7 +872,7 @@ private:
     }
     // Counts the lanes of `group` for which `failed` holds, with one atomic.
     __device__ void count_failures(unsigned group, bool failed) const {
-        const unsigned f = __ballot_sync(group, failed);
+        const unsigned f = detail::ballot(group, failed);
         if (f != 0 && detail::lane_index() == detail::lowest_bit(group))
             count(kHeapCounterFailed, detail::popcount(f));
     }
@@ -1045,8 +1052,8 @@ private:
         w = w >= nwords ? w - nwords : w;
         unsigned long long* const sw = cur != 0 ? slot_words(cur - 1) : nullptr;
         const unsigned long long free_bits = cur != 0 && rank < nwords ? ~detail::load_word(sw + w) : 0ull;
-        const unsigned enough = __ballot_sync(small, detail::popcount(free_bits) >= n) & group;
-        const unsigned seen = __ballot_sync(small, free_bits != 0) & group;
+        const unsigned enough = detail::ballot(small, detail::popcount(free_bits) >= n) & group;
+        const unsigned seen = detail::ballot(small, free_bits != 0) & group;
         *full_cur = cur != 0 && nwords <= n && seen == 0 ? cur : 0u;
         unsigned long long got = 0;
         if (enough != 0 && lane == detail::lowest_bit(enough)) {
@@ -1083,7 +1090,7 @@ private:
         bool sweeping = false;
         unsigned long long sweep_pos = 0, sweep_end = 0;
         for (unsigned round = 0;; ++round) {
-            const unsigned needy = __ballot_sync(group, mine == nullptr);
+            const unsigned needy = detail::ballot(group, mine == nullptr);
             if (needy == 0) break;
             const unsigned need = detail::popcount(needy);
             const unsigned needy_rank = detail::popcount(needy & detail::lanes_below());
@@ -1154,7 +1161,7 @@ private:
             //    when another warp took some first.
             unsigned long long* wp = free_bits != 0 ? slot_words(slab) + w : nullptr;
             const unsigned f = detail::popcount(free_bits);
-            const unsigned enough = __ballot_sync(group, f >= need);
+            const unsigned enough = detail::ballot(group, f >= need);
             unsigned take = 0;
             if (enough != 0) {
                 take = lane == detail::lowest_bit(enough) ? need : 0u;
@@ -1182,7 +1189,7 @@ private:
             // 3. Hand-out by what was won: needy lane of rank r takes the (r - s2)-th
             //    won bit of the lane whose won range [s2, s2 + g) covers r.
             const unsigned g = detail::popcount(got);
-            const unsigned contributors = __ballot_sync(group, g != 0);
+            const unsigned contributors = detail::ballot(group, g != 0);
             const unsigned s2 = enough != 0 ? 0u : detail::masked_inclusive_sum(group, g) - g;
             for (unsigned rest = contributors; rest != 0; rest &= rest - 1) {
                 const int src = int(detail::lowest_bit(rest));
@@ -1202,7 +1209,7 @@ private:
             }
             // A random draw that found a slab with room left makes it the current slab.
             const unsigned room = k.slots / 4 < 8 ? (k.slots / 4 > 0 ? k.slots / 4 : 1u) : 8u;
-            const unsigned promote = __ballot_sync(group, !from_current && g != 0 && left >= room);
+            const unsigned promote = detail::ballot(group, !from_current && g != 0 && left >= room);
             // (A plain load first: when many groups promote at once, one CAS per cursor
             // lands.  Without it, and with the slab count loaded alongside the
             // cursor, the 1M bursts measured the same within noise.)
@@ -1217,7 +1224,7 @@ private:
             if (!from_current && count == 0) misses = kHeapMissesBeforeAttach;  // no slab yet: attach at once
             if (misses < kHeapMissesBeforeAttach) continue;
             // 4. Attach a slab (the leader), pre-claiming slots for the still needy lanes.
-            const unsigned still = __ballot_sync(group, mine == nullptr);
+            const unsigned still = detail::ballot(group, mine == nullptr);
             const unsigned still_n = detail::popcount(still);
             const unsigned claimed = still_n < k.slots ? still_n : k.slots;
             unsigned head = kHeapNoPage;
@@ -1325,8 +1332,12 @@ private:
             rw_malloc_storage st;  // a one-lane RW_malloc: local scratch
             // Whole pages, so rw_heap records a run (not a shared small run).
             // Its failure count is ours, so it must not count: the caller does.
-            return run_ref(kHeapCounterAttachScratch)
-                .malloc(1u << detail::lane_index(), pages << v_.page_shift, st, rng);
+            void* p = run_ref(kHeapCounterAttachScratch)
+                          .malloc(1u << detail::lane_index(), pages << v_.page_shift, st, rng);
+            if (p != nullptr) return p;
+            // RW_malloc's random regions and its sweep can all lose races (the lanes of a
+            // burst plan the same first fit): before a null says "full", every mapped
+            // word is scanned once more (same run records).
         }
         return detail::heap_page_run(detail::heap_descriptor(v_.counters), bytes);
     }

@@ -210,8 +210,12 @@ __device__ __forceinline__ void set_live_start(unsigned* live, unsigned long lon
 class rw_heap_ref {
 public:
     __device__ explicit rw_heap_ref(const rw_heap_view& view) : v_(view) {
-        // A view of another layout version is refused: every call then fails.
-        if (v_.version != kRwHeapViewVersion) v_.page_count = 0;
+        // A view of another layout version is refused: every call then fails and
+        // writes nothing (its counters may not be a heap's).
+        if (v_.version != kRwHeapViewVersion) {
+            v_.page_count = 0;
+            v_.counters = 0;
+        }
     }
     __device__ explicit rw_heap_ref(const gpudyn_rw_heap_view_t& view)
         : rw_heap_ref(*reinterpret_cast<const rw_heap_view*>(&view)) {}
@@ -411,7 +415,7 @@ private:
         // Words read and free bits seen so far by the warp (warp-uniform).
         unsigned words_read = 0, free_seen = 0;
         for (unsigned round = 0;; ++round) {
-            const unsigned needy = __ballot_sync(mask, page == kRwInvalidPage);
+            const unsigned needy = detail::ballot(mask, page == kRwInvalidPage);
             if (needy == 0 || round == v_.max_random_steps) break;  // same decision in every lane
             if (page == kRwInvalidPage) ++steps;
             const unsigned need = detail::popcount(needy);
@@ -452,7 +456,7 @@ private:
             // bit offered by contributor c when s_c <= r < s_c + k_c (line 12-14);
             // a bit lost to another warp leaves its receiver needy for next round.
             const unsigned rank = detail::popcount(needy & detail::lanes_below());
-            for (unsigned contributors = __ballot_sync(mask, k != 0); contributors != 0;
+            for (unsigned contributors = detail::ballot(mask, k != 0); contributors != 0;
                  contributors &= contributors - 1) {
                 const int c = int(detail::lowest_bit(contributors));
                 const unsigned cs = __shfl_sync(mask, s, c);
@@ -519,7 +523,7 @@ private:
         const bool small = ok && bytes != 0 && bytes < S;
         const unsigned long long rounded = small ? (bytes + kRwMallocAlign - 1) / kRwMallocAlign * kRwMallocAlign : 0;
         const unsigned long long small_end = detail::masked_inclusive_sum(mask, rounded);
-        const unsigned small_mask = __ballot_sync(mask, small);
+        const unsigned small_mask = detail::ballot(mask, small);
         const unsigned long long small_total = __shfl_sync(mask, small_end, int(detail::highest_lane(mask)));
         const unsigned owner = small_mask != 0 ? detail::lowest_bit(small_mask) : 32u;
         unsigned my_need = 0;
@@ -539,7 +543,7 @@ private:
         unsigned stride = 1, sweep_count = 0, sweep_next = 0;
         for (unsigned round = 0;; ++round) {
             const bool want = my_need != 0 && first == kRwInvalidPage;
-            const unsigned pending = __ballot_sync(mask, want);
+            const unsigned pending = detail::ballot(mask, want);
             if (pending == 0) break;
             const bool sweeping = round >= v_.max_random_steps;
             if (round == v_.max_random_steps) {

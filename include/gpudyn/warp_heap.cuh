@@ -379,7 +379,7 @@ class warp_heap {
 
 __device__ inline warp_heap warp_heap_ref::start(unsigned mask, bool wants) const {
     using namespace warp_heap_detail;
-    const unsigned voters = __ballot_sync(mask, wants);
+    const unsigned voters = detail::ballot(mask, wants);
     if (voters == 0) return warp_heap();
     const unsigned worker = detail::highest_lane(voters);
     header* h = nullptr;
@@ -424,7 +424,7 @@ __device__ inline warp_heap warp_heap_ref::start(unsigned mask, bool wants) cons
 __device__ inline warp_heap warp_heap_ref::resume(unsigned mask, void* kept) const {
     using namespace warp_heap_detail;
     header* h = static_cast<header*>(kept);
-    const unsigned have = __ballot_sync(mask, h != nullptr);
+    const unsigned have = detail::ballot(mask, h != nullptr);
     if (have != mask) {
         if (have != 0 && detail::lane_index() == detail::highest_lane(mask)) count(view.stats, kMisuse, 1);
         return warp_heap();
@@ -571,7 +571,7 @@ __device__ inline bool warp_heap::enter(unsigned mask) {
     }
     // Every lane of the mask must hold a header (Listing 2: a lane that never
     // started would dereference NULL in the paper's code).
-    const unsigned have = __ballot_sync(mask, h_ != nullptr);
+    const unsigned have = detail::ballot(mask, h_ != nullptr);
     bool ok = have == mask;
 #if GPUDYN_WARP_HEAP_DEBUG
     if (ok) {
@@ -617,7 +617,7 @@ __device__ inline void* warp_heap::alloc(unsigned mask, unsigned long long bytes
     unsigned long long handed_out = 0;  // worker: bytes (rounded) served by this call
 
     // Phase 1: small requests, packed in lane order into superblocks.
-    unsigned pending = __ballot_sync(mask, small != 0);
+    unsigned pending = detail::ballot(mask, small != 0);
     if (pending != 0) {
         const unsigned incl = detail::masked_inclusive_sum(mask, small);
         const unsigned excl = incl - small;
@@ -633,7 +633,7 @@ __device__ inline void* warp_heap::alloc(unsigned mask, unsigned long long bytes
         for (;;) {
             const bool mine = (pending >> lane & 1u) && excl - origin + small <= room;
             if (mine) result = cursor + (excl - origin);
-            const unsigned served = __ballot_sync(mask, mine);
+            const unsigned served = detail::ballot(mask, mine);
             pending &= ~served;
             // End of the last served lane's block, relative to the cursor.
             const unsigned used = served != 0
@@ -665,7 +665,7 @@ __device__ inline void* warp_heap::alloc(unsigned mask, unsigned long long bytes
 
     // Phase 2: requests larger than a superblock (all of them without
     // superblocks) share one backing block, registered in the list.
-    const unsigned big = __ballot_sync(mask, large);
+    const unsigned big = detail::ballot(mask, large);
     if (big != 0) {
         const unsigned long long want = large ? rounded : 0ull;
         const unsigned long long incl = detail::masked_inclusive_sum(mask, want);

@@ -1177,6 +1177,129 @@ static void test_left_lanes_and_refusals() {
     CHECK_OK(gpudyn_heap_destroy(h));
 }
 
+
+// Issue 39, items 1 and 5: one kernel allocating from two heaps (A: medium runs in
+// two lanes of each half-warp, small blocks elsewhere, each block stamped; then
+// B.malloc(64) in every thread).  B's blocks are all distinct and counted exactly,
+// and no request of A fails while A has most of its pages free (a null means full).
+__device__ void stamp_words(void* p, uint64_t bytes, unsigned key) {
+    unsigned* w = static_cast<unsigned*>(p);
+    const uint64_t nw = bytes / 4;
+    for (uint64_t i = 0; i < nw; ++i) {
+        if (i == 2048 && nw > 4096) i = nw - 2048;
+        w[i] = key ^ unsigned(i);
+    }
+}
+__global__ void medium_and_second_heap_kernel(gpudyn_heap_view_t a, gpudyn_heap_view_t b, uint64_t* pa, uint64_t* sa,
+                                              uint64_t* pb, uint64_t n, uint64_t seed) {
+    const heap_ref A{a}, B{b};
+    const uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    for (int j = 0; j < 2; ++j) {
+        const uint64_t bytes = ((t % 16 == 0 || t % 16 == 2) && j == 0)
+                                   ? 40000
+                                   : 32 + gpudyn::detail::mix64(t * 2 + j + seed) % 480;
+        void* p = A.malloc(bytes);
+        pa[t * 2 + j] = reinterpret_cast<uint64_t>(p);
+        sa[t * 2 + j] = bytes;
+        if (p) stamp_words(p, bytes, unsigned(seed * 131 + t * 2 + j) | 1u);
+    }
+    void* q = B.malloc(64);
+    pb[t] = reinterpret_cast<uint64_t>(q);
+    if (q) stamp_words(q, 64, unsigned(seed * 977 + t) | 1u);
+}
+
+static void test_medium_burst_beside_a_second_heap() {
+    const uint64_t n = 4096;
+    const int seeds = g_sanitizer ? 2 : 16;
+    int dup_runs = 0, miscount_runs = 0, null_runs = 0;
+    for (int seed = 0; seed < seeds; ++seed) {
+        gpudyn_heap_t a = make_heap(uint64_t(64) << 20, uint64_t(128) << 20);
+        gpudyn_heap_t b = make_heap(uint64_t(64) << 20, uint64_t(64) << 20);
+        if (!a || !b) return;
+        const gpudyn_heap_view_t va = view_of(a), vb = view_of(b);
+        dev_vec<uint64_t> pa(2 * n), sa(2 * n), pb(n);
+        medium_and_second_heap_kernel<<<unsigned(n / 128), 128>>>(va, vb, pa.p, sa.p, pb.p, n, uint64_t(seed));
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaDeviceSynchronize());
+        const std::vector<uint64_t> hb = pb.download(), ha = pa.download(), hs = sa.download();
+        std::vector<uint64_t> sorted(hb);
+        std::sort(sorted.begin(), sorted.end());
+        uint64_t dups = 0, nulls_b = 0;
+        for (size_t i = 0; i < sorted.size(); ++i) {
+            nulls_b += sorted[i] == 0;
+            dups += i > 0 && sorted[i] != 0 && sorted[i] == sorted[i - 1];
+        }
+        const gpudyn_heap_stats_t sb = stats_of(b), st_a = stats_of(a);
+        uint64_t nulls_a = 0;
+        for (uint64_t x : ha) nulls_a += x == 0;
+        if (dups != 0 || nulls_b != 0) {
+            ++dup_runs;
+            fprintf(stderr, "seed %d: heap B gave %llu duplicate blocks, %llu nulls\n", seed, (unsigned long long)dups,
+                    (unsigned long long)nulls_b);
+        }
+        if (sb.allocations != n || st_a.allocations != 2 * n - nulls_a) {
+            ++miscount_runs;
+            fprintf(stderr, "seed %d: B counts %llu allocations (expected %llu), A %llu (expected %llu)\n", seed,
+                    (unsigned long long)sb.allocations, (unsigned long long)n, (unsigned long long)st_a.allocations,
+                    (unsigned long long)(2 * n - nulls_a));
+        }
+        if (nulls_a != 0 || st_a.failed_allocations != 0) {
+            ++null_runs;
+            fprintf(stderr, "seed %d: %llu of heap A's requests got null with %llu of %llu bytes held\n", seed,
+                    (unsigned long long)nulls_a, (unsigned long long)st_a.bytes_held,
+                    (unsigned long long)st_a.bytes_mapped);
+        }
+        // A's blocks distinct and inside A (sizes as asked).
+        CHECK(check_blocks(blocks_of(hs, ha), va, st_a.bytes_mapped, "medium burst, heap A") == 0);
+        CHECK_OK(gpudyn_heap_destroy(a));
+        CHECK_OK(gpudyn_heap_destroy(b));
+    }
+    CHECK(dup_runs == 0);
+    CHECK(miscount_runs == 0);
+    CHECK(null_runs == 0);
+    printf("medium burst beside a second heap: %d seeds, %d with duplicates, %d miscounted, %d with nulls\n", seeds,
+           dup_runs, miscount_runs, null_runs);
+}
+
+// Issue 39, item 6: a view of another layout version is refused and writes
+// nothing, not even a failure count at its counters address (which may not be a
+// heap's); the same for rw_heap's refs.
+__global__ void wrong_version_kernel(gpudyn_heap_view_t hv, gpudyn_rw_heap_view_t rv, uint64_t* out) {
+    const heap_ref heap{hv};
+    const uint64_t t = threadIdx.x;
+    out[t] = reinterpret_cast<uint64_t>(heap.malloc(t % 2 ? 48 : 100000));
+    out[32 + t] = reinterpret_cast<uint64_t>(heap.malloc_pages(1 << 16));
+    out[64 + t] = heap.free(reinterpret_cast<void*>(hv.base + 4096 * t)) ? 1 : 0;
+    const gpudyn::rw_heap_ref pages{rv};
+    out[96 + t] = pages.free_page(t) ? 1 : 0;
+}
+
+static void test_refused_view_writes_nothing() {
+    gpudyn_heap_t h = make_heap(uint64_t(16) << 20, uint64_t(16) << 20);
+    if (!h) return;
+    gpudyn_heap_view_t hv = view_of(h);
+    // The counters point at a zeroed buffer of ours: a refused view must leave it zero.
+    dev_vec<uint64_t> bait(64);
+    CUDA_OK(cudaMemset(bait.p, 0, 64 * sizeof(uint64_t)));
+    hv.version += 1;
+    hv.counters = reinterpret_cast<uint64_t>(bait.p);
+    gpudyn_rw_heap_view_t rv;
+    memset(&rv, 0, sizeof rv);
+    rv.version = GPUDYN_RW_HEAP_VIEW_VERSION + 1;
+    rv.counters = reinterpret_cast<uint64_t>(bait.p + 32);
+    rv.page_count = 64;
+    dev_vec<uint64_t> out(128);
+    wrong_version_kernel<<<1, 32>>>(hv, rv, out.p);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaDeviceSynchronize());
+    for (uint64_t x : out.download()) CHECK(x == 0);
+    for (uint64_t x : bait.download()) CHECK(x == 0);
+    const gpudyn_heap_stats_t st = stats_of(h);
+    CHECK(st.allocations == 0 && st.failed_allocations == 0 && st.bad_frees == 0 && st.bytes_held == 0);
+    CHECK_OK(gpudyn_heap_destroy(h));
+}
+
 int main() {
     REQUIRE_DEVICE();
     g_sanitizer = getenv("GPUDYN_SANITIZER") != nullptr;
@@ -1195,5 +1318,7 @@ int main() {
     test_churn(4096);
     test_huge();
     test_left_lanes_and_refusals();
+    test_medium_burst_beside_a_second_heap();
+    test_refused_view_writes_nothing();
     return TEST_RESULT();
 }

@@ -68,6 +68,16 @@ __device__ __forceinline__ unsigned highest_lane(unsigned mask) { return 31u - u
 __device__ __forceinline__ unsigned nth_set_lane(unsigned mask, unsigned k) { return nth_set_bit(mask, k); }
 
 // ---- warp collectives over `mask` ----
+// The lanes of `mask` whose predicate holds.  __ballot_sync's own result has a
+// bit for every *active* lane whose predicate holds (CUDA's definition), and
+// under independent thread scheduling lanes of another group (another call,
+// another class) can run the same instruction in convergence: unmasked, their
+// votes leaked into a group's count and claims, and one heap slot went to two
+// threads (issue 39).  Every vote of the device headers goes through here.
+__device__ __forceinline__ unsigned ballot(unsigned mask, bool predicate) {
+    return __ballot_sync(mask, predicate) & mask;
+}
+
 // The lanes of `mask` whose `key` equals the calling lane's (every lane of
 // mask calls with the same mask).  Lanes that arrive together at one call may
 // name different structures (bucketing: ref{views[bin]}.push_back(x)), and
@@ -149,7 +159,7 @@ __device__ __forceinline__ unsigned rank_flagged_items(unsigned mask, const bool
     unsigned run = 0;
 #pragma unroll
     for (int k = 0; k < Items; ++k) {
-        const unsigned votes = __ballot_sync(mask, flag[k]);
+        const unsigned votes = ballot(mask, flag[k]);
         off[k] = run + unsigned(__popc(votes & below));
         run += unsigned(__popc(votes));
     }

@@ -79,7 +79,7 @@ __global__ void get_pages_kernel(View v, unsigned* pages, unsigned long long n, 
                                  unsigned long long seed, unsigned long long* scratch) {
     const unsigned long long tid = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     const unsigned long long first = tid * per_thread;
-    const unsigned warp_mask = __ballot_sync(0xffffffffu, first < n);
+    const unsigned warp_mask = detail::ballot(0xffffffffu, first < n);
     if (first >= n) return;
     rw_heap_ref heap{v};
     counter_rng rng(seed, tid);
@@ -91,7 +91,7 @@ __global__ void get_pages_kernel(View v, unsigned* pages, unsigned long long n, 
     const unsigned rounds = left < per_thread ? unsigned(left) : per_thread;
     for (unsigned j = 0; j < rounds; ++j) {
         const bool mine = first + j < n;
-        const unsigned mask = __ballot_sync(warp_mask, mine);
+        const unsigned mask = detail::ballot(warp_mask, mine);
         if (!mine) continue;
         unsigned steps = 0;
         unsigned page;
@@ -126,7 +126,7 @@ __global__ void malloc_kernel(View v, const unsigned long long* sizes, unsigned 
                               unsigned long long n, unsigned long long seed, unsigned long long* scratch) {
     __shared__ gpudyn::rw_malloc_storage storage[kWarpsPerBlock];
     const unsigned long long tid = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-    const unsigned mask = __ballot_sync(0xffffffffu, tid < n);
+    const unsigned mask = detail::ballot(0xffffffffu, tid < n);
     if (tid >= n) return;
     rw_heap_ref heap{v};
     counter_rng rng(seed, tid);
