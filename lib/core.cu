@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <shared_mutex>
+#include <unordered_map>
 #include <vector>
 
 namespace gpudyn {
@@ -317,6 +319,56 @@ void require_address(const void* ptr, const char* arg) {
         raise(GPUDYN_ERROR_INVALID_ARGUMENT,
               "argument '%s' is %p, not a valid address (the first %llu KiB of the address space are never mapped)",
               arg, ptr, (unsigned long long)(kMinAddress >> 10));
+}
+
+namespace {
+// The live handles and their kinds.  Never destroyed: destroy calls may come
+// from garbage collectors after static destructors have run.
+struct handle_registry {
+    std::shared_mutex mutex;
+    std::unordered_map<const void*, handle_kind> live;
+};
+handle_registry& registry() {
+    static handle_registry* r = new handle_registry;
+    return *r;
+}
+const char* handle_kind_name(handle_kind k) {
+    switch (k) {
+        case handle_kind::heap: return "gpudyn_heap_t";
+        case handle_kind::rw_heap: return "gpudyn_rw_heap_t";
+        case handle_kind::warp_heap: return "gpudyn_warp_heap_t";
+        case handle_kind::ggarray: return "gpudyn_ggarray_t";
+        case handle_kind::static_array: return "gpudyn_static_array_t";
+        case handle_kind::vmm_array: return "gpudyn_vmm_array_t";
+    }
+    return "handle";
+}
+}  // namespace
+
+void require_handle(const void* handle, handle_kind kind, const char* arg) {
+    require_address(handle, arg);
+    handle_registry& r = registry();
+    std::shared_lock<std::shared_mutex> lock(r.mutex);
+    const auto it = r.live.find(handle);
+    if (it == r.live.end())
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT,
+              "argument '%s' (%p) is not a live %s: destroyed already, never created, or not a handle of this library",
+              arg, handle, handle_kind_name(kind));
+    if (it->second != kind)
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' (%p) is a %s, expected a %s", arg, handle,
+              handle_kind_name(it->second), handle_kind_name(kind));
+}
+
+void register_handle(const void* handle, handle_kind kind) {
+    handle_registry& r = registry();
+    std::unique_lock<std::shared_mutex> lock(r.mutex);
+    r.live[handle] = kind;
+}
+
+void unregister_handle(const void* handle) noexcept {
+    handle_registry& r = registry();
+    std::unique_lock<std::shared_mutex> lock(r.mutex);
+    r.live.erase(handle);
 }
 
 void require_known_struct_size(const void* s, uint32_t struct_size, const char* name, const size_t* known,

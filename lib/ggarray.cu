@@ -332,7 +332,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         GPUDYN_REQUIRE(o->max_budget_bytes == 0 || o->budget_bytes <= o->max_budget_bytes,
                        "options->budget_bytes is %llu, more than options->max_budget_bytes (%llu)",
                        (unsigned long long)o->budget_bytes, (unsigned long long)o->max_budget_bytes);
-        if (o->heap != nullptr) require_address(o->heap, "options->heap");  // garbage is not dereferenced
+        if (o->heap != nullptr) require_handle(o->heap, handle_kind::heap, "options->heap");  // not dereferenced else
         cudaStream_t s = to_cuda(stream);
         const int device = create_device(s);  // the stream's device, else the current one
         device_guard on_device(device);
@@ -403,6 +403,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
                                 &ranges_kernel<unsigned char, gpudyn_ggarray_view_t>, &count_kernel<uint8_t>);
             });
             GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
+            register_handle(h, handle_kind::ggarray);
         } catch (...) {
             h->pool.release();
             if (h->block) cudaFreeAsync(h->block, s);
@@ -426,7 +427,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
     GPUDYN_ABI_RELEASE({
         if (array == nullptr) return;
-        require_address(array, "array");  // garbage below 64 KiB is refused, not dereferenced
+        require_handle(array, handle_kind::ggarray, "array");  // destroyed, foreign, garbage: refused
         {
             handle_call call(array->hs);
             cudaStream_t s = array->hs.release_stream();
@@ -470,13 +471,14 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
             }
         }
         array->hs.release();
+        unregister_handle(array);
         delete array;
     });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64_t capacity, gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
+        require_handle(array, handle_kind::ggarray, "array");
         handle_call call(array->hs, stream);
         cudaStream_t s = call.stream();
         const unsigned long long per = array->per_lfvector(capacity);
@@ -527,7 +529,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
                                                     const uint8_t* mask, gpudyn_insert_algo_t algorithm,
                                                     gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
+        require_handle(array, handle_kind::ggarray, "array");
         require_push_args(values, count, algorithm);
         handle_call call(array->hs, stream);
         if (count == 0) return;
@@ -596,7 +598,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
 
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_size(gpudyn_ggarray_t array, uint64_t* size, gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
+        require_handle(array, handle_kind::ggarray, "array");
         GPUDYN_REQUIRE_NOT_NULL(size);
         handle_call call(array->hs, stream);
         *size = array->count_elements(call.stream());
@@ -606,7 +608,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_size(gpudyn_ggarray_t array, uint64_t*
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_capacity(gpudyn_ggarray_t array, uint64_t* capacity,
                                                    gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
+        require_handle(array, handle_kind::ggarray, "array");
         GPUDYN_REQUIRE_NOT_NULL(capacity);
         handle_call call(array->hs, stream);
         cudaStream_t s = call.stream();
@@ -624,7 +626,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_capacity(gpudyn_ggarray_t array, uint6
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array, uint64_t* bytes,
                                                           gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
+        require_handle(array, handle_kind::ggarray, "array");
         GPUDYN_REQUIRE_NOT_NULL(bytes);
         handle_call call(array->hs, stream);
         *bytes = read_u64(array->allocated, call.stream()) + array->pool.mapped;
@@ -669,7 +671,7 @@ void ggarray_copy_out(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes, boo
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_flatten(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
                                                   gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
+        require_handle(array, handle_kind::ggarray, "array");
         handle_call call(array->hs, stream);
         ggarray_copy_out(array, dst, dst_bytes, false, call.stream());
     });
@@ -678,7 +680,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_flatten(gpudyn_ggarray_t array, void* 
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_copy_to_host(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
                                                        gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
+        require_handle(array, handle_kind::ggarray, "array");
         handle_call call(array->hs, stream);
         ggarray_copy_out(array, dst, dst_bytes, true, call.stream());
     });
@@ -686,7 +688,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_copy_to_host(gpudyn_ggarray_t array, v
 
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
+        require_handle(array, handle_kind::ggarray, "array");
         handle_call call(array->hs, stream);
         cudaStream_t s = call.stream();
         array->fold(s, fold_mode::clear);  // also zeroes the ranges and the status
@@ -697,7 +699,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_s
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudyn_ggarray_view_t* view,
                                                    gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
+        require_handle(array, handle_kind::ggarray, "array");
         GPUDYN_REQUIRE_NOT_NULL(view);
         handle_call call(array->hs, stream);
         // Kernels with this view may need buckets beyond the pool.  A new run after a
@@ -712,7 +714,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudy
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uint64_t budget_bytes,
                                                      gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
+        require_handle(array, handle_kind::ggarray, "array");
         handle_call call(array->hs, stream);
         uint64_t now = 0, max = 0;
         array->budget_of(&now, &max);
@@ -753,7 +755,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uin
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_budget(gpudyn_ggarray_t array, uint64_t* budget_bytes,
                                                      uint64_t* max_budget_bytes) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
+        require_handle(array, handle_kind::ggarray, "array");
         handle_call call(array->hs);
         uint64_t now = 0, max = 0;
         array->budget_of(&now, &max);
@@ -764,11 +766,17 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_budget(gpudyn_ggarray_t array, uin
 
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_status(gpudyn_ggarray_t array, uint32_t* status,
                                                      gpudyn_stream_t stream) {
-    GPUDYN_ABI({ array_get_status(array, status, stream); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::ggarray, "array");
+        array_get_status(array, status, stream);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear_status(gpudyn_ggarray_t array, gpudyn_stream_t stream) {
-    GPUDYN_ABI({ array_clear_status(array, stream); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::ggarray, "array");
+        array_clear_status(array, stream);
+    });
 }
 
 }  // extern "C"

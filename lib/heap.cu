@@ -100,9 +100,7 @@ struct gpudyn_heap_s {
 
 namespace {
 
-void require_heap(gpudyn_heap_t heap) {
-    require_address(heap, "heap");
-}
+void require_heap(gpudyn_heap_t heap) { require_handle(heap, handle_kind::heap, "heap"); }
 
 // Lays out the metadata of h (sizes in h set) and fills the view's addresses.
 void allocate_meta(gpudyn_heap_s* h, cudaStream_t s) {
@@ -292,6 +290,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
             preload_kernels(&malloc_kernel<View>, &free_kernel<View>, &stats_kernel<View>);
             // Every later call waits for this one through the heap's event.
             GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
+            register_handle(h, handle_kind::heap);
         } catch (...) {
             try {
                 h->release(s);
@@ -308,7 +307,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
 GPUDYN_API gpudyn_status_t gpudyn_heap_destroy(gpudyn_heap_t heap) {
     GPUDYN_ABI_RELEASE({
         if (heap == nullptr) return;
-        require_address(heap, "heap");  // garbage below 64 KiB is refused, not dereferenced
+        require_heap(heap);  // a destroyed, foreign or garbage handle is refused, not dereferenced
         {
             handle_call call(heap->hs);
             GPUDYN_REQUIRE(heap->users == 0, "argument 'heap' holds the buckets of %u GGArray(s); destroy them first",
@@ -316,6 +315,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_destroy(gpudyn_heap_t heap) {
             heap->release(heap->hs.release_stream());
         }
         heap->hs.release();
+        unregister_handle(heap);
         delete heap;
     });
 }

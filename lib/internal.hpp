@@ -99,6 +99,18 @@ constexpr uint64_t kMaxBufferBytes = uint64_t(1) << 57;
 // kMinAddress.  Host structs, handles and out-pointers; buffers: require_buffer.
 void require_address(const void* ptr, const char* arg);
 
+// Handles: every structure's handle is registered from its create to its
+// destroy, with its kind, so that a call refuses (INVALID_ARGUMENT naming
+// `arg`) a handle that is destroyed, of another kind (a heap passed as a
+// GGArray) or garbage (a host address that is no handle) without
+// dereferencing it.  NULL and addresses below kMinAddress as require_address.
+enum class handle_kind : uint8_t { heap, rw_heap, warp_heap, ggarray, static_array, vmm_array };
+void require_handle(const void* handle, handle_kind kind, const char* arg);
+// Registers a handle at the end of its create (may throw bad_alloc: inside the
+// create's cleanup scope) and forgets it when destroy has freed it.
+void register_handle(const void* handle, handle_kind kind);
+void unregister_handle(const void* handle) noexcept;
+
 // Argument checks: the message names the argument and the offending value.
 #define GPUDYN_REQUIRE_NOT_NULL(arg) ::gpudyn::detail::require_address((arg), #arg)
 #define GPUDYN_REQUIRE(cond, ...)                                                           \

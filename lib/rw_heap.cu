@@ -119,9 +119,7 @@ cudaError_t launch_free(const gpudyn_rw_heap_view_t& v, const unsigned long long
     return cudaGetLastError();
 }
 
-void require_heap(gpudyn_rw_heap_t heap) {
-    require_address(heap, "heap");
-}
+void require_heap(gpudyn_rw_heap_t heap) { require_handle(heap, handle_kind::rw_heap, "heap"); }
 
 // Under the heap's lock: the warp heaps backed by it hold pages of it, which a
 // reset (or occupy) would hand out again.
@@ -253,6 +251,7 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
                             &get_pages_kernel<rw_algorithm::corw, false, View>,
                             &get_pages_kernel<rw_algorithm::crw, false, View>);
             GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
+            register_handle(h, handle_kind::rw_heap);
         } catch (...) {
             try { release_all(h, s); } catch (...) {}
             h->hs.release();
@@ -266,13 +265,14 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_destroy(gpudyn_rw_heap_t heap) {
     GPUDYN_ABI_RELEASE({
         if (heap == nullptr) return;
-        require_address(heap, "heap");  // garbage below 64 KiB is refused, not dereferenced
+        require_heap(heap);  // a destroyed, foreign or garbage handle is refused, not dereferenced
         {
             handle_call call(heap->hs);
             require_no_backing_users(heap);
             release_all(heap, heap->hs.release_stream());
         }
         heap->hs.release();
+        unregister_handle(heap);
         delete heap;
     });
 }

@@ -34,6 +34,7 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* arr
             device_alloc(&h->a.data, options->capacity * options->element_size, s, what);
             h->a.bytes = options->capacity * options->element_size;
             GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
+            register_handle(h, handle_kind::static_array);
         } catch (...) {
             if (h->a.data) cudaFreeAsync(h->a.data, s);
             if (h->a.meta) cudaFreeAsync(h->a.meta, s);
@@ -50,7 +51,7 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* arr
 GPUDYN_API gpudyn_status_t gpudyn_static_array_destroy(gpudyn_static_array_t array) {
     GPUDYN_ABI_RELEASE({
         if (array == nullptr) return;
-        require_address(array, "array");  // garbage below 64 KiB is refused, not dereferenced
+        require_handle(array, handle_kind::static_array, "array");  // destroyed, foreign, garbage: refused
         {
             handle_call call(array->hs);
             cudaStream_t s = array->hs.release_stream();
@@ -59,6 +60,7 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_destroy(gpudyn_static_array_t arr
             contiguous_free_meta(array->a, s);
         }
         array->hs.release();
+        unregister_handle(array);
         delete array;
     });
 }
@@ -66,52 +68,85 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_destroy(gpudyn_static_array_t arr
 GPUDYN_API gpudyn_status_t gpudyn_static_array_push_back(gpudyn_static_array_t array, const void* values,
                                                          uint64_t count, const uint8_t* mask,
                                                          gpudyn_insert_algo_t algorithm, gpudyn_stream_t stream) {
-    GPUDYN_ABI({ contiguous_abi::push_back(array, values, count, mask, algorithm, stream, "static array"); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::static_array, "array");
+        contiguous_abi::push_back(array, values, count, mask, algorithm, stream, "static array");
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_size(gpudyn_static_array_t array, uint64_t* size,
                                                     gpudyn_stream_t stream) {
-    GPUDYN_ABI({ contiguous_abi::size(array, size, stream); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::static_array, "array");
+        contiguous_abi::size(array, size, stream);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_capacity(gpudyn_static_array_t array, uint64_t* capacity) {
-    GPUDYN_ABI({ contiguous_abi::capacity(array, capacity); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::static_array, "array");
+        contiguous_abi::capacity(array, capacity);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_allocated_bytes(gpudyn_static_array_t array, uint64_t* bytes) {
-    GPUDYN_ABI({ contiguous_abi::allocated_bytes(array, bytes); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::static_array, "array");
+        contiguous_abi::allocated_bytes(array, bytes);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_data(gpudyn_static_array_t array, void** data) {
-    GPUDYN_ABI({ contiguous_abi::data(array, data); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::static_array, "array");
+        contiguous_abi::data(array, data);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten(gpudyn_static_array_t array, void* dst, uint64_t dst_bytes,
                                                        gpudyn_stream_t stream) {
-    GPUDYN_ABI({ contiguous_abi::copy_out(array, dst, dst_bytes, cudaMemcpyDeviceToDevice, stream); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::static_array, "array");
+        contiguous_abi::copy_out(array, dst, dst_bytes, cudaMemcpyDeviceToDevice, stream);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_copy_to_host(gpudyn_static_array_t array, void* dst,
                                                             uint64_t dst_bytes, gpudyn_stream_t stream) {
-    GPUDYN_ABI({ contiguous_abi::copy_out(array, dst, dst_bytes, cudaMemcpyDeviceToHost, stream); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::static_array, "array");
+        contiguous_abi::copy_out(array, dst, dst_bytes, cudaMemcpyDeviceToHost, stream);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_clear(gpudyn_static_array_t array, gpudyn_stream_t stream) {
-    GPUDYN_ABI({ contiguous_abi::clear(array, stream); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::static_array, "array");
+        contiguous_abi::clear(array, stream);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_get_status(gpudyn_static_array_t array, uint32_t* status,
                                                           gpudyn_stream_t stream) {
-    GPUDYN_ABI({ array_get_status(array, status, stream); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::static_array, "array");
+        array_get_status(array, status, stream);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_clear_status(gpudyn_static_array_t array, gpudyn_stream_t stream) {
-    GPUDYN_ABI({ array_clear_status(array, stream); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::static_array, "array");
+        array_clear_status(array, stream);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_static_array_get_view(gpudyn_static_array_t array,
                                                         gpudyn_static_array_view_t* view) {
-    GPUDYN_ABI({ contiguous_abi::get_view(array, view, GPUDYN_STATIC_ARRAY_VIEW_VERSION); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::static_array, "array");
+        contiguous_abi::get_view(array, view, GPUDYN_STATIC_ARRAY_VIEW_VERSION);
+    });
 }
 
 }  // extern "C"

@@ -61,6 +61,7 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
                       e.message.c_str());
             }
             GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
+            register_handle(h, handle_kind::vmm_array);
         } catch (...) {
             if (h->a.meta) cudaFreeAsync(h->a.meta, s);
             h->range.release();
@@ -77,7 +78,7 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_destroy(gpudyn_vmm_array_t array) {
     GPUDYN_ABI_RELEASE({
         if (array == nullptr) return;
-        require_address(array, "array");  // garbage below 64 KiB is refused, not dereferenced
+        require_handle(array, handle_kind::vmm_array, "array");  // destroyed, foreign, garbage: refused
         {
             handle_call call(array->hs);
             cudaStream_t s = array->hs.release_stream();
@@ -87,6 +88,7 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_destroy(gpudyn_vmm_array_t array) {
             array->range.release();
         }
         array->hs.release();
+        unregister_handle(array);
         delete array;
     });
 }
@@ -94,7 +96,7 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_destroy(gpudyn_vmm_array_t array) {
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_reserve(gpudyn_vmm_array_t array, uint64_t capacity,
                                                     gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(array);
+        require_handle(array, handle_kind::vmm_array, "array");
         handle_call call(array->hs, stream);
         // Mapping is a host call; kernels already queued keep their (smaller) capacity.
         const uint64_t before = array->a.capacity;
@@ -108,51 +110,84 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_reserve(gpudyn_vmm_array_t array, ui
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_push_back(gpudyn_vmm_array_t array, const void* values, uint64_t count,
                                                       const uint8_t* mask, gpudyn_insert_algo_t algorithm,
                                                       gpudyn_stream_t stream) {
-    GPUDYN_ABI({ contiguous_abi::push_back(array, values, count, mask, algorithm, stream, "VMM array"); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::vmm_array, "array");
+        contiguous_abi::push_back(array, values, count, mask, algorithm, stream, "VMM array");
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_size(gpudyn_vmm_array_t array, uint64_t* size, gpudyn_stream_t stream) {
-    GPUDYN_ABI({ contiguous_abi::size(array, size, stream); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::vmm_array, "array");
+        contiguous_abi::size(array, size, stream);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_capacity(gpudyn_vmm_array_t array, uint64_t* capacity) {
-    GPUDYN_ABI({ contiguous_abi::capacity(array, capacity); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::vmm_array, "array");
+        contiguous_abi::capacity(array, capacity);
+    });
 }
 
 // The bytes mapped: the capacity rounded up to the driver's granularity.
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_allocated_bytes(gpudyn_vmm_array_t array, uint64_t* bytes) {
-    GPUDYN_ABI({ contiguous_abi::allocated_bytes(array, bytes); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::vmm_array, "array");
+        contiguous_abi::allocated_bytes(array, bytes);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_data(gpudyn_vmm_array_t array, void** data) {
-    GPUDYN_ABI({ contiguous_abi::data(array, data); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::vmm_array, "array");
+        contiguous_abi::data(array, data);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_flatten(gpudyn_vmm_array_t array, void* dst, uint64_t dst_bytes,
                                                     gpudyn_stream_t stream) {
-    GPUDYN_ABI({ contiguous_abi::copy_out(array, dst, dst_bytes, cudaMemcpyDeviceToDevice, stream); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::vmm_array, "array");
+        contiguous_abi::copy_out(array, dst, dst_bytes, cudaMemcpyDeviceToDevice, stream);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_copy_to_host(gpudyn_vmm_array_t array, void* dst, uint64_t dst_bytes,
                                                          gpudyn_stream_t stream) {
-    GPUDYN_ABI({ contiguous_abi::copy_out(array, dst, dst_bytes, cudaMemcpyDeviceToHost, stream); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::vmm_array, "array");
+        contiguous_abi::copy_out(array, dst, dst_bytes, cudaMemcpyDeviceToHost, stream);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear(gpudyn_vmm_array_t array, gpudyn_stream_t stream) {
-    GPUDYN_ABI({ contiguous_abi::clear(array, stream); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::vmm_array, "array");
+        contiguous_abi::clear(array, stream);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_status(gpudyn_vmm_array_t array, uint32_t* status,
                                                        gpudyn_stream_t stream) {
-    GPUDYN_ABI({ array_get_status(array, status, stream); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::vmm_array, "array");
+        array_get_status(array, status, stream);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear_status(gpudyn_vmm_array_t array, gpudyn_stream_t stream) {
-    GPUDYN_ABI({ array_clear_status(array, stream); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::vmm_array, "array");
+        array_clear_status(array, stream);
+    });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_view(gpudyn_vmm_array_t array, gpudyn_vmm_array_view_t* view) {
-    GPUDYN_ABI({ contiguous_abi::get_view(array, view, GPUDYN_VMM_ARRAY_VIEW_VERSION); });
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::vmm_array, "array");
+        contiguous_abi::get_view(array, view, GPUDYN_VMM_ARRAY_VIEW_VERSION);
+    });
 }
 
 }  // extern "C"

@@ -135,7 +135,8 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
                        "options->backing is %u, expected CUDA_MALLOC (0), ARENA (1) or PAGE_HEAP (2)", unsigned(o.backing));
         GPUDYN_REQUIRE(o.backing != GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP || o.page_heap != nullptr,
                        "options->page_heap is NULL, expected a gpudyn_rw_heap_t for the PAGE_HEAP backing");
-        if (o.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) require_address(o.page_heap, "options->page_heap");
+        if (o.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP)
+            require_handle(o.page_heap, handle_kind::rw_heap, "options->page_heap");
         GPUDYN_REQUIRE(o.max_superblock_run >= 1 && o.max_superblock_run <= kMaxSuperblockRun,
                        "options->max_superblock_run is %u, expected 1..%u", unsigned(o.max_superblock_run),
                        kMaxSuperblockRun);
@@ -250,6 +251,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
             gpudyn::warp_heap_detail::kept_headers_kernel<true><<<1, kBulkBlock, 0, s>>>(h->view, nullptr, 0, nullptr);
             GPUDYN_CHECK_LAUNCH("the warp heap's kernels (no work)");
             GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
+            register_handle(h, handle_kind::warp_heap);
         } catch (...) {
             if (h->stats) cudaFreeAsync(h->stats, s);
             if (h->failed) cudaFreeAsync(h->failed, s);
@@ -271,7 +273,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_destroy(gpudyn_warp_heap_t heap) {
     GPUDYN_ABI_RELEASE({
         if (heap == nullptr) return;
-        require_address(heap, "heap");  // garbage below 64 KiB is refused, not dereferenced
+        require_handle(heap, handle_kind::warp_heap, "heap");  // destroyed, foreign, garbage: refused
         {
             handle_call call(heap->hs);
             cudaStream_t s = heap->hs.release_stream();
@@ -291,13 +293,14 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_destroy(gpudyn_warp_heap_t heap) {
         }
         if (heap->page_heap) rw_heap_add_backing_user(heap->page_heap, -1);
         heap->hs.release();
+        unregister_handle(heap);
         delete heap;
     });
 }
 
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_view(gpudyn_warp_heap_t heap, gpudyn_warp_heap_view_t* view) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(heap);
+        require_handle(heap, handle_kind::warp_heap, "heap");
         GPUDYN_REQUIRE_NOT_NULL(view);
         handle_call call(heap->hs);
         *view = heap->view;
@@ -307,7 +310,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_view(gpudyn_warp_heap_t heap, gp
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_alloc_batch(gpudyn_warp_heap_t heap, const uint64_t* sizes, uint64_t count,
                                                         void** pointers, gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(heap);
+        require_handle(heap, handle_kind::warp_heap, "heap");
         if (count == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(sizes);
         GPUDYN_REQUIRE_NOT_NULL(pointers);
@@ -353,7 +356,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_alloc_batch(gpudyn_warp_heap_t heap,
 
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_release(gpudyn_warp_heap_t heap, gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(heap);
+        require_handle(heap, handle_kind::warp_heap, "heap");
         warp_heap_call call(heap, stream);
         release_batches(heap, call.stream());
     });
@@ -361,7 +364,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_release(gpudyn_warp_heap_t heap, gpu
 
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_batch_count(gpudyn_warp_heap_t heap, uint64_t* count) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(heap);
+        require_handle(heap, handle_kind::warp_heap, "heap");
         GPUDYN_REQUIRE_NOT_NULL(count);
         handle_call call(heap->hs);
         *count = heap->batches.size();
@@ -371,7 +374,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_batch_count(gpudyn_warp_heap_t heap,
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_stats(gpudyn_warp_heap_t heap, gpudyn_warp_heap_stats_t* stats,
                                                       gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(heap);
+        require_handle(heap, handle_kind::warp_heap, "heap");
         GPUDYN_REQUIRE_NOT_NULL(stats);
         handle_call call(heap->hs, stream);
         cudaStream_t s = call.stream();
@@ -382,7 +385,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_stats(gpudyn_warp_heap_t heap, g
 
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_check(gpudyn_warp_heap_t heap, gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(heap);
+        require_handle(heap, handle_kind::warp_heap, "heap");
         handle_call call(heap->hs, stream);
         cudaStream_t s = call.stream();
         gpudyn_warp_heap_stats_t st{};
@@ -397,7 +400,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_check(gpudyn_warp_heap_t heap, gpudy
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_backing_free_bytes(gpudyn_warp_heap_t heap, uint64_t* bytes,
                                                                gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(heap);
+        require_handle(heap, handle_kind::warp_heap, "heap");
         GPUDYN_REQUIRE_NOT_NULL(bytes);
         *bytes = 0;
         handle_call call(heap->hs, stream);  // the page heap's own call orders itself
@@ -431,7 +434,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_backing_free_bytes(gpudyn_warp_heap_
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_free_kept(gpudyn_warp_heap_t heap, void* const* headers, uint64_t count,
                                                       gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(heap);
+        require_handle(heap, handle_kind::warp_heap, "heap");
         if (count == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(headers);
         buffer_bytes(count, sizeof(void*), "count", "headers");
@@ -444,7 +447,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_free_kept(gpudyn_warp_heap_t heap, v
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_tidy_up_kept(gpudyn_warp_heap_t heap, void* const* headers,
                                                          uint64_t count, gpudyn_stream_t stream) {
     GPUDYN_ABI({
-        GPUDYN_REQUIRE_NOT_NULL(heap);
+        require_handle(heap, handle_kind::warp_heap, "heap");
         if (count == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(headers);
         buffer_bytes(count, sizeof(void*), "count", "headers");

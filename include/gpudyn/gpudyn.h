@@ -85,8 +85,13 @@ typedef enum gpudyn_status_t {
  *   - struct_size must be exactly the size of a published layout of its struct
  *     (the current sizeof; gpudyn_ggarray_options_t also 40), never a size
  *     between two layouts, smaller or larger;
- *   - handles, structs and out-pointers: NULL, and addresses below 64 KiB
- *     (never mapped: 0x1000 is garbage), are refused;
+ *   - structs and out-pointers: NULL, and addresses below 64 KiB (never
+ *     mapped: 0x1000 is garbage), are refused;
+ *   - handles: only live handles of the right kind are accepted (the library
+ *     keeps a registry from create to destroy): NULL (except for destroy),
+ *     garbage, a destroyed handle or another structure's handle is refused
+ *     without being dereferenced (a new handle may reuse a destroyed one's
+ *     address: using a handle after its destroy stays a bug);
  *   - counts: count x element size must fit in 64 bits and be at most 2^57
  *     bytes, and no more than the buffer holds (below);
  *   - buffer arguments the calls call "device" (sizes, pointers, pages,
@@ -102,8 +107,9 @@ typedef enum gpudyn_status_t {
  *     range's chunks, count as one), [ptr, ptr + count x element size) must
  *     lie inside it.  Host buffers (copy_to_host's dst, gpudyn_memcpy's host
  *     side) must not be device memory, and pageable ones must be mapped.
- * Handles are not validated beyond that: a destroyed or foreign handle is
- * undefined behaviour, as in CUDA. */
+ * Streams are checked as described above (a handle the driver reports is not
+ * a stream); an arbitrary garbage stream value is undefined behaviour, as in
+ * CUDA. */
 typedef struct gpudyn_stream_s* gpudyn_stream_t;
 
 /* GPUDYN_VERSION_NUMBER of the loaded library. */

@@ -173,100 +173,117 @@ static int bad_arrays(uint32_t e, const void* stack, bad_array* out) {
 
 /* ---- host part: handles, struct sizes, option bounds ------------------- */
 
-/* Every call taking a handle, with handle `h` (NULL or garbage): INVALID naming it. */
-static void handle_cases(void* h) {
+/* Kinds of handles, for handle_cases' `skip`. */
+enum { K_NONE, K_HEAP, K_RW_HEAP, K_WARP_HEAP, K_GGARRAY, K_STATIC, K_VMM };
+
+/* Every call taking a handle, with handle `h` (NULL, garbage, a host address
+ * that is no handle, or a live handle of kind `skip`, whose own calls are
+ * skipped): INVALID naming it, nothing dereferenced. */
+static void handle_cases(void* h, int skip) {
     uint64_t u64 = 0, u64b = 0;
     uint32_t u32 = 0;
     void* p = NULL;
-    gpudyn_heap_view_t hv;
-    gpudyn_heap_stats_t hs;
-    hs.struct_size = sizeof hs;
-    REFUSE_ARG(C(gpudyn_heap_get_view)((gpudyn_heap_t)h, &hv), "heap");
-    REFUSE_ARG(C(gpudyn_heap_grow)((gpudyn_heap_t)h, 1u << 20, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_heap_get_stats)((gpudyn_heap_t)h, &hs, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_heap_clear_status)((gpudyn_heap_t)h, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_heap_check)((gpudyn_heap_t)h, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_heap_malloc)((gpudyn_heap_t)h, &u64, &u64b, 1, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_heap_free)((gpudyn_heap_t)h, &u64, 1, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_heap_reset)((gpudyn_heap_t)h, NULL), "heap");
+    if (skip != K_HEAP) {
+        gpudyn_heap_view_t hv;
+        gpudyn_heap_stats_t hs;
+        hs.struct_size = sizeof hs;
+        REFUSE_ARG(C(gpudyn_heap_get_view)((gpudyn_heap_t)h, &hv), "heap");
+        REFUSE_ARG(C(gpudyn_heap_grow)((gpudyn_heap_t)h, 1u << 20, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_heap_get_stats)((gpudyn_heap_t)h, &hs, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_heap_clear_status)((gpudyn_heap_t)h, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_heap_check)((gpudyn_heap_t)h, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_heap_malloc)((gpudyn_heap_t)h, &u64, &u64b, 1, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_heap_free)((gpudyn_heap_t)h, &u64, 1, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_heap_reset)((gpudyn_heap_t)h, NULL), "heap");
+    }
 
-    gpudyn_rw_heap_view_t rv;
-    gpudyn_rw_heap_info_t ri;
-    ri.struct_size = sizeof ri;
-    gpudyn_exp_rw_heap_stats_t rs;
-    rs.struct_size = sizeof rs;
-    gpudyn_rw_heap_t r = (gpudyn_rw_heap_t)h;
-    REFUSE_ARG(C(gpudyn_rw_heap_get_view)(r, &rv), "heap");
-    REFUSE_ARG(C(gpudyn_rw_heap_get_pages)(r, &u32, 1, GPUDYN_RW_HEAP_RW_BM, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_rw_heap_free_pages)(r, &u32, 1, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_rw_heap_malloc)(r, &u64, &u64b, 1, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_rw_heap_free)(r, &u64, 1, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_rw_heap_max_malloc_size)(r, &u64), "heap");
-    REFUSE_ARG(C(gpudyn_rw_heap_reset)(r, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_rw_heap_free_page_count)(r, &u64, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_rw_heap_get_info)(r, &ri, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_rw_heap_check)(r, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_exp_rw_heap_get_pages)(r, &u32, 1, GPUDYN_RW_HEAP_RW_BM, 1, 7, &rs, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_exp_rw_heap_malloc)(r, &u64, &u64b, 1, 7, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_exp_rw_heap_occupy)(r, 0.5, 7, NULL), "heap");
+    if (skip != K_RW_HEAP) {
+        gpudyn_rw_heap_view_t rv;
+        gpudyn_rw_heap_info_t ri;
+        ri.struct_size = sizeof ri;
+        gpudyn_exp_rw_heap_stats_t rs;
+        rs.struct_size = sizeof rs;
+        gpudyn_rw_heap_t r = (gpudyn_rw_heap_t)h;
+        REFUSE_ARG(C(gpudyn_rw_heap_get_view)(r, &rv), "heap");
+        REFUSE_ARG(C(gpudyn_rw_heap_get_pages)(r, &u32, 1, GPUDYN_RW_HEAP_RW_BM, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_rw_heap_free_pages)(r, &u32, 1, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_rw_heap_malloc)(r, &u64, &u64b, 1, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_rw_heap_free)(r, &u64, 1, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_rw_heap_max_malloc_size)(r, &u64), "heap");
+        REFUSE_ARG(C(gpudyn_rw_heap_reset)(r, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_rw_heap_free_page_count)(r, &u64, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_rw_heap_get_info)(r, &ri, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_rw_heap_check)(r, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_exp_rw_heap_get_pages)(r, &u32, 1, GPUDYN_RW_HEAP_RW_BM, 1, 7, &rs, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_exp_rw_heap_malloc)(r, &u64, &u64b, 1, 7, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_exp_rw_heap_occupy)(r, 0.5, 7, NULL), "heap");
+    }
 
-    gpudyn_warp_heap_view_t wv;
-    gpudyn_warp_heap_stats_t ws;
-    gpudyn_warp_heap_t w = (gpudyn_warp_heap_t)h;
-    REFUSE_ARG(C(gpudyn_warp_heap_get_view)(w, &wv), "heap");
-    REFUSE_ARG(C(gpudyn_warp_heap_alloc_batch)(w, &u64, 1, &p, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_warp_heap_release)(w, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_warp_heap_batch_count)(w, &u64), "heap");
-    REFUSE_ARG(C(gpudyn_warp_heap_get_stats)(w, &ws, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_warp_heap_check)(w, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_warp_heap_backing_free_bytes)(w, &u64, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_warp_heap_free_kept)(w, &p, 1, NULL), "heap");
-    REFUSE_ARG(C(gpudyn_warp_heap_tidy_up_kept)(w, &p, 1, NULL), "heap");
+    if (skip != K_WARP_HEAP) {
+        gpudyn_warp_heap_view_t wv;
+        gpudyn_warp_heap_stats_t ws;
+        gpudyn_warp_heap_t w = (gpudyn_warp_heap_t)h;
+        REFUSE_ARG(C(gpudyn_warp_heap_get_view)(w, &wv), "heap");
+        REFUSE_ARG(C(gpudyn_warp_heap_alloc_batch)(w, &u64, 1, &p, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_warp_heap_release)(w, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_warp_heap_batch_count)(w, &u64), "heap");
+        REFUSE_ARG(C(gpudyn_warp_heap_get_stats)(w, &ws, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_warp_heap_check)(w, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_warp_heap_backing_free_bytes)(w, &u64, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_warp_heap_free_kept)(w, &p, 1, NULL), "heap");
+        REFUSE_ARG(C(gpudyn_warp_heap_tidy_up_kept)(w, &p, 1, NULL), "heap");
+    }
 
-    gpudyn_ggarray_t g = (gpudyn_ggarray_t)h;
-    gpudyn_ggarray_view_t gv;
-    REFUSE_ARG(C(gpudyn_ggarray_reserve)(g, 10, NULL), "array");
-    REFUSE_ARG(C(gpudyn_ggarray_push_back)(g, &u64, 1, NULL, GPUDYN_INSERT_ATOMIC, NULL), "array");
-    REFUSE_ARG(C(gpudyn_ggarray_size)(g, &u64, NULL), "array");
-    REFUSE_ARG(C(gpudyn_ggarray_capacity)(g, &u64, NULL), "array");
-    REFUSE_ARG(C(gpudyn_ggarray_allocated_bytes)(g, &u64, NULL), "array");
-    REFUSE_ARG(C(gpudyn_ggarray_flatten)(g, &u64, 8, NULL), "array");
-    REFUSE_ARG(C(gpudyn_ggarray_copy_to_host)(g, &u64, 8, NULL), "array");
-    REFUSE_ARG(C(gpudyn_ggarray_clear)(g, NULL), "array");
-    REFUSE_ARG(C(gpudyn_ggarray_get_view)(g, &gv, NULL), "array");
-    REFUSE_ARG(C(gpudyn_ggarray_set_budget)(g, 1u << 22, NULL), "array");
-    REFUSE_ARG(C(gpudyn_ggarray_get_budget)(g, &u64, &u64b), "array");
-    REFUSE_ARG(C(gpudyn_ggarray_get_status)(g, &u32, NULL), "array");
-    REFUSE_ARG(C(gpudyn_ggarray_clear_status)(g, NULL), "array");
+    if (skip != K_GGARRAY) {
+        gpudyn_ggarray_t g = (gpudyn_ggarray_t)h;
+        gpudyn_ggarray_view_t gv;
+        REFUSE_ARG(C(gpudyn_ggarray_reserve)(g, 10, NULL), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_push_back)(g, &u64, 1, NULL, GPUDYN_INSERT_ATOMIC, NULL), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_size)(g, &u64, NULL), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_capacity)(g, &u64, NULL), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_allocated_bytes)(g, &u64, NULL), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_flatten)(g, &u64, 8, NULL), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_copy_to_host)(g, &u64, 8, NULL), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_clear)(g, NULL), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_get_view)(g, &gv, NULL), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_set_budget)(g, 1u << 22, NULL), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_get_budget)(g, &u64, &u64b), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_get_status)(g, &u32, NULL), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_clear_status)(g, NULL), "array");
+    }
 
-    gpudyn_static_array_t sa = (gpudyn_static_array_t)h;
-    gpudyn_static_array_view_t sv;
-    REFUSE_ARG(C(gpudyn_static_array_push_back)(sa, &u64, 1, NULL, GPUDYN_INSERT_ATOMIC, NULL), "array");
-    REFUSE_ARG(C(gpudyn_static_array_size)(sa, &u64, NULL), "array");
-    REFUSE_ARG(C(gpudyn_static_array_capacity)(sa, &u64), "array");
-    REFUSE_ARG(C(gpudyn_static_array_allocated_bytes)(sa, &u64), "array");
-    REFUSE_ARG(C(gpudyn_static_array_data)(sa, &p), "array");
-    REFUSE_ARG(C(gpudyn_static_array_flatten)(sa, &u64, 8, NULL), "array");
-    REFUSE_ARG(C(gpudyn_static_array_copy_to_host)(sa, &u64, 8, NULL), "array");
-    REFUSE_ARG(C(gpudyn_static_array_clear)(sa, NULL), "array");
-    REFUSE_ARG(C(gpudyn_static_array_get_view)(sa, &sv), "array");
-    REFUSE_ARG(C(gpudyn_static_array_get_status)(sa, &u32, NULL), "array");
-    REFUSE_ARG(C(gpudyn_static_array_clear_status)(sa, NULL), "array");
+    if (skip != K_STATIC) {
+        gpudyn_static_array_t sa = (gpudyn_static_array_t)h;
+        gpudyn_static_array_view_t sv;
+        REFUSE_ARG(C(gpudyn_static_array_push_back)(sa, &u64, 1, NULL, GPUDYN_INSERT_ATOMIC, NULL), "array");
+        REFUSE_ARG(C(gpudyn_static_array_size)(sa, &u64, NULL), "array");
+        REFUSE_ARG(C(gpudyn_static_array_capacity)(sa, &u64), "array");
+        REFUSE_ARG(C(gpudyn_static_array_allocated_bytes)(sa, &u64), "array");
+        REFUSE_ARG(C(gpudyn_static_array_data)(sa, &p), "array");
+        REFUSE_ARG(C(gpudyn_static_array_flatten)(sa, &u64, 8, NULL), "array");
+        REFUSE_ARG(C(gpudyn_static_array_copy_to_host)(sa, &u64, 8, NULL), "array");
+        REFUSE_ARG(C(gpudyn_static_array_clear)(sa, NULL), "array");
+        REFUSE_ARG(C(gpudyn_static_array_get_view)(sa, &sv), "array");
+        REFUSE_ARG(C(gpudyn_static_array_get_status)(sa, &u32, NULL), "array");
+        REFUSE_ARG(C(gpudyn_static_array_clear_status)(sa, NULL), "array");
+    }
 
-    gpudyn_vmm_array_t va = (gpudyn_vmm_array_t)h;
-    gpudyn_vmm_array_view_t vv;
-    REFUSE_ARG(C(gpudyn_vmm_array_reserve)(va, 10, NULL), "array");
-    REFUSE_ARG(C(gpudyn_vmm_array_push_back)(va, &u64, 1, NULL, GPUDYN_INSERT_ATOMIC, NULL), "array");
-    REFUSE_ARG(C(gpudyn_vmm_array_size)(va, &u64, NULL), "array");
-    REFUSE_ARG(C(gpudyn_vmm_array_capacity)(va, &u64), "array");
-    REFUSE_ARG(C(gpudyn_vmm_array_allocated_bytes)(va, &u64), "array");
-    REFUSE_ARG(C(gpudyn_vmm_array_data)(va, &p), "array");
-    REFUSE_ARG(C(gpudyn_vmm_array_flatten)(va, &u64, 8, NULL), "array");
-    REFUSE_ARG(C(gpudyn_vmm_array_copy_to_host)(va, &u64, 8, NULL), "array");
-    REFUSE_ARG(C(gpudyn_vmm_array_clear)(va, NULL), "array");
-    REFUSE_ARG(C(gpudyn_vmm_array_get_view)(va, &vv), "array");
-    REFUSE_ARG(C(gpudyn_vmm_array_get_status)(va, &u32, NULL), "array");
-    REFUSE_ARG(C(gpudyn_vmm_array_clear_status)(va, NULL), "array");
+    if (skip != K_VMM) {
+        gpudyn_vmm_array_t va = (gpudyn_vmm_array_t)h;
+        gpudyn_vmm_array_view_t vv;
+        REFUSE_ARG(C(gpudyn_vmm_array_reserve)(va, 10, NULL), "array");
+        REFUSE_ARG(C(gpudyn_vmm_array_push_back)(va, &u64, 1, NULL, GPUDYN_INSERT_ATOMIC, NULL), "array");
+        REFUSE_ARG(C(gpudyn_vmm_array_size)(va, &u64, NULL), "array");
+        REFUSE_ARG(C(gpudyn_vmm_array_capacity)(va, &u64), "array");
+        REFUSE_ARG(C(gpudyn_vmm_array_allocated_bytes)(va, &u64), "array");
+        REFUSE_ARG(C(gpudyn_vmm_array_data)(va, &p), "array");
+        REFUSE_ARG(C(gpudyn_vmm_array_flatten)(va, &u64, 8, NULL), "array");
+        REFUSE_ARG(C(gpudyn_vmm_array_copy_to_host)(va, &u64, 8, NULL), "array");
+        REFUSE_ARG(C(gpudyn_vmm_array_clear)(va, NULL), "array");
+        REFUSE_ARG(C(gpudyn_vmm_array_get_view)(va, &vv), "array");
+        REFUSE_ARG(C(gpudyn_vmm_array_get_status)(va, &u32, NULL), "array");
+        REFUSE_ARG(C(gpudyn_vmm_array_clear_status)(va, NULL), "array");
+    }
 
     if (h == NULL) {  /* destroy accepts NULL */
         CHECK_OK(C(gpudyn_heap_destroy)(NULL));
@@ -275,13 +292,13 @@ static void handle_cases(void* h) {
         CHECK_OK(C(gpudyn_ggarray_destroy)(NULL));
         CHECK_OK(C(gpudyn_static_array_destroy)(NULL));
         CHECK_OK(C(gpudyn_vmm_array_destroy)(NULL));
-    } else {  /* garbage is refused, not dereferenced */
-        REFUSE_ARG(C(gpudyn_heap_destroy)((gpudyn_heap_t)h), "heap");
-        REFUSE_ARG(C(gpudyn_rw_heap_destroy)((gpudyn_rw_heap_t)h), "heap");
-        REFUSE_ARG(C(gpudyn_warp_heap_destroy)((gpudyn_warp_heap_t)h), "heap");
-        REFUSE_ARG(C(gpudyn_ggarray_destroy)((gpudyn_ggarray_t)h), "array");
-        REFUSE_ARG(C(gpudyn_static_array_destroy)((gpudyn_static_array_t)h), "array");
-        REFUSE_ARG(C(gpudyn_vmm_array_destroy)((gpudyn_vmm_array_t)h), "array");
+    } else {  /* garbage and other kinds' handles are refused, not dereferenced (nor destroyed) */
+        if (skip != K_HEAP) REFUSE_ARG(C(gpudyn_heap_destroy)((gpudyn_heap_t)h), "heap");
+        if (skip != K_RW_HEAP) REFUSE_ARG(C(gpudyn_rw_heap_destroy)((gpudyn_rw_heap_t)h), "heap");
+        if (skip != K_WARP_HEAP) REFUSE_ARG(C(gpudyn_warp_heap_destroy)((gpudyn_warp_heap_t)h), "heap");
+        if (skip != K_GGARRAY) REFUSE_ARG(C(gpudyn_ggarray_destroy)((gpudyn_ggarray_t)h), "array");
+        if (skip != K_STATIC) REFUSE_ARG(C(gpudyn_static_array_destroy)((gpudyn_static_array_t)h), "array");
+        if (skip != K_VMM) REFUSE_ARG(C(gpudyn_vmm_array_destroy)((gpudyn_vmm_array_t)h), "array");
     }
 }
 
@@ -371,6 +388,8 @@ static void option_cases(void) {
         b.backing = GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP;
         b.page_heap = GARBAGE;
         REFUSE_ARG(C(gpudyn_warp_heap_create)(&w, &b, NULL), "page_heap");
+        b.page_heap = g_zero_host; /* mapped, but no page heap */
+        REFUSE_ARG(C(gpudyn_warp_heap_create)(&w, &b, NULL), "page_heap");
         b.backing = 3;
         REFUSE_ARG(C(gpudyn_warp_heap_create)(&w, &b, NULL), "backing");
     }
@@ -394,6 +413,8 @@ static void option_cases(void) {
     {
         gpudyn_ggarray_options_t b = go;
         b.heap = (gpudyn_heap_t)GARBAGE;
+        REFUSE_ARG(C(gpudyn_ggarray_create)(&g, &b, NULL), "heap");
+        b.heap = (gpudyn_heap_t)g_zero_host; /* mapped, but no heap */
         REFUSE_ARG(C(gpudyn_ggarray_create)(&g, &b, NULL), "heap");
     }
     for (size_t i = 0; i < N_HUGE; ++i) {
@@ -637,6 +658,7 @@ static void heap_device_cases(void) {
     if (h == NULL) return;
     subject s = {"heap", h, probe_heap, {0}, 0};
     take_baseline(&s);
+    handle_cases(h, K_HEAP); /* a live heap passed as any other structure */
 
     uint64_t stack[4] = {0, 0, 0, 0};
     bad_array bad[MAX_BAD];
@@ -691,8 +713,12 @@ static void heap_device_cases(void) {
     CHECK_OK(C(gpudyn_memset)(D2, 0, DEVB, NULL));
     CHECK_OK(C(gpudyn_heap_reset)(h, NULL));
     CHECK_OK(C(gpudyn_heap_clear_status)(h, NULL));
-    CHECK_OK(C(gpudyn_heap_destroy)(h));
     g_subject = &g_none;
+    CHECK_OK(C(gpudyn_heap_destroy)(h));
+    /* A destroyed handle is refused, not dereferenced (no create in between reuses it). */
+    gpudyn_heap_view_t hv;
+    REFUSE_ARG(C(gpudyn_heap_get_view)(h, &hv), "heap");
+    REFUSE_ARG(C(gpudyn_heap_destroy)(h), "heap");
 }
 
 static void rw_heap_device_cases(void) {
@@ -704,6 +730,7 @@ static void rw_heap_device_cases(void) {
     if (h == NULL) return;
     subject s = {"page heap", h, probe_rw_heap, {0}, 0};
     take_baseline(&s);
+    handle_cases(h, K_RW_HEAP);
 
     uint64_t stack[4] = {0, 0, 0, 0};
     bad_array bad[MAX_BAD];
@@ -768,8 +795,11 @@ static void rw_heap_device_cases(void) {
     CHECK(free_pages == 3072);
     CHECK_OK(C(gpudyn_rw_heap_reset)(h, NULL));
     CHECK_OK(C(gpudyn_memset)(D, 0, DEVB, NULL));
-    CHECK_OK(C(gpudyn_rw_heap_destroy)(h));
     g_subject = &g_none;
+    CHECK_OK(C(gpudyn_rw_heap_destroy)(h));
+    gpudyn_rw_heap_view_t rv;
+    REFUSE_ARG(C(gpudyn_rw_heap_get_view)(h, &rv), "heap");
+    REFUSE_ARG(C(gpudyn_rw_heap_destroy)(h), "heap");
 }
 
 static void warp_heap_device_cases(void) {
@@ -781,6 +811,7 @@ static void warp_heap_device_cases(void) {
     if (h == NULL) return;
     subject s = {"warp heap", h, probe_warp_heap, {0}, 0};
     take_baseline(&s);
+    handle_cases(h, K_WARP_HEAP);
 
     uint64_t stack[4] = {0, 0, 0, 0};
     bad_array bad[MAX_BAD];
@@ -809,8 +840,11 @@ static void warp_heap_device_cases(void) {
     CHECK(batches == 0);
     CHECK_OK(C(gpudyn_memset)(D, 0, DEVB, NULL));
     CHECK_OK(C(gpudyn_memset)(D2, 0, DEVB, NULL));
-    CHECK_OK(C(gpudyn_warp_heap_destroy)(h));
     g_subject = &g_none;
+    CHECK_OK(C(gpudyn_warp_heap_destroy)(h));
+    uint64_t count = 0;
+    REFUSE_ARG(C(gpudyn_warp_heap_batch_count)(h, &count), "heap");
+    REFUSE_ARG(C(gpudyn_warp_heap_destroy)(h), "heap");
 }
 
 /* push_back / flatten / copy_to_host cases shared by the three arrays (element size 4). */
@@ -922,6 +956,7 @@ static void ggarray_device_cases(void) {
     CHECK_OK(C(gpudyn_ggarray_push_back)(a, D, 8, NULL, GPUDYN_INSERT_ATOMIC, NULL));
     subject s = {"GGArray", a, probe_ggarray, {0}, 0};
     take_baseline(&s);
+    handle_cases(a, K_GGARRAY);
 
     array_cases(a, gg_push, gg_flatten, gg_to_host);
     for (size_t i = 0; i < N_HUGE; ++i) {
@@ -944,6 +979,9 @@ static void ggarray_device_cases(void) {
     CHECK_OK(C(gpudyn_ggarray_clear)(a, NULL));
     g_subject = &g_none;
     CHECK_OK(C(gpudyn_ggarray_destroy)(a));
+    uint64_t size = 0;
+    REFUSE_ARG(C(gpudyn_ggarray_size)(a, &size, NULL), "array");
+    REFUSE_ARG(C(gpudyn_ggarray_destroy)(a), "array");
 }
 
 static void static_array_device_cases(void) {
@@ -957,6 +995,7 @@ static void static_array_device_cases(void) {
     CHECK_OK(C(gpudyn_static_array_push_back)(a, D, 8, NULL, GPUDYN_INSERT_ATOMIC, NULL));
     subject s = {"static array", a, probe_static, {0}, 0};
     take_baseline(&s);
+    handle_cases(a, K_STATIC);
     array_cases(a, sa_push, sa_flatten, sa_to_host);
     REFUSE_ARG(C(gpudyn_static_array_size)(a, NULL, NULL), "size");
     REFUSE_ARG(C(gpudyn_static_array_capacity)(a, NULL), "capacity");
@@ -970,6 +1009,9 @@ static void static_array_device_cases(void) {
     CHECK_OK(C(gpudyn_static_array_clear)(a, NULL));
     g_subject = &g_none;
     CHECK_OK(C(gpudyn_static_array_destroy)(a));
+    uint64_t size = 0;
+    REFUSE_ARG(C(gpudyn_static_array_size)(a, &size, NULL), "array");
+    REFUSE_ARG(C(gpudyn_static_array_destroy)(a), "array");
 }
 
 static void vmm_array_device_cases(void) {
@@ -990,6 +1032,7 @@ static void vmm_array_device_cases(void) {
     CHECK_OK(C(gpudyn_vmm_array_push_back)(a, D, 8, NULL, GPUDYN_INSERT_ATOMIC, NULL));
     subject s = {"VMM array", a, probe_vmm, {0}, 0};
     take_baseline(&s);
+    handle_cases(a, K_VMM);
     array_cases(a, va_push, va_flatten, va_to_host);
     for (size_t i = 0; i < N_HUGE; ++i) REFUSE(C(gpudyn_vmm_array_reserve)(a, kHugeCounts[i], NULL));
     REFUSE(C(gpudyn_vmm_array_reserve)(a, (1u << 20) + 1, NULL)); /* beyond max_capacity */
@@ -1006,6 +1049,9 @@ static void vmm_array_device_cases(void) {
     CHECK_OK(C(gpudyn_vmm_array_clear)(a, NULL));
     g_subject = &g_none;
     CHECK_OK(C(gpudyn_vmm_array_destroy)(a));
+    uint64_t size = 0;
+    REFUSE_ARG(C(gpudyn_vmm_array_size)(a, &size, NULL), "array");
+    REFUSE_ARG(C(gpudyn_vmm_array_destroy)(a), "array");
 }
 
 /* Raw memory with a device: device sides past their allocation, host sides that are device memory. */
@@ -1111,9 +1157,15 @@ int main(int argc, char** argv) {
     snprintf(why, sizeof why, "%s", gpudyn_last_error_message());
     core_host_cases();
     option_cases();
-    handle_cases(NULL);
-    handle_cases(GARBAGE);
-    handle_cases(GARBAGE2);
+    handle_cases(NULL, K_NONE);
+    handle_cases(GARBAGE, K_NONE);
+    handle_cases(GARBAGE2, K_NONE);
+    {
+        uint64_t not_a_handle[64]; /* mapped host memory that no create returned */
+        memset(not_a_handle, 0xab, sizeof not_a_handle);
+        handle_cases(not_a_handle, K_NONE);
+        handle_cases(g_zero_host, K_NONE);
+    }
 
     if (!g_gpu) {
         printf("SKIP (part): no CUDA device (%s): the device part (buffers, extents, the context after each refusal, "
