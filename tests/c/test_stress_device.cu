@@ -590,6 +590,7 @@ __host__ __device__ inline u64 push_value(u64 seed, unsigned round, u64 slot) {
 __host__ __device__ inline unsigned slot_key(u64 slot, unsigned round, u64 seed) { return key_of(slot, round & 63, seed * 977 + round); }
 
 __device__ void structures_part(const Extras& x, u64 t, unsigned lane) {
+#ifndef STRESS_NO_RW
     __shared__ gpudyn::rw_malloc_storage storage[kThreads / 32];
     const gpudyn::rw_heap_ref rw{x.rw};
     gpudyn::detail::counter_rng rng(x.seed * 131 + x.round, t);
@@ -614,6 +615,8 @@ __device__ void structures_part(const Extras& x, u64 t, unsigned lane) {
     }
     if (q) stamp(q, qb, slot_key(t, x.round, x.seed ^ 0xa5));
     if (lane % 3 == 0 || lane == 31) x.rw_ptrs[t] = reinterpret_cast<u64>(q);
+#endif
+#ifndef STRESS_NO_WH
     // Warp heap: started in a divergent branch (lanes % 4 != 3), two allocs, kept.
     const unsigned wh_mask = __ballot_sync(0xffffffffu, lane % 4 != 3);
     if (lane % 4 != 3) {
@@ -628,6 +631,7 @@ __device__ void structures_part(const Extras& x, u64 t, unsigned lane) {
         void* kept = w.keep();
         if (lane == 0) x.kept[t / 32] = kept;
     }
+#endif
 }
 
 __global__ void __launch_bounds__(kThreads) mixed_kernel(HeapViews V, const SlotPlan* plan, const unsigned char* trips,
@@ -635,7 +639,7 @@ __global__ void __launch_bounds__(kThreads) mixed_kernel(HeapViews V, const Slot
                                                          Extras x) {
     const u64 t = global_tid();
     const unsigned lane = unsigned(t % 32);  // blocks of whole warps: the linear id's lane
-#ifndef STRESS_NO_PART  // (diagnostic builds: -DSTRESS_NO_PART / -DSTRESS_NO_PUSH leave a part out)
+#ifndef STRESS_NO_PART  // (diagnostic builds: -DSTRESS_NO_PART, _NO_RW, _NO_WH, _NO_PUSH leave a part out)
     if (x.on) structures_part(x, t, lane);
 #endif
     if (t >= n) return;
