@@ -658,12 +658,12 @@ public:
     // requests up to the page size are 2^k-aligned.
     __device__ void* malloc(unsigned long long bytes) const {
         // The lanes here now that allocate from this heap (others may call another heap).
-        const unsigned mask = detail::peers_with(__activemask(), v_.counters);
+        const unsigned mask = detail::peers_with(detail::active_lanes(), v_.counters);
         const bool ok = valid() && bytes != 0;
         const unsigned cls = ok && bytes <= max_small_size() ? detail::heap_class_of(bytes) : kHeapNoPage;
         // Group key: the class (small), kKeyRun (medium/huge: each lane alone), kKeyNone.
         const unsigned key = !ok ? kKeyNone : (cls != kHeapNoPage ? cls : kKeyRun);
-        const unsigned group = __match_any_sync(mask, key);
+        const unsigned group = detail::member_mask(__match_any_sync(mask, key) & mask);
         // The small lanes, while every lane of `mask` is here (the others return below).
         const unsigned small = detail::ballot(mask, key < kKeyRun);
         if (key == kKeyNone) {
@@ -680,7 +680,7 @@ public:
         unsigned full_cur = 0;
         void* p = small == (1u << detail::lane_index()) ? lone_claim(cls, &full_cur)
                                                         : current_slab_claim(small, group, cls, &full_cur);
-        const unsigned left = detail::ballot(small, p == nullptr);
+        const unsigned left = detail::ballot(detail::member_mask(small), p == nullptr);
         if (p == nullptr) p = small_malloc(group & left, cls, full_cur);
         return p;
     }
@@ -719,7 +719,7 @@ public:
     // pointer or an interior pointer returns false, is counted as a bad free,
     // and changes nothing.
     __device__ bool free(void* p) const {
-        const unsigned mask = __activemask();
+        const unsigned mask = detail::active_lanes();
         const unsigned lane = detail::lane_index();
         const slot_ref s = locate(p);
         // The caller's writes to the block are visible before anyone can get it
@@ -872,6 +872,7 @@ private:
     }
     // Counts the lanes of `group` for which `failed` holds, with one atomic.
     __device__ void count_failures(unsigned group, bool failed) const {
+        group = detail::member_mask(group);
         const unsigned f = detail::ballot(group, failed);
         if (f != 0 && detail::lane_index() == detail::lowest_bit(group))
             count(kHeapCounterFailed, detail::popcount(f));
@@ -1037,6 +1038,8 @@ private:
     // of different SMs then raced for one slab; reading the cursor count through
     // L1 here and in the rounds changed nothing measurable.)
     __device__ void* current_slab_claim(unsigned small, unsigned group, unsigned c, unsigned* full_cur) const {
+        small = detail::member_mask(small);
+        group = detail::member_mask(group);
         const auto [lane, n, rank, leader, k, nwords] = group_of(group, c);
         unsigned cur = 0, seed = 0;
         if (lane == leader) {
@@ -1081,6 +1084,7 @@ private:
     // left for a slab, a sweep of every word of the class.  A round that won
     // nothing (a lost race too) is a miss.
     __device__ void* small_malloc(unsigned group, unsigned c, unsigned full_cur) const {
+        group = detail::member_mask(group);
         const auto [lane, n, rank, leader, k, nwords] = group_of(group, c);
         unsigned* state = class_state(c);
         const unsigned* dir = directory() + k.dir_offset;

@@ -406,6 +406,7 @@ private:
     template <class Word>
     __device__ unsigned corw_impl(const detail::rw_bitmap<Word>& bm, unsigned mask, detail::counter_rng& rng,
                                   unsigned& steps) const {
+        mask = detail::member_mask(mask);
         constexpr unsigned B = detail::rw_bitmap<Word>::kBits;
         if (!valid()) return kRwInvalidPage;
         unsigned page = kRwInvalidPage;
@@ -513,6 +514,7 @@ private:
     template <class Word>
     __device__ void* malloc_impl(const detail::rw_bitmap<Word>& bm, unsigned mask, unsigned long long bytes,
                                  rw_malloc_storage& st, detail::counter_rng& rng, unsigned& steps) const {
+        mask = detail::member_mask(mask);
         constexpr unsigned B = detail::rw_bitmap<Word>::kBits;
         const unsigned lane = detail::lane_index();
         const unsigned long long S = v_.page_size;

@@ -378,6 +378,7 @@ class warp_heap {
 // ---- implementation ---------------------------------------------------------
 
 __device__ inline warp_heap warp_heap_ref::start(unsigned mask, bool wants) const {
+    mask = detail::member_mask(mask);
     using namespace warp_heap_detail;
     const unsigned voters = detail::ballot(mask, wants);
     if (voters == 0) return warp_heap();
@@ -422,6 +423,7 @@ __device__ inline warp_heap warp_heap_ref::start(unsigned mask, bool wants) cons
 }
 
 __device__ inline warp_heap warp_heap_ref::resume(unsigned mask, void* kept) const {
+    mask = detail::member_mask(mask);
     using namespace warp_heap_detail;
     header* h = static_cast<header*>(kept);
     const unsigned have = detail::ballot(mask, h != nullptr);
@@ -563,6 +565,7 @@ __device__ inline bool warp_heap_ref::may_be_header(const void* p) const {
 }
 
 __device__ inline bool warp_heap::enter(unsigned mask) {
+    mask = detail::member_mask(mask);
     // A lane outside its own mask (an invalid warp_heap has no members) must not
     // take part in a warp collective on that mask: it fails alone.
     if ((mask >> detail::lane_index() & 1u) == 0) {
@@ -594,6 +597,7 @@ __device__ inline bool warp_heap::enter(unsigned mask) {
 }
 
 __device__ inline void warp_heap::leave(unsigned mask) {
+    mask = detail::member_mask(mask);
 #if GPUDYN_WARP_HEAP_DEBUG
     if (detail::lane_index() == detail::highest_lane(mask)) atomicExch(&h_->busy, 0u);
 #endif
@@ -601,6 +605,7 @@ __device__ inline void warp_heap::leave(unsigned mask) {
 }
 
 __device__ inline void* warp_heap::alloc(unsigned mask, unsigned long long bytes) {
+    mask = detail::member_mask(mask);
     using namespace warp_heap_detail;
     if (!enter(mask)) return nullptr;
     header* const h = h_;
@@ -706,6 +711,7 @@ __device__ inline void warp_heap::flush_requested(bool drop) {
 }
 
 __device__ inline void warp_heap::tidy_up(unsigned mask) {
+    mask = detail::member_mask(mask);
     if (!enter(mask)) return;
     if (detail::lane_index() == detail::highest_lane(mask)) {
         flush_requested(true);

@@ -60,6 +60,22 @@ __device__ __forceinline__ unsigned block_warp_mask() {
 }
 
 // ---- lane masks ----
+// `mask` (which holds the calling lane) with the calling lane's bit set again:
+// the same value, which ptxas cannot take for warp-uniform.  A mask from a vote
+// or __activemask() is uniform among the lanes that computed it together, and
+// ptxas then checks a later collective's convergence against one lane's copy
+// of it only: lanes of another call with another mask, running the same
+// instructions at that moment, passed the check and shuffled from lanes that
+// were not there (issue 39: one heap slot to two threads, wild pointers,
+// illegal-instruction traps).  Every mask a collective here takes is one.
+__device__ __forceinline__ unsigned member_mask(unsigned mask) {
+    unsigned self;
+    asm("mov.u32 %0, %%lanemask_eq;" : "=r"(self));
+    return mask | self;
+}
+// __activemask() as a member mask (see member_mask).
+__device__ __forceinline__ unsigned active_lanes() { return member_mask(__activemask()); }
+
 // Highest set lane of a non-empty mask: the "worker" of FDGMalloc (the paper
 // takes the most significant bit of the vote, found with bfind).
 __device__ __forceinline__ unsigned highest_lane(unsigned mask) { return 31u - unsigned(__clz(mask)); }
@@ -86,10 +102,10 @@ __device__ __forceinline__ unsigned ballot(unsigned mask, bool predicate) {
 // match-all alone measured ~4 % faster in a push-heavy kernel than a shuffle
 // of the first lane's key and a vote.
 __device__ __forceinline__ unsigned peers_with(unsigned mask, unsigned long long key) {
+    mask = member_mask(mask);
     int all = 0;
     const unsigned same = __match_all_sync(mask, key, &all);
-    if (all) return same;
-    return __match_any_sync(mask, key);
+    return member_mask((all ? same : __match_any_sync(mask, key)) & mask);
 }
 
 // Inclusive prefix sum over the lanes of `mask`, which must be a contiguous
