@@ -453,9 +453,44 @@ bool allocation_of(uint64_t address, uint64_t* base, uint64_t* bytes) {
     return true;
 }
 
+using retain_fn = CUresult (*)(CUmemGenericAllocationHandle*, void*);
+using release_fn = CUresult (*)(CUmemGenericAllocationHandle);
+using pointer_attribute_fn = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
+
+// True when `address` lies in memory mapped with cuMemMap (the driver's VMM)
+// that no stream-ordered pool hands out: a chunk of a range like the VMM
+// array's, whose next chunk may follow it.  False where the driver cannot tell.
+bool vmm_mapping(uint64_t address) {
+    struct fns {
+        retain_fn retain = nullptr;
+        release_fn release = nullptr;
+        pointer_attribute_fn attribute = nullptr;
+    };
+    static const fns f = [] {
+        fns r;
+        try {
+            r.retain = reinterpret_cast<retain_fn>(driver_entry_point("cuMemRetainAllocationHandle", 12000));
+            r.release = reinterpret_cast<release_fn>(driver_entry_point("cuMemRelease", 12000));
+            r.attribute = reinterpret_cast<pointer_attribute_fn>(driver_entry_point("cuPointerGetAttribute", 12000));
+        } catch (...) {
+            cudaGetLastError();
+            r = fns{};
+        }
+        return r;
+    }();
+    if (f.retain == nullptr || f.release == nullptr || f.attribute == nullptr) return false;
+    CUmemoryPool pool = nullptr;
+    if (f.attribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, CUdeviceptr(address)) != CUDA_SUCCESS || pool != nullptr)
+        return false;  // a pool's allocations are its own ranges, whatever backs them
+    CUmemGenericAllocationHandle h{};
+    if (f.retain(&h, reinterpret_cast<void*>(address)) != CUDA_SUCCESS) return false;
+    f.release(h);
+    return true;
+}
+
 // Raises unless [address, address + bytes) lies in the allocation holding `address`
-// (and the mapped ranges that follow it without a gap); nothing when the driver
-// cannot tell the allocation's extent.
+// (for VMM mappings, and the mappings that follow it without a gap: the chunks of
+// one range); nothing when the driver cannot tell the allocation's extent.
 void require_extent(uint64_t address, uint64_t bytes, const void* ptr, uint64_t count, uint64_t element_bytes,
                     const char* arg, const char* count_arg) {
     uint64_t base = 0, size = 0;
@@ -464,13 +499,17 @@ void require_extent(uint64_t address, uint64_t bytes, const void* ptr, uint64_t 
     uint64_t end = base + size;
     // A VMM range is mapped in chunks, each its own range for the driver: follow
     // them while they touch (bounded: past the limit the rest is not checked).
+    // Other allocations (cudaMalloc, a pool's) may lie next to each other: never followed.
     constexpr int kMaxRanges = 1024;
     int steps = 0;
-    while (end < want_end && steps++ < kMaxRanges) {
-        uint64_t next_base = 0, next_size = 0;
-        if (!allocation_of(end, &next_base, &next_size) || next_base != end) break;
-        end = next_base + next_size;
+    if (end < want_end && vmm_mapping(address)) {
+        while (end < want_end && steps++ < kMaxRanges) {
+            uint64_t next_base = 0, next_size = 0;
+            if (!allocation_of(end, &next_base, &next_size) || next_base != end || !vmm_mapping(end)) break;
+            end = next_base + next_size;
+        }
     }
+    cudaGetLastError();  // the driver calls set no runtime error; cleared anyway
     if (end >= want_end || steps > kMaxRanges) return;
     raise(GPUDYN_ERROR_INVALID_ARGUMENT,
           "argument '%s' is %llu, but '%s' (%p) has %llu bytes up to the end of its allocation (%llu bytes at "

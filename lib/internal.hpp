@@ -310,8 +310,9 @@ uint64_t buffer_bytes(uint64_t count, uint64_t element_bytes, const char* count_
 //  - the memory type of `use` (cudaPointerGetAttributes; on the structure's
 //    device for memory_use::device);
 //  - where the driver can tell the allocation's extent (cuMemGetAddressRange;
-//    adjacent mapped ranges, e.g. the chunks of a VMM range, count as one), the
-//    whole range [ptr, ptr + bytes) lies inside it.  Where it cannot (pageable
+//    the chunks of a VMM range mapped one after another count as one, while
+//    neighbouring cudaMalloc or pool allocations never do), the whole range
+//    [ptr, ptr + bytes) lies inside it.  Where it cannot (pageable
 //    memory; a driver without the entry point; the query failing) that part is
 //    skipped.
 // count 0 checks nothing (no memory is touched); callers return before it.

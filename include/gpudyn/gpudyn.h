@@ -103,9 +103,10 @@ typedef enum gpudyn_status_t {
  *     pageable host memory are refused, the latter unless the device reports
  *     cudaDevAttrPageableMemoryAccess (HMM, ATS), and then only mapped pages;
  *     aligned to their element size; and where the driver tells the
- *     allocation's extent (cuMemGetAddressRange; adjacent mappings, e.g. a VMM
- *     range's chunks, count as one), [ptr, ptr + count x element size) must
- *     lie inside it.  Host buffers (copy_to_host's dst, gpudyn_memcpy's host
+ *     allocation's extent (cuMemGetAddressRange; the chunks of a VMM range
+ *     mapped one after another count as one, neighbouring cudaMalloc or pool
+ *     allocations never do), [ptr, ptr + count x element size) must lie
+ *     inside it.  Host buffers (copy_to_host's dst, gpudyn_memcpy's host
  *     side) must not be device memory, and pageable ones must be mapped.
  * Streams are checked as described above (a handle the driver reports is not
  * a stream); an arbitrary garbage stream value is undefined behaviour, as in
