@@ -1043,11 +1043,27 @@ static void vmm_array_device_cases(void) {
     REFUSE_ARG(C(gpudyn_vmm_array_get_status)(a, NULL, NULL), "status");
     REFUSE_ARG(C(gpudyn_vmm_array_get_view)(a, NULL), "view");
     check_elements(a, va_push, va_to_host, va_flatten);
+    g_subject = &g_none;
+    /* The whole range (4 MiB: mapped in two chunks, the first at create) is one
+     * buffer: a copy across the chunks is valid, one past the range's end is not. */
     CHECK_OK(C(gpudyn_vmm_array_reserve)(a, 1u << 16, NULL));
+    CHECK_OK(C(gpudyn_vmm_array_reserve)(a, 1u << 20, NULL));
+    void* data = NULL;
+    void* t = NULL;
+    CHECK_OK(C(gpudyn_vmm_array_data)(a, &data));
+    CHECK_OK(C(gpudyn_device_alloc)(&t, 3u << 20, NULL));
+    if (data && t) {
+        unsigned char* from = (unsigned char*)data + (1u << 20);
+        CHECK_OK(C(gpudyn_memcpy)(t, from, 3u << 20, GPUDYN_MEMCPY_DEVICE_TO_DEVICE, NULL));
+        REFUSE_ARG(C(gpudyn_memcpy)(t, from + 8, 3u << 20, GPUDYN_MEMCPY_DEVICE_TO_DEVICE, NULL), "bytes");
+        REFUSE_ARG(C(gpudyn_memset)(from, 0, (3u << 20) + 1, NULL), "bytes");
+        CHECK_OK(C(gpudyn_memset)(from, 0, 3u << 20, NULL));
+        CHECK_OK(C(gpudyn_stream_synchronize)(NULL));
+    }
+    CHECK_OK(C(gpudyn_device_free)(t, NULL));
     gpudyn_vmm_array_view_t v;
     CHECK_OK(C(gpudyn_vmm_array_get_view)(a, &v));
     CHECK_OK(C(gpudyn_vmm_array_clear)(a, NULL));
-    g_subject = &g_none;
     CHECK_OK(C(gpudyn_vmm_array_destroy)(a));
     uint64_t size = 0;
     REFUSE_ARG(C(gpudyn_vmm_array_size)(a, &size, NULL), "array");
