@@ -145,9 +145,10 @@ def test_tidy_up_kept_null_heap_is_refused_by_the_library():
 
     with pytest.raises(gpudyn.InvalidArgumentError, match="'heap'"):
         check(lib.gpudyn_warp_heap_tidy_up_kept(ffi.NULL, ffi.NULL, 1, ffi.NULL))
-    # A NULL array with entries is refused before the handle is used (the stand-in is never read).
+    # A handle that was never created is refused without being read (the library keeps a
+    # registry of live handles), before the NULL array with entries is looked at.
     stand_in = ffi.cast("gpudyn_warp_heap_t", 16)
-    with pytest.raises(gpudyn.InvalidArgumentError, match="'headers'"):
+    with pytest.raises(gpudyn.InvalidArgumentError, match="'heap' is 0x10"):
         check(lib.gpudyn_warp_heap_tidy_up_kept(stand_in, ffi.NULL, 3, ffi.NULL))
 
 
