@@ -29,6 +29,7 @@
 //    exhaustion >= 0.9 for single and mixed sizes.
 // Sizes shrink under compute-sanitizer (GPUDYN_SANITIZER set).
 #include "check.h"
+#include "heap_test_util.h"
 
 #include <gpudyn/heap.h>
 #include <gpudyn/heap.cuh>
@@ -48,13 +49,6 @@ using gpudyn::heap_ref;
 static bool g_sanitizer = false;
 
 // ---- host reference of the size classes (the rule in heap.cuh's comment) ----
-static std::vector<uint64_t> ref_classes(uint64_t P) {
-    std::vector<uint64_t> c;
-    for (uint64_t s = 16; s <= 128; s += 16) c.push_back(s);
-    for (uint64_t lo = 128; lo < P / 2; lo *= 2)
-        for (uint64_t i = 1; i <= 8; ++i) c.push_back(lo + i * (lo / 8));
-    return c;
-}
 // Usable bytes the heap must give a request: smallest class, whole pages for a
 // medium run (<= 2048 pages), whole 64-page words for a huge one.
 static uint64_t ref_usable(uint64_t bytes, uint64_t P) {
@@ -281,12 +275,7 @@ static gpudyn_heap_view_t view_of(gpudyn_heap_t h) {
     CHECK_OK(gpudyn_heap_get_view(h, &v));
     return v;
 }
-static gpudyn_heap_stats_t stats_of(gpudyn_heap_t h) {
-    gpudyn_heap_stats_t s{};
-    s.struct_size = sizeof(s);
-    CHECK_OK(gpudyn_heap_get_stats(h, &s, nullptr));
-    return s;
-}
+static gpudyn_heap_stats_t stats_of(gpudyn_heap_t h) { return heap_stats(h); }
 static unsigned blocks_for(uint64_t n, unsigned block) { return unsigned((n + block - 1) / block); }
 
 // Runs alloc_kernel<mode> over sizes; returns the pointers.

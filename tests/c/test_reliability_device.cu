@@ -13,6 +13,7 @@
 //  - 8 threads, each with its own stream and warp heap / page heap, exhausting
 //    them: every failure has a message; two threads sharing one structure.
 #include "check.h"
+#include "heap_test_util.h"
 
 #include <gpudyn/experimental.h>  // step statistics of get_pages
 
@@ -64,13 +65,6 @@ static gpudyn_heap_t make_heap(uint64_t bytes) {
     return h;
 }
 
-static gpudyn_heap_stats_t heap_stats(gpudyn_heap_t h) {
-    gpudyn_heap_stats_t st;
-    memset(&st, 0, sizeof st);
-    st.struct_size = sizeof st;
-    CHECK_OK(gpudyn_heap_get_stats(h, &st, nullptr));
-    return st;
-}
 
 static bool vmm_supported() {
     int32_t dev = 0;

@@ -47,6 +47,7 @@
 // GPUDYN_STRESS_SEEDS=N overrides the number of seeds of each scenario;
 // GPUDYN_STRESS_ONLY=repro,mixed,structures runs only the scenarios named.
 #include "check.h"
+#include "heap_test_util.h"
 
 #include <gpudyn/ggarray.cuh>
 #include <gpudyn/heap.cuh>
@@ -173,19 +174,12 @@ static void summary(const Tally& t, int seeds, const char* what) {
 }
 
 // ---- host reference of the heap's usable sizes (the rule in heap.cuh) --------
-static std::vector<u64> ref_classes(u64 P) {
-    std::vector<u64> c;
-    for (u64 s = 16; s <= 128; s += 16) c.push_back(s);
-    for (u64 lo = 128; lo < P / 2; lo *= 2)
-        for (u64 i = 1; i <= 8; ++i) c.push_back(lo + i * (lo / 8));
-    return c;
-}
 struct HeapModel {
     std::string name;
     gpudyn_heap_t h = nullptr;
     gpudyn_heap_view_t v{};
     u64 P = 0;
-    std::vector<u64> classes;
+    std::vector<uint64_t> classes;
     u64 failed = 0, bad = 0;            // totals the kernels caused
     u64 failed_seen = 0, bad_seen = 0;  // at the last gpudyn_heap_check
     u64 usable(u64 bytes) const {
@@ -218,13 +212,6 @@ static bool open_heap(HeapModel& m, const char* name, u64 initial, u64 max, u64 
     return true;
 }
 
-static gpudyn_heap_stats_t heap_stats(gpudyn_heap_t h) {
-    gpudyn_heap_stats_t st;
-    memset(&st, 0, sizeof st);
-    st.struct_size = sizeof st;
-    CHECK_OK(gpudyn_heap_get_stats(h, &st, nullptr));
-    return st;
-}
 
 // One live block of the host model.
 struct Block {
