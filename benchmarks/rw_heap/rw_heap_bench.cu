@@ -208,8 +208,9 @@ __global__ void churn_kernel(gpudyn_rw_heap_view_t v, page_ring ring, unsigned n
             p[1] = r;
         }
         if constexpr (Stats) {
-            const unsigned sum = __reduce_add_sync(warp_mask, steps);
-            const unsigned top = __reduce_max_sync(warp_mask, steps);
+            // The library's collectives: sm_80's redux where there is one, shuffles on sm_75.
+            const unsigned sum = gpudyn::detail::masked_sum(warp_mask, steps);
+            const unsigned top = gpudyn::detail::masked_max(warp_mask, steps);
             if ((threadIdx.x % 32u) == unsigned(__ffs(warp_mask) - 1)) {
                 atomicAdd(counters + 3, (unsigned long long)sum);
                 atomicAdd(counters + 4, (unsigned long long)top);
