@@ -259,7 +259,7 @@ if not missing:
     # the name carries the CUDA major; the extras keep working under it
     lines = z.read(f"{di}/METADATA").decode().splitlines() + z.read(f"{di}/WHEEL").decode().splitlines()
     for line in (f"Name: gpudyn-cu{major}", "Provides-Extra: numba",
-                 f'Requires-Dist: numba-cuda[cu{major}]>=0.30; extra == "numba"', "Tag: py3-none-linux_x86_64"):
+                 f'Requires-Dist: numba-cuda[cu{major}]<0.31,>=0.30; extra == "numba"', "Tag: py3-none-linux_x86_64"):
         if line not in lines:
             missing.append(f"the line {line!r} in METADATA/WHEEL")
 for m in missing:
