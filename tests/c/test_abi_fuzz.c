@@ -302,10 +302,21 @@ static void handle_cases(void* h, int skip) {
     }
 }
 
+/* `create` refuses its options of type T with every struct_size but the published
+ * ones (bad_sizes), naming struct_size. */
+#define REFUSE_STRUCT_SIZES(T, opts, create, out)                                                         \
+    do {                                                                                                  \
+        uint32_t sizes_[16];                                                                              \
+        const int n_ = bad_sizes(sizeof(opts), sizes_);                                                   \
+        for (int i_ = 0; i_ < n_; ++i_) {                                                                 \
+            T b_ = (opts);                                                                                \
+            b_.struct_size = sizes_[i_];                                                                  \
+            REFUSE_ARG(C(create)(out, &b_, NULL), "struct_size");                                          \
+        }                                                                                                 \
+    } while (0)
+
 /* Option structs: initializers, struct sizes, NULL/garbage options and out-handles, bounds. */
 static void option_cases(void) {
-    uint32_t sizes[16];
-    int n;
 
     /* heap */
     gpudyn_heap_options_t ho;
@@ -317,12 +328,7 @@ static void option_cases(void) {
     REFUSE_ARG(C(gpudyn_heap_create)(GARBAGE, &ho, NULL), "heap");
     REFUSE_ARG(C(gpudyn_heap_create)(&h, NULL, NULL), "options");
     REFUSE_ARG(C(gpudyn_heap_create)(&h, GARBAGE, NULL), "options");
-    n = bad_sizes(sizeof ho, sizes);
-    for (int i = 0; i < n; ++i) {
-        gpudyn_heap_options_t b = ho;
-        b.struct_size = sizes[i];
-        REFUSE_ARG(C(gpudyn_heap_create)(&h, &b, NULL), "struct_size");
-    }
+    REFUSE_STRUCT_SIZES(gpudyn_heap_options_t, ho, gpudyn_heap_create, &h);
     for (size_t i = 0; i < N_HUGE; ++i) {
         gpudyn_heap_options_t b = ho;
         b.initial_bytes = kHugeCounts[i];
@@ -343,12 +349,7 @@ static void option_cases(void) {
     gpudyn_rw_heap_t r = NULL;
     REFUSE_ARG(C(gpudyn_rw_heap_create)(NULL, &ro, NULL), "heap");
     REFUSE_ARG(C(gpudyn_rw_heap_create)(&r, GARBAGE, NULL), "options");
-    n = bad_sizes(sizeof ro, sizes);
-    for (int i = 0; i < n; ++i) {
-        gpudyn_rw_heap_options_t b = ro;
-        b.struct_size = sizes[i];
-        REFUSE_ARG(C(gpudyn_rw_heap_create)(&r, &b, NULL), "struct_size");
-    }
+    REFUSE_STRUCT_SIZES(gpudyn_rw_heap_options_t, ro, gpudyn_rw_heap_create, &r);
     for (size_t i = 0; i < N_HUGE; ++i) {
         gpudyn_rw_heap_options_t b = ro;
         b.page_count = kHugeCounts[i];
@@ -366,12 +367,7 @@ static void option_cases(void) {
     gpudyn_warp_heap_t w = NULL;
     REFUSE_ARG(C(gpudyn_warp_heap_create)(NULL, &wo, NULL), "heap");
     REFUSE_ARG(C(gpudyn_warp_heap_create)(&w, GARBAGE, NULL), "options");
-    n = bad_sizes(sizeof wo, sizes);
-    for (int i = 0; i < n; ++i) {
-        gpudyn_warp_heap_options_t b = wo;
-        b.struct_size = sizes[i];
-        REFUSE_ARG(C(gpudyn_warp_heap_create)(&w, &b, NULL), "struct_size");
-    }
+    REFUSE_STRUCT_SIZES(gpudyn_warp_heap_options_t, wo, gpudyn_warp_heap_create, &w);
     for (size_t i = 0; i < N_HUGE; ++i) {
         gpudyn_warp_heap_options_t b = wo;
         b.superblock_bytes = kHugeCounts[i];
@@ -444,12 +440,7 @@ static void option_cases(void) {
     gpudyn_static_array_t sa = NULL;
     REFUSE_ARG(C(gpudyn_static_array_create)(NULL, &so, NULL), "array");
     REFUSE_ARG(C(gpudyn_static_array_create)(&sa, GARBAGE, NULL), "options");
-    n = bad_sizes(sizeof so, sizes);
-    for (int i = 0; i < n; ++i) {
-        gpudyn_static_array_options_t b = so;
-        b.struct_size = sizes[i];
-        REFUSE_ARG(C(gpudyn_static_array_create)(&sa, &b, NULL), "struct_size");
-    }
+    REFUSE_STRUCT_SIZES(gpudyn_static_array_options_t, so, gpudyn_static_array_create, &sa);
     for (size_t i = 0; i < N_HUGE; ++i) {
         gpudyn_static_array_options_t b = so;
         b.capacity = kHugeCounts[i];
@@ -465,12 +456,7 @@ static void option_cases(void) {
     gpudyn_vmm_array_t va = NULL;
     REFUSE_ARG(C(gpudyn_vmm_array_create)(NULL, &vo, NULL), "array");
     REFUSE_ARG(C(gpudyn_vmm_array_create)(&va, GARBAGE, NULL), "options");
-    n = bad_sizes(sizeof vo, sizes);
-    for (int i = 0; i < n; ++i) {
-        gpudyn_vmm_array_options_t b = vo;
-        b.struct_size = sizes[i];
-        REFUSE_ARG(C(gpudyn_vmm_array_create)(&va, &b, NULL), "struct_size");
-    }
+    REFUSE_STRUCT_SIZES(gpudyn_vmm_array_options_t, vo, gpudyn_vmm_array_create, &va);
     for (size_t i = 0; i < N_HUGE; ++i) {
         gpudyn_vmm_array_options_t b = vo;
         b.max_capacity = kHugeCounts[i];
@@ -877,37 +863,21 @@ static void array_cases(void* a, push_fn push, copy_fn flatten, copy_fn to_host)
     for (size_t i = 0; i < N_HUGE; ++i) REFUSE(to_host(a, stack, kHugeCounts[i], NULL));
 }
 
-/* Wrappers with the shared signature (each still goes through C()). */
-static gpudyn_status_t gg_push(void* a, const void* v, uint64_t c, const uint8_t* m, gpudyn_insert_algo_t al,
-                               gpudyn_stream_t s) {
-    return C(gpudyn_ggarray_push_back)((gpudyn_ggarray_t)a, v, c, m, al, s);
-}
-static gpudyn_status_t gg_flatten(void* a, void* d, uint64_t b, gpudyn_stream_t s) {
-    return C(gpudyn_ggarray_flatten)((gpudyn_ggarray_t)a, d, b, s);
-}
-static gpudyn_status_t gg_to_host(void* a, void* d, uint64_t b, gpudyn_stream_t s) {
-    return C(gpudyn_ggarray_copy_to_host)((gpudyn_ggarray_t)a, d, b, s);
-}
-static gpudyn_status_t sa_push(void* a, const void* v, uint64_t c, const uint8_t* m, gpudyn_insert_algo_t al,
-                               gpudyn_stream_t s) {
-    return C(gpudyn_static_array_push_back)((gpudyn_static_array_t)a, v, c, m, al, s);
-}
-static gpudyn_status_t sa_flatten(void* a, void* d, uint64_t b, gpudyn_stream_t s) {
-    return C(gpudyn_static_array_flatten)((gpudyn_static_array_t)a, d, b, s);
-}
-static gpudyn_status_t sa_to_host(void* a, void* d, uint64_t b, gpudyn_stream_t s) {
-    return C(gpudyn_static_array_copy_to_host)((gpudyn_static_array_t)a, d, b, s);
-}
-static gpudyn_status_t va_push(void* a, const void* v, uint64_t c, const uint8_t* m, gpudyn_insert_algo_t al,
-                               gpudyn_stream_t s) {
-    return C(gpudyn_vmm_array_push_back)((gpudyn_vmm_array_t)a, v, c, m, al, s);
-}
-static gpudyn_status_t va_flatten(void* a, void* d, uint64_t b, gpudyn_stream_t s) {
-    return C(gpudyn_vmm_array_flatten)((gpudyn_vmm_array_t)a, d, b, s);
-}
-static gpudyn_status_t va_to_host(void* a, void* d, uint64_t b, gpudyn_stream_t s) {
-    return C(gpudyn_vmm_array_copy_to_host)((gpudyn_vmm_array_t)a, d, b, s);
-}
+/* Wrappers with the shared signature (each still goes through C()), one set per array. */
+#define ARRAY_WRAPPERS(p, kind)                                                                            \
+    static gpudyn_status_t p##_push(void* a, const void* v, uint64_t c, const uint8_t* m,                  \
+                                    gpudyn_insert_algo_t al, gpudyn_stream_t s) {                          \
+        return C(gpudyn_##kind##_push_back)((gpudyn_##kind##_t)a, v, c, m, al, s);                         \
+    }                                                                                                      \
+    static gpudyn_status_t p##_flatten(void* a, void* d, uint64_t b, gpudyn_stream_t s) {                  \
+        return C(gpudyn_##kind##_flatten)((gpudyn_##kind##_t)a, d, b, s);                                  \
+    }                                                                                                      \
+    static gpudyn_status_t p##_to_host(void* a, void* d, uint64_t b, gpudyn_stream_t s) {                  \
+        return C(gpudyn_##kind##_copy_to_host)((gpudyn_##kind##_t)a, d, b, s);                             \
+    }
+ARRAY_WRAPPERS(gg, ggarray)
+ARRAY_WRAPPERS(sa, static_array)
+ARRAY_WRAPPERS(va, vmm_array)
 
 /* Eight elements 1..8 (uint32) at D, pushed by the valid call before the hostile ones. */
 static void eight_values(void) {
