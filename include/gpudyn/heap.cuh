@@ -189,8 +189,7 @@ constexpr unsigned kHeapTagSlab = 1;    // first page of a slab: low bits = clas
 constexpr unsigned kHeapTagMember = 2;  // later page of a slab: class << kHeapMemberClassShift | offset to the first page
 constexpr unsigned kHeapTagHuge = 3;    // first page of a huge run: low bits = bitmap words (64 pages each)
 // A member page names its class itself, so a free reads one record, not the
-// first page's after it (a dependent load: a 1M mixed-size free 0.032 ->
-// 0.0285 ms on an H100).
+// first page's after it (a dependent load on every mixed-size free).
 constexpr unsigned kHeapMemberClassShift = 22;
 constexpr unsigned kHeapMemberOffsetMask = (1u << kHeapMemberClassShift) - 1;
 
@@ -209,12 +208,10 @@ constexpr unsigned kHeapMaxClasses = kHeapClassesPerDoubling * (kHeapMaxPageShif
 // Slots of a slab: kHeapSlabSlots (kHeapSlabSlotsLarge from class size
 // kHeapSlabLargeClass) and kHeapSlabMinBytes (a slab serves a few converged
 // warps; each slab change sends groups through the slow rounds, and below
-// 2 KiB the 128 KiB floor gives 64-8192 slots anyway).  128 slots from 2 KiB
-// against 64: a 1M burst of 4 KiB 0.070-0.075 ms against 0.08-0.10 on an H100, a 1M
-// mixed churn held alike (1.13), a 64K-block one 1.27-1.30 against 1.23-1.27
-// (the classes' partly filled slabs are a larger share of a small population).
-// 128 slots from 1 KiB: no faster; 256 from 2 KiB: 4 KiB 0.070 ms, but mixed
-// sizes usable to only 0.87-0.89 at exhaustion.  At most
+// 2 KiB the 128 KiB floor gives 64-8192 slots anyway).  128 slots from 2 KiB:
+// faster large-class bursts for a little more held in small populations; more
+// slots, or the larger count from 1 KiB, cost usable memory at exhaustion for
+// no speed (benchmarks/results/h200/NOTES.md).  At most
 // kHeapSlabMaxBytes, but never fewer than kHeapSlabMinSlots (which decide for
 // pages of 1 MiB and more); at least one page, and a power of two of them
 // (slabs are claimed aligned).
@@ -239,8 +236,8 @@ constexpr unsigned kHeapDrawProbes = 4;
 // Every other random probe goes to one of the class's newest slabs (this many).
 constexpr unsigned kHeapRecentSlabs = 8;
 // A slot claim makes one atomicOr: a group that lost its race reads again in
-// the next round (retrying a contended word made a mixed-size burst 1.35x
-// slower).  Page-run claims (heap_claim_run) retry a word while it shows room.
+// the next round (retrying a contended word slowed mixed-size bursts).
+// Page-run claims (heap_claim_run) retry a word while it shows room.
 // Reads and claims of a lone lane's fast pass after its blind first claim (a
 // claim, or a step to the next word).
 constexpr unsigned kHeapLoneTries = 4;
@@ -259,9 +256,8 @@ constexpr unsigned kHeapAttachShare = 16;
 // promotions also write, every warp of a burst loaded that line three times
 // and the burst queued at one L2 slice).  Line 0: slabs attached, attaches under way.  Line 1: the current
 // slabs in use, 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors: few
-// partly filled slabs for a small class; 2 against 4 made 1M bursts of 16 B
-// and of mixed sizes 7 % faster, both within their goals, and 16K blocks of
-// the classes' boundary sizes held 1.31-1.32x against 1.30x; a class of many slabs gives each
+// partly filled slabs for a small class, while 2 slabs a cursor rather than 4
+// made small and mixed bursts faster for about as much held; a class of many slabs gives each
 // SM's warps slabs of their own, where 8 SMs a slab made most groups of a
 // burst miss it), written only when it grows (a group reads it from L2, a lone
 // caller's first try through L1).
@@ -273,8 +269,7 @@ constexpr unsigned kHeapAttachShare = 16;
 // arrive together mostly missed it (4 % of a 1M x 4 KiB burst's lanes served
 // by the fast pass).
 // An i >= active picks a cursor by a multiplicative hash, not i % active (an
-// integer division, ~20 instructions of a lone caller's ~190: 1M divergent
-// 4 KiB mallocs 0.466 -> 0.447 ms on an H100, converged unchanged).
+// integer division is ~20 instructions of a lone caller's ~190).
 constexpr unsigned kHeapStateLineWords = 32;
 constexpr unsigned kHeapCursorLines = 128;
 constexpr unsigned kHeapCursorStride = 4;  // words between cursors of one line
@@ -400,7 +395,7 @@ __host__ __device__ __forceinline__ heap_class heap_class_geometry(unsigned c, u
 // A word another thread published (a slab's directory entry, a current slab)
 // after initialising what it names: a relaxed load at GPU scope.  Not
 // ld.acquire: that compiles to an invalidation of the SM's whole L1
-// (CCTL.IVALL), a quarter of a burst of mallocs on the H200.  What the word
+// (CCTL.IVALL), a large share of a burst of mallocs.  What the word
 // names is only read with loads that go to L2 (load_word), at addresses
 // computed from the loaded value, so they cannot be performed before it; the
 // publisher fences (__threadfence) before its store.
@@ -723,9 +718,7 @@ public:
         const unsigned lane = detail::lane_index();
         const slot_ref s = locate(p);
         // The caller's writes to the block are visible before anyone can get it
-        // again.  After locate's loads, so the fence's wait overlaps them (1M
-        // frees 0.0285 -> 0.0274 ms mixed-size, 0.0135 -> 0.0129 ms single
-        // sizes on an H100; without a fence 0.023 / 0.011 ms).
+        // again.  After locate's loads, so the fence's wait overlaps them.
         detail::release_fence();
         const bool slot = s.kind == kSlot;
         // Slot frees clear their bit with atomicAnd.  Lanes freeing into the word of
@@ -979,8 +972,8 @@ private:
     // The cursor is read through L1 (load_hint): a stale one still names a slab
     // of the class (slabs never leave it, and L1 starts each kernel empty), and
     // its slot bits are only read and claimed in L2, so it costs at most a
-    // full slab's lost claim before the rounds read the cursor from L2.  1M
-    // divergent mallocs 3-8 % faster on an H100; converged ones use L2.
+    // full slab's lost claim before the rounds read the cursor from L2 (a
+    // divergent burst is faster so; converged groups use L2).
     __device__ void* lone_claim(unsigned c, unsigned* full_cur) const {
         const heap_class k = class_info(c);
         const unsigned nwords = detail::heap_slab_words(k);
@@ -993,10 +986,8 @@ private:
         // The first claim is blind: a random slot of word w (not a tail bit of a
         // slab of fewer slots), with no read of the word before it: one round
         // trip less while the slab has room, and a lost claim returns the word,
-        // as the read would have.  1M divergent 16 B mallocs 0.44 -> 0.38 ms,
-        // 4 KiB 0.52 -> 0.47 ms on an H100.  (Tried: this claim folded into the
-        // loop below, one copy of the claim step: 227M against 172M warp
-        // instructions for 1M divergent 16 B mallocs, 25 % slower.)
+        // as the read would have.  (Folded into the loop below, one copy of the
+        // claim step, it issued a third more warp instructions.)
         const unsigned b0 = __umulhi(h * 0x85EBCA6Bu, detail::heap_word_slots(k, w));
         unsigned long long bit = 1ull << b0;
         unsigned long long old = atomicOr(sw + w, bit);
@@ -1033,10 +1024,9 @@ private:
     // group's lanes take them by rank.  All groups do this in the
     // same instructions.  nullptr: not served here (the rounds go on);
     // *full_cur: the cursor value of a current slab the group read whole and
-    // found full (0: none).  (Tried, not kept: lanes beyond the slab's words
-    // reading the next cursors' slabs made 1M x 4 KiB 0.087 -> 0.11 ms, warps
-    // of different SMs then raced for one slab; reading the cursor count through
-    // L1 here and in the rounds changed nothing measurable.)
+    // found full (0: none).  (Not kept: lanes beyond the slab's words reading
+    // the next cursors' slabs, which made warps of different SMs race for one
+    // slab; the cursor count read through L1 here and in the rounds.)
     __device__ void* current_slab_claim(unsigned small, unsigned group, unsigned c, unsigned* full_cur) const {
         small = detail::member_mask(small);
         group = detail::member_mask(group);
@@ -1127,9 +1117,7 @@ private:
                 // until it finds free slots, and the group stops once the free
                 // slots found cover its need (a round waits for its slowest
                 // lane: lanes probing on after one had found room for the whole
-                // group made the probes ~2/3 of a round; stopping made 1M
-                // mallocs of 4 KiB 0.113 -> 0.086 ms, 256 B 0.064 -> 0.053 ms,
-                // 16 B 0.054 -> 0.046 ms on an H100).
+                // group made the probes about two thirds of a round).
                 slab = cur - 1;
                 const unsigned long long* sw = slot_words(slab);
                 for (unsigned steps = 0; steps < kHeapScanWords && steps * n < nwords; ++steps) {
@@ -1179,11 +1167,9 @@ private:
                 // One slot: a random free bit.  Single claims are most of a mixed-size
                 // burst (groups of one or two), and every group that took the lowest
                 // bit of a shared word raced for the same one: lost races count as
-                // misses, and the attaches they caused held 1.30-1.37x what was live
-                // after a mixed churn of 64K blocks (1.27x with random bits, and the
-                // burst 5 % faster).  Random starts for the multi-slot claims of groups
-                // of up to 4 lanes as well: mixed 7 % faster, 256 B a little slower
-                // (fragmented words); for every group: single sizes 15-20 % slower.
+                // misses, and the attaches they caused held more than random bits do.
+                // Random starts for the multi-slot claims of small groups as well
+                // helped mixed sizes, but fragmented words for single sizes.
                 const unsigned long long want = take == 1 ? random_free_bit(free_bits, rng.below(64) << 26)
                                                           : detail::lowest_set_bits(free_bits, take);
                 const unsigned long long old = atomicOr(wp, want);
