@@ -371,9 +371,7 @@ void unregister_handle(const void* handle) noexcept {
     r.live.erase(handle);
 }
 
-void require_known_struct_size(const void* s, uint32_t struct_size, const char* name, const size_t* known,
-                               size_t count) {
-    (void)s;
+void require_known_struct_size(uint32_t struct_size, const char* name, const size_t* known, size_t count) {
     for (size_t i = 0; i < count; ++i)
         if (struct_size == known[i]) return;
     char sizes[128] = "";

@@ -286,7 +286,7 @@ gpudyn_ggarray_options_t read_options(const gpudyn_ggarray_options_t* options) {
     // The published layouts only: a size between them would copy part of a field
     // (half of `heap`: issue 39, item 3).
     const size_t known[] = {kOptionsV1Size, sizeof(gpudyn_ggarray_options_t)};
-    require_known_struct_size(options, options->struct_size, "options", known, 2);
+    require_known_struct_size(options->struct_size, "options", known, 2);
     gpudyn_ggarray_options_t o;
     gpudyn_ggarray_options_init(&o);
     std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof(o)));

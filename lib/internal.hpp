@@ -123,14 +123,13 @@ void unregister_handle(const void* handle) noexcept;
 // sizeof the current struct).  Any other value -- between two layouts, above
 // the current one, 0 -- is INVALID_ARGUMENT naming '<name>->struct_size': a
 // size between two layouts would cut a field in half (issue 39, item 3).
-void require_known_struct_size(const void* s, uint32_t struct_size, const char* name, const size_t* known,
-                               size_t count);
+void require_known_struct_size(uint32_t struct_size, const char* name, const size_t* known, size_t count);
 // The struct's struct_size must be sizeof(S): one layout published so far.
 template <class S>
 void require_struct_size(const S* s, const char* name) {
     require_address(s, name);
     const size_t known[] = {sizeof(S)};
-    require_known_struct_size(s, s->struct_size, name, known, 1);
+    require_known_struct_size(s->struct_size, name, known, 1);
 }
 
 // Zeroes an output struct the caller sized (after require_struct_size), keeping
