@@ -65,7 +65,7 @@ void contiguous_init(contiguous_state& a, cudaStream_t stream) {
     a.meta = static_cast<uint64_t*>(p);
     GPUDYN_CUDA(cudaMemsetAsync(a.meta, 0, kMetaWords * sizeof(uint64_t), stream));
     GPUDYN_CUDA(cudaMemsetAsync(a.meta + kMetaFailedAt, 0xff, sizeof(uint64_t), stream));  // kNoFailure
-    preload_kernels(&contiguous_fold_kernel<uint64_t>);
+    preload_kernels(&contiguous_fold_kernel<uint64_t>, &contiguous_size_kernel<uint64_t>);
     dispatch_element(a.element_size, [](auto tag) {
         using T = typename decltype(tag)::type;
         preload_push<T, static_array_ref<T>>();
@@ -175,6 +175,27 @@ void copy_out(contiguous_handle* array, void* dst, uint64_t dst_bytes, cudaMemcp
               unsigned(a.element_size));
     GPUDYN_CUDA(cudaMemcpyAsync(dst, a.data, bytes, kind, call.stream()));
     if (kind == cudaMemcpyDeviceToHost) GPUDYN_CUDA(cudaStreamSynchronize(call.stream()));
+}
+
+void size_async(contiguous_handle* array, uint64_t* size, gpudyn_stream_t stream) {
+    GPUDYN_REQUIRE_NOT_NULL(array);
+    require_device_array(array->hs.device, size, 1, "size", "size");
+    handle_call call(array->hs, stream);
+    contiguous_size_kernel<<<1, 1, 0, call.stream()>>>(array->a.meta, size);
+    GPUDYN_CHECK_LAUNCH("contiguous_size_kernel");
+}
+
+void flatten_async(contiguous_handle* array, void* dst, uint64_t dst_bytes, uint64_t* size, gpudyn_stream_t stream) {
+    GPUDYN_REQUIRE_NOT_NULL(array);
+    const contiguous_state& a = array->a;
+    require_flatten_async_args(array->hs.device, dst, dst_bytes, a.element_size, size);
+    handle_call call(array->hs, stream);
+    dispatch_element(a.element_size, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        gpudyn_static_array_view_t v;  // both arrays read through the static array's ref (as push_back)
+        contiguous_fill_view(a, &v, GPUDYN_STATIC_ARRAY_VIEW_VERSION);
+        launch_flatten_async<T>(static_array_ref<T>{v}, dst, dst_bytes, size, a.meta + kMetaStatus, call.stream());
+    });
 }
 
 void clear(contiguous_handle* array, gpudyn_stream_t stream) {

@@ -74,13 +74,16 @@ void launch_push(Ref ref, const void* values, const uint8_t* mask, uint64_t coun
     });
 }
 
-// Loads push_kernel of every algorithm for Ref over arrays of T (see preload_kernels).
+// Loads push_kernel of every algorithm for Ref over arrays of T (see
+// preload_kernels), and flatten_async's kernel, which every array launches
+// over the Ref of its pushes.
 template <class T, class Ref>
 void preload_push() {
     using S = ggarray_detail::chunk_sources<T>;
     preload_kernels(&ggarray_detail::push_kernel<insert_algo::atomic, Ref, S>,
                     &ggarray_detail::push_kernel<insert_algo::warp_scan, Ref, S>,
-                    &ggarray_detail::push_kernel<insert_algo::tensor_scan, Ref, S>);
+                    &ggarray_detail::push_kernel<insert_algo::tensor_scan, Ref, S>,
+                    &ggarray_detail::flatten_async_kernel<T, Ref>);
 }
 
 // Checks common to every push_back entry point.
@@ -102,6 +105,33 @@ inline void require_copy_dst(int device, const void* dst, uint64_t dst_bytes, ui
     if (dst == nullptr) return;
     require_buffer(dst, dst_bytes, 1, to_host ? 1 : element_size, to_host ? memory_use::host : memory_use::device,
                    device, "dst", "dst_bytes");
+}
+// flatten_async's arguments (every array): `dst` as flatten's, NULL only with
+// dst_bytes 0; `size`, when given, one uint64 a kernel of the device writes.
+inline void require_flatten_async_args(int device, const void* dst, uint64_t dst_bytes, uint32_t element_size,
+                                       const uint64_t* size) {
+    GPUDYN_REQUIRE(dst != nullptr || dst_bytes == 0, "argument 'dst' is NULL with 'dst_bytes' %llu, expected 0",
+                   (unsigned long long)dst_bytes);
+    require_copy_dst(device, dst, dst_bytes, element_size, false);
+    if (size != nullptr) require_device_array(device, size, 1, "size", "size");
+}
+// flatten_async of any array (ref: the library's view of it): one kernel that
+// reads the size on the device and copies when dst_bytes holds the elements,
+// else sets GPUDYN_ARRAY_STATUS_DESTINATION_TOO_SMALL in the users' status
+// word `status`.  One block per part of dst, at most the resident blocks
+// (grid-stride); at least one (it writes *size).
+template <class T, class Ref>
+void launch_flatten_async(const Ref& ref, void* dst, uint64_t dst_bytes, uint64_t* size, uint64_t* status,
+                          cudaStream_t stream) {
+    using namespace ggarray_detail;
+    static_assert(detail::kArrayDestinationTooSmall == GPUDYN_ARRAY_STATUS_DESTINATION_TOO_SMALL, "ggarray.h's bit");
+    const uint64_t capacity = dst_bytes / sizeof(T);
+    const uint64_t parts = (capacity * sizeof(T) + kFlattenPartBytes - 1) / kFlattenPartBytes;
+    const unsigned grid = grid_for(parts * kFlattenThreads, kFlattenThreads, kFlattenBlocksPerSm);
+    flatten_async_kernel<T><<<grid, kFlattenThreads, 0, stream>>>(
+        ref, static_cast<T*>(dst), capacity, reinterpret_cast<unsigned long long*>(size),
+        reinterpret_cast<unsigned*>(status));  // the status word's low 32 bits
+    GPUDYN_CHECK_LAUNCH("flatten_async_kernel");
 }
 
 // Host copy of the status word (synchronizes the stream).
@@ -200,6 +230,9 @@ void allocated_bytes(contiguous_handle* array, uint64_t* bytes);
 void data(contiguous_handle* array, void** data);
 // flatten (kind DeviceToDevice) and copy_to_host (DeviceToHost, synchronizes).
 void copy_out(contiguous_handle* array, void* dst, uint64_t dst_bytes, cudaMemcpyKind kind, gpudyn_stream_t stream);
+// The size into device memory, and flatten with the size taken on the device: no host wait.
+void size_async(contiguous_handle* array, uint64_t* size, gpudyn_stream_t stream);
+void flatten_async(contiguous_handle* array, void* dst, uint64_t dst_bytes, uint64_t* size, gpudyn_stream_t stream);
 void clear(contiguous_handle* array, gpudyn_stream_t stream);
 template <class View>
 void get_view(contiguous_handle* array, View* view, uint32_t version) {

@@ -686,6 +686,34 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_copy_to_host(gpudyn_ggarray_t array, v
     });
 }
 
+// The count stays on the device: the ranges kernel's total (count_elements without the read).
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_size_async(gpudyn_ggarray_t array, uint64_t* size, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::ggarray, "array");
+        require_device_array(array->hs.device, size, 1, "size", "size");
+        handle_call call(array->hs, stream);
+        ranges_kernel<unsigned char>
+            <<<1, kRangesThreads, 0, call.stream()>>>(array->view(), reinterpret_cast<unsigned long long*>(size));
+        GPUDYN_CHECK_LAUNCH("ranges_kernel");
+    });
+}
+
+// The ranges, then one kernel that reads their total and copies (or refuses) on the device.
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_flatten_async(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
+                                                        uint64_t* size, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::ggarray, "array");
+        require_flatten_async_args(array->hs.device, dst, dst_bytes, array->element_size, size);
+        handle_call call(array->hs, stream);
+        cudaStream_t s = call.stream();
+        array->update_ranges(s);
+        with_type(array, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            launch_flatten_async<T>(ggarray_ref<T>{array->view()}, dst, dst_bytes, size, array->status, s);
+        });
+    });
+}
+
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         require_handle(array, handle_kind::ggarray, "array");

@@ -119,6 +119,22 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_copy_to_host(gpudyn_static_array_
     });
 }
 
+GPUDYN_API gpudyn_status_t gpudyn_static_array_size_async(gpudyn_static_array_t array, uint64_t* size,
+                                                          gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::static_array, "array");
+        contiguous_abi::size_async(array, size, stream);
+    });
+}
+
+GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten_async(gpudyn_static_array_t array, void* dst, uint64_t dst_bytes,
+                                                             uint64_t* size, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::static_array, "array");
+        contiguous_abi::flatten_async(array, dst, dst_bytes, size, stream);
+    });
+}
+
 GPUDYN_API gpudyn_status_t gpudyn_static_array_clear(gpudyn_static_array_t array, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         require_handle(array, handle_kind::static_array, "array");

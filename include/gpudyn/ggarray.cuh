@@ -239,6 +239,10 @@ public:
     // ---- sizes (any thread) ----
     // Elements stored now: the sum over the LFVectors (num_lfvectors loads: call
     // it from one thread, or read the host's size).  0 for a refused view.
+    // Counters are read live, so a kernel queued after the pushing one sees
+    // them all, whenever its view was taken; a consumer that does not push
+    // reads the same count in one load from ranged_size() (view taken after
+    // the producer was queued).
     __device__ unsigned long long size() const {
         if (!valid()) return refuse(), 0;
         unsigned long long n = 0;
@@ -253,7 +257,10 @@ public:
     }
 
     // ---- access by global index (valid as of get_view) ----
-    // Elements covered by at() and the spans: the size when the view was taken.
+    // Elements covered by at() and the spans: the size as of the last get_view
+    // (one load).  get_view recomputes the ranges in a kernel on its stream, so
+    // a kernel queued after it on that stream sees every element the work
+    // queued before it stored, with no host wait.
     __device__ unsigned long long ranged_size() const {
         if (!valid()) return refuse(), 0;
         return ranges()[view_.num_lfvectors];
@@ -265,6 +272,28 @@ public:
         const unsigned long long local = i - ranges()[l];
         const unsigned b = bucket_of(local);
         return bucket(l, b)[local - bucket_first(b)];
+    }
+    // The first span of [lo, hi) ∩ [0, ranged_size()): p with p[0..*n) the
+    // global elements [lo, lo + *n), all in one bucket of one LFVector; *n = 0
+    // and nullptr when lo >= min(hi, ranged_size()).  Stepping lo by *n visits
+    // [lo, hi) as for_each_span does, in a loop a caller writes itself (Numba):
+    //   for (unsigned long long n = 0; lo < hi; lo += n) { const T* p = a.span(lo, hi, &n); if (n == 0) break; ... }
+    __device__ T* span(unsigned long long lo, unsigned long long hi, unsigned long long* n) const {
+        *n = 0;
+        if (!valid()) return refuse(), nullptr;
+        const unsigned long long* r = ranges();
+        const unsigned long long end = r[view_.num_lfvectors];
+        if (hi > end) hi = end;
+        if (lo >= hi) return nullptr;
+        const unsigned l = lfvector_of(lo);  // r[l] <= lo < r[l + 1]
+        const unsigned long long local = lo - r[l];
+        const unsigned b = bucket_of(local);
+        const unsigned long long in_lfvector = r[l + 1] - lo, in_bucket = bucket_first(b) + bucket_elements(b) - local;
+        unsigned long long m = hi - lo;
+        if (m > in_lfvector) m = in_lfvector;
+        if (m > in_bucket) m = in_bucket;
+        *n = m;
+        return bucket(l, b) + (local - bucket_first(b));
     }
     // Calls f(T* p, n, first) for each contiguous piece p[0..n) holding global
     // elements [first, first + n) of [lo, hi) ∩ [0, ranged_size()), in order.

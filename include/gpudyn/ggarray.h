@@ -10,7 +10,9 @@
  * that return a number to the host (size, capacity, allocated_bytes, get_status)
  * and calls whose status depends on device work (reserve and push_back report
  * out-of-memory) synchronize their stream before returning; the others are only
- * stream-ordered.
+ * stream-ordered.  size_async and flatten_async take the size on the device
+ * (into device memory, for the next kernel): no host wait, so a loop of
+ * produce / consume / clear launches needs none per iteration.
  *
  * Kernels push through the device headers (ggarray.cuh, static_array.cuh,
  * vmm_array.cuh): a push that cannot get memory returns false, stores nothing,
@@ -65,11 +67,15 @@ typedef enum gpudyn_ggarray_limits_t {
  * A push from a kernel that cannot get memory, or that goes through a ref whose
  * element type has the wrong size, returns false and sets a bit; the bits stay
  * until gpudyn_<array>_clear_status or clear.  Host push_back/reserve report
- * their own failures by their return status and leave the bits alone. */
+ * their own failures by their return status and leave the bits alone.  A
+ * flatten_async, which learns the size only on the device, reports a
+ * destination too small here too. */
 typedef enum gpudyn_array_status_bits_t {
     GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED = 1, /* a GGArray bucket found no room in its growth arena (the budget) */
     GPUDYN_ARRAY_STATUS_CAPACITY_EXCEEDED = 2, /* static/VMM capacity or GGArray bucket limit reached */
-    GPUDYN_ARRAY_STATUS_WRONG_ELEMENT_SIZE = 4 /* a ref<T> with sizeof(T) != element size: refused, nothing stored */
+    GPUDYN_ARRAY_STATUS_WRONG_ELEMENT_SIZE = 4, /* a ref<T> with sizeof(T) != element size: refused, nothing stored */
+    GPUDYN_ARRAY_STATUS_DESTINATION_TOO_SMALL = 8 /* a flatten_async found dst_bytes smaller than the elements:
+                                                     nothing copied (set by the library's kernel, not a push) */
 } gpudyn_array_status_bits_t;
 
 /* ---- GGArray ---------------------------------------------------------- */
@@ -205,13 +211,31 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array
                                                           gpudyn_stream_t stream);
 /* Copies the elements, LFVector after LFVector, to contiguous device memory
  * `dst` of `dst_bytes` (>= size * element_size; a dst given must hold
- * dst_bytes and be aligned to element_size).  Synchronizes to read the size. */
+ * dst_bytes and be aligned to element_size).  Synchronizes to read the size
+ * (flatten_async does not). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_flatten(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
                                                   gpudyn_stream_t stream);
 /* As flatten, into host memory (pageable, mapped, or pinned: not device
  * memory); returns after the copy is complete. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_copy_to_host(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
                                                        gpudyn_stream_t stream);
+/* Writes the number of elements to the uint64 at `size` (device memory of the
+ * array's device, or host memory mapped into it, aligned to 8), stream-ordered
+ * with no host wait: work queued on `stream` after this call (a kernel sizing
+ * its loop, a copy to the host when asked) reads the count of the elements the
+ * work queued before it stored. */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_size_async(gpudyn_ggarray_t array, uint64_t* size, gpudyn_stream_t stream);
+/* flatten without a host wait: stream-ordered, the size taken on the device by
+ * the copying kernel.  When the elements fit in dst_bytes they are copied to
+ * dst, LFVector after LFVector (the order of flatten and of ggarray_ref::at);
+ * when they do not, nothing is written to dst and the status bits get
+ * GPUDYN_ARRAY_STATUS_DESTINATION_TOO_SMALL (seen at the host's next
+ * get_status).  With `size` (a uint64 as for size_async; may be NULL) the
+ * number of elements is written there either way.  dst: device memory of the
+ * array's device holding dst_bytes, aligned to element_size; NULL only with
+ * dst_bytes 0 (then only the size is written). */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_flatten_async(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
+                                                        uint64_t* size, gpudyn_stream_t stream);
 /* Size 0, buckets kept (capacity unchanged), status bits zeroed. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_stream_t stream);
 /* Fills *view and recomputes `ranges` on `stream`; at() and spans of kernels
@@ -300,6 +324,16 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten(gpudyn_static_array_t arr
 /* As flatten, into host memory; returns after the copy is complete. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_copy_to_host(gpudyn_static_array_t array, void* dst,
                                                             uint64_t dst_bytes, gpudyn_stream_t stream);
+/* As gpudyn_ggarray_size_async: the number of elements into the uint64 at
+ * `size`, stream-ordered, no host wait. */
+GPUDYN_API gpudyn_status_t gpudyn_static_array_size_async(gpudyn_static_array_t array, uint64_t* size,
+                                                          gpudyn_stream_t stream);
+/* As gpudyn_ggarray_flatten_async: the elements copied to dst when they fit in
+ * dst_bytes (else nothing written and GPUDYN_ARRAY_STATUS_DESTINATION_TOO_SMALL
+ * set), the size into `size` (may be NULL); stream-ordered, no host wait. */
+GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten_async(gpudyn_static_array_t array, void* dst,
+                                                             uint64_t dst_bytes, uint64_t* size,
+                                                             gpudyn_stream_t stream);
 /* Size 0 and status bits zeroed (stream-ordered); the storage is kept. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_clear(gpudyn_static_array_t array, gpudyn_stream_t stream);
 /* Fills *view for kernels (gpudyn::static_array_ref<T>). */
@@ -369,6 +403,13 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_flatten(gpudyn_vmm_array_t array, vo
 /* As flatten, into host memory; returns after the copy is complete. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_copy_to_host(gpudyn_vmm_array_t array, void* dst, uint64_t dst_bytes,
                                                          gpudyn_stream_t stream);
+/* As gpudyn_ggarray_size_async: the number of elements into the uint64 at
+ * `size`, stream-ordered, no host wait. */
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_size_async(gpudyn_vmm_array_t array, uint64_t* size,
+                                                       gpudyn_stream_t stream);
+/* As gpudyn_ggarray_flatten_async (dst_bytes checked, size on the device); stream-ordered, no host wait. */
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_flatten_async(gpudyn_vmm_array_t array, void* dst, uint64_t dst_bytes,
+                                                          uint64_t* size, gpudyn_stream_t stream);
 /* Size 0 and status bits zeroed (stream-ordered); the mapping is kept. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear(gpudyn_vmm_array_t array, gpudyn_stream_t stream);
 /* Fills *view for kernels (gpudyn::vmm_array_ref<T>); capacity as of this call. */

@@ -11,7 +11,7 @@
 // Device API (see detail/contiguous_array.cuh): per-thread push_back(x) and
 // push_back(values, n) (warp-aggregated), block-level push_back(storage, ...)
 // and push_back_chunk(storage, ...), size(), capacity(), at(i), data(),
-// for_each_span.  Compiles under nvcc and NVRTC.
+// span(lo, hi, &n), for_each_span.  Compiles under nvcc and NVRTC.
 #pragma once
 
 #if defined(__CUDACC_RTC__)

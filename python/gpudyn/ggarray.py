@@ -5,8 +5,14 @@ mapping memory, contiguous) and :class:`StaticArray` (fixed capacity).
 All three hold bool, integer, float or complex NumPy dtypes of 1, 2, 4, 8 or
 16 bytes in native byte order (others are refused at construction), append
 from NumPy, CuPy, PyTorch or any ``__cuda_array_interface__``/DLPack array, and
-give their elements back with :meth:`to_numpy` or :meth:`flatten` (a
-:class:`DeviceBuffer` usable zero-copy by CuPy/PyTorch).  Insertion algorithm:
+give their elements back with :meth:`to_numpy` or :meth:`flatten` (both copy:
+flatten into a new :class:`DeviceBuffer`, which CuPy/PyTorch then read without
+copying, or with ``out=`` into a buffer you reuse, stream-ordered with no host
+wait).  Kernels read them in place (``gpudyn.numba``'s ``at``/``span``, the
+device headers' ``at``/``span``/``for_each_span``); :meth:`size_async` puts
+the count in device memory for them.  Only the contiguous StaticArray and
+VmmArray export their storage itself (``__cuda_array_interface__``,
+``__dlpack__``, ``as_buffer``: no copy).  Insertion algorithm:
 ``algorithm=`` one of ``"atomic"`` (0), ``"warp_scan"`` (1, default),
 ``"tensor_scan"`` (2).
 
@@ -44,27 +50,37 @@ _ELEMENT_SIZES = (1, 2, 4, 8, 16)
 STATUS_ALLOCATION_FAILED = 1
 STATUS_CAPACITY_EXCEEDED = 2
 STATUS_WRONG_ELEMENT_SIZE = 4
+STATUS_DESTINATION_TOO_SMALL = 8
+_PUSH_BITS = STATUS_ALLOCATION_FAILED | STATUS_CAPACITY_EXCEEDED | STATUS_WRONG_ELEMENT_SIZE
 _STATUS_WHY = {
     STATUS_ALLOCATION_FAILED: "a bucket could not be allocated (the GGArray's budget is used up: raise .budget)",
     STATUS_CAPACITY_EXCEEDED: "the capacity was exceeded",
     STATUS_WRONG_ELEMENT_SIZE: "a kernel used the view through a ref whose element type has another size "
                                "than the array's dtype (e.g. ggarray_ref<long long> on an int32 array): "
                                "its pushes returned false and its reads saw no elements",
+    STATUS_DESTINATION_TOO_SMALL: "a flatten(out=...) found 'out' smaller than the elements and wrote nothing "
+                                  "to it (pass a larger out; its size= array, or size_async(), gives the count "
+                                  "on the device)",
 }
 
 
 def status_error(where: str, status: int) -> GpudynError:
     """The error reporting status bits `status` of array `where`: :class:`InvalidArgumentError`
-    when a kernel used the wrong element type (a bug to fix, not memory to add), else
-    :class:`OutOfMemoryError`."""
-    why = [text for bit, text in _STATUS_WHY.items() if status & bit]
+    when a kernel used the wrong element type or a flatten(out=...) had too small an `out`
+    (bugs to fix, not memory to add), else :class:`OutOfMemoryError`."""
+    why = [text for bit, text in _STATUS_WHY.items() if status & bit & _PUSH_BITS]
     unknown = status & ~sum(_STATUS_WHY)
     if unknown:
         why.append(f"unknown status bits {unknown:#x}")
-    cls = InvalidArgumentError if status & STATUS_WRONG_ELEMENT_SIZE else OutOfMemoryError
-    return cls(
-        f"gpudyn: {where}: a push from a kernel failed: {'; '.join(why) or 'no failure'} (status {status}); "
-        "the elements it refused were not stored, every element stored before is kept; the status is now cleared")
+    causes = []
+    if why or not status & STATUS_DESTINATION_TOO_SMALL:
+        causes.append(f"a push from a kernel failed: {'; '.join(why) or 'no failure'}; the elements it refused "
+                      "were not stored, every element stored before is kept")
+    if status & STATUS_DESTINATION_TOO_SMALL:
+        causes.append(_STATUS_WHY[STATUS_DESTINATION_TOO_SMALL])
+    cls = InvalidArgumentError if status & (STATUS_WRONG_ELEMENT_SIZE | STATUS_DESTINATION_TOO_SMALL) \
+        else OutOfMemoryError
+    return cls(f"gpudyn: {where}: {'; and '.join(causes)} (status {status}); the status is now cleared")
 
 
 def _dtype(where: str, dtype) -> np.dtype:
@@ -125,6 +141,7 @@ class _Array(OwnedHandle):
     STATUS_ALLOCATION_FAILED = STATUS_ALLOCATION_FAILED
     STATUS_CAPACITY_EXCEEDED = STATUS_CAPACITY_EXCEEDED
     STATUS_WRONG_ELEMENT_SIZE = STATUS_WRONG_ELEMENT_SIZE
+    STATUS_DESTINATION_TOO_SMALL = STATUS_DESTINATION_TOO_SMALL
 
     def _init(self, handle_type: str, create, options, dtype, stream):
         self.dtype = dtype
@@ -149,8 +166,9 @@ class _Array(OwnedHandle):
     def status(self) -> int:
         """Status bits set by pushes from kernels that failed since creation,
         :meth:`clear_status` or :meth:`clear` (0: none; ``STATUS_ALLOCATION_FAILED``,
-        ``STATUS_CAPACITY_EXCEEDED``, ``STATUS_WRONG_ELEMENT_SIZE``).  Synchronizes the array's
-        stream; does not raise."""
+        ``STATUS_CAPACITY_EXCEEDED``, ``STATUS_WRONG_ELEMENT_SIZE``), and by a
+        ``flatten(out=...)`` whose `out` was too small (``STATUS_DESTINATION_TOO_SMALL``).
+        Synchronizes the array's stream; does not raise."""
         out = ffi.new("uint32_t*")
         check(self._fn("get_status")(self._handle, out, self._stream))
         return int(out[0])
@@ -162,7 +180,10 @@ class _Array(OwnedHandle):
     def check(self) -> None:
         """Raises :class:`OutOfMemoryError` when a push from a kernel failed since the
         last check, :class:`InvalidArgumentError` when a kernel used a ref of the
-        wrong element size (the status is then cleared); every host call does this first."""
+        wrong element size or a ``flatten(out=...)`` had too small an `out` (the
+        status is then cleared); every host call that waits for the device does
+        this first (the stream-ordered ones -- ``.ref``, :meth:`view_arg`,
+        ``flatten(out=...)``, :meth:`size_async`, :meth:`clear` -- do not)."""
         status = self.status
         if status:
             self.clear_status()
@@ -171,7 +192,9 @@ class _Array(OwnedHandle):
     def view_arg(self):
         """The array's view struct as a NumPy ``void`` scalar: pass it by value to a
         CuPy ``RawModule`` kernel taking ``gpudyn_<array>_view_t`` (see
-        examples/ggarray/cupy_push_back.py).  Checks the status first."""
+        examples/ggarray/cupy_push_back.py).  No host wait (as ``.ref``): the
+        status is not checked here, earlier kernels' failures are reported by the
+        next call that waits (``len``, ``to_numpy``, :meth:`check`, ...)."""
         return kernel_arg(self.view_bytes())
 
     def append(self, value) -> None:
@@ -246,14 +269,91 @@ class _Array(OwnedHandle):
                                            self._stream))
         return out
 
-    def flatten(self) -> DeviceBuffer:
-        """A new contiguous device array holding the elements (CuPy/PyTorch read it zero-copy)."""
-        n = len(self)
-        with on_device(self.device):  # the output on the array's device
-            buf = DeviceBuffer(n, self.dtype, stream=self.stream)
-            if n:
-                check(self._fn("flatten")(self._handle, ffi.cast("void*", buf.ptr), buf.nbytes, self._stream))
-        return buf
+    def flatten(self, out=None, stream=None, size=None):
+        """The elements, copied into contiguous device memory in the order of
+        :meth:`to_numpy` (a GGArray's LFVector after LFVector).  Always a copy
+        (the copy's result is then shared zero-copy with CuPy, PyTorch or Numba
+        through ``__cuda_array_interface__`` / DLPack).
+
+        Without `out`: a new :class:`DeviceBuffer` of exactly the elements, on
+        `stream` (None: the array's stream).  Waits for the device (it reads the
+        size, as ``len()`` does, before it allocates).
+
+        With `out` (a 1-D C-contiguous device array of the array's dtype on its
+        device: a DeviceBuffer, CuPy, Numba or PyTorch array): no host wait and
+        no allocation.  The copy is queued on `stream` (None: the array's
+        stream) after the array's earlier calls and after the work queued on
+        `out`'s own stream (its ``__cuda_array_interface__``); the size is taken
+        on the device.  When the elements fit they are ``out``'s first
+        elements (the rest of it is left as it was); when they do not, nothing
+        is written to `out` and :attr:`status` gets
+        ``STATUS_DESTINATION_TOO_SMALL``: the next call that waits
+        (``len``, :meth:`check`, ...) raises InvalidArgumentError.  `size`: a
+        device array of uint64 whose first entry receives the number of
+        elements (either way), stream-ordered (e.g. a following kernel's loop
+        bound).  Returns `out`.  Work on another stream that reads `out` must
+        wait for `stream` (pass the consumer's stream as `stream`)."""
+        where = type(self).__name__ + ".flatten"
+        if out is None:
+            if size is not None:
+                raise InvalidArgumentError(f"gpudyn: {where} argument 'size' needs 'out' (flatten(out=..., "
+                                           "size=...)); without out the size is len(result)")
+            n = len(self)
+            with on_device(self.device):  # the output on the array's device
+                buf = DeviceBuffer(n, self.dtype, stream=self.stream if stream is None else stream)
+                if n:
+                    check(self._fn("flatten")(self._handle, ffi.cast("void*", buf.ptr), buf.nbytes,
+                                              buf._stream))
+            return buf
+        return self._flatten_async(where, out, stream, size)
+
+    def _flatten_async(self, where: str, out, stream, size):
+        for name, arg in (("out", out), ("size", size)):
+            if isinstance(arg, np.ndarray):
+                raise TypeError(f"gpudyn: {where} argument '{name}' is a NumPy array: flatten(out=...) writes "
+                                "device memory (to_numpy() gives a host copy)")
+
+        def same_dtype(dt):
+            if dt != self.dtype:
+                raise TypeError(f"gpudyn: {where} argument 'out' has dtype {dt}, this array holds {self.dtype}")
+
+        stream = self.stream if stream is None else stream
+        s = stream_handle(stream)
+        self._h()  # ValueError once closed, before anything is queued
+        with on_device(self.device), device_inputs(stream, self.device) as inputs:
+            ptr, n, _ = inputs.array(out, where=where, name="out", accept=same_dtype)
+            sptr = self._size_out(inputs, where, size) if size is not None else ffi.NULL
+            check(self._fn("flatten_async")(self._handle, ffi.cast("void*", ptr), n * self.dtype.itemsize, sptr,
+                                            s))
+        return out
+
+    @staticmethod
+    def _size_out(inputs, where: str, size):
+        """The device address of `size`'s first uint64 (a device array of one or more)."""
+        if isinstance(size, np.ndarray):
+            raise TypeError(f"gpudyn: {where} argument 'size' is a NumPy array: the count is written on the "
+                            "device (pass a device array of uint64)")
+        ptr, n, _ = inputs.array(size, dtype=np.uint64, where=where, name="size")
+        if n < 1:
+            raise InvalidArgumentError(f"gpudyn: {where} argument 'size' has no entries, expected at least one uint64")
+        return ffi.cast("uint64_t*", ptr)
+
+    def size_async(self, out=None, stream=None):
+        """The number of elements, written into device memory without a host
+        wait: into the first entry of `out` (a device array of uint64), else into
+        a new one-element uint64 :class:`DeviceBuffer`, stream-ordered on
+        `stream` (None: the array's stream) after the array's earlier calls.  A
+        kernel queued after it reads the count; ``int(buf.to_numpy()[0])`` copies
+        it to the host (that waits).  Returns `out` or the new buffer.  No copy
+        of the elements."""
+        where = type(self).__name__ + ".size_async"
+        stream = self.stream if stream is None else stream
+        s = stream_handle(stream)
+        self._h()
+        with on_device(self.device), device_inputs(stream, self.device) as inputs:
+            target = inputs.output(1, np.uint64) if out is None else out
+            check(self._fn("size_async")(self._handle, self._size_out(inputs, where, target), s))
+        return target
 
     def clear(self) -> None:
         """Size 0; the memory is kept; :attr:`status` is zeroed (no exception for an earlier failure)."""
@@ -379,9 +479,14 @@ class GGArray(_Array):
 
     def view_bytes(self) -> bytes:
         """The gpudyn_ggarray_view_t as bytes (for a kernel that takes the view by
-        pointer, e.g. from a CuPy RawModule); recomputes the ranges first."""
+        pointer, e.g. from a CuPy RawModule); what ``.ref`` and :meth:`view_arg`
+        pass.  Queues the kernel that recomputes the ranges (the index of at()
+        and the spans) on the array's stream, after the work queued there
+        before: kernels launched after it on that stream read every element
+        stored so far.  No host wait (the status is not checked: see
+        :meth:`check`)."""
         v = ffi.new("gpudyn_ggarray_view_t*")
-        check(self._call("get_view")(self._handle, v, self._stream))
+        check(self._fn("get_view")(self._handle, v, self._stream))
         return bytes(ffi.buffer(v))
 
 
@@ -426,8 +531,10 @@ class _Contiguous(_Array):
         return self.as_buffer().__dlpack_device__()
 
     def view_bytes(self) -> bytes:
+        """The view struct as bytes (what ``.ref`` and :meth:`view_arg` pass); no
+        host wait (the status is not checked: see :meth:`check`)."""
         v = ffi.new(self._view_type + "*")
-        check(self._call("get_view")(self._handle, v))
+        check(self._fn("get_view")(self._handle, v))
         return bytes(ffi.buffer(v))
 
 

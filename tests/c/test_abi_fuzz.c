@@ -244,6 +244,8 @@ static void handle_cases(void* h, int skip) {
         REFUSE_ARG(C(gpudyn_ggarray_allocated_bytes)(g, &u64, NULL), "array");
         REFUSE_ARG(C(gpudyn_ggarray_flatten)(g, &u64, 8, NULL), "array");
         REFUSE_ARG(C(gpudyn_ggarray_copy_to_host)(g, &u64, 8, NULL), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_size_async)(g, &u64, NULL), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_flatten_async)(g, &u64, 8, &u64b, NULL), "array");
         REFUSE_ARG(C(gpudyn_ggarray_clear)(g, NULL), "array");
         REFUSE_ARG(C(gpudyn_ggarray_get_view)(g, &gv, NULL), "array");
         REFUSE_ARG(C(gpudyn_ggarray_set_budget)(g, 1u << 22, NULL), "array");
@@ -262,6 +264,8 @@ static void handle_cases(void* h, int skip) {
         REFUSE_ARG(C(gpudyn_static_array_data)(sa, &p), "array");
         REFUSE_ARG(C(gpudyn_static_array_flatten)(sa, &u64, 8, NULL), "array");
         REFUSE_ARG(C(gpudyn_static_array_copy_to_host)(sa, &u64, 8, NULL), "array");
+        REFUSE_ARG(C(gpudyn_static_array_size_async)(sa, &u64, NULL), "array");
+        REFUSE_ARG(C(gpudyn_static_array_flatten_async)(sa, &u64, 8, &u64b, NULL), "array");
         REFUSE_ARG(C(gpudyn_static_array_clear)(sa, NULL), "array");
         REFUSE_ARG(C(gpudyn_static_array_get_view)(sa, &sv), "array");
         REFUSE_ARG(C(gpudyn_static_array_get_status)(sa, &u32, NULL), "array");
@@ -279,6 +283,8 @@ static void handle_cases(void* h, int skip) {
         REFUSE_ARG(C(gpudyn_vmm_array_data)(va, &p), "array");
         REFUSE_ARG(C(gpudyn_vmm_array_flatten)(va, &u64, 8, NULL), "array");
         REFUSE_ARG(C(gpudyn_vmm_array_copy_to_host)(va, &u64, 8, NULL), "array");
+        REFUSE_ARG(C(gpudyn_vmm_array_size_async)(va, &u64, NULL), "array");
+        REFUSE_ARG(C(gpudyn_vmm_array_flatten_async)(va, &u64, 8, &u64b, NULL), "array");
         REFUSE_ARG(C(gpudyn_vmm_array_clear)(va, NULL), "array");
         REFUSE_ARG(C(gpudyn_vmm_array_get_view)(va, &vv), "array");
         REFUSE_ARG(C(gpudyn_vmm_array_get_status)(va, &u32, NULL), "array");
@@ -863,6 +869,36 @@ static void array_cases(void* a, push_fn push, copy_fn flatten, copy_fn to_host)
     for (size_t i = 0; i < N_HUGE; ++i) REFUSE(to_host(a, stack, kHugeCounts[i], NULL));
 }
 
+/* flatten_async / size_async, and the status they report to, of the three arrays. */
+typedef struct async_fns {
+    gpudyn_status_t (*flatten)(void*, void*, uint64_t, uint64_t*, gpudyn_stream_t);
+    gpudyn_status_t (*size)(void*, uint64_t*, gpudyn_stream_t);
+    gpudyn_status_t (*get_status)(void*, uint32_t*);
+    gpudyn_status_t (*clear_status)(void*);
+} async_fns;
+
+/* Hostile dst / size pointers of the stream-ordered calls (element size 4). */
+static void async_cases(void* a, const async_fns* f) {
+    uint64_t stack[4] = {0, 0, 0, 0};
+    uint64_t* const good = (uint64_t*)(D2 + DEVB - 8); /* a valid size word */
+    bad_array bad[MAX_BAD];
+    int n = bad_arrays(4, stack, bad);
+    for (int i = 0; i < n; ++i)
+        REFUSE(f->flatten(a, (void*)bad[i].ptr, bad[i].count * 4 < bad[i].count ? UINT64_MAX : bad[i].count * 4,
+                          good, NULL));
+    n = bad_arrays(8, stack, bad);
+    for (int i = 0; i < n; ++i) {
+        if (bad[i].count != 1) continue; /* the size is one word */
+        REFUSE_ARG(f->size(a, (uint64_t*)bad[i].ptr, NULL), "size");
+        if (bad[i].ptr != NULL) REFUSE_ARG(f->flatten(a, D, 64, (uint64_t*)bad[i].ptr, NULL), "size");
+    }
+    REFUSE_ARG(f->flatten(a, NULL, 8, good, NULL), "dst");             /* NULL with bytes */
+    REFUSE_ARG(f->flatten(a, D, DEVB + 4, good, NULL), "dst_bytes");   /* more than the allocation */
+    REFUSE_ARG(f->flatten(a, D + 2, 64, good, NULL), "dst");           /* unaligned */
+    REFUSE_ARG(f->size(a, (uint64_t*)(D + 4), NULL), "size");          /* unaligned */
+    if (!g_pageable) REFUSE_ARG(f->flatten(a, stack, sizeof stack, good, NULL), "dst");
+}
+
 /* Wrappers with the shared signature (each still goes through C()), one set per array. */
 #define ARRAY_WRAPPERS(p, kind)                                                                            \
     static gpudyn_status_t p##_push(void* a, const void* v, uint64_t c, const uint8_t* m,                  \
@@ -874,7 +910,20 @@ static void array_cases(void* a, push_fn push, copy_fn flatten, copy_fn to_host)
     }                                                                                                      \
     static gpudyn_status_t p##_to_host(void* a, void* d, uint64_t b, gpudyn_stream_t s) {                  \
         return C(gpudyn_##kind##_copy_to_host)((gpudyn_##kind##_t)a, d, b, s);                             \
-    }
+    }                                                                                                      \
+    static gpudyn_status_t p##_flatten_async(void* a, void* d, uint64_t b, uint64_t* n, gpudyn_stream_t s) {\
+        return C(gpudyn_##kind##_flatten_async)((gpudyn_##kind##_t)a, d, b, n, s);                         \
+    }                                                                                                      \
+    static gpudyn_status_t p##_size_async(void* a, uint64_t* n, gpudyn_stream_t s) {                       \
+        return C(gpudyn_##kind##_size_async)((gpudyn_##kind##_t)a, n, s);                                  \
+    }                                                                                                      \
+    static gpudyn_status_t p##_get_status(void* a, uint32_t* st) {                                         \
+        return C(gpudyn_##kind##_get_status)((gpudyn_##kind##_t)a, st, NULL);                              \
+    }                                                                                                      \
+    static gpudyn_status_t p##_clear_status(void* a) {                                                     \
+        return C(gpudyn_##kind##_clear_status)((gpudyn_##kind##_t)a, NULL);                                \
+    }                                                                                                      \
+    static const async_fns p##_async = {p##_flatten_async, p##_size_async, p##_get_status, p##_clear_status};
 ARRAY_WRAPPERS(gg, ggarray)
 ARRAY_WRAPPERS(sa, static_array)
 ARRAY_WRAPPERS(va, vmm_array)
@@ -913,6 +962,40 @@ static void check_elements(void* a, push_fn push, copy_fn to_host, copy_fn flatt
     CHECK(holds_one_to_eight(out, 16, 2));
 }
 
+/* The array holds 1..8 (uint32): the stream-ordered calls copy them and count
+ * them on the device; a destination too small is left untouched and the status
+ * says so, until clear_status. */
+static void check_async(void* a, const async_fns* f) {
+    uint32_t out[16];
+    uint64_t count[2] = {0, 0};
+    uint64_t* const words = (uint64_t*)(D2 + DEVB - 16); /* two size words */
+    CHECK_OK(C(gpudyn_memset)(D2, 0xab, 64, NULL));
+    CHECK_OK(f->flatten(a, D2, 32, words, NULL));
+    CHECK_OK(f->size(a, words + 1, NULL));
+    CHECK_OK(C(gpudyn_memcpy)(out, D2, 64, GPUDYN_MEMCPY_DEVICE_TO_HOST, NULL));
+    CHECK_OK(C(gpudyn_memcpy)(count, words, 16, GPUDYN_MEMCPY_DEVICE_TO_HOST, NULL));
+    CHECK_OK(C(gpudyn_stream_synchronize)(NULL));
+    CHECK(holds_one_to_eight(out, 8, 1) && out[8] == 0xabababab && count[0] == 8 && count[1] == 8);
+    uint32_t st = 0;
+    CHECK_OK(f->get_status(a, &st));
+    CHECK(st == 0);
+    /* 28 bytes: seven elements fit, eight do not -- nothing is written. */
+    CHECK_OK(C(gpudyn_memset)(D2, 0xcd, 64, NULL));
+    CHECK_OK(f->flatten(a, D2, 28, words, NULL));
+    CHECK_OK(f->flatten(a, NULL, 0, words + 1, NULL)); /* no destination: too small too, the size written */
+    CHECK_OK(C(gpudyn_memcpy)(out, D2, 64, GPUDYN_MEMCPY_DEVICE_TO_HOST, NULL));
+    CHECK_OK(C(gpudyn_memcpy)(count, words, 16, GPUDYN_MEMCPY_DEVICE_TO_HOST, NULL));
+    CHECK_OK(C(gpudyn_stream_synchronize)(NULL));
+    int untouched = 1;
+    for (int i = 0; i < 16; ++i) untouched &= out[i] == 0xcdcdcdcd;
+    CHECK(untouched && count[0] == 8 && count[1] == 8);
+    CHECK_OK(f->get_status(a, &st));
+    CHECK(st == GPUDYN_ARRAY_STATUS_DESTINATION_TOO_SMALL);
+    CHECK_OK(f->clear_status(a));
+    CHECK_OK(f->get_status(a, &st));
+    CHECK(st == 0);
+}
+
 static void ggarray_device_cases(void) {
     gpudyn_ggarray_options_t o;
     CHECK_OK(C(gpudyn_ggarray_options_init)(&o));
@@ -929,6 +1012,7 @@ static void ggarray_device_cases(void) {
     handle_cases(a, K_GGARRAY);
 
     array_cases(a, gg_push, gg_flatten, gg_to_host);
+    async_cases(a, &gg_async);
     for (size_t i = 0; i < N_HUGE; ++i) {
         REFUSE(C(gpudyn_ggarray_reserve)(a, kHugeCounts[i], NULL));
         REFUSE_ARG(C(gpudyn_ggarray_set_budget)(a, kHugeCounts[i], NULL), "budget_bytes");
@@ -940,6 +1024,7 @@ static void ggarray_device_cases(void) {
     REFUSE_ARG(C(gpudyn_ggarray_get_view)(a, NULL, NULL), "view");
     REFUSE_ARG(C(gpudyn_ggarray_get_view)(a, GARBAGE, NULL), "view");
 
+    check_async(a, &gg_async);
     check_elements(a, gg_push, gg_to_host, gg_flatten);
     gpudyn_ggarray_view_t v;
     CHECK_OK(C(gpudyn_ggarray_get_view)(a, &v, NULL));
@@ -967,12 +1052,14 @@ static void static_array_device_cases(void) {
     take_baseline(&s);
     handle_cases(a, K_STATIC);
     array_cases(a, sa_push, sa_flatten, sa_to_host);
+    async_cases(a, &sa_async);
     REFUSE_ARG(C(gpudyn_static_array_size)(a, NULL, NULL), "size");
     REFUSE_ARG(C(gpudyn_static_array_capacity)(a, NULL), "capacity");
     REFUSE_ARG(C(gpudyn_static_array_allocated_bytes)(a, GARBAGE), "bytes");
     REFUSE_ARG(C(gpudyn_static_array_data)(a, NULL), "data");
     REFUSE_ARG(C(gpudyn_static_array_get_status)(a, NULL, NULL), "status");
     REFUSE_ARG(C(gpudyn_static_array_get_view)(a, NULL), "view");
+    check_async(a, &sa_async);
     check_elements(a, sa_push, sa_to_host, sa_flatten);
     gpudyn_static_array_view_t v;
     CHECK_OK(C(gpudyn_static_array_get_view)(a, &v));
@@ -1004,6 +1091,7 @@ static void vmm_array_device_cases(void) {
     take_baseline(&s);
     handle_cases(a, K_VMM);
     array_cases(a, va_push, va_flatten, va_to_host);
+    async_cases(a, &va_async);
     for (size_t i = 0; i < N_HUGE; ++i) REFUSE(C(gpudyn_vmm_array_reserve)(a, kHugeCounts[i], NULL));
     REFUSE(C(gpudyn_vmm_array_reserve)(a, (1u << 20) + 1, NULL)); /* beyond max_capacity */
     REFUSE_ARG(C(gpudyn_vmm_array_size)(a, NULL, NULL), "size");
@@ -1012,6 +1100,7 @@ static void vmm_array_device_cases(void) {
     REFUSE_ARG(C(gpudyn_vmm_array_data)(a, GARBAGE), "data");
     REFUSE_ARG(C(gpudyn_vmm_array_get_status)(a, NULL, NULL), "status");
     REFUSE_ARG(C(gpudyn_vmm_array_get_view)(a, NULL), "view");
+    check_async(a, &va_async);
     check_elements(a, va_push, va_to_host, va_flatten);
     g_subject = &g_none;
     /* The whole range (4 MiB: mapped in two chunks, the first at create) is one

@@ -60,5 +60,14 @@ int main(void) {
     CHECK_INVALID(gpudyn_vmm_array_create(&m, &vo, NULL), "initial_capacity");
     CHECK_OK(gpudyn_vmm_array_destroy(NULL));
     CHECK_INVALID(gpudyn_vmm_array_reserve(NULL, 1, NULL), "array");
+
+    /* The stream-ordered size and flatten: the array is checked first, before any device work. */
+    CHECK_INVALID(gpudyn_ggarray_size_async(NULL, &v, NULL), "array");
+    CHECK_INVALID(gpudyn_ggarray_flatten_async(NULL, &v, 8, &v, NULL), "array");
+    CHECK_INVALID(gpudyn_static_array_size_async(NULL, &v, NULL), "array");
+    CHECK_INVALID(gpudyn_static_array_flatten_async(NULL, NULL, 0, NULL, NULL), "array");
+    CHECK_INVALID(gpudyn_vmm_array_size_async(NULL, &v, NULL), "array");
+    CHECK_INVALID(gpudyn_vmm_array_flatten_async(NULL, NULL, 0, NULL, NULL), "array");
+    CHECK(GPUDYN_ARRAY_STATUS_DESTINATION_TOO_SMALL == 8);
     return TEST_RESULT();
 }

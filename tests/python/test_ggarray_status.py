@@ -35,8 +35,8 @@ def test_status_error_names_the_array_and_the_cause():
     e = status_error("StaticArray", STATUS_CAPACITY_EXCEEDED)
     assert isinstance(e, gpudyn.OutOfMemoryError) and isinstance(e, MemoryError)
     assert e.status == 2 and "StaticArray" in str(e) and "capacity" in str(e)
-    e = status_error("GGArray", STATUS_ALLOCATION_FAILED | STATUS_CAPACITY_EXCEEDED | 8)
-    assert "allocated" in str(e) and "capacity" in str(e) and "0x8" in str(e)
+    e = status_error("GGArray", STATUS_ALLOCATION_FAILED | STATUS_CAPACITY_EXCEEDED | 64)
+    assert "allocated" in str(e) and "capacity" in str(e) and "0x40" in str(e)
 
 
 def test_a_wrong_element_type_is_an_argument_error_not_out_of_memory():

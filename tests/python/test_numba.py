@@ -176,7 +176,11 @@ def every_function(heap, pages, wh, gg, st, vm, out):
     for j in range(4):
         vals[j] = t + j
     gdn.extend(gg, vals, t % 5)
-    out[t] += gdn.size(gg) + gdn.size(st) + gdn.size(vm)
+    out[t] += gdn.size(gg) + gdn.size(st) + gdn.size(vm) + gdn.ranged_size(gg)
+    out[t] += gdn.at(gg, t) + np.uint64(gdn.at(st, t)) + np.uint64(gdn.at(vm, t).real)
+    s = gdn.span(gg, t, t + 100)
+    if s.size > 0:
+        out[t] += s[0] + gdn.span(st, 0, t).size + gdn.span(vm, t, 2 * t).size
 
 
 EXPECTED_SHIMS = {
@@ -188,6 +192,9 @@ EXPECTED_SHIMS = {
     "gpudyn_numba_ggarray_push_back_u32", "gpudyn_numba_static_array_push_back_u64",
     "gpudyn_numba_vmm_array_push_back_u128", "gpudyn_numba_ggarray_extend_u32",
     "gpudyn_numba_ggarray_size", "gpudyn_numba_static_array_size", "gpudyn_numba_vmm_array_size",
+    "gpudyn_numba_ggarray_ranged_size", "gpudyn_numba_ggarray_at_u32", "gpudyn_numba_static_array_at_u64",
+    "gpudyn_numba_vmm_array_at_u128", "gpudyn_numba_ggarray_span_u32", "gpudyn_numba_static_array_span_u64",
+    "gpudyn_numba_vmm_array_span_u128",
 }
 
 
@@ -250,6 +257,26 @@ def test_push_back_compiles_for_every_dtype(dtype):
     ptx, _ = cuda.compile(push_every_way, sig, device=False, output="ptx", cc=compile_arch()[1], abi="numba")
     _check_calls(ptx, {f"gpudyn_numba_{k}_push_back_u{bits}" for k in ("ggarray", "static_array", "vmm_array")}
                  | {f"gpudyn_numba_static_array_extend_u{bits}", "gpudyn_numba_vmm_array_size"})
+
+
+def read_every_way(gg, st, vm, out, n):
+    t = cuda.grid(1)
+    out[t] = gdn.at(gg, t)
+    out[t + n] = gdn.at(st, t)
+    s = gdn.span(vm, t, n)
+    if s.size > 0:
+        out[t + 2 * n] = s[0]
+        s[0] = out[t]                  # a span's elements are the array's own
+
+
+@pytest.mark.parametrize("dtype", ARRAY_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_reads_compile_for_every_dtype(dtype):
+    bits = np.dtype(dtype).itemsize * 8
+    sig = tuple(typeof(fake_ref(name, dtype)) for name in ("GGArray", "StaticArray", "VmmArray"))
+    sig += (types.Array(typeof(np.zeros(1, dtype)).dtype, 1, "C"), types.int64)
+    ptx, _ = cuda.compile(read_every_way, sig, device=False, output="ptx", cc=compile_arch()[1], abi="numba")
+    _check_calls(ptx, {f"gpudyn_numba_ggarray_at_u{bits}", f"gpudyn_numba_static_array_at_u{bits}",
+                       f"gpudyn_numba_vmm_array_span_u{bits}"})
 
 
 def _linker(mode: str):
@@ -336,6 +363,25 @@ def test_push_back_into_a_heap_is_a_typing_error():
         gdn.push_back(heap, 1)
     _typing_error(k, (typeof(fake_ref("Heap")),), r"push_back: argument 'ref' must be a GGArray\.ref or "
                                                    r"StaticArray\.ref or VmmArray\.ref")
+
+
+def test_ranged_size_is_the_ggarrays_only():
+    def k(st):
+        gdn.ranged_size(st)
+    _typing_error(k, (typeof(fake_ref("StaticArray", np.int32)),), r"ranged_size: argument 'ref' must be a "
+                                                                    r"GGArray\.ref")
+
+
+def test_float_index_is_a_typing_error_naming_i():
+    def k(gg):
+        gdn.at(gg, 1.5)
+    _typing_error(k, (typeof(fake_ref("GGArray", np.int32)),), r"at: argument 'i' must be an integer")
+
+
+def test_span_of_a_heap_is_a_typing_error():
+    def k(heap):
+        gdn.span(heap, 0, 4)
+    _typing_error(k, (typeof(fake_ref("Heap")),), r"span: argument 'ref' must be a GGArray\.ref")
 
 
 def test_array_dtype_must_be_a_numpy_type():

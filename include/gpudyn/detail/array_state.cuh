@@ -21,6 +21,7 @@ namespace detail {
 constexpr unsigned kArrayAllocationFailed = 1u;
 constexpr unsigned kArrayCapacityExceeded = 2u;
 constexpr unsigned kArrayWrongElementSize = 4u;
+constexpr unsigned kArrayDestinationTooSmall = 8u;  // set by flatten_async's kernel, not by a push
 
 // A ref bound with an element type of another size: every operation through it
 // is refused, and the host learns why from this bit.  A plain read first, so a

@@ -98,6 +98,16 @@ public:
     __device__ T& operator[](unsigned long long i) const { return data_[i]; }
     // Element 0: the elements are contiguous (nullptr when refused).
     __host__ __device__ T* data() const { return data_; }
+    // The elements [lo, hi) ∩ [0, size()) as one span: p[0..*n) (*n = 0 and
+    // nullptr when empty), as ggarray_ref::span.
+    __device__ T* span(unsigned long long lo, unsigned long long hi, unsigned long long* n) const {
+        *n = 0;
+        const unsigned long long s = size();  // 0 when refused
+        if (hi > s) hi = s;
+        if (lo >= hi) return nullptr;
+        *n = hi - lo;
+        return data_ + lo;
+    }
     // Calls f(T* p, n, first) for the elements [lo, hi) ∩ [0, size()): one span.
     template <class F>
     __device__ void for_each_span(unsigned long long lo, unsigned long long hi, F&& f) const {

@@ -25,7 +25,9 @@ of NumPy scalars: numba-cuda passes it by value, like the C++ API passes the
 view, and types it by its class, which names the structure and the element
 dtype.  Take it when launching (``kernel[g, b](arr.ref, ...)``): it reflects
 the structure at that moment (a later ``reserve``/``grow`` is seen by refs
-taken after it).  The structure must stay open while a kernel uses it: a
+taken after it).  Taking it does not wait for the device: an array's ref only
+queues, on the array's stream, the kernel that indexes its elements for
+``at``/``span`` (the status is checked by the next host call that waits).  The structure must stay open while a kernel uses it: a
 ref holds raw device addresses, so a kernel launched with the ref of a closed
 structure uses freed memory, as a freed pointer would (numba-cuda types a
 ref by its class once and caches it, so no launch can check it).
@@ -49,6 +51,27 @@ Device functions (any thread, under any divergence, unless said otherwise):
   Lanes that call together share one reservation (one atomic per warp group).
   Element types: every NumPy dtype the arrays hold (bool, integers, floats,
   complex).
+* Reading them in place, from a kernel launched after the producers (no host
+  wait, no copy): ``at(ref, i) -> value`` (element i in the order of
+  ``to_numpy()``; 0 past the elements), ``span(ref, lo, hi) -> array`` (the
+  first contiguous piece of elements ``[lo, hi)`` as a 1-D array: loop
+  ``lo += len(span)``), and for a GGArray ``ranged_size(ref) -> uint64``
+  (the count ``at`` and ``span`` reach, one load: the loop bound for every
+  thread; ``size`` sums the LFVectors).  A GGArray's ref covers the elements
+  stored by the work queued on its stream before the ref was taken: taking
+  ``.ref`` queues the kernel that indexes them, it does not wait::
+
+      @cuda.jit
+      def consume(src, dst):                # grid-stride over src, pushes into dst
+          n = gdn.ranged_size(src)
+          for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+              x = gdn.at(src, i)
+              if x % 2 == 0:
+                  gdn.push_back(dst, x // 2)
+
+      produce[64, 256, s](a.ref)            # a, out: GGArrays on stream s
+      consume[64, 256, s](a.ref, out.ref)   # a.ref taken after produce: sees its elements
+      a.clear()                             # stream-ordered too: no host wait anywhere
 * Heap: ``malloc(ref, nbytes) -> address`` (uint64, 0 when exhausted),
   ``free(ref, address) -> bool``.
 * PageHeap: ``get_page(ref) -> page`` (uint32, ``INVALID_PAGE`` when none is
@@ -101,10 +124,11 @@ try:
 except ImportError as _e:  # numba without numba-cuda, or neither
     raise ImportError("gpudyn.numba needs numba-cuda (pip install 'gpudyn-cu13[numba]'): " + str(_e)) from _e
 
-from ._device import (INVALID_PAGE, array, extend, free, free_page, get_page, malloc, page_address,  # noqa: E402
-                      push_back, size, warp_alloc, warp_end, warp_start, warp_tidy_up)
+from ._device import (INVALID_PAGE, array, at, extend, free, free_page, get_page, malloc,  # noqa: E402
+                      page_address, push_back, ranged_size, size, span, warp_alloc, warp_end, warp_start,
+                      warp_tidy_up)
 from ._link import build_info, link_file  # noqa: E402
 from ._refs import kernel_ref as ref  # noqa: E402
 
-__all__ = ["ref", "push_back", "extend", "size", "malloc", "free", "get_page", "free_page", "page_address", "INVALID_PAGE",
+__all__ = ["ref", "push_back", "extend", "size", "at", "span", "ranged_size", "malloc", "free", "get_page", "free_page", "page_address", "INVALID_PAGE",
            "warp_start", "warp_alloc", "warp_tidy_up", "warp_end", "array", "build_info", "link_file"]

@@ -161,6 +161,94 @@ def extend(typingctx, ref, values, n):
     return types.boolean(ref, values, n), codegen
 
 
+# ---- reading an array in place ------------------------------------------------------------
+_READS_DOC = """Which elements a kernel reads: a GGArray's as of the ref's view (taking
+``.ref`` recomputes the array's ranges in a kernel on the array's stream, so a
+kernel launched after it on that stream reads every element the kernels
+queued before stored -- no host wait); a StaticArray's / VmmArray's up to
+its size then.  Global index i runs LFVector after LFVector: the order of
+``to_numpy()`` and ``flatten()``."""
+
+
+def _u8_pointer(builder, slot):
+    return builder.bitcast(slot, ir.IntType(8).as_pointer())
+
+
+def at(typingctx, ref, i):
+    """``at(ref, i) -> value`` (the array's dtype): element i, i below
+    ``ranged_size(ref)`` for a GGArray (``size(ref)`` for a StaticArray /
+    VmmArray).  Any thread; an i past a GGArray's elements or a contiguous
+    array's storage (or negative) gives 0 and reads nothing out of bounds.
+    For loops over many elements ``span`` is faster (one bucket lookup per
+    span, not per element).
+    """
+    kind, dtype = _ref("at", ref, ARRAYS)
+    elem, bits = _element("at", dtype)
+    _integer("at", "i", i)
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        index = _cast(context, builder, args[1], sig.args[1], types.uint64)
+        slot = cgutils.alloca_once(builder, context.get_data_type(elem))
+        _call(context, builder, f"gpudyn_numba_{kind}_at_u{bits}", types.int32,
+              (types.voidptr, types.uint64, types.voidptr), [view, index, _u8_pointer(builder, slot)])
+        return context.unpack_value(builder, elem, slot)  # the element's bytes, or zeros
+
+    return elem(ref, i), codegen
+
+
+at.__doc__ += _READS_DOC
+at = intrinsic(at)
+
+
+def span(typingctx, ref, lo, hi):
+    """``span(ref, lo, hi) -> array``: a 1-D array (the array's dtype) over
+    the elements ``[lo, lo + len)`` of ``[lo, hi)``, the first contiguous
+    piece of that range (for a GGArray it ends at the end of a bucket or of an
+    LFVector; hi is clipped to ``ranged_size(ref)`` / ``size(ref)``); empty
+    when ``lo`` is at or past that end.  Its elements are the array's own (no
+    copy; writes change them).  Visit a range span by span (a block per range
+    of indices, its threads striding over each span: coalesced)::
+
+        lo = start
+        while lo < stop:
+            s = gdn.span(ref, lo, stop)
+            if s.size == 0:
+                break
+            for j in range(cuda.threadIdx.x, s.size, cuda.blockDim.x):
+                use(s[j])                          # element lo + j
+            lo += s.size
+
+    """
+    kind, dtype = _ref("span", ref, ARRAYS)
+    elem, bits = _element("span", dtype)
+    _integer("span", "lo", lo)
+    _integer("span", "hi", hi)
+    arrty = types.Array(elem, 1, "C")
+
+    def codegen(context, builder, sig, args):
+        view = _view_pointer(context, builder, sig.args[0], args[0])
+        first = _cast(context, builder, args[1], sig.args[1], types.uint64)
+        last = _cast(context, builder, args[2], sig.args[2], types.uint64)
+        count = cgutils.alloca_once(builder, ir.IntType(64))
+        address = _call(context, builder, f"gpudyn_numba_{kind}_span_u{bits}", types.uint64,
+                        (types.voidptr, types.uint64, types.uint64, types.voidptr),
+                        [view, first, last, _u8_pointer(builder, count)])
+        ary = make_array(arrty)(context, builder)
+        data_ty = context.get_data_type(elem)
+        itemsize = context.get_abi_sizeof(data_ty)
+        intp = context.get_value_type(types.intp)
+        populate_array(ary, data=builder.inttoptr(address, data_ty.as_pointer()), shape=[builder.load(count)],
+                       strides=[ir.Constant(intp, itemsize)], itemsize=ir.Constant(intp, itemsize), meminfo=None)
+        return ary._getvalue()
+
+    return arrty(ref, lo, hi), codegen
+
+
+span.__doc__ += _READS_DOC
+span = intrinsic(span)
+
+
 # ---- the other functions: ref, integer arguments, one shim call ----------------------------------
 def _device_function(name: str, kinds, shim: str, params, result, doc: str):
     """The intrinsic ``name(ref, *params)``: `ref` of one of `kinds`, each parameter
@@ -206,8 +294,17 @@ def _device_function(name: str, kinds, shim: str, params, result, doc: str):
 _U32, _U64 = types.uint32, types.uint64
 
 size = _device_function("size", ARRAYS, "gpudyn_numba_{kind}_size", [], _U64, """``size(ref) -> uint64``: elements stored in the array now (pushes of other
-threads that have returned are counted).  A GGArray sums its LFVectors: call
-it from few threads.""")
+threads that have returned are counted): it reads the array's counters live,
+so a kernel launched after the pushing kernels (stream order) counts all of
+their elements, whenever its ref was taken.  A GGArray sums its LFVectors
+(num_lfvectors loads): in a kernel that only reads the array, with a ref taken
+after the producers were launched, ``ranged_size(ref)`` is the same count in
+one load -- call that from every thread, this one from few.""")
+ranged_size = _device_function("ranged_size", ("ggarray",), "gpudyn_numba_ggarray_ranged_size", [], _U64,
+                               """``ranged_size(ref) -> uint64``: the GGArray's elements that ``at`` and
+``span`` reach: its size when the ref was taken, in stream order (taking
+``.ref`` queues the kernel that computes it after the array's earlier work: no
+host wait).  One load: the bound for loops of every thread of a consumer.""")
 
 # Heap and PageHeap
 malloc = _device_function("malloc", ALLOCATORS, "gpudyn_numba_{kind}_malloc", [("nbytes", _U64)], _U64, """``malloc(ref, nbytes) -> uint64``: device address of `nbytes` bytes (16-byte

@@ -89,6 +89,12 @@ __global__ void contiguous_fold_kernel(Word* meta) {
     meta[kMetaFailedAt] = detail::kNoFailure;
 }
 
+// One thread: *out = the elements held (size_async: the count stays on the device).
+template <class Word>
+__global__ void contiguous_size_kernel(const Word* meta, Word* out) {
+    *out = detail::held_elements(meta[kMetaCounter], meta[kMetaFailedAt]);
+}
+
 // ---- GGArray bookkeeping (one thread per bucket / LFVector) ----
 template <class T>
 __global__ void grow_kernel(gpudyn_ggarray_view_t view, unsigned long long per_lfvector) {
@@ -272,6 +278,42 @@ __global__ void __launch_bounds__(kFlattenThreads) flatten_kernel(gpudyn_ggarray
                        [&](const T* src, unsigned long long m, unsigned long long first) {
                            copy_span(dst + first, src, m);
                        });
+}
+
+// ---- flatten_async: the size taken on the device ----
+// The elements a flatten copies: those at() and the spans cover (a GGArray's
+// ranges, which the launcher recomputes just before), or a static / VMM
+// array's size.
+template <class T>
+__device__ unsigned long long flatten_count(const ggarray_ref<T>& a) {
+    return a.ranged_size();
+}
+template <class T>
+__device__ unsigned long long flatten_count(const detail::contiguous_array_ref<T>& a) {
+    return a.size();
+}
+
+// dst[0..n) = the elements of any array (Ref), n = flatten_count(ref), when
+// n <= capacity (elements dst holds); else dst is not written and block 0
+// sets kArrayDestinationTooSmall in *status.  Block 0 writes n to *size (when
+// not null).  Every block reads n itself (the stream ordered the pushes
+// before this kernel: they all read the same), and copies nothing past it.
+template <class T, class Ref>
+__global__ void __launch_bounds__(kFlattenThreads)
+    flatten_async_kernel(Ref ref, T* dst, unsigned long long capacity, unsigned long long* size, unsigned* status) {
+    const unsigned long long n = flatten_count(ref);
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        if (size != nullptr) *size = n;
+        if (n > capacity) atomicOr(status, detail::kArrayDestinationTooSmall);
+    }
+    if (n > capacity) return;
+    const unsigned long long part = kFlattenPartBytes / sizeof(T);
+    for (unsigned long long lo = blockIdx.x * part; lo < n; lo += (unsigned long long)gridDim.x * part) {
+        const unsigned long long hi = n - lo < part ? n : lo + part;
+        ref.for_each_span(lo, hi, [&](const T* src, unsigned long long m, unsigned long long first) {
+            copy_span(dst + first, src, m);
+        });
+    }
 }
 
 }  // namespace ggarray_detail

@@ -59,13 +59,29 @@ struct gd_u128 {
     gd_u64 lo, hi;
 };
 
+// Element i can be read: a GGArray's i below its ranged size (as of the last
+// get_view; beyond it at() would follow buckets that do not hold it), a
+// contiguous array's i inside its storage.  False for a refused view.
+template <class T>
+__device__ __forceinline__ bool readable(const gpudyn::ggarray_ref<T>& a, gd_u64 i) {
+    return i < a.ranged_size();
+}
+template <class T>
+__device__ __forceinline__ bool readable(const gpudyn::detail::contiguous_array_ref<T>& a, gd_u64 i) {
+    return a.valid() && i < a.capacity();
+}
+
 }  // namespace
 
 // ---- GGArray, StaticArray, VmmArray (ggarray.cuh, static_array.cuh, vmm_array.cuh) ----
 // push_back(x): any thread, any divergence; the lanes that call together share
 // one reservation.  extend(values, n): the calling lane's n values, one
 // reservation for the lanes that call together (all or nothing per group).
-// size(): the elements stored now.  One set per array and element size.
+// size(): the elements stored now.  at(i, out): element i into *out (1), or
+// zero bytes (0) for an i that cannot be read (see readable).  span(lo, hi,
+// &n): the address of the first span of [lo, hi) (see ggarray_ref::span), n
+// its elements.  One set per array and element size (T and bits: any type of
+// that size, the bytes are moved as they are).
 #define GPUDYN_NUMBA_ARRAY(kind, Ref, View, bits, T)                                                         \
     GPUDYN_NUMBA_API int gpudyn_numba_##kind##_push_back_u##bits(const void* view, T x) {                    \
         return gpudyn::Ref<T>{view_as<View>(view)}.push_back(x) ? 1 : 0;                                    \
@@ -73,6 +89,23 @@ struct gd_u128 {
     GPUDYN_NUMBA_API int gpudyn_numba_##kind##_extend_u##bits(const void* view, const void* values,          \
                                                               unsigned n) {                                 \
         return gpudyn::Ref<T>{view_as<View>(view)}.push_back(static_cast<const T*>(values), n) ? 1 : 0;    \
+    }                                                                                                       \
+    GPUDYN_NUMBA_ARRAY_READS(kind, Ref, View, bits, T)
+#define GPUDYN_NUMBA_ARRAY_READS(kind, Ref, View, bits, T)                                                   \
+    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_at_u##bits(const void* view, gd_u64 i, void* out) {           \
+        const gpudyn::Ref<T> a{view_as<View>(view)};                                                        \
+        const bool ok = readable(a, i);                                                                     \
+        T x{};                                                                                              \
+        if (ok) x = a.at(i);                                                                                \
+        *static_cast<T*>(out) = x;                                                                          \
+        return ok ? 1 : 0;                                                                                  \
+    }                                                                                                       \
+    GPUDYN_NUMBA_API gd_u64 gpudyn_numba_##kind##_span_u##bits(const void* view, gd_u64 lo, gd_u64 hi,       \
+                                                               gd_u64* n) {                                 \
+        unsigned long long m = 0;                                                                           \
+        const gd_u64 p = as_address(gpudyn::Ref<T>{view_as<View>(view)}.span(lo, hi, &m));                  \
+        *n = m;                                                                                             \
+        return p;                                                                                           \
     }
 #define GPUDYN_NUMBA_ARRAY_SIZES(kind, Ref, View)                                                            \
     GPUDYN_NUMBA_ARRAY(kind, Ref, View, 8, unsigned char)                                                   \
@@ -87,6 +120,7 @@ struct gd_u128 {
                    ? 1                                                                                      \
                    : 0;                                                                                     \
     }                                                                                                       \
+    GPUDYN_NUMBA_ARRAY_READS(kind, Ref, View, 128, gd_u128)                                                 \
     /* size() reads counters only: any element type of the right size serves; the view's */               \
     /* element_size picks it so a valid view is never refused. */                                           \
     GPUDYN_NUMBA_API gd_u64 gpudyn_numba_##kind##_size(const void* view) {                                  \
@@ -101,6 +135,18 @@ struct gd_u128 {
     }
 
 GPUDYN_NUMBA_ARRAY_SIZES(ggarray, ggarray_ref, gpudyn_ggarray_view_t)
+// The GGArray's ranged size (as of the last get_view): one load, for the
+// loops of kernels that read the array; the element type does not matter.
+GPUDYN_NUMBA_API gd_u64 gpudyn_numba_ggarray_ranged_size(const void* view) {
+    const gpudyn_ggarray_view_t& v = view_as<gpudyn_ggarray_view_t>(view);
+    switch (v.element_size) {
+        case 1: return gpudyn::ggarray_ref<unsigned char>{v}.ranged_size();
+        case 2: return gpudyn::ggarray_ref<unsigned short>{v}.ranged_size();
+        case 4: return gpudyn::ggarray_ref<unsigned>{v}.ranged_size();
+        case 8: return gpudyn::ggarray_ref<gd_u64>{v}.ranged_size();
+        default: return gpudyn::ggarray_ref<gd_u128>{v}.ranged_size();
+    }
+}
 GPUDYN_NUMBA_ARRAY_SIZES(static_array, static_array_ref, gpudyn_static_array_view_t)
 GPUDYN_NUMBA_ARRAY_SIZES(vmm_array, vmm_array_ref, gpudyn_vmm_array_view_t)
 
