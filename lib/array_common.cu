@@ -214,23 +214,12 @@ void clear(contiguous_handle* array, gpudyn_stream_t stream) {
 namespace gpudyn::detail {
 
 namespace {
-
-struct vmm_api {
-    decltype(&::cuMemAddressReserve) address_reserve;
-    decltype(&::cuMemAddressFree) address_free;
-    decltype(&::cuMemCreate) create;
-    decltype(&::cuMemRelease) release;
-    decltype(&::cuMemMap) map;
-    decltype(&::cuMemUnmap) unmap;
-    decltype(&::cuMemSetAccess) set_access;
-    decltype(&::cuMemGetAllocationGranularity) granularity;
-    decltype(&::cuGetErrorName) error_name;
-};
-
 // VMM entry points exist since CUDA 10.2; ask for the CUDA 12.0 ABI of each.
 constexpr int kDriverApi = 12000;
+const vmm_api& api() { return vmm_driver(); }
+}  // namespace
 
-const vmm_api& api() {
+const vmm_api& vmm_driver() {
     static const vmm_api a = [] {
         vmm_api r;
         r.address_reserve = reinterpret_cast<decltype(r.address_reserve)>(driver_entry_point("cuMemAddressReserve", kDriverApi));
@@ -263,8 +252,6 @@ CUmemAllocationProp device_prop(int device) {
     p.location.id = device;
     return p;
 }
-
-}  // namespace
 
 void vmm_range::reserve(int dev, uint64_t bytes, const char* option) {
     int vmm = 0;

@@ -247,6 +247,24 @@ void get_view(contiguous_handle* array, View* view, uint32_t version) {
 
 namespace gpudyn::detail {
 
+// The driver's VMM entry points (taken once with driver_entry_point).
+struct vmm_api {
+    decltype(&::cuMemAddressReserve) address_reserve;
+    decltype(&::cuMemAddressFree) address_free;
+    decltype(&::cuMemCreate) create;
+    decltype(&::cuMemRelease) release;
+    decltype(&::cuMemMap) map;
+    decltype(&::cuMemUnmap) unmap;
+    decltype(&::cuMemSetAccess) set_access;
+    decltype(&::cuMemGetAllocationGranularity) granularity;
+    decltype(&::cuGetErrorName) error_name;
+};
+const vmm_api& vmm_driver();
+// Raises for r != CUDA_SUCCESS: OUT_OF_MEMORY for the driver's, CUDA otherwise, naming `what`.
+void check_cu(CUresult r, const char* what);
+// Pinned device memory of `device`: what every physical allocation here asks for.
+CUmemAllocationProp device_prop(int device);
+
 // A virtual address range reserved once, whose prefix is backed by physical
 // memory mapped from the host with the driver's VMM calls (cuMemCreate,
 // cuMemMap, cuMemSetAccess): the VMM array's storage and the GGArray's bucket
@@ -268,5 +286,37 @@ struct vmm_range {
     void map_to(uint64_t bytes);
     void release();
 };
+
+// A GGArray's growth arena when the device has VMM (memory_source.cu): a
+// virtual range whose physical memory is mapped as kernels reach it.  The
+// library's host thread watches the arena's host-mapped mailbox
+// (ggarray.cuh's growth_mailbox) and maps what a waiting bucket asks for,
+// while the kernel runs; the host maps nothing before a launch.  Chunks are
+// power-of-two multiples of the granularity, taken from and given back to a
+// per-device reserve of unmapped chunks (shared by every arena of the device;
+// the host thread releases what stays unused for a second, and
+// gpudyn_trim releases all of it).
+struct growth_arena;
+// NOT_SUPPORTED without VMM (the caller falls back to a fixed run);
+// OUT_OF_MEMORY when `va_bytes` of virtual range cannot be reserved.
+growth_arena* growth_arena_open(int device, uint64_t va_bytes);
+CUdeviceptr growth_arena_base(const growth_arena* a);
+// Device address of the mailbox (for the arena record).
+uint64_t growth_arena_mailbox(const growth_arena* a);
+// Bytes mapped now.
+uint64_t growth_arena_mapped(growth_arena* a);
+// Before a launch (get_view and the host's pushes): lifts a refusal the host
+// thread recorded (a later launch may find the memory) and tells the thread
+// to watch closely.  True when a refusal was lifted.
+bool growth_arena_prepare(growth_arena* a);
+// Unmaps whole chunks past `keep` bytes (no kernel may use the arena past
+// keep: the caller synchronized the array's work).
+void growth_arena_trim(growth_arena* a, uint64_t keep);
+// Gives the arena back once the work queued on `stream` so far is done (the
+// host thread waits for it); never blocks.
+void growth_arena_close(growth_arena* a, cudaStream_t stream);
+// Bytes in the device's reserve of unmapped chunks; gpudyn_trim releases them
+// (growth_reserve_release, internal.hpp).
+uint64_t growth_reserve_bytes(int device);
 
 }  // namespace gpudyn::detail

@@ -692,6 +692,20 @@ GPUDYN_API gpudyn_status_t gpudyn_get_cuda_versions(int32_t* runtime_version, in
     });
 }
 
+GPUDYN_API gpudyn_status_t gpudyn_trim(int32_t device, uint64_t* bytes) {
+    GPUDYN_ABI({
+        if (bytes) {
+            require_address(bytes, "bytes");
+            *bytes = 0;
+        }
+        const int count = device_count();
+        GPUDYN_REQUIRE(device >= 0 && device < count, "argument 'device' is %d, expected 0 <= device < %d",
+                       int(device), count);
+        const uint64_t n = growth_reserve_release(device);
+        if (bytes) *bytes = n;
+    });
+}
+
 GPUDYN_API gpudyn_status_t gpudyn_get_device_info(int32_t device, gpudyn_device_info_t* info) {
     GPUDYN_ABI({
         require_struct_size(info, "info");

@@ -36,7 +36,8 @@ constexpr uint64_t kMinBudget = uint64_t(1) << 21;
 constexpr uint64_t kOwnHeapPage = uint64_t(1) << 12;
 // Words of the arena record (ggarray.cuh's arena_record) and two more for the
 // host's gpudyn_heap_malloc of a run (its size and pointer, device arrays).
-constexpr size_t kArenaWords = 6, kArenaIoWords = 2;
+constexpr size_t kArenaWords = 8, kArenaIoWords = 2;
+static_assert(sizeof(arena_record) == kArenaWords * sizeof(uint64_t), "the arena record's words");
 // struct_size of the options before max_budget_bytes and heap: still accepted.
 constexpr size_t kOptionsV1Size = offsetof(gpudyn_ggarray_options_t, max_budget_bytes);
 static_assert(kOptionsV1Size == 40 && sizeof(gpudyn_ggarray_options_t) == 56, "the published layouts' sizes");
@@ -75,6 +76,8 @@ struct gpudyn_ggarray_s {
     std::vector<uint64_t> runs;    // the runs taken as arenas (the last is current): the device's
                                    // stream-ordered pool's (own arena) or the given heap's
     uint64_t last_run = 0;         // bytes of the current run
+    bool grows = false;            // own arena mapped as kernels reach it (VMM), else one run of the budget
+    growth_arena* growing = nullptr;  // that arena once a kernel could need it
     gpudyn_heap_view_t heap_view{};
 
     // Bytes of bucket rows 0..rows-1 in the pool: element_size * first * L * (2^rows - 1).
@@ -155,7 +158,21 @@ struct gpudyn_ggarray_s {
     // then fail their buckets, as an own arena's do once the budget is used).
     // True when it started a new run after a refused bucket (the caller lifts
     // the seals the refusal left).
+    // Growing own arena: opened the first time (its virtual range is the
+    // max budget, nothing mapped); then only told a launch may come (true
+    // when the host thread had refused a bucket for want of device memory:
+    // the caller lifts the seals, since the memory may be there now).
     bool ensure_arena(cudaStream_t stream, uint64_t need = 0) {
+        if (grows) {
+            if (growing == nullptr) {
+                growing = growth_arena_open(hs.device, max_budget);
+                // arena_record: taken, base, size (the budget), refused, end, refusals, mailbox, mapped.
+                const uint64_t rec[kArenaWords] = {0, uint64_t(growth_arena_base(growing)), budget, 0, 0, 0,
+                                                   growth_arena_mailbox(growing), 0};
+                GPUDYN_CUDA(cudaMemcpyAsync(arena, rec, sizeof(rec), cudaMemcpyHostToDevice, stream));
+            }
+            return growth_arena_prepare(growing);
+        }
         if (!heap) {
             if (runs.empty()) add_own_run(stream, budget, "the array's budget");
             return false;
@@ -237,7 +254,14 @@ struct gpudyn_ggarray_s {
         uint64_t now = 0, max = 0;
         budget_of(&now, &max);
         char buf[320];
-        if (heap)
+        if (grows)
+            snprintf(buf, sizeof(buf),
+                     "a bucket found no memory: the device had none left (the arena maps %llu bytes) or the "
+                     "budget (%llu bytes, at most %llu) is used up; free device memory, or raise the budget with "
+                     "gpudyn_ggarray_set_budget",
+                     (unsigned long long)(growing ? growth_arena_mapped(growing) : 0), (unsigned long long)now,
+                     (unsigned long long)max);
+        else if (heap)
             snprintf(buf, sizeof(buf),
                      "the array's run of the given heap (%llu bytes; the heap maps %llu, at most %llu) is used up; "
                      "the next get_view, reserve or push_back takes another when the heap has the memory (raise it "
@@ -337,6 +361,10 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         const int device = create_device(s);  // the stream's device, else the current one
         device_guard on_device(device);
         uint64_t budget = o->budget_bytes, max_budget = o->max_budget_bytes;
+        int vmm = 0;
+        GPUDYN_CUDA(cudaDeviceGetAttribute(
+            &vmm, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED), device));
+        const bool grows = o->heap == nullptr && vmm != 0;
         size_t free_b = 0, total_b = 0;
         GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
         if (o->heap) {
@@ -351,13 +379,22 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
                            (unsigned long long)budget, total_b);
             if (budget != 0) budget = std::max(budget, kMinBudget);
             if (max_budget != 0) max_budget = std::max(max_budget, kMinBudget);
-            heap_resolve_sizes(kOwnHeapPage, &budget, &max_budget);  // the heap's defaults for that page
+            if (grows) {
+                // Nothing is taken up front: the budget only bounds what kernels
+                // may map, so by default it is all the device's memory.
+                if (budget != 0) heap_resolve_sizes(kOwnHeapPage, &budget, &max_budget);
+                if (max_budget == 0) max_budget = total_b;
+                if (budget == 0) budget = max_budget;
+            } else {
+                heap_resolve_sizes(kOwnHeapPage, &budget, &max_budget);  // the heap's defaults for that page
+            }
         }
         auto* h = new gpudyn_ggarray_s{};
         h->element_size = o->element_size;
         h->lfvectors = o->num_lfvectors;
         h->budget = budget;
         h->max_budget = max_budget;
+        h->grows = grows;
         h->device_bytes = total_b;
         while ((1ull << h->log2_first) < first) ++h->log2_first;
         const size_t L = h->lfvectors;
@@ -446,6 +483,11 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
                     array->runs.pop_back();
                 }
                 heap_arena_share(array->heap, -1);
+            }
+            if (array->growing) {
+                // Unmapped by the library's host thread once the array's last work is done.
+                growth_arena_close(array->growing, s);
+                array->growing = nullptr;
             }
             if (!array->heap) {
                 // The own arena's runs go back to the stream-ordered pool after the array's last work.
@@ -629,7 +671,9 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array
         require_handle(array, handle_kind::ggarray, "array");
         GPUDYN_REQUIRE_NOT_NULL(bytes);
         handle_call call(array->hs, stream);
-        *bytes = read_u64(array->allocated, call.stream()) + array->pool.mapped;
+        const uint64_t buckets = read_u64(array->allocated, call.stream());  // synchronizes
+        // A growing arena holds what it maps (at least its buckets' bytes).
+        *bytes = (array->growing ? growth_arena_mapped(array->growing) : buckets) + array->pool.mapped;
     });
 }
 
@@ -724,6 +768,31 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_s
     });
 }
 
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_trim(gpudyn_ggarray_t array, gpudyn_stream_t stream) {
+    GPUDYN_ABI({
+        require_handle(array, handle_kind::ggarray, "array");
+        handle_call call(array->hs, stream);
+        cudaStream_t s = call.stream();
+        if (array->growing) {
+            if (array->count_elements(s) == 0) {  // synchronizes
+                with_type(array, [&](auto tag) {
+                    using T = typename decltype(tag)::type;
+                    drop_kernel<T><<<blocks_for(array->lfvectors, kThreads), kThreads, 0, s>>>(array->view());
+                    GPUDYN_CHECK_LAUNCH("drop_kernel");
+                });
+                GPUDYN_CUDA(cudaStreamSynchronize(s));
+                growth_arena_trim(array->growing, 0);
+            } else {
+                // The mapping past the last bucket handed out.
+                growth_arena_trim(array->growing, read_u64(array->arena + 4, s));
+                const uint64_t zero = 0;  // the device's lower bound of what is mapped
+                GPUDYN_CUDA(cudaMemcpyAsync(array->arena + 7, &zero, sizeof(zero), cudaMemcpyHostToDevice, s));
+            }
+        }
+        growth_reserve_release(array->hs.device);
+    });
+}
+
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudyn_ggarray_view_t* view,
                                                    gpudyn_stream_t stream) {
     GPUDYN_ABI({
@@ -752,6 +821,16 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uin
                        (unsigned long long)budget_bytes, (unsigned long long)max,
                        array->heap ? "given heap's" : "array's arena");
         if (budget_bytes <= now) return;
+        if (array->grows) {
+            // Only the bound moves: memory is still mapped as kernels reach it.
+            array->budget = std::max(budget_bytes, kMinBudget);
+            if (array->growing) {
+                GPUDYN_CUDA(cudaMemcpyAsync(array->arena + 2, &array->budget, sizeof(uint64_t),
+                                            cudaMemcpyHostToDevice, call.stream()));
+                array->fold(call.stream(), fold_mode::keep);          // lifts the seals the old bound left
+            }
+            return;
+        }
         if (!array->heap) {
             const uint64_t want = std::max(budget_bytes, kMinBudget);
             if (array->runs.empty()) {

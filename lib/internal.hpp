@@ -270,6 +270,8 @@ void report_since_check(uint64_t failed, uint64_t bad, check_marks* seen, const 
 // Driver entry point by name, resolved at run time through the runtime so the
 // library never links libcuda (machines without a driver can still load it).
 void* driver_entry_point(const char* symbol, int cuda_version);
+// Releases the device's reserve of unmapped growth chunks (memory_source.cu); the bytes released.
+uint64_t growth_reserve_release(int device);
 
 // ---- buffer arguments (issue 39: bad input never reaches a kernel) ----
 //

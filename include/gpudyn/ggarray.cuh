@@ -88,23 +88,65 @@ constexpr unsigned kEmpty = 0, kBusy = 1, kReady = 2, kReadyPool = 3;
 // doubled up to the last (a growth takes a few global round trips).
 constexpr unsigned kWaitNs = 128, kMaxWaitNs = 1024;
 
-// The growth arena (view .arena): buckets beyond the pool rows are bumped off
-// [base, base + size), a run the host allocated (the array's own budget) or
-// took from a heap it shares (gpudyn_ggarray_options_t.heap).  A bump is one
-// atomicAdd; it keeps the growth path of every push kernel to a few registers
-// (the page-run search of a heap made a per-thread push kernel 48-64
-// registers a thread instead of 32-48: a quarter to a half fewer resident
-// warps to hide the latency of the reservation's atomic).
+// The growth arena (view .arena): buckets beyond the pool rows are bumped
+// off [base, base + size).  Either a fixed run (the array's budget taken
+// whole, or a run of a heap it shares), or, by default, a virtual range whose
+// physical memory the host maps as the bumps reach it (mailbox != 0): a
+// bucket past the mapped end asks the library's host thread for more through
+// the host-mapped mailbox and waits for it, so memory follows the output and
+// a kernel can grow into what the device can give.  A bump is one atomicAdd;
+// it keeps the growth path of every push kernel to a few registers (the
+// page-run search of a heap made a per-thread push kernel 48-64 registers a
+// thread instead of 32-48: fewer resident warps to hide the reservation's
+// atomic).
 struct arena_record {
     unsigned long long taken;    // bytes handed out or refused from base (refused ones stay counted)
     unsigned long long base;     // device address of the arena (0: none yet)
-    unsigned long long size;     // bytes of it usable now
+    unsigned long long size;     // bytes of it usable now (the budget)
     unsigned long long refused;  // largest request refused since the host last looked (atomicMax)
     unsigned long long end;      // end of the last bucket handed out (atomicMax): where the host resumes
     unsigned long long refusals; // requests refused (a count, for tests and stats)
+    unsigned long long mailbox;  // device address of the growth_mailbox (0: the whole run is mapped)
+    unsigned long long mapped;   // bytes from base known mapped (a lower bound, raised with atomicMax)
+};
+// Host-mapped (pinned) words shared with the library's host thread while kernels run.
+struct growth_mailbox {
+    unsigned long long want;     // highest end a bucket waits for (device atomicMax)
+    unsigned long long mapped;   // bytes from base mapped now (host writes, after the mapping is usable)
+    unsigned long long limit;    // the host could not map past this (~0: no refusal yet)
+    unsigned long long requests; // buckets that had to wait (a count, for stats)
 };
 // Buckets start on this alignment (the widest vector access, and then some).
 constexpr unsigned long long kArenaAlign = 256;
+// A bucket waits at most this long for the host to map memory (then it is refused):
+// the host thread answers in microseconds; this only ends a wait nobody answers.
+constexpr unsigned long long kGrowthTimeoutNs = 5000000000ull;
+__device__ inline unsigned long long global_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+// True once [base, base + end) is mapped; false when the host could not map it.
+__device__ inline bool arena_wait_mapped(arena_record* a, unsigned long long end) {
+    growth_mailbox* mb = reinterpret_cast<growth_mailbox*>(a->mailbox);
+    volatile growth_mailbox* v = mb;
+    unsigned long long m = v->mapped;
+    if (m < end) {
+        atomicMax(&mb->want, end);
+        atomicAdd(&mb->requests, 1ull);
+        const unsigned long long t0 = global_ns();
+        unsigned ns = 256;
+        for (;;) {
+            m = v->mapped;
+            if (m >= end) break;
+            if (end > v->limit || global_ns() - t0 > kGrowthTimeoutNs) return false;
+            __nanosleep(ns);
+            ns = ns < 8192 ? 2 * ns : ns;
+        }
+    }
+    atomicMax(&a->mapped, m);
+    return true;
+}
 // A bucket of `bytes` from the arena at `record`; nullptr when it does not fit
 // (the request is recorded in `refused`; `taken` stays past it, so the rest of
 // the launch's requests fail too, until the host resets it to `end`).
@@ -119,8 +161,12 @@ __device__ inline void* arena_bucket(unsigned long long record, unsigned long lo
     const unsigned long long size = *static_cast<volatile unsigned long long*>(&a->size);
     const unsigned long long at = atomicAdd(&a->taken, need);
     if (base != 0 && need <= size && at <= size - need) {
-        atomicMax(&a->end, at + need);
-        return reinterpret_cast<void*>(base + at);
+        const unsigned long long end = at + need;
+        if (*static_cast<volatile unsigned long long*>(&a->mailbox) == 0 ||
+            end <= *static_cast<volatile unsigned long long*>(&a->mapped) || arena_wait_mapped(a, end)) {
+            atomicMax(&a->end, end);
+            return reinterpret_cast<void*>(base + at);
+        }
     }
     atomicMax(&a->refused, need);
     atomicAdd(&a->refusals, 1ull);
@@ -666,6 +712,24 @@ private:
         *window(l) = ready ? window_word(l, b) : 0ull;
     }
 
+    // Host's trim of an empty array (one thread per LFVector, no kernel
+    // pushing): the arena's buckets go back to empty, so the host can unmap
+    // the arena; pool slices stay (their rows are the pool's).  The ready
+    // prefix ends at the first bucket that is not ready now.
+    __device__ void drop_arena_buckets(unsigned l) const {
+        unsigned prefix = GPUDYN_GGARRAY_MAX_BUCKETS;
+        for (unsigned b = 0; b < GPUDYN_GGARRAY_MAX_BUCKETS; ++b) {
+            if (*state(l, b) == ggarray_detail::kReady) {
+                *bucket_slot(l, b) = 0;
+                *state(l, b) = ggarray_detail::kEmpty;
+            }
+            if (*state(l, b) != ggarray_detail::kReadyPool && prefix > b) prefix = b;
+        }
+        unsigned* g = reinterpret_cast<unsigned*>(view_.growth) + l;
+        *g = prefix < ggarray_detail::prefix_of(*g) ? prefix : ggarray_detail::prefix_of(*g);
+        reset_window(l, 0);
+    }
+
     // The structure's side of the insertion algorithms (insert.cuh, warp_push.cuh).
     struct sink {
         const ggarray_ref* a;
@@ -791,6 +855,8 @@ struct internal {
     __device__ static void reset_window(const ggarray_ref<T>& a, unsigned l, unsigned long long size) {
         a.reset_window(l, size);
     }
+    template <class T>
+    __device__ static void drop_arena_buckets(const ggarray_ref<T>& a, unsigned l) { a.drop_arena_buckets(l); }
     template <class T>
     __device__ static unsigned long long lfvector_capacity(const ggarray_ref<T>& a, unsigned l) {
         return a.lfvector_capacity(l);

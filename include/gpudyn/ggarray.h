@@ -53,7 +53,7 @@ typedef enum gpudyn_insert_algo_t {
 } gpudyn_insert_algo_t;
 
 /* Versions of the view structs; a device header refuses any other. */
-typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 6 } gpudyn_ggarray_view_version_t;
+typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 7 } gpudyn_ggarray_view_version_t;
 typedef enum gpudyn_static_array_view_version_t { GPUDYN_STATIC_ARRAY_VIEW_VERSION = 2 } gpudyn_static_array_view_version_t;
 typedef enum gpudyn_vmm_array_view_version_t { GPUDYN_VMM_ARRAY_VIEW_VERSION = 2 } gpudyn_vmm_array_view_version_t;
 
@@ -205,8 +205,10 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_size(gpudyn_ggarray_t array, uint64_t* size, gpudyn_stream_t stream);
 /* Elements the allocated buckets can hold; synchronizes `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_capacity(gpudyn_ggarray_t array, uint64_t* capacity, gpudyn_stream_t stream);
-/* Bytes of bucket memory held (buckets taken from the growth arena plus mapped
- * pool memory; the arena's unused budget is not counted); synchronizes. */
+/* Bytes of device memory the elements' buckets hold: the pool's mapped rows
+ * plus the growth arena's mapped memory (a fixed run: the bytes of its
+ * buckets; the run's unused part is not counted).  Bookkeeping (about
+ * 400 bytes per LFVector) is not counted.  Synchronizes. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array, uint64_t* bytes,
                                                           gpudyn_stream_t stream);
 /* Copies the elements, LFVector after LFVector, to contiguous device memory
@@ -236,8 +238,18 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_size_async(gpudyn_ggarray_t array, uin
  * dst_bytes 0 (then only the size is written). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_flatten_async(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
                                                         uint64_t* size, gpudyn_stream_t stream);
-/* Size 0, buckets kept (capacity unchanged), status bits zeroed. */
+/* Size 0, buckets kept (capacity unchanged), status bits zeroed.  Stream-ordered,
+ * no wait: a produce / consume / clear loop reuses the buckets, so it maps no
+ * new memory once its largest output fitted. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_stream_t stream);
+/* Gives back the device memory the array holds beyond what its elements need:
+ * an empty array drops every bucket of its growth arena (capacity falls to the
+ * pool rows that reserve mapped), a non-empty one the arena's mapping past its
+ * last bucket; then the device's reserve of unmapped chunks is released (see
+ * gpudyn_trim).  Synchronizes `stream`; no kernel may use the array meanwhile
+ * (as for destroy).  A GGArray with a given heap or without VMM only releases
+ * the reserve. */
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_trim(gpudyn_ggarray_t array, gpudyn_stream_t stream);
 /* Fills *view and recomputes `ranges` on `stream`; at() and spans of kernels
  * launched after it on that stream see the elements present at that point.
  * Makes the growth arena ready first: the own one is allocated the first time

@@ -201,6 +201,12 @@ GPUDYN_API gpudyn_status_t gpudyn_stream_synchronize(gpudyn_stream_t stream);
 /* Waits for all work on the current device, every stream's.  For releasing
  * memory whose stream may no longer exist (a raw handle the user destroyed). */
 GPUDYN_API gpudyn_status_t gpudyn_device_synchronize(void);
+/* Gives back to the driver the device memory gpudyn keeps for reuse on
+ * `device`: the reserve of unmapped chunks that GGArrays' growth arenas gave
+ * back (trim, destroy) and take again when they grow.  The library's host
+ * thread also releases a chunk once it has been unused for a second.  *bytes
+ * (may be NULL) = the bytes released.  No synchronization. */
+GPUDYN_API gpudyn_status_t gpudyn_trim(int32_t device, uint64_t* bytes);
 /* Makes later work on `stream` wait until the work queued on `producer` so far
  * has finished, without blocking the host (an event recorded on `producer`,
  * waited on by `stream`).  Either stream may be NULL or the handle values 1

@@ -13,7 +13,7 @@ from .errors import (CudaError, GpudynError, InternalError, InvalidArgumentError
                      LibraryVersionError, NoDeviceError, NotSupportedError, OutOfMemoryError)
 from ._ffi import check, ffi, lib, library_path
 from .buffer import DeviceBuffer
-from .info import cuda_versions, device_count, device_info
+from .info import cuda_versions, device_count, device_info, trim
 
 
 def get_include() -> str:
@@ -29,7 +29,7 @@ def get_include() -> str:
 
 __all__ = [
     "__version__", "check", "ffi", "lib", "library_path", "get_include", "DeviceBuffer",
-    "device_info", "device_count", "cuda_versions",
+    "device_info", "device_count", "cuda_versions", "trim",
     "GpudynError", "InvalidArgumentError", "OutOfMemoryError", "NoDeviceError", "CudaError",
     "NotSupportedError", "InternalError", "LibraryNotFoundError", "LibraryVersionError",
 ]

@@ -366,28 +366,38 @@ class GGArray(_Array):
     map whole bucket rows into the array's bucket pool from the host (kernels
     then claim those buckets in place).  Every other bucket -- pushes from your
     own kernels past what was reserved, or all of them without a pool -- is
-    bumped off the array's growth arena: runs the array takes from the device's
-    stream-ordered memory pool (cudaMallocAsync, as CuPy's and PyTorch's async
-    allocations), or from `heap` (a :class:`gpudyn.Heap` shared with other arrays).
-    CUDA's device malloc heap is never used.
+    bumped off the array's growth arena.  CUDA's device malloc heap is never used.
 
-    The arena's memory is the array's :attr:`budget`.  `budget`: bytes the array
-    takes the first time a kernel could need them (None: 1 GiB, or half the
-    device's free memory when that is less; a pool whose release threshold keeps
-    its memory makes an array per launch cheap); `max_budget`: the most the
-    budget may be raised to (None: 8x the budget, at most the device's memory);
-    a raise takes another run of the difference.  With `heap` (leave both None), its mapped memory is
-    the budget: the first time a kernel could need a bucket the array takes a
-    run of the heap (its share of the free memory: the free bytes over the
-    arrays using the heap that hold no run yet plus one, the share left to the
-    heap's own mallocs -- half of it for an array alone; at least 2 MiB), and another,
-    at least twice the largest refused bucket, at the next get_view / extend /
-    reserve after a kernel was refused one; :meth:`close` gives the runs back.
-    Raise the budget between launches by assigning :attr:`budget`.  When it runs out
-    inside a kernel, the push that needed a bucket returns false and stores
-    nothing, :attr:`status` records it (OutOfMemoryError at the next host call,
-    or :meth:`check`), and every stored element stays; :meth:`extend` raises
-    OutOfMemoryError with the array unchanged.
+    Memory follows the output.  By default the arena is a virtual range that
+    holds no memory until a kernel's bucket reaches it: the library's host
+    thread maps device memory while the kernel runs, as much as the buckets
+    take, so a kernel can store as much as the device can give with no size
+    named first, and between launches the array holds its buckets (at most
+    twice its elements' bytes, plus one first bucket per LFVector: 2 MiB for
+    the defaults with int32) plus about 400 bytes of bookkeeping per LFVector.
+    :meth:`clear` keeps the buckets (a produce / consume / clear loop maps
+    nothing once its largest output fitted); :meth:`trim` gives them back.
+
+    `budget`: the most kernels may map for buckets (None: all of the device's
+    memory); `max_budget`: the most the budget may be raised to (None: 8x the
+    budget, at most the device's memory; with neither given, the device's
+    memory).  On a device without virtual memory management the budget is one
+    run taken whole from the stream-ordered pool the first time a kernel could
+    need it (None: 1 GiB, or half the free memory when that is less).  With
+    `heap` (a :class:`gpudyn.Heap` shared with other arrays; leave both None),
+    its mapped memory is the budget: the first time a kernel could need a
+    bucket the array takes a run of the heap (its share of the free memory: the
+    free bytes over the arrays using the heap that hold no run yet plus one, the
+    share left to the heap's own mallocs -- half of it for an array alone; at
+    least 2 MiB), and another, at least twice the largest refused bucket, at
+    the next get_view / extend / reserve after a kernel was refused one;
+    :meth:`close` gives the runs back.  Raise the budget between launches by
+    assigning :attr:`budget`.  When a bucket finds no memory inside a kernel
+    (the device has none left, or the budget is used up), the push that needed
+    it returns false and stores nothing, :attr:`status` records it
+    (OutOfMemoryError at the next host call, or :meth:`check`), and every
+    stored element stays; once memory is free again the next launch can store
+    the rest.  :meth:`extend` raises OutOfMemoryError with the array unchanged.
 
     `pool_bytes`: the pool's virtual range (0: the device's memory; None: no
     pool, every bucket from the heap)."""
@@ -459,6 +469,15 @@ class GGArray(_Array):
         """The most :attr:`budget` may be raised to (the array's limit, or the shared heap's virtual range)."""
         return self._budget()[1]
 
+    def trim(self) -> None:
+        """Gives back the device memory the array holds beyond its elements: an
+        empty array (e.g. after :meth:`clear`) gives back every bucket of its
+        growth arena, a non-empty one the arena's memory past its last bucket;
+        then the device's reserve of unmapped memory is released
+        (:func:`gpudyn.trim`).  Waits for the array's stream; no kernel may be
+        using the array meanwhile (as for :meth:`close`)."""
+        check(self._fn("trim")(self._handle, self._stream))
+
     def reserve(self, capacity: int) -> None:
         capacity = _args.integer("GGArray.reserve", "capacity", capacity)
         check(self._call("reserve")(self._handle, capacity, self._stream))
@@ -470,7 +489,10 @@ class GGArray(_Array):
         return int(out[0])
 
     def memory_stats(self) -> dict:
-        """{'size', 'capacity', 'allocated_bytes', 'element_bytes'}."""
+        """{'size', 'capacity', 'allocated_bytes', 'element_bytes'}: elements, the
+        elements the buckets can hold, the device memory the buckets hold (the
+        pool's mapped rows and the growth arena's mapped memory), and size x
+        itemsize.  Waits for the array's stream."""
         out = ffi.new("uint64_t*")
         check(self._call("allocated_bytes")(self._handle, out, self._stream))
         n = len(self)

@@ -47,3 +47,21 @@ def device_info(device: int = 0) -> dict:
         "driver_version": int(info.driver_version),
         "vmm_supported": bool(info.vmm_supported),
     }
+
+
+def trim(device: int | None = None) -> int:
+    """Gives back to the driver the device memory gpudyn keeps for reuse on
+    `device` (None: the current device): memory that GGArrays' growth arenas
+    gave back (:meth:`GGArray.trim`, :meth:`GGArray.close`) and take again when
+    they grow.  The library also gives such memory back by itself once it has
+    been unused for a second.  Returns the bytes given back; no wait."""
+    if device is None:
+        d = ffi.new("int32_t*")
+        check(lib.gpudyn_get_device(d))
+        device = int(d[0])
+    if isinstance(device, (float, np.floating)):
+        raise TypeError(f"gpudyn: trim argument 'device' is {device!r}, expected an integer device ordinal")
+    device = _args.integer("trim", "device", device, 0, (1 << 31) - 1)
+    out = ffi.new("uint64_t*")
+    check(lib.gpudyn_trim(device, out))
+    return int(out[0])

@@ -247,6 +247,7 @@ static void handle_cases(void* h, int skip) {
         REFUSE_ARG(C(gpudyn_ggarray_size_async)(g, &u64, NULL), "array");
         REFUSE_ARG(C(gpudyn_ggarray_flatten_async)(g, &u64, 8, &u64b, NULL), "array");
         REFUSE_ARG(C(gpudyn_ggarray_clear)(g, NULL), "array");
+        REFUSE_ARG(C(gpudyn_ggarray_trim)(g, NULL), "array");
         REFUSE_ARG(C(gpudyn_ggarray_get_view)(g, &gv, NULL), "array");
         REFUSE_ARG(C(gpudyn_ggarray_set_budget)(g, 1u << 22, NULL), "array");
         REFUSE_ARG(C(gpudyn_ggarray_get_budget)(g, &u64, &u64b), "array");
@@ -538,6 +539,11 @@ static void core_host_cases(void) {
     REFUSE_ARG(C(gpudyn_memset)(GARBAGE, 0, 8, NULL), "dst");
     REFUSE_ARG(C(gpudyn_memset)(host, 256, 8, NULL), "value");
     REFUSE_ARG(C(gpudyn_memset)(host, -1, 8, NULL), "value");
+
+    REFUSE_ARG(C(gpudyn_trim)(0, GARBAGE), "bytes");
+    REFUSE(C(gpudyn_trim)(-1, NULL)); /* INVALID_ARGUMENT naming 'device' (NO_DEVICE without one) */
+    REFUSE(C(gpudyn_trim)(INT32_MAX, NULL));
+    DEVICE_OK(C(gpudyn_trim)(0, NULL));
 
     DEVICE_OK(C(gpudyn_stream_synchronize)(NULL));
     DEVICE_OK(C(gpudyn_device_synchronize)());
@@ -1032,6 +1038,7 @@ static void ggarray_device_cases(void) {
     CHECK_OK(C(gpudyn_ggarray_set_budget)(a, 8u << 20, NULL));
     CHECK_OK(C(gpudyn_ggarray_clear_status)(a, NULL));
     CHECK_OK(C(gpudyn_ggarray_clear)(a, NULL));
+    CHECK_OK(C(gpudyn_ggarray_trim)(a, NULL)); /* empty: every arena bucket given back */
     g_subject = &g_none;
     CHECK_OK(C(gpudyn_ggarray_destroy)(a));
     uint64_t size = 0;

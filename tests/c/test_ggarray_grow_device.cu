@@ -18,6 +18,16 @@
 //      memory); destroy gives the shared heap every run back.
 //   4  Options of an older caller (struct_size before max_budget_bytes) are
 //      accepted and the later fields not read; budget arguments checked.
+//   5  Memory follows the output (issue 40): a default-constructed array takes
+//      3.2 GB from one kernel of per-thread push_back (no size named), holds
+//      at most 2x the elements' bytes plus one first bucket per LFVector, and
+//      gives the device its memory back once destroyed and trimmed.
+//   6  A small output holds little; clear keeps the buckets (the same pushes
+//      map nothing new); trim of the empty array gives every bucket back and
+//      the array grows again after it.
+//   7  The device runs out of memory in the middle of an iterative loop: the
+//      pushes that found no memory return false, the status says so, nothing
+//      stored is lost, and once memory is free again the loop stores the rest.
 // Under GPUDYN_SANITIZER the sizes shrink (kSmall below): 2M values in part 1
 // (the 4 GB run takes minutes under the tools), 2M in part 2.
 #include <gpudyn/ggarray.cuh>
@@ -30,6 +40,7 @@ extern "C" {
 
 #include <cstddef>
 #include <cstdlib>
+#include <ctime>
 #include <vector>
 
 using u32 = unsigned;
@@ -103,6 +114,15 @@ __global__ void check_values(gpudyn_ggarray_view_t v, unsigned long long size, u
         const unsigned bit = 1u << (i % 32);
         if (atomicOr(seen + i / 32, bit) & bit) atomicAdd(counts + 1, 1ull);
     }
+}
+
+// One element a thread, grid-stride, the natural form: pushes tag + i for i in [lo, hi).
+__global__ void push_each(gpudyn_ggarray_view_t v, unsigned long long lo, unsigned long long hi, u32 tag,
+                          unsigned long long* failed) {
+    const gpudyn::ggarray_ref<u32> a{v};
+    for (unsigned long long i = lo + blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < hi;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        if (!a.push_back(u32(tag + i))) atomicAdd(failed, 1ull);
 }
 
 // ---- host helpers ----------------------------------------------------------
@@ -334,6 +354,127 @@ static void older_options() {
     CHECK_INVALID(gpudyn_ggarray_create(&g, &o, NULL), "struct_size");
 }
 
+static uint64_t held_bytes(gpudyn_ggarray_t g) {
+    uint64_t b = ~0ull;
+    CHECK_OK(gpudyn_ggarray_allocated_bytes(g, &b, NULL));
+    return b;
+}
+static size_t free_bytes() {
+    size_t f = 0, t = 0;
+    CUDA_OK(cudaMemGetInfo(&f, &t));
+    return f;
+}
+// Destroyed arrays' mappings go back on the library's host thread once their
+// work is done; then gpudyn_trim hands the reserve to the driver.
+static void settle_and_trim() {
+    CUDA_OK(cudaDeviceSynchronize());
+    for (int i = 0; i < 50; ++i) {
+        uint64_t released = 0;
+        CHECK_OK(gpudyn_trim(0, &released));
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+// ---- 5 ---------------------------------------------------------------------
+static void default_array_takes_3_2_gb() {
+    const unsigned long long n = g_small ? (4ull << 20) : 800000000ull;  // 3.2 GB of uint32
+    settle_and_trim();
+    const size_t free_before = free_bytes();
+    gpudyn_ggarray_options_t o;
+    CHECK_OK(gpudyn_ggarray_options_init(&o));  // every default: no budget named
+    gpudyn_ggarray_t g = NULL;
+    CHECK_OK(gpudyn_ggarray_create(&g, &o, NULL));
+    unsigned long long* failed = nullptr;
+    CUDA_OK(cudaMalloc(&failed, sizeof(*failed)));
+    CUDA_OK(cudaMemset(failed, 0, sizeof(*failed)));
+    push_each<<<grid_blocks(), kThreads>>>(view_of(g), 0, n, 7, failed);
+    CUDA_OK(cudaGetLastError());
+    unsigned long long f = ~0ull;
+    CUDA_OK(cudaMemcpy(&f, failed, sizeof(f), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaFree(failed));
+    CHECK(f == 0);
+    CHECK(status_word(g) == 0);
+    CHECK(holds_exactly(g, 7, n, NULL, n, "5: 3.2 GB into a default array"));
+    const uint64_t held = held_bytes(g);
+    const uint64_t first_buckets = 512ull * 1024 * 4, granule = 2ull << 20;
+    if (!(held >= n * 4 && held <= 2 * n * 4 + first_buckets + granule))
+        fprintf(stderr, "5: holds %llu bytes for %llu bytes of elements\n", (unsigned long long)held, n * 4);
+    CHECK(held >= n * 4 && held <= 2 * n * 4 + first_buckets + granule);
+    CHECK_OK(gpudyn_ggarray_destroy(g));
+    settle_and_trim();
+    const size_t free_after = free_bytes();
+    if (free_after + (64ull << 20) < free_before)
+        fprintf(stderr, "5: %zu bytes free before, %zu after destroy and trim\n", free_before, free_after);
+    CHECK(free_after + (64ull << 20) >= free_before);
+}
+
+// ---- 6 ---------------------------------------------------------------------
+static void small_output_clear_and_trim() {
+    const unsigned long long n = 1ull << 20;  // 4 MB of uint32
+    gpudyn_ggarray_t g = make(0, 0, NULL, 512, 0);
+    CHECK(held_bytes(g) == 0);                 // nothing taken up front
+    CHECK(push(g, 0, n, 0, NULL, NULL) == 0);
+    const uint64_t held = held_bytes(g);
+    const uint64_t first_buckets = 512ull * 1024 * 4, granule = 2ull << 20;
+    CHECK(held >= n * 4 && held <= 2 * n * 4 + first_buckets + granule);
+    CHECK_OK(gpudyn_ggarray_clear(g, NULL));
+    CHECK(push(g, 0, n, 0, NULL, NULL) == 0);  // the same output again: the buckets it had
+    CHECK(held_bytes(g) == held);
+    CHECK(holds_exactly(g, 0, n, NULL, n, "6: after clear"));
+    CHECK_OK(gpudyn_ggarray_clear(g, NULL));
+    CHECK_OK(gpudyn_ggarray_trim(g, NULL));
+    CHECK(held_bytes(g) == 0);
+    uint64_t cap = ~0ull, size = ~0ull;
+    CHECK_OK(gpudyn_ggarray_capacity(g, &cap, NULL));
+    CHECK_OK(gpudyn_ggarray_size(g, &size, NULL));
+    CHECK(cap == 0 && size == 0);
+    CHECK(push(g, 0, n, 3, NULL, NULL) == 0);  // grows again after the trim
+    CHECK(holds_exactly(g, 3, n, NULL, n, "6: after trim"));
+    CHECK_OK(gpudyn_ggarray_trim(g, NULL));    // not empty: only the mapping past its last bucket
+    CHECK(holds_exactly(g, 3, n, NULL, n, "6: after a trim of a full array"));
+    CHECK_OK(gpudyn_ggarray_destroy(g));
+}
+
+// ---- 7 ---------------------------------------------------------------------
+static void out_of_memory_in_a_loop() {
+    const unsigned long long chunk = g_small ? (1ull << 20) : (32ull << 20);  // values a round (128 MB)
+    const unsigned rounds = 8;
+    const unsigned long long n = chunk * rounds;
+    const size_t left = g_small ? (24ull << 20) : (320ull << 20);            // what the blocker leaves
+    uint8_t* stored = nullptr;
+    CUDA_OK(cudaMalloc(&stored, n));
+    CUDA_OK(cudaMemset(stored, 0, n));
+    gpudyn_ggarray_t g = make(0, 0, NULL, 512, 0);
+    settle_and_trim();
+    void* blocker = nullptr;
+    const size_t f = free_bytes();
+    CUDA_OK(cudaMalloc(&blocker, f > left ? f - left : 1));
+    unsigned long long failed = 0;
+    unsigned first_failure = rounds;
+    for (unsigned r = 0; r < rounds; ++r) {  // produce, round after round, with no host fix-up
+        const unsigned long long fr = push(g, r * chunk, (r + 1) * chunk, 0, NULL, stored);
+        if (fr != 0 && first_failure == rounds) first_failure = r;
+        failed += fr;
+    }
+    CHECK(first_failure > 0 && first_failure < rounds);  // some rounds fit, the device ran out in one
+    CHECK(failed > 0);
+    CHECK((status_word(g) & GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED) != 0);
+    CUDA_OK(cudaFree(blocker));                          // more memory now
+    std::vector<uint8_t> host(n);
+    CUDA_OK(cudaMemcpy(host.data(), stored, n, cudaMemcpyDeviceToHost));
+    unsigned long long kept = 0;
+    for (unsigned long long i = 0; i < n; ++i) kept += host[i];
+    CHECK(kept + failed == n);
+    CHECK(holds_exactly(g, 0, n, stored, kept, "7: after the device ran out"));  // nothing lost
+    CHECK_OK(gpudyn_ggarray_clear_status(g, NULL));
+    CHECK(push(g, 0, n, 0, stored, stored) == 0);       // the rest, now that there is memory
+    CHECK(status_word(g) == 0);
+    CHECK(holds_exactly(g, 0, n, NULL, n, "7: after memory came back"));
+    CUDA_OK(cudaFree(stored));
+    CHECK_OK(gpudyn_ggarray_destroy(g));
+}
+
 int main(void) {
     REQUIRE_DEVICE();
     g_small = getenv("GPUDYN_SANITIZER") != nullptr;
@@ -357,5 +498,8 @@ int main(void) {
     STEP(budget_runs_out_mid_kernel());
     STEP(side_by_side());
     STEP(older_options());
+    STEP(default_array_takes_3_2_gb());
+    STEP(small_output_clear_and_trim());
+    STEP(out_of_memory_in_a_loop());
     return TEST_RESULT();
 }

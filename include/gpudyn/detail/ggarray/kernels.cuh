@@ -154,6 +154,21 @@ __global__ void fold_kernel(gpudyn_ggarray_view_t view, const unsigned long long
     internal::reset_window(ggarray_ref<T>{view}, l, size);
 }
 
+// The host's trim of an empty array: one thread per LFVector drops the
+// arena's buckets; thread 0 also rewinds the arena and zeroes the bucket bytes.
+template <class T>
+__global__ void drop_kernel(gpudyn_ggarray_view_t view) {
+    const unsigned l = blockIdx.x * blockDim.x + threadIdx.x;
+    if (l == 0) {
+        auto* arena = reinterpret_cast<arena_record*>(view.arena);
+        arena->taken = 0;
+        arena->end = 0;
+        arena->mapped = 0;
+        *reinterpret_cast<unsigned long long*>(view.allocated_bytes) = 0;
+    }
+    if (l < view.num_lfvectors) internal::drop_arena_buckets(ggarray_ref<T>{view}, l);
+}
+
 // ---- spans: block-cooperative loops over contiguous elements ----
 // Bytes per vector access: 16 (the widest global load/store, LDG.128).
 constexpr unsigned kVecBytes = 16;

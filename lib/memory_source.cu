@@ -1,0 +1,394 @@
+// The growth arenas of GGArrays and the per-device reserve of physical chunks
+// under them (array_common.cuh explains the roles).  One host thread per
+// process answers kernels that wait for memory: it maps what an arena's
+// mailbox asks for while the kernel runs, gives closed arenas back once their
+// stream's work is done, and releases reserve chunks that stay unused.
+// Mapping while a kernel runs is what lets memory follow the output: the host
+// maps nothing ahead of a launch and a kernel can still grow into what the
+// device can give.
+#include "array_common.cuh"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gpudyn::detail {
+
+using ggarray_detail::growth_mailbox;
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+// The thread polls the mailboxes this often for a while after a launch may
+// have started (a view was taken), and rarely otherwise.
+constexpr auto kHotFor = std::chrono::seconds(2);
+constexpr auto kHotPoll = std::chrono::microseconds(20);
+constexpr auto kIdlePoll = std::chrono::microseconds(500);
+// Reserve chunks unused this long go back to the driver.
+constexpr auto kReserveIdle = std::chrono::seconds(1);
+constexpr unsigned kSlotsPerSlab = 256;  // mailboxes per pinned slab
+constexpr uint64_t kNoLimit = ~uint64_t(0);
+
+struct chunk {
+    CUmemGenericAllocationHandle handle;
+    uint64_t bytes;
+};
+
+uint64_t load(const unsigned long long* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+void store(unsigned long long* p, uint64_t v) { __atomic_store_n(p, static_cast<unsigned long long>(v), __ATOMIC_RELEASE); }
+
+}  // namespace
+
+struct growth_arena {
+    std::mutex m;  // the host thread and the array's host calls
+    int device = 0;
+    CUdeviceptr base = 0;
+    uint64_t reserved = 0;
+    uint64_t granularity = 0;
+    uint64_t mapped = 0;
+    std::vector<chunk> chunks;      // mapped back to back from base
+    growth_mailbox* mb = nullptr;   // pinned, mapped into the device's address space
+    uint64_t mb_device = 0;
+    uint64_t failed_want = 0;       // a request that could not be mapped (not retried until prepare)
+    cudaEvent_t closing = nullptr;  // set by close: give back once it completed
+};
+
+namespace {
+
+class memory_source {
+public:
+    static memory_source& get() {
+        static memory_source s;
+        return s;
+    }
+    ~memory_source() {
+        {
+            std::lock_guard<std::mutex> g(m_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        if (thread_.joinable()) thread_.join();
+        // Arenas and chunks left at exit go with the process.
+    }
+
+    void add(growth_arena* a) {
+        {
+            std::lock_guard<std::mutex> g(m_);
+            open_.push_back(a);
+            if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+        }
+        hint();
+    }
+    void close(growth_arena* a) {
+        {
+            std::lock_guard<std::mutex> g(m_);
+            open_.erase(std::remove(open_.begin(), open_.end(), a), open_.end());
+            closing_.push_back(a);
+        }
+        cv_.notify_all();
+    }
+    void hint() {
+        hot_until_.store((steady::now() + kHotFor).time_since_epoch().count(), std::memory_order_relaxed);
+        cv_.notify_all();
+    }
+
+    // A mailbox slot: zeroed, limit none.  Raises OUT_OF_MEMORY when no pinned memory is left.
+    growth_mailbox* take_mailbox(uint64_t* device_address) {
+        std::lock_guard<std::mutex> g(m_);
+        if (free_slots_.empty()) {
+            void* p = nullptr;
+            const cudaError_t e = cudaHostAlloc(&p, sizeof(growth_mailbox) * kSlotsPerSlab,
+                                                cudaHostAllocMapped | cudaHostAllocPortable);
+            if (e != cudaSuccess) {
+                cudaGetLastError();
+                raise(GPUDYN_ERROR_OUT_OF_MEMORY, "no pinned host memory for a growth mailbox: %s", cudaGetErrorString(e));
+            }
+            for (unsigned i = 0; i < kSlotsPerSlab; ++i) free_slots_.push_back(static_cast<growth_mailbox*>(p) + i);
+        }
+        growth_mailbox* mb = free_slots_.back();
+        void* d = nullptr;
+        GPUDYN_CUDA(cudaHostGetDevicePointer(&d, mb, 0));
+        free_slots_.pop_back();
+        *mb = growth_mailbox{0, 0, kNoLimit, 0};
+        *device_address = reinterpret_cast<uint64_t>(d);
+        return mb;
+    }
+    void give_mailbox(growth_mailbox* mb) {
+        std::lock_guard<std::mutex> g(m_);
+        free_slots_.push_back(mb);
+    }
+
+    // A chunk of exactly `bytes` of `device`: from the reserve, else new.
+    chunk take_chunk(int device, uint64_t bytes) {
+        {
+            std::lock_guard<std::mutex> g(reserve_m_);
+            auto& r = reserve_[device];
+            for (size_t i = r.size(); i-- > 0;)
+                if (r[i].c.bytes == bytes) {
+                    const chunk c = r[i].c;
+                    r.erase(r.begin() + i);
+                    return c;
+                }
+        }
+        CUmemAllocationProp p = device_prop(device);
+        CUmemGenericAllocationHandle h{};
+        CUresult e = vmm_driver().create(&h, bytes, &p, 0);
+        if (e == CUDA_ERROR_OUT_OF_MEMORY && release(device) != 0) e = vmm_driver().create(&h, bytes, &p, 0);
+        check_cu(e, "cuMemCreate");
+        return chunk{h, bytes};
+    }
+    void give_chunk(int device, chunk c) {
+        std::lock_guard<std::mutex> g(reserve_m_);
+        reserve_[device].push_back(entry{c, steady::now()});
+    }
+    uint64_t reserve_bytes(int device) {
+        std::lock_guard<std::mutex> g(reserve_m_);
+        uint64_t n = 0;
+        for (const entry& e : reserve_[device]) n += e.c.bytes;
+        return n;
+    }
+    // Releases the device's reserve chunks (all, or those unused since `before`); the bytes released.
+    uint64_t release(int device, steady::time_point before = steady::time_point::max()) {
+        std::vector<chunk> drop;
+        {
+            std::lock_guard<std::mutex> g(reserve_m_);
+            auto& r = reserve_[device];
+            for (size_t i = r.size(); i-- > 0;)
+                if (r[i].since < before) {
+                    drop.push_back(r[i].c);
+                    r.erase(r.begin() + i);
+                }
+        }
+        uint64_t n = 0;
+        for (const chunk& c : drop) {
+            vmm_driver().release(c.handle);
+            n += c.bytes;
+        }
+        return n;
+    }
+
+private:
+    struct entry {
+        chunk c;
+        steady::time_point since;
+    };
+    memory_source() = default;
+
+    void run() {
+        for (;;) {
+            std::vector<growth_arena*> open, closing;
+            {
+                std::lock_guard<std::mutex> g(m_);
+                if (stop_) return;
+                open = open_;
+                closing = closing_;
+            }
+            bool grew = false;
+            for (growth_arena* a : open) grew |= serve(a);
+            for (growth_arena* a : closing) finish_close(a);
+            std::vector<int> devices;
+            {
+                std::lock_guard<std::mutex> g(reserve_m_);
+                for (auto& kv : reserve_)
+                    if (!kv.second.empty()) devices.push_back(kv.first);
+            }
+            for (int d : devices) release(d, steady::now() - kReserveIdle);
+            const bool hot = grew || steady::now().time_since_epoch().count() < hot_until_.load(std::memory_order_relaxed);
+            std::unique_lock<std::mutex> g(m_);
+            if (stop_) return;
+            if (open_.empty() && closing_.empty() && devices.empty())
+                cv_.wait(g, [this] { return stop_ || !open_.empty() || !closing_.empty(); });
+            else
+                cv_.wait_for(g, hot ? kHotPoll : kIdlePoll);
+        }
+    }
+
+    // Maps what a waiting bucket asks for; true when it mapped something.
+    bool serve(growth_arena* a) {
+        std::lock_guard<std::mutex> g(a->m);
+        const uint64_t want = load(&a->mb->want);
+        if (want <= a->mapped || want == a->failed_want) return false;
+        cudaSetDevice(a->device);
+        // Exactly what was asked for (rounded to the granularity): the arena
+        // holds no more than its buckets; a kernel that keeps growing asks
+        // again, each request covering every bucket waiting by then.
+        try {
+            map_to(a, want);
+        } catch (const error&) {
+        }
+        if (a->mapped < want) {
+            a->failed_want = want;
+            store(&a->mb->limit, a->mapped);  // waiting buckets past it are refused
+        }
+        return true;
+    }
+    void finish_close(growth_arena* a) {
+        cudaSetDevice(a->device);
+        const cudaError_t e = cudaEventQuery(a->closing);
+        if (e == cudaErrorNotReady) return;
+        cudaGetLastError();
+        cudaEventDestroy(a->closing);
+        destroy(a);
+        std::lock_guard<std::mutex> g(m_);
+        closing_.erase(std::remove(closing_.begin(), closing_.end(), a), closing_.end());
+    }
+
+public:
+    // Maps chunks until `a->mapped` >= bytes (rounded up to the granularity);
+    // raises OUT_OF_MEMORY (what was mapped before the failure stays).
+    void map_to(growth_arena* a, uint64_t bytes) {
+        const uint64_t g = a->granularity;
+        const uint64_t target = std::min(a->reserved, (bytes + g - 1) / g * g);
+        while (a->mapped < target) {
+            // The largest power-of-two number of granules that fits: chunks of few
+            // sizes, so the reserve serves arenas made and dropped again and again.
+            uint64_t piece = g;
+            while (piece * 2 <= target - a->mapped) piece *= 2;
+            chunk c = take_chunk(a->device, piece);
+            const CUdeviceptr at = a->base + a->mapped;
+            CUresult r = vmm_driver().map(at, piece, 0, c.handle, 0);
+            if (r == CUDA_SUCCESS) {
+                CUmemAccessDesc access{};
+                access.location = device_prop(a->device).location;
+                access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+                r = vmm_driver().set_access(at, piece, &access, 1);
+                if (r != CUDA_SUCCESS) vmm_driver().unmap(at, piece);
+            }
+            if (r != CUDA_SUCCESS) {
+                give_chunk(a->device, c);
+                check_cu(r, "cuMemMap");
+            }
+            a->chunks.push_back(c);
+            a->mapped += piece;
+            store(&a->mb->mapped, a->mapped);
+        }
+    }
+    // Unmaps chunks from the end while what stays mapped covers `keep`.
+    void unmap_to(growth_arena* a, uint64_t keep) {
+        while (!a->chunks.empty() && a->mapped - a->chunks.back().bytes >= keep) {
+            const chunk c = a->chunks.back();
+            a->mapped -= c.bytes;
+            vmm_driver().unmap(a->base + a->mapped, c.bytes);
+            a->chunks.pop_back();
+            give_chunk(a->device, c);
+        }
+        store(&a->mb->mapped, a->mapped);
+        store(&a->mb->want, std::min<uint64_t>(load(&a->mb->want), a->mapped));
+    }
+    void destroy(growth_arena* a) {
+        unmap_to(a, 0);
+        if (a->base) vmm_driver().address_free(a->base, a->reserved);
+        give_mailbox(a->mb);
+        delete a;
+    }
+
+private:
+    std::mutex m_;          // open_, closing_, free_slots_, stop_ (never held while taking another lock)
+    std::mutex reserve_m_;  // reserve_ (a leaf lock)
+    std::condition_variable cv_;
+    bool stop_ = false;
+    std::vector<growth_arena*> open_, closing_;
+    std::vector<growth_mailbox*> free_slots_;
+    std::map<int, std::vector<entry>> reserve_;
+    std::atomic<int64_t> hot_until_{0};
+    std::thread thread_;
+};
+
+}  // namespace
+
+growth_arena* growth_arena_open(int device, uint64_t va_bytes) {
+    int vmm = 0;
+    GPUDYN_CUDA(cudaDeviceGetAttribute(
+        &vmm, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED), device));
+    if (!vmm) raise(GPUDYN_ERROR_NOT_SUPPORTED, "device %d does not support virtual memory management", device);
+    CUmemAllocationProp p = device_prop(device);
+    size_t g = 0;
+    check_cu(vmm_driver().granularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
+    memory_source& src = memory_source::get();
+    auto* a = new growth_arena;
+    a->device = device;
+    a->granularity = g;
+    a->reserved = (va_bytes + g - 1) / g * g;
+    try {
+        check_cu(vmm_driver().address_reserve(&a->base, a->reserved, 0, 0, 0), "cuMemAddressReserve");
+        a->mb = src.take_mailbox(&a->mb_device);
+    } catch (...) {
+        if (a->base) vmm_driver().address_free(a->base, a->reserved);
+        delete a;
+        throw;
+    }
+    src.add(a);
+    return a;
+}
+
+CUdeviceptr growth_arena_base(const growth_arena* a) { return a->base; }
+uint64_t growth_arena_mailbox(const growth_arena* a) { return a->mb_device; }
+
+uint64_t growth_arena_mapped(growth_arena* a) {
+    std::lock_guard<std::mutex> g(a->m);
+    return a->mapped;
+}
+
+namespace {
+// GPUDYN_ARENA_PREMAP=<bytes>: map that much of every growth arena before a
+// launch.  For tools that learn of device memory only at launches
+// (compute-sanitizer's memcheck flags accesses to memory mapped while the
+// kernel runs); 0 or unset: map only while kernels run.
+uint64_t premap_bytes() {
+    static const uint64_t n = [] {
+        const char* v = std::getenv("GPUDYN_ARENA_PREMAP");
+        return v ? std::strtoull(v, nullptr, 0) : 0ull;
+    }();
+    return n;
+}
+}  // namespace
+
+bool growth_arena_prepare(growth_arena* a) {
+    bool lifted = false;
+    {
+        std::lock_guard<std::mutex> g(a->m);
+        if (premap_bytes() > a->mapped) {
+            try {
+                memory_source::get().map_to(a, premap_bytes());
+            } catch (const error&) {  // kernels ask for what they need
+            }
+        }
+        if (load(&a->mb->limit) != kNoLimit) {
+            store(&a->mb->limit, kNoLimit);
+            lifted = true;
+        }
+        a->failed_want = 0;
+    }
+    memory_source::get().hint();
+    return lifted;
+}
+
+void growth_arena_trim(growth_arena* a, uint64_t keep) {
+    std::lock_guard<std::mutex> g(a->m);
+    memory_source::get().unmap_to(a, keep);
+}
+
+void growth_arena_close(growth_arena* a, cudaStream_t stream) {
+    memory_source& src = memory_source::get();
+    cudaEvent_t e = nullptr;
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess || cudaEventRecord(e, stream) != cudaSuccess) {
+        cudaGetLastError();
+        if (e) cudaEventDestroy(e);
+        cudaStreamSynchronize(stream);  // no event: wait here instead
+        cudaGetLastError();
+        cudaEventCreateWithFlags(&e, cudaEventDisableTiming);  // recorded nowhere: complete
+    }
+    a->closing = e;
+    src.close(a);
+}
+
+uint64_t growth_reserve_bytes(int device) { return memory_source::get().reserve_bytes(device); }
+uint64_t growth_reserve_release(int device) { return memory_source::get().release(device); }
+
+}  // namespace gpudyn::detail

@@ -1,0 +1,76 @@
+"""Memory follows the output (issue 40, item 1): a default GGArray takes what a
+kernel pushes with no size named, holds about its elements' bytes between
+launches, keeps its buckets over clear() and gives them back with trim().
+GPU tests; the host checks of gpudyn.trim's argument run everywhere."""
+import numpy as np
+import pytest
+
+import gpudyn
+
+MiB = 1 << 20
+
+
+def test_trim_argument_is_checked():
+    with pytest.raises(TypeError):
+        gpudyn.trim(1.0)
+    with pytest.raises((ValueError, gpudyn.InvalidArgumentError, gpudyn.NoDeviceError)):
+        gpudyn.trim(-1)
+
+
+def _push_kernel():
+    numba_cuda = pytest.importorskip("numba.cuda")
+    gdn = pytest.importorskip("gpudyn.numba")
+
+    @numba_cuda.jit
+    def push_range(out, n, failed):
+        i = numba_cuda.grid(1)
+        stride = numba_cuda.gridsize(1)
+        while i < n:
+            if not gdn.push_back(out, np.int32(i)):
+                numba_cuda.atomic.add(failed, 0, 1)
+            i += stride
+    return push_range
+
+
+@pytest.mark.gpu
+def test_default_array_takes_more_than_2_gib_from_one_kernel():
+    cp = pytest.importorskip("cupy")
+    push_range = _push_kernel()
+    n = 600_000_000                                  # 2.4 GB of int32
+    failed = cp.zeros(1, dtype=np.int64)
+    with gpudyn.GGArray(np.int32) as a:             # every default: no budget named
+        push_range[132 * 8, 256](a.ref, n, failed)
+        assert int(failed[0]) == 0
+        assert len(a) == n
+        stats = a.memory_stats()
+        first_buckets = 512 * 1024 * 4
+        assert n * 4 <= stats["allocated_bytes"] <= 2 * n * 4 + first_buckets + 2 * MiB
+        flat = cp.asarray(a.flatten())
+        assert int(flat.min()) == 0 and int(flat.max()) == n - 1
+        assert int(cp.count_nonzero(cp.bincount(flat, minlength=n) != 1)) == 0  # each value once
+        del flat
+
+
+@pytest.mark.gpu
+def test_clear_keeps_buckets_and_trim_gives_them_back():
+    cp = pytest.importorskip("cupy")
+    push_range = _push_kernel()
+    n = 1 << 22                                      # 16 MiB of int32
+    failed = cp.zeros(1, dtype=np.int64)
+    with gpudyn.GGArray(np.int32) as a:
+        assert a.memory_stats()["allocated_bytes"] == 0   # nothing taken up front
+        push_range[132 * 8, 256](a.ref, n, failed)
+        held = a.memory_stats()["allocated_bytes"]
+        assert n * 4 <= held <= 2 * n * 4 + 512 * 1024 * 4 + 2 * MiB
+        for _ in range(3):                          # produce, clear, repeat: no new memory
+            a.clear()
+            push_range[132 * 8, 256](a.ref, n, failed)
+            assert a.memory_stats()["allocated_bytes"] == held
+        assert len(a) == n and int(failed[0]) == 0
+        a.clear()
+        a.trim()
+        assert a.memory_stats()["allocated_bytes"] == 0 and a.capacity == 0
+        gpudyn.trim()
+        push_range[132 * 8, 256](a.ref, n, failed)  # grows again
+        assert len(a) == n and int(failed[0]) == 0
+        assert np.array_equal(np.sort(a.to_numpy()), np.arange(n, dtype=np.int32))
