@@ -27,7 +27,18 @@
 //                         timing: it unmaps the array's heap and pool on the host,
 //                         its wall time is recorded as destroy_ms);
 //      ggarray_reused     clear + get_view + kernel + size on one array per mean
-//                         and kernel, kept across the runs (buckets kept).
+//                         and kernel, kept across the runs (buckets kept);
+//      floor              issue 40's floor for the per-thread forms (loop and
+//                         bulk only): the same emit kernels, each push
+//                         warp-aggregated into one atomicAdd on counter
+//                         blockIdx.x mod L (L: the GGArray's default
+//                         num_lfvectors; bulk: the lanes' k scanned over the
+//                         active lanes, one atomicAdd of the sum) into region l
+//                         of a buffer preallocated for the worst case (L regions
+//                         of ceil(blocks / L) x 256 x max k elements); timed:
+//                         zero the L counters + kernel + their sum to the host
+//                         (a one-block reduction, a copy, a sync).  What a
+//                         GGArray does minus growth.
 //    Four kernels for each gpudyn array: loop (for j < k: push_back(v)), bulk
 //    (the values into a local array, one push_back(values, k)), block (the
 //    block-level push_back(storage, flags, values), every thread of the block
@@ -48,7 +59,13 @@
 //                         push_back(flags, values) of 8 / 16 candidates a
 //                         lane, the 16 loaded as int4, grid-stride);
 //      static             static array of capacity N, clear + kernel + size,
-//                         one_per_thread and grid_stride.
+//                         one_per_thread, grid_stride, warp_tiles, warp_tiles16;
+//      floor              issue 40's floor (as in a), one_per_thread and
+//                         grid_stride (the GGArray's grid-stride grid): the same
+//                         kernels with warp-aggregated atomics on L counters into
+//                         a preallocated buffer of L regions, each as large as
+//                         the blocks mapped to its counter can keep; timed like
+//                         the static array (zero the counters + kernel + count).
 // c. growth inside the kernel ("growth", the paper's Fig. 5 with the growth
 //    moved into the kernel): 1e6 elements (--quick 1e5) doubled 7 times to 1.28e8,
 //    one per-thread push_back per element; time of each doubling (median of
@@ -61,7 +78,8 @@
 // Every run is verified outside its timing: count, sum and xor of mix64(v ^
 // kDigestSeed) over every value v, compared with a host reference computed from
 // the same formulas; a GGArray also by its size, its status word and the
-// elements its spans visit.  A failed verification is recorded in the JSON
+// elements its spans visit; the floor by its regions' [0, counter) (every
+// counter within its region, their sum the count).  A failed verification is recorded in the JSON
 // ("verified": false plus a "failures" list), the run goes on, and the program
 // exits 1 at the end.
 //
@@ -75,10 +93,12 @@
 // budget_bytes is).
 //
 // Estimated time on an H200 at full size (the JSON records each section's
-// seconds): variable output ~10 s (per mean 7 series x 8 runs of up to ~20 ms,
+// seconds): variable output ~10-15 s (per mean 15 series x 8 runs of up to ~20 ms,
 // each verified; a fresh GGArray maps its budget and builds its heap every run,
-// up to ~100 ms with its destroy), stream compaction ~5-10 s (4 GB input, 6
-// contenders x 3 selectivities x 8 runs of ~2-10 ms plus a read of the output),
+// up to ~100 ms with its destroy), stream compaction ~5-15 s (4 GB input, 12
+// series x 3 selectivities x 8 runs of ~2-10 ms plus a read of the output; the
+// floor's grid-stride buffer is the largest allocation, L regions sized for
+// the blocks of the busiest counter: ~16 GB at 1 block an SM on 132 SMs),
 // growth ~3 s, host references ~2 s on 16 cores (~20 s on one): well under a
 // minute; --quick takes a few seconds.
 #include <gpudyn/ggarray.cuh>
@@ -204,6 +224,28 @@ __global__ void __launch_bounds__(kBlock) digest_ggarray(gpudyn_ggarray_view_t v
                 ++c, s += h, x ^= h;
             }
         });
+    digest_add(out, c, s, x);
+}
+
+// The floor's buffer: elements [0, counters[l]) of each of L regions of `region`
+// elements (a counter past its region is reported by the host check; read up to
+// the region here).  A block walks kDigestChunk elements of one region at a time.
+template <class T>
+__global__ void __launch_bounds__(kBlock) digest_regions(const T* data, const unsigned long long* counters, u64 region,
+                                                         unsigned L, digest* out) {
+    u64 c = 0, s = 0, x = 0;
+    const u64 chunks = (region + kDigestChunk - 1) / kDigestChunk;  // per region
+    for (u64 w = blockIdx.x; w < u64(L) * chunks; w += gridDim.x) {
+        const unsigned l = unsigned(w / chunks);
+        const u64 lo = (w % chunks) * kDigestChunk;
+        const u64 held = counters[l] < region ? counters[l] : region;
+        const u64 hi = lo + kDigestChunk < held ? lo + kDigestChunk : held;
+        const T* p = data + u64(l) * region;
+        for (u64 i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+            const u64 h = digest_mix(unsigned(p[i]));
+            ++c, s += h, x ^= h;
+        }
+    }
     digest_add(out, c, s, x);
 }
 
@@ -358,6 +400,75 @@ __global__ void __launch_bounds__(kBlock) keep_chunk(gpudyn_ggarray_view_t view,
     }
 }
 
+// ---- the floor (issue 40, item 3) --------------------------------------------------
+// What a GGArray's per-thread pushes do minus growth, for the same kernels
+// (emit, keep_one_per_thread, keep_grid_stride instantiated with floor_ref): the
+// lanes that push together take one atomicAdd on counter l = blockIdx.x mod L
+// (L: the GGArray's default num_lfvectors; a mask when L is a power of two, as
+// ggarray_ref::block_lfvector takes it) and store into region l of a buffer
+// preallocated for the worst case (region: the most the blocks mapped to l can
+// push).  Offsets are 64-bit: L regions can exceed 2^32 elements.
+struct floor_view {
+    void* data;                    // L regions of `region` elements each
+    unsigned long long* counters;  // L counters, zeroed before each launch
+    u64 region;
+    unsigned num_lfvectors;        // L
+};
+template <class T>
+struct floor_ref {
+    floor_view view;
+    __device__ unsigned counter() const {
+        const unsigned L = view.num_lfvectors;
+        return (L & (L - 1)) == 0 ? blockIdx.x & (L - 1) : blockIdx.x % L;
+    }
+    __device__ T* region(unsigned l) const { return static_cast<T*>(view.data) + u64(l) * view.region; }
+    // x: the active lanes' count in one atomicAdd of the lowest lane, each lane at
+    // base + its rank among them.
+    __device__ bool push_back(const T& x) const {
+        namespace gd = gpudyn::detail;
+        const unsigned mask = gd::active_lanes();
+        const unsigned leader = gd::lowest_bit(mask);
+        const unsigned l = counter();
+        u64 base = 0;
+        if (gd::lane_index() == leader) base = atomicAdd(view.counters + l, u64(__popc(mask)));
+        base = __shfl_sync(mask, base, int(leader));
+        region(l)[base + unsigned(__popc(mask & gd::lanes_below()))] = x;
+        return true;
+    }
+    // values[0..n) (n may be 0 and differ per lane): the lanes' n scanned over the
+    // active lanes, one atomicAdd of the sum, each lane's values at base + its
+    // exclusive prefix.
+    __device__ bool push_back(const T* values, unsigned n) const {
+        namespace gd = gpudyn::detail;
+        const unsigned mask = gd::active_lanes();
+        const unsigned leader = gd::lowest_bit(mask);
+        const unsigned l = counter();
+        const unsigned inclusive = gd::masked_inclusive_sum(mask, n);
+        const unsigned total = __shfl_sync(mask, inclusive, int(gd::highest_lane(mask)));
+        u64 base = 0;
+        if (gd::lane_index() == leader && total != 0) base = atomicAdd(view.counters + l, u64(total));
+        base = __shfl_sync(mask, base, int(leader));
+        T* out = region(l) + base + (inclusive - n);
+        for (unsigned j = 0; j < n; ++j) out[j] = values[j];
+        return true;
+    }
+};
+// Sum of the L counters into *total (one block of kBlock threads): the floor's
+// element count, for the host.
+__global__ void __launch_bounds__(kBlock) floor_total(const unsigned long long* counters, unsigned L,
+                                                      unsigned long long* total) {
+    __shared__ unsigned long long warp_sums[kBlock / 32];
+    unsigned long long s = 0;
+    for (unsigned i = threadIdx.x; i < L; i += blockDim.x) s += counters[i];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (unsigned w = 1; w < blockDim.x / 32; ++w) s += warp_sums[w];
+        *total = s;
+    }
+}
+
 // ---- section c kernel -----------------------------------------------------------
 template <class Ref, class View>
 __global__ void __launch_bounds__(kBlock) push_n(View view, u64 n, u64 first) {
@@ -491,6 +602,13 @@ struct digester {
         CUDA(cudaGetLastError());
         return read();
     }
+    template <class T>
+    digest regions(const T* data, const unsigned long long* counters, u64 region, unsigned L) {
+        CUDA(cudaMemset(d, 0, sizeof(digest)));
+        digest_regions<T><<<grid(), kBlock>>>(data, counters, region, L, d);
+        CUDA(cudaGetLastError());
+        return read();
+    }
     digest read() {
         digest h;
         CUDA(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
@@ -620,30 +738,115 @@ unsigned grid_stride_blocks(K kernel) {
     return unsigned(std::max(1, per_sm) * g_sms);
 }
 
+// Runs on a structure kept across the runs (a static array, the floor's buffer):
+// timed clear() + launch() + size() (the element count to the host, after a
+// synchronize), then check(count) outside the timing.
+template <class Clear, class Launch, class Size, class Check>
+series kept_runs(int repeats, Clear&& clear, Launch&& launch, Size&& size, Check&& check) {
+    series s;
+    s.step_names = {"clear", "kernel", "size"};
+    measure(s, repeats, [&](bool) {
+        marks mk;
+        mk.start();
+        clear();
+        mk.mark();
+        launch();
+        CUDA(cudaGetLastError());
+        mk.mark();
+        const u64 n = size();
+        mk.mark();
+        std::vector<double> st = mk.steps();
+        s.verified &= check(n);
+        return st;
+    });
+    return s;
+}
 // Runs on a static array kept across the runs: clear + launch(view) + size.
 template <class Launch>
 series static_array_runs(gpudyn_static_array_t a, const std::string& tag, int repeats, const digest& want, digester& dg,
                          Launch&& launch) {
-    series s;
-    s.step_names = {"clear", "kernel", "size"};
     gpudyn_static_array_view_t v;
     GD(gpudyn_static_array_get_view(a, &v));
+    series s = kept_runs(
+        repeats, [&] { GD(gpudyn_static_array_clear(a, nullptr)); }, [&] { launch(v); },
+        [&] {
+            uint64_t n = 0;
+            GD(gpudyn_static_array_size(a, &n, nullptr));
+            return u64(n);
+        },
+        [&](u64 n) { return check_static(a, n, want, dg, tag); });
     GD(gpudyn_static_array_allocated_bytes(a, &s.bytes_held));
-    measure(s, repeats, [&](bool) {
-        marks mk;
-        uint64_t n = 0;
-        mk.start();
-        GD(gpudyn_static_array_clear(a, nullptr));
-        mk.mark();
-        launch(v);
+    return s;
+}
+// The floor's buffer (see floor_ref): L regions of `region` elements of T and L
+// counters, allocated before its runs (freed after them); clear() and size()
+// are what its user does per run: zero the counters; their sum to the host.
+template <class T>
+struct floor_buffer {
+    floor_view view{};
+    unsigned long long* total = nullptr;    // device: the counters' sum
+    unsigned long long* h_total = nullptr;  // pinned
+    floor_buffer(unsigned L, u64 region) {
+        view.num_lfvectors = L;
+        view.region = region;
+        CUDA(cudaMalloc(&view.data, std::max<u64>(1, u64(L) * region) * sizeof(T)));
+        CUDA(cudaMalloc(&view.counters, u64(L) * sizeof(unsigned long long)));
+        CUDA(cudaMalloc(&total, sizeof(unsigned long long)));
+        CUDA(cudaMallocHost(&h_total, sizeof(unsigned long long)));
+    }
+    ~floor_buffer() {
+        cudaDeviceSynchronize();
+        cudaFree(view.data);
+        cudaFree(view.counters);
+        cudaFree(total);
+        cudaFreeHost(h_total);
+    }
+    floor_buffer(const floor_buffer&) = delete;
+    floor_buffer& operator=(const floor_buffer&) = delete;
+    u64 bytes() const { return u64(view.num_lfvectors) * (view.region * sizeof(T) + sizeof(unsigned long long)); }
+    void clear() { CUDA(cudaMemsetAsync(view.counters, 0, u64(view.num_lfvectors) * sizeof(unsigned long long), nullptr)); }
+    u64 size() {
+        floor_total<<<1, kBlock>>>(view.counters, view.num_lfvectors, total);
         CUDA(cudaGetLastError());
-        mk.mark();
-        GD(gpudyn_static_array_size(a, &n, nullptr));
-        mk.mark();
-        std::vector<double> st = mk.steps();
-        s.verified &= check_static(a, n, want, dg, tag);
-        return st;
-    });
+        CUDA(cudaMemcpyAsync(h_total, total, sizeof(unsigned long long), cudaMemcpyDeviceToHost, nullptr));
+        CUDA(cudaStreamSynchronize(nullptr));
+        return *h_total;
+    }
+};
+// Regions the floor needs: `blocks` blocks over L counters (block b on b mod L),
+// each pushing at most per_block elements: the most blocks one counter gets, times that.
+u64 floor_region(u64 blocks, unsigned L, u64 per_block) { return (blocks + L - 1) / L * per_block; }
+// After a run of the floor with count n: every counter within its region, their
+// sum n, the digest of the regions' [0, counter) the host's.
+template <class T>
+bool check_floor(const floor_buffer<T>& fb, u64 n, const digest& want, digester& dg, const std::string& what) {
+    const unsigned L = fb.view.num_lfvectors;
+    std::vector<unsigned long long> c(L);
+    CUDA(cudaMemcpy(c.data(), fb.view.counters, u64(L) * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+    u64 sum = 0;
+    for (unsigned l = 0; l < L; ++l) {
+        if (c[l] > fb.view.region) {
+            fail(what + ": counter " + std::to_string(l) + " is " + std::to_string(c[l]) + ", past its region of " +
+                 std::to_string(fb.view.region) + " elements");
+            return false;
+        }
+        sum += c[l];
+    }
+    if (sum != n) {
+        fail(what + ": counters sum to " + std::to_string(sum) + ", the count to the host was " + std::to_string(n));
+        return false;
+    }
+    const digest got = dg.regions(static_cast<const T*>(fb.view.data), fb.view.counters, fb.view.region, L);
+    return check_flat(got, n, want, what);
+}
+// Runs on the floor's buffer fb: zero the counters + launch(view) + count.
+template <class T, class Launch>
+series floor_runs(floor_buffer<T>& fb, const std::string& tag, int repeats, const digest& want, digester& dg,
+                  Launch&& launch) {
+    series s = kept_runs(
+        repeats, [&] { fb.clear(); }, [&] { launch(fb.view); }, [&] { return fb.size(); },
+        [&](u64 n) { return check_floor(fb, n, want, dg, tag); });
+    s.bytes_held = fb.bytes();
     return s;
 }
 // One GGArray run: first() (create or clear), get_view, launch(view), size; the steps' ms.
@@ -703,6 +906,9 @@ std::string section_variable(u64 m, int repeats) {
     unsigned* pinned_total = nullptr;
     CUDA(cudaMallocHost(&pinned_total, sizeof(unsigned)));
     const unsigned grid = blocks_for(m);
+    gpudyn_ggarray_options_t o;
+    GD(gpudyn_ggarray_options_init(&o));
+    const unsigned L = o.num_lfvectors;  // the floor's counters: as many as a default GGArray's LFVectors
     for (const mean_case& mc : kMeans) {
         char label[64];
         snprintf(label, sizeof label, "mean %g", mc.mean);
@@ -802,14 +1008,29 @@ std::string section_variable(u64 m, int repeats) {
             reused_j.obj(kname, ru.json());
             progress(tag + ": ggarray_reused");
         }
+
+        // ---- the floor of the per-thread forms (loop, bulk): one buffer for both ----
+        jobj floor_j;
+        {
+            using FR = floor_ref<unsigned>;
+            floor_buffer<unsigned> fb(L, floor_region(grid, L, u64(kBlock) * mc.max_k));
+            for (int kind = 0; kind < 2; ++kind) {
+                const std::string tag = std::string(label) + " " + kEmitKernelNames[kind] + " floor";
+                const series fl = floor_runs(fb, tag, repeats, want, dg, [&](const floor_view& v) {
+                    if (kind == 1) emit<FR, floor_view, true><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
+                    else emit<FR, floor_view, false><<<grid, kBlock>>>(v, unsigned(m), mc.mode);
+                });
+                floor_j.obj(kEmitKernelNames[kind], fl.json());
+                progress(tag);
+            }
+        }
         jobj c;
-        c.obj("cub_two_pass", two_pass.json()).obj("static_worst_case", stat_j).obj("ggarray_fresh", fresh_j).obj("ggarray_reused", reused_j);
+        c.obj("cub_two_pass", two_pass.json()).obj("static_worst_case", stat_j).obj("ggarray_fresh", fresh_j).obj("ggarray_reused", reused_j)
+            .obj("floor", floor_j);
         row.obj("contenders", c);
         rows.push_back(row.str());
     }
     CUDA(cudaFreeHost(pinned_total));
-    gpudyn_ggarray_options_t o;
-    GD(gpudyn_ggarray_options_init(&o));
     jobj sec;
     sec.u("threads", m).u("block", kBlock).u("num_lfvectors", o.num_lfvectors).u("first_bucket_elements", o.first_bucket_elements)
         .u("element_bytes", sizeof(unsigned)).raw("means", jlist(rows));
@@ -822,6 +1043,10 @@ std::string section_compaction(u64 n, int repeats) {
     using GV = gpudyn_ggarray_view_t;
     using SR = gpudyn::static_array_ref<int>;
     using SV = gpudyn_static_array_view_t;
+    using FR = floor_ref<int>;
+    gpudyn_ggarray_options_t o;
+    GD(gpudyn_ggarray_options_init(&o));
+    const unsigned L = o.num_lfvectors;  // the floor's counters: as many as a default GGArray's LFVectors
     std::vector<std::string> rows;
     digester dg;
     int* in = nullptr;
@@ -924,8 +1149,25 @@ std::string section_compaction(u64 n, int repeats) {
             st_j.obj(names[kernel], s.json());
             progress(tag);
         }
+        // ---- the floor: the same kernels, warp-aggregated atomics into a preallocated buffer ----
+        jobj fl_j;
+        for (int kernel = 0; kernel < 2; ++kernel) {
+            static const char* names[] = {"one_per_thread", "grid_stride"};
+            const std::string tag = std::string(label) + " floor " + names[kernel];
+            // one_per_thread: a block keeps at most kBlock; grid-stride: kBlock times its iterations
+            const u64 blocks = kernel == 0 ? blocks_for(n) : gs_gg;
+            const u64 per_block = kernel == 0 ? kBlock : kBlock * ((n + u64(gs_gg) * kBlock - 1) / (u64(gs_gg) * kBlock));
+            floor_buffer<int> fb(L, floor_region(blocks, L, per_block));
+            series s = floor_runs(fb, tag, repeats, want[p], dg, [&](const floor_view& v) {
+                if (kernel == 0) keep_one_per_thread<FR><<<blocks_for(n), kBlock>>>(v, in, n, thr);
+                else keep_grid_stride<FR><<<gs_gg, kBlock>>>(v, in, n, thr);
+            });
+            s.kernel = names[kernel];
+            fl_j.obj(names[kernel], s.json());
+            progress(tag);
+        }
         jobj c;
-        c.obj("select_if", sel.json()).obj("ggarray", gg_j).obj("static", st_j);
+        c.obj("select_if", sel.json()).obj("ggarray", gg_j).obj("static", st_j).obj("floor", fl_j);
         row.obj("contenders", c);
         rows.push_back(row.str());
     }
@@ -936,11 +1178,10 @@ std::string section_compaction(u64 n, int repeats) {
     CUDA(cudaFreeHost(h_num));
     CUDA(cudaFree(in));
     CUDA(cudaDeviceSynchronize());
-    gpudyn_ggarray_options_t o;
-    GD(gpudyn_ggarray_options_init(&o));
     jobj sec;
     sec.u("n", n).u("block", kBlock).u("chunk_elements", kChunk).u("chunk_items", kChunkItems)
-        .u("grid_stride_blocks_ggarray", gs_gg).u("grid_stride_blocks_static", gs_st).u("chunk_blocks", gs_chunk)
+        .u("grid_stride_blocks_ggarray", gs_gg).u("grid_stride_blocks_static", gs_st).u("grid_stride_blocks_floor", gs_gg)
+        .u("chunk_blocks", gs_chunk)
         .u("warp_tiles_blocks_ggarray", gs_warp_gg).u("warp_tiles_blocks_static", gs_warp_st)
         .u("warp_tiles16_blocks_ggarray", gs_warp16_gg).u("warp_tiles16_blocks_static", gs_warp16_st)
         .u("num_lfvectors", o.num_lfvectors).u("first_bucket_elements", o.first_bucket_elements)
@@ -1117,7 +1358,10 @@ int main(int argc, char** argv) {
     const u64 n = quick ? kQuickCompactionN : kCompactionN;
     const u64 start = quick ? kQuickGrowthStart : kGrowthStart;
     const int growth_repeats = quick ? kQuickGrowthRepeats : kGrowthRepeats;
-    g_total = (section("variable") ? 3 * 8 : 0) + (section("compaction") ? 1 + 3 * 6 : 0) + (section("growth") ? 3 : 0);
+    // progress lines: per mean a host reference, CUB, 3 contenders x 4 kernels and 2 floor kernels; per
+    // selectivity select_if, 5 GGArray, 4 static and 2 floor kernels (after the input); 3 growth contenders
+    g_total = (section("variable") ? 3 * (2 + 3 * kEmitKernels + 2) : 0) + (section("compaction") ? 1 + 3 * (1 + 5 + 4 + 2) : 0) +
+              (section("growth") ? 3 : 0);
 
     const auto t0 = std::chrono::steady_clock::now();
     jobj j;

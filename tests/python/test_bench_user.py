@@ -18,11 +18,21 @@ PROGRAM = "gpudyn_bench_user"
 MEAN_LABELS = ("mean 0.01", "mean 1", "mean 8")
 KEPT_LABELS = ("1 % kept", "50 % kept", "99 % kept")
 BYTES_NAME = "GGArray bytes held / output bytes (+ one first bucket per LFVector), "
+# issue 40's floor targets: a GGArray kernel's time / the same kernel's into a preallocated buffer
+FLOOR_VARIABLE_NAMES = [f"variable output {k}, {m}: GGArray {how} time / floor time"
+                        for m in MEAN_LABELS for k in ("loop", "bulk") for how in ("fresh", "reused")]
+FLOOR_COMPACTION_NAMES = [f"compaction {k}, {p}: GGArray reused time / floor time"
+                          for p in KEPT_LABELS for k in ("one_per_thread", "grid_stride")]
 TARGET_NAMES = (
     [f"GGArray fresh vs CUB two-pass, {m}" for m in MEAN_LABELS]
     + [f"GGArray reused vs CUB two-pass, {m}" for m in MEAN_LABELS]
+    + [f"per-thread push_back(values, k) vs CUB two-pass, {m}, {how}"
+       for m in ("mean 1", "mean 8") for how in ("fresh", "reused")]
+    + FLOOR_VARIABLE_NAMES
     + [BYTES_NAME + "variable output"]
     + [f"in-kernel push vs DeviceSelect::If, {k}" for k in KEPT_LABELS]
+    + [f"if (x < t) a.push_back(x), one element a thread, vs DeviceSelect::If, {k}" for k in KEPT_LABELS]
+    + FLOOR_COMPACTION_NAMES
     + [BYTES_NAME + "stream compaction", BYTES_NAME + "growth in the kernel",
        "every output verified (count, sum, xor of a 64-bit mix) (1 = yes)"]
 )
@@ -49,10 +59,11 @@ def _fresh(ms, held):
 def _raw():
     """A raw result shaped like gpudyn_bench_user's (see user_bench.cu's JSON)."""
     means = []
-    # (mean, max_k, output bytes, cub ms, fresh loop/bulk/block, reused loop/bulk/block)
-    for mean, max_k, out, cub, fr, ru in ((0.01, 1, 4_000_000, 0.8, (2.0, 1.6, 3.0), (0.5, 0.4, 0.6)),
-                                          (1.0, 2, 400_000_000, 1.4, (1.0, 1.2, 2.0), (0.7, 0.9, 0.8)),
-                                          (8.0, 16, 3_200_000_000, 7.5, (9.0, 7.0, 8.0), (4.0, 5.0, 3.0))):
+    # (mean, max_k, output bytes, cub ms, fresh loop/bulk/block, reused loop/bulk/block, floor loop/bulk)
+    for mean, max_k, out, cub, fr, ru, fl in ((0.01, 1, 4_000_000, 0.8, (2.0, 1.6, 3.0), (0.5, 0.4, 0.6), (0.4, 0.35)),
+                                              (1.0, 2, 400_000_000, 1.4, (1.0, 1.2, 2.0), (0.7, 0.9, 0.8), (0.6, 0.6)),
+                                              (8.0, 16, 3_200_000_000, 7.5, (9.0, 7.0, 8.0), (4.0, 5.0, 3.0),
+                                               (3.6, 4.0))):
         means.append({
             "mean": mean, "max_k": max_k, "expected": {"count": out // 4, "sum": 2**63 + 5, "xor": 77},
             "output_bytes": out,
@@ -67,11 +78,16 @@ def _raw():
                                   "block": _fresh(fr[2], out), "warp": _fresh(max(fr) + 1.0, out)},
                 "ggarray_reused": {"loop": _gg(ru[0], out), "bulk": _gg(ru[1], out), "block": _gg(ru[2], out),
                                    "warp": _gg(max(ru) + 1.0, out)},
+                # the floor's worst-case buffer holds far more than any GGArray: not a GGArray, not counted
+                "floor": {"loop": _series(fl[0], 100 * (out + ALLOWANCE)),
+                          "bulk": _series(fl[1], 100 * (out + ALLOWANCE))},
             }})
     # mean 1, fresh bulk holds the most relative to its output: 3 x (output + allowance)
     means[1]["contenders"]["ggarray_fresh"]["bulk"]["bytes_held"] = 3 * (400_000_000 + ALLOWANCE)
     sel = []
-    for kept, sel_ms, gg in ((1.0, 1.8, (2.0, 2.5, 4.0)), (50.0, 2.2, (3.0, 2.0, 4.5)), (99.0, 2.8, (3.5, 3.0, 2.8))):
+    # (kept %, DeviceSelect::If ms, GGArray one_per_thread/grid_stride/chunk ms, floor one_per_thread/grid_stride ms)
+    for kept, sel_ms, gg, fl in ((1.0, 1.8, (2.0, 2.5, 4.0), (1.9, 1.8)), (50.0, 2.2, (3.0, 2.0, 4.5), (2.5, 1.9)),
+                                 (99.0, 2.8, (3.5, 3.0, 2.8), (3.0, 2.9))):
         out = int(1e9 * kept / 100) * 4
         sel.append({
             "kept_percent": kept, "threshold": int(kept / 100 * 2**31),
@@ -85,6 +101,8 @@ def _raw():
                 "static": {k: dict(_series(ms, 4_000_000_000), kernel=k)
                            for k, ms in (("one_per_thread", 2.1), ("grid_stride", 2.0), ("warp_tiles", 2.4),
                                          ("warp_tiles16", 2.3))},
+                "floor": {k: dict(_series(ms, 100 * out), kernel=k)
+                          for k, ms in zip(("one_per_thread", "grid_stride"), fl)},
             }})
     sizes = [1e6 * 2**s for s in range(8)]
     growth = {"ms": [0.1 * (s + 1) for s in range(8)], "setup_ms": 2.0, "bytes_held": 600_000_000, "verified": True}
@@ -94,7 +112,8 @@ def _raw():
                             "element_bytes": ELEM, "means": means},
         "variable_output_seconds": 20.0,
         "compaction": {"n": 1_000_000_000, "block": 256, "chunk_elements": 16384, "chunk_items": 8,
-                       "grid_stride_blocks_ggarray": 1056, "grid_stride_blocks_static": 2112, "chunk_blocks": 1056,
+                       "grid_stride_blocks_ggarray": 1056, "grid_stride_blocks_static": 2112,
+                       "grid_stride_blocks_floor": 1056, "chunk_blocks": 1056,
                        "warp_tiles_blocks_ggarray": 1056, "warp_tiles_blocks_static": 1584,
                        "warp_tiles16_blocks_ggarray": 1056, "warp_tiles16_blocks_static": 1584,
                        "num_lfvectors": L, "first_bucket_elements": FIRST, "element_bytes": ELEM,
@@ -157,6 +176,29 @@ def test_targets_from_a_raw_result(tmp_path):
     assert t["in-kernel push vs DeviceSelect::If, 50 % kept"]["where"].startswith("grid_stride")
     assert t["in-kernel push vs DeviceSelect::If, 99 % kept"]["value"] == pytest.approx(1.0)
     assert t["in-kernel push vs DeviceSelect::If, 99 % kept"]["where"].startswith("chunk")
+    # issue 40's natural forms: the named kernel, not the fastest one
+    nat = "per-thread push_back(values, k) vs CUB two-pass, "
+    assert t[nat + "mean 1, fresh"]["value"] == pytest.approx(1.4 / 1.2) and t[nat + "mean 1, fresh"]["met"] is False
+    assert t[nat + "mean 1, reused"]["value"] == pytest.approx(1.4 / 0.9) and t[nat + "mean 1, reused"]["met"] is True
+    assert t[nat + "mean 8, fresh"]["value"] == pytest.approx(7.5 / 7.0) and t[nat + "mean 8, fresh"]["goal"] == 1.5
+    assert t[nat + "mean 8, reused"]["value"] == pytest.approx(1.5) and t[nat + "mean 8, reused"]["met"] is True
+    assert t[nat + "mean 8, reused"]["where"].startswith("bulk kernel")
+    one = "if (x < t) a.push_back(x), one element a thread, vs DeviceSelect::If, "
+    assert t[one + "1 % kept"]["value"] == pytest.approx(0.9) and t[one + "1 % kept"]["met"] is True
+    assert t[one + "50 % kept"]["value"] == pytest.approx(2.2 / 3.0) and t[one + "50 % kept"]["met"] is False
+    assert t[one + "99 % kept"]["value"] == pytest.approx(2.8 / 3.5)
+    assert t[one + "99 % kept"]["where"].startswith("one_per_thread")
+    # the floor: GGArray ms / the same kernel's floor ms, lower is better, goal 1.15
+    fv = t["variable output loop, mean 1: GGArray reused time / floor time"]
+    assert fv["value"] == pytest.approx(0.7 / 0.6) and fv["met"] is False  # 1.167 > 1.15
+    assert fv["goal"] == 1.15 and fv["comparison"] == "<=" and "floor 0.6 ms" in fv["where"]
+    assert t["variable output loop, mean 8: GGArray reused time / floor time"]["met"] is True  # 4.0 / 3.6
+    assert t["variable output bulk, mean 0.01: GGArray fresh time / floor time"]["value"] == pytest.approx(1.6 / 0.35)
+    fc = t["compaction one_per_thread, 1 % kept: GGArray reused time / floor time"]
+    assert fc["value"] == pytest.approx(2.0 / 1.9) and fc["met"] is True
+    fg = t["compaction grid_stride, 99 % kept: GGArray reused time / floor time"]
+    assert fg["value"] == pytest.approx(3.0 / 2.9) and fg["where"].startswith("grid_stride kernel")
+    assert t["compaction grid_stride, 1 % kept: GGArray reused time / floor time"]["met"] is False  # 2.5 / 1.8
     # bytes: worst over the section's GGArray runs (static and CUB do not count)
     vb = t[BYTES_NAME + "variable output"]
     assert vb["value"] == pytest.approx(3.0) and vb["met"] is False and vb["comparison"] == "<="
@@ -171,8 +213,13 @@ def test_targets_from_a_raw_result(tmp_path):
     assert t["every output verified (count, sum, xor of a 64-bit mix) (1 = yes)"]["value"] == 1.0
     # per-contender times and the loop/bulk split for the lead
     rows = result["rows"]
-    assert len([r for r in rows if r["section"] == "variable output"]) == 3 * 13  # CUB + 3 contenders x 4 kernels
-    assert len([r for r in rows if r["section"] == "stream compaction"]) == 3 * 10  # DeviceSelect + 5 + 4 kernels
+    # CUB + 3 contenders x 4 kernels + the floor's loop and bulk
+    assert len([r for r in rows if r["section"] == "variable output"]) == 3 * 15
+    # DeviceSelect + 5 + 4 kernels + the floor's one_per_thread and grid_stride
+    assert len([r for r in rows if r["section"] == "stream compaction"]) == 3 * 12
+    floor50 = next(r for r in rows
+                   if r["case"] == "50 % kept" and r["contender"] == "floor" and r["kernel"] == "grid_stride")
+    assert floor50["ms"] == 1.9 and floor50["baseline_over_ms"] == pytest.approx(2.2 / 1.9)
     assert len([r for r in rows if r["section"] == "growth in the kernel"]) == 3
     fresh8 = next(r for r in rows
                   if r["case"] == "mean 8" and r["contender"] == "ggarray_fresh" and r["kernel"] == "loop")
@@ -180,22 +227,28 @@ def test_targets_from_a_raw_result(tmp_path):
     assert "create 2.25" in fresh8["steps_ms"]
     split = {(s["case"], s["contender"]): s for s in result["loop_vs_bulk"]}
     assert split[("mean 8", "ggarray_reused")]["loop_over_bulk"] == pytest.approx(0.8)
+    assert split[("mean 8", "floor")]["loop_over_bulk"] == pytest.approx(3.6 / 4.0)
     assert result["raw"]["verified"] is True and "| section |" in result["table"]
 
 
 def test_results_without_the_block_kernel(tmp_path):
-    """Results written before the block-level and warp kernels existed still give every target."""
+    """Results written before the block-level and warp kernels and the floor existed still give
+    every other target (the floor's are left out)."""
     raw = _raw()
     for case in raw["variable_output"]["means"]:
         for contender in ("static_worst_case", "ggarray_fresh", "ggarray_reused"):
             del case["contenders"][contender]["block"]
             del case["contenders"][contender]["warp"]
+        del case["contenders"]["floor"]
     for case in raw["compaction"]["selectivities"]:
         del case["contenders"]["ggarray"]["warp_tiles16"]
         del case["contenders"]["static"]["warp_tiles16"]
+        del case["contenders"]["floor"]
     ctx, result = _run_module(tmp_path, raw)
     t = {x["name"]: x for x in ctx.targets}
-    assert [x["name"] for x in ctx.targets] == TARGET_NAMES
+    floor = set(FLOOR_VARIABLE_NAMES + FLOOR_COMPACTION_NAMES)
+    assert [x["name"] for x in ctx.targets] == [n for n in TARGET_NAMES if n not in floor]
+    assert not any(r["contender"] == "floor" for r in result["rows"])
     assert t["GGArray reused vs CUB two-pass, mean 8"]["value"] == pytest.approx(7.5 / 4.0)  # loop
     assert len([r for r in result["rows"] if r["section"] == "variable output"]) == 3 * 7
 

@@ -13,6 +13,15 @@ contender and what its timing covers) and computes from its raw JSON:
   - "in-kernel push vs DeviceSelect::If, P % kept": DeviceSelect::If ms / the fastest
     GGArray kernel (one element per thread, grid-stride, block-level push_back_chunk,
     warp tiles: push_back(flags, values) of 8 or 16 candidates a lane);
+  - issue 40's natural forms: "per-thread push_back(values, k) vs CUB two-pass, mean M, fresh|reused"
+    (CUB ms / the bulk kernel's ms, means 1 and 8) and "if (x < t) a.push_back(x), one element a
+    thread, vs DeviceSelect::If, P % kept" (DeviceSelect::If ms / the reused GGArray's
+    one_per_thread ms);
+  - issue 40's floor (results that have the "floor" contender): "variable output K, mean M:
+    GGArray fresh|reused time / floor time" (K: loop, bulk) and "compaction K, P % kept: GGArray
+    reused time / floor time" (K: one_per_thread, grid_stride): a GGArray kernel's ms over the
+    same kernel's with warp-aggregated atomics on L counters into a preallocated buffer (what a
+    GGArray does minus growth), lower is better, goal 1.15;
   - "GGArray bytes held / output bytes (+ one first bucket per LFVector), SECTION": the
     worst over the section's GGArray runs of allocated bytes / (output bytes +
     LFVectors x first bucket x element size);
@@ -25,9 +34,14 @@ FRESH_GOAL = 1.0       # GGArray created fresh at least as fast as CUB's two-pas
 REUSED_GOAL = 1.5      # a reused GGArray 1.5x faster than CUB's two-pass
 SELECT_GOAL = 0.9      # in-kernel push at least 0.9x DeviceSelect::If's speed
 BYTES_GOAL = 2.0       # bytes held at most twice the output (+ one first bucket per LFVector)
+NATURAL_GOAL = 1.5     # issue 40: per-thread push_back(values, k) 1.5x CUB's two-pass, means 1 and 8
+NATURAL_MEANS = (1.0, 8.0)
+FLOOR_GOAL = 1.15      # issue 40: a form that cannot reach its target is within 1.15x of the floor
 KERNELS = ("loop", "bulk", "block", "warp")  # variable output; older results lack "block" / "warp"
 GG_COMPACTION = ("one_per_thread", "grid_stride", "chunk", "warp_tiles", "warp_tiles16")
 STATIC_COMPACTION = ("one_per_thread", "grid_stride", "warp_tiles", "warp_tiles16")
+FLOOR_VARIABLE = ("loop", "bulk")                 # older results have no "floor" contender
+FLOOR_COMPACTION = ("one_per_thread", "grid_stride")
 SECTIONS = {"variable_output": "variable output", "compaction": "stream compaction", "growth": "growth in the kernel"}
 
 
@@ -70,35 +84,49 @@ def summarize(ctx, raw: dict) -> dict:
     vo = raw.get("variable_output")
     if vo:
         worst = _Worst()
-        fresh, reused = [], []
+        fresh, reused, natural, floor = [], [], [], []
         allowance = _allowance(vo)
         for case in vo["means"]:
             label = _fmt_mean(case["mean"])
             c = case["contenders"]
             cub = float(c["cub_two_pass"]["ms"])
             rows.append(_row("variable output", label, "cub_two_pass", "", c["cub_two_pass"], cub))
-            for contender in ("static_worst_case", "ggarray_fresh", "ggarray_reused"):
+            for contender in ("static_worst_case", "ggarray_fresh", "ggarray_reused", "floor"):
+                if contender not in c:
+                    continue
                 for k in KERNELS:
                     if k in c[contender]:
                         rows.append(_row("variable output", label, contender, k, c[contender][k], cub))
                 split.append({"section": "variable output", "case": label, "contender": contender,
                               "loop_ms": c[contender]["loop"]["ms"], "bulk_ms": c[contender]["bulk"]["ms"],
                               "loop_over_bulk": c[contender]["loop"]["ms"] / c[contender]["bulk"]["ms"]})
-                if contender != "static_worst_case":
+                if contender.startswith("ggarray"):
                     for k in KERNELS:
                         if k in c[contender]:
                             worst.add(c[contender][k]["bytes_held"], case["output_bytes"], allowance,
                                       f"{label}, {contender} {k}")
             fresh.append((f"GGArray fresh vs CUB two-pass, {label}", cub, c["ggarray_fresh"], KERNELS, FRESH_GOAL))
             reused.append((f"GGArray reused vs CUB two-pass, {label}", cub, c["ggarray_reused"], KERNELS, REUSED_GOAL))
-        for args in fresh + reused:  # the fresh targets, then the reused ones
+            if float(case["mean"]) in NATURAL_MEANS:
+                for how in ("fresh", "reused"):
+                    natural.append((f"per-thread push_back(values, k) vs CUB two-pass, {label}, {how}", cub,
+                                    c[f"ggarray_{how}"], ("bulk",), NATURAL_GOAL))
+            for k in FLOOR_VARIABLE:
+                for how in ("fresh", "reused"):
+                    if k in c.get("floor", {}) and k in c[f"ggarray_{how}"]:
+                        floor.append((f"variable output {k}, {label}: GGArray {how} time / floor time",
+                                      c[f"ggarray_{how}"][k], c["floor"][k], k))
+        for args in fresh + reused + natural:  # the fresh targets, the reused ones, then issue 40's forms
             _speed_target(ctx, *args)
+        for args in floor:
+            _floor_target(ctx, *args)
         _bytes_target(ctx, worst, "variable_output")
 
     cp = raw.get("compaction")
     if cp:
         worst = _Worst()
         allowance = _allowance(cp)
+        best, natural, floor = [], [], []
         for case in cp["selectivities"]:
             label = _fmt_kept(case["kept_percent"])
             c = case["contenders"]
@@ -109,8 +137,17 @@ def summarize(ctx, raw: dict) -> dict:
                 worst.add(c["ggarray"][k]["bytes_held"], case["output_bytes"], allowance, f"{label}, ggarray {k}")
             for k in (k for k in STATIC_COMPACTION if k in c["static"]):
                 rows.append(_row("stream compaction", label, "static", k, c["static"][k], sel))
-            _speed_target(ctx, f"in-kernel push vs DeviceSelect::If, {label}", sel, c["ggarray"], GG_COMPACTION,
-                          SELECT_GOAL)
+            for k in (k for k in FLOOR_COMPACTION if k in c.get("floor", {})):
+                rows.append(_row("stream compaction", label, "floor", k, c["floor"][k], sel))
+                floor.append((f"compaction {k}, {label}: GGArray reused time / floor time", c["ggarray"][k],
+                              c["floor"][k], k))
+            best.append((f"in-kernel push vs DeviceSelect::If, {label}", sel, c["ggarray"], GG_COMPACTION, SELECT_GOAL))
+            natural.append((f"if (x < t) a.push_back(x), one element a thread, vs DeviceSelect::If, {label}", sel,
+                            c["ggarray"], ("one_per_thread",), SELECT_GOAL))
+        for args in best + natural:  # the fastest kernel at each selectivity, then the natural one
+            _speed_target(ctx, *args)
+        for args in floor:
+            _floor_target(ctx, *args)
         _bytes_target(ctx, worst, "compaction")
 
     gr = raw.get("growth")
@@ -153,6 +190,12 @@ def _speed_target(ctx, name: str, baseline_ms: float, series: dict, kernels, goa
     t["where"] = f"{k} kernel: {ms:.4g} ms vs {baseline_ms:.4g} ms"
 
 
+def _floor_target(ctx, name: str, gg: dict, floor: dict, kernel: str) -> None:
+    """Target `name`: a GGArray kernel's ms / the floor's ms for the same kernel (lower is better)."""
+    t = ctx.target(name, float(gg["ms"]) / float(floor["ms"]), FLOOR_GOAL, "ratio", False)
+    t["where"] = f"{kernel} kernel: GGArray {float(gg['ms']):.4g} ms vs floor {float(floor['ms']):.4g} ms"
+
+
 def _bytes_target(ctx, worst: _Worst, section: str) -> None:
     if worst.value is None:
         return
@@ -173,8 +216,10 @@ def run(ctx) -> dict:
                             for r in result["rows"]], columns)
     table += ("\n\nbaseline_over_ms: the section's baseline time / this row's time (> 1: faster than the baseline): "
               "CUB two-pass, DeviceSelect::If, and for growth (ms of the last doubling, grow + insert) the VMM array "
-              "reserved by the host.  held_MiB: bytes held after the run (GGArray: its buckets); budget_MiB: a "
-              "GGArray's budget, mapped for its kernels' buckets")
+              "reserved by the host.  floor: the same kernel with warp-aggregated atomics on as many counters as a "
+              "GGArray has LFVectors, into a buffer preallocated for the worst case (a GGArray minus growth).  "
+              "held_MiB: bytes held after the run (GGArray: its buckets; floor: its buffer and counters); "
+              "budget_MiB: a GGArray's budget, mapped for its kernels' buckets")
     return {"raw": raw, **result, "table": table}
 
 
