@@ -33,6 +33,8 @@ constexpr auto kIdlePoll = std::chrono::microseconds(500);
 // Reserve chunks unused this long go back to the driver.
 constexpr auto kReserveIdle = std::chrono::seconds(1);
 constexpr unsigned kSlotsPerSlab = 256;  // mailboxes per pinned slab
+// Mapped before the first launch (growth_arena_prepare).
+constexpr uint64_t kMinAhead = uint64_t(2) << 20;
 constexpr uint64_t kNoLimit = ~uint64_t(0);
 
 struct chunk {
@@ -353,9 +355,13 @@ bool growth_arena_prepare(growth_arena* a) {
     bool lifted = false;
     {
         std::lock_guard<std::mutex> g(a->m);
-        if (premap_bytes() > a->mapped) {
+        // The first kMinAhead is mapped before the first launch (the first
+        // buckets of every LFVector fit in it: 2 MiB for the defaults); the rest
+        // while kernels need it, so the array holds what its buckets take.
+        const uint64_t target = std::max(premap_bytes(), std::min(a->reserved, kMinAhead));
+        if (target > a->mapped) {
             try {
-                memory_source::get().map_to(a, premap_bytes());
+                memory_source::get().map_to(a, target);
             } catch (const error&) {  // kernels ask for what they need
             }
         }
@@ -376,6 +382,14 @@ void growth_arena_trim(growth_arena* a, uint64_t keep) {
 
 void growth_arena_close(growth_arena* a, cudaStream_t stream) {
     memory_source& src = memory_source::get();
+    if (cudaStreamQuery(stream) == cudaSuccess) {
+        // Its work is done: the chunks go to the reserve now, for the next array
+        // (the host thread frees the rest, the range and the mailbox).
+        std::lock_guard<std::mutex> g(a->m);
+        src.unmap_to(a, 0);
+    } else {
+        cudaGetLastError();
+    }
     cudaEvent_t e = nullptr;
     if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess || cudaEventRecord(e, stream) != cudaSuccess) {
         cudaGetLastError();

@@ -162,8 +162,8 @@ __device__ inline void* arena_bucket(unsigned long long record, unsigned long lo
     const unsigned long long at = atomicAdd(&a->taken, need);
     if (base != 0 && need <= size && at <= size - need) {
         const unsigned long long end = at + need;
-        if (*static_cast<volatile unsigned long long*>(&a->mailbox) == 0 ||
-            end <= *static_cast<volatile unsigned long long*>(&a->mapped) || arena_wait_mapped(a, end)) {
+        const unsigned long long mb = *static_cast<volatile unsigned long long*>(&a->mailbox);
+        if (mb == 0 || end <= *static_cast<volatile unsigned long long*>(&a->mapped) || arena_wait_mapped(a, end)) {
             atomicMax(&a->end, end);
             return reinterpret_cast<void*>(base + at);
         }
