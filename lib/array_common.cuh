@@ -309,6 +309,8 @@ uint64_t growth_arena_mapped(growth_arena* a);
 // thread recorded (a later launch may find the memory) and tells the thread
 // to watch closely.  True when a refusal was lifted.
 bool growth_arena_prepare(growth_arena* a);
+// Maps the first `bytes` now (an explicit budget); OUT_OF_MEMORY keeps what was mapped.
+void growth_arena_map(growth_arena* a, uint64_t bytes);
 // Unmaps whole chunks past `keep` bytes (no kernel may use the arena past
 // keep: the caller synchronized the array's work).
 void growth_arena_trim(growth_arena* a, uint64_t keep);

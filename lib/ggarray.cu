@@ -77,6 +77,7 @@ struct gpudyn_ggarray_s {
                                    // stream-ordered pool's (own arena) or the given heap's
     uint64_t last_run = 0;         // bytes of the current run
     bool grows = false;            // own arena mapped as kernels reach it (VMM), else one run of the budget
+    bool budget_up_front = false;  // growing arena with budget_bytes given: the budget is mapped when opened
     growth_arena* growing = nullptr;  // that arena once a kernel could need it
     gpudyn_heap_view_t heap_view{};
 
@@ -170,6 +171,7 @@ struct gpudyn_ggarray_s {
                 const uint64_t rec[kArenaWords] = {0, uint64_t(growth_arena_base(growing)), budget, 0, 0, 0,
                                                    growth_arena_mailbox(growing), 0};
                 GPUDYN_CUDA(cudaMemcpyAsync(arena, rec, sizeof(rec), cudaMemcpyHostToDevice, stream));
+                if (budget_up_front) map_budget("the array's budget");
             }
             return growth_arena_prepare(growing);
         }
@@ -210,6 +212,17 @@ struct gpudyn_ggarray_s {
         if (runs.empty()) heap_arena_share(heap, +1);
         start_run(stream, got, want);
         return rec[3] != 0;
+    }
+    // A budget given at create is mapped whole when the arena opens (and when
+    // raised): kernels within it never wait for the host (OUT_OF_MEMORY, naming
+    // `what`, when the device has not the memory).
+    void map_budget(const char* what) {
+        try {
+            growth_arena_map(growing, budget);
+        } catch (const error& e) {
+            raise(e.status, "%s (budget_bytes %llu, max_budget_bytes %llu): %s", what, (unsigned long long)budget,
+                  (unsigned long long)max_budget, e.message.c_str());
+        }
     }
     // Own arena: a run of `bytes` from the stream-ordered pool becomes the
     // current arena (OUT_OF_MEMORY, naming `what`, changes nothing).
@@ -395,6 +408,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         h->budget = budget;
         h->max_budget = max_budget;
         h->grows = grows;
+        h->budget_up_front = grows && o->budget_bytes != 0;
         h->device_bytes = total_b;
         while ((1ull << h->log2_first) < first) ++h->log2_first;
         const size_t L = h->lfvectors;
@@ -672,8 +686,10 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array
         GPUDYN_REQUIRE_NOT_NULL(bytes);
         handle_call call(array->hs, stream);
         const uint64_t buckets = read_u64(array->allocated, call.stream());  // synchronizes
-        // A growing arena holds what it maps (at least its buckets' bytes).
-        *bytes = (array->growing ? growth_arena_mapped(array->growing) : buckets) + array->pool.mapped;
+        // A growing arena holds what it maps (at least its buckets' bytes); a
+        // budget mapped up front counts its buckets, as a fixed run does.
+        *bytes = (array->growing && !array->budget_up_front ? growth_arena_mapped(array->growing) : buckets) +
+                 array->pool.mapped;
     });
 }
 
@@ -825,6 +841,11 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uin
             // Only the bound moves: memory is still mapped as kernels reach it.
             array->budget = std::max(budget_bytes, kMinBudget);
             if (array->growing) {
+                if (array->budget_up_front) {
+                    char what[96];
+                    snprintf(what, sizeof(what), "argument 'budget_bytes' is %llu", (unsigned long long)budget_bytes);
+                    array->map_budget(what);
+                }
                 GPUDYN_CUDA(cudaMemcpyAsync(array->arena + 2, &array->budget, sizeof(uint64_t),
                                             cudaMemcpyHostToDevice, call.stream()));
                 array->fold(call.stream(), fold_mode::keep);          // lifts the seals the old bound left

@@ -375,6 +375,11 @@ bool growth_arena_prepare(growth_arena* a) {
     return lifted;
 }
 
+void growth_arena_map(growth_arena* a, uint64_t bytes) {
+    std::lock_guard<std::mutex> g(a->m);
+    memory_source::get().map_to(a, bytes);
+}
+
 void growth_arena_trim(growth_arena* a, uint64_t keep) {
     std::lock_guard<std::mutex> g(a->m);
     memory_source::get().unmap_to(a, keep);

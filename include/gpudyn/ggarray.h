@@ -88,15 +88,18 @@ typedef struct gpudyn_ggarray_options_t {
     uint32_t reserved;               /* 0 */
     uint64_t first_bucket_elements;  /* elements in bucket 0, a power of two >= 32 (default 1024) */
     uint64_t budget_bytes;           /* memory kernels may take for buckets beyond the pool rows (the
-                                        growth arena they are bumped off): the array takes this much
-                                        from the device's current stream-ordered memory pool
-                                        (cudaMallocAsync; a pool that keeps its memory makes create /
-                                        destroy per launch cheap) the first time a kernel could need
-                                        it (get_view, or a reserve / push_back beyond the pool), at
-                                        least 2 MiB; 0 (default): 1 GiB, or half the device's free memory
-                                        when that is less, at most max_budget_bytes; must be 0 with `heap`.  (This field was
-                                        malloc_heap_bytes, the size of CUDA's malloc heap the buckets
-                                        came from: same place, same role.) */
+                                        growth arena they are bumped off), at least 2 MiB.  0
+                                        (default): all of the device's memory, mapped while kernels
+                                        need it (docs/memory.md: the array holds what its buckets
+                                        take).  Given: that much is mapped whole the first time a
+                                        kernel could need it (get_view, or a reserve / push_back
+                                        beyond the pool), so kernels within it never wait for the
+                                        host (an array made per launch: see docs/memory.md), and
+                                        kernels may take no more.  Without VMM: one run of it (0:
+                                        1 GiB, or half the free memory when less) from the
+                                        stream-ordered pool.  At most max_budget_bytes; must be 0
+                                        with `heap`.  (This field was malloc_heap_bytes: same place,
+                                        same role.) */
     uint64_t pool_bytes;             /* virtual range of the bucket pool (see reserve); 0: the
                                         device's total memory (default); UINT64_MAX: no pool;
                                         a range the driver cannot reserve is OUT_OF_MEMORY naming it */

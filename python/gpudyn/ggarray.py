@@ -378,8 +378,11 @@ class GGArray(_Array):
     :meth:`clear` keeps the buckets (a produce / consume / clear loop maps
     nothing once its largest output fitted); :meth:`trim` gives them back.
 
-    `budget`: the most kernels may map for buckets (None: all of the device's
-    memory); `max_budget`: the most the budget may be raised to (None: 8x the
+    `budget`: None (default): kernels may map all of the device's memory, each
+    mapping made while a kernel waits for it (a millisecond or two: reuse the
+    array with :meth:`clear` rather than making one per launch); given: that
+    much is mapped whole the first time a kernel could need it (kernels within
+    it never wait) and kernels may take no more; `max_budget`: the most the budget may be raised to (None: 8x the
     budget, at most the device's memory; with neither given, the device's
     memory).  On a device without virtual memory management the budget is one
     run taken whole from the stream-ordered pool the first time a kernel could
