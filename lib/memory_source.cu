@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace gpudyn::detail {
@@ -75,7 +76,12 @@ public:
             stop_ = true;
         }
         cv_.notify_all();
-        if (thread_.joinable()) thread_.join();
+        // A child forked after the thread started has no such thread: leave it be
+        // (joining, or destroying a joinable std::thread, would hang or abort).
+        if (thread_ != nullptr && owner_ == getpid()) {
+            thread_->join();
+            delete thread_;
+        }
         // Arenas and chunks left at exit go with the process.
     }
 
@@ -83,7 +89,10 @@ public:
         {
             std::lock_guard<std::mutex> g(m_);
             open_.push_back(a);
-            if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+            if (thread_ == nullptr) {
+                owner_ = getpid();
+                thread_ = new std::thread([this] { run(); });
+            }
         }
         hint();
     }
@@ -299,7 +308,8 @@ private:
     std::vector<growth_mailbox*> free_slots_;
     std::map<int, std::vector<entry>> reserve_;
     std::atomic<int64_t> hot_until_{0};
-    std::thread thread_;
+    std::thread* thread_ = nullptr;  // started by the first arena; joined at exit by the process that started it
+    pid_t owner_ = 0;
 };
 
 }  // namespace
