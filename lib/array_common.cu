@@ -254,10 +254,7 @@ CUmemAllocationProp device_prop(int device) {
 }
 
 void vmm_range::reserve(int dev, uint64_t bytes, const char* option) {
-    int vmm = 0;
-    GPUDYN_CUDA(cudaDeviceGetAttribute(
-        &vmm, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED), dev));
-    if (!vmm) raise(GPUDYN_ERROR_NOT_SUPPORTED, "device %d does not support virtual memory management", dev);
+    require_vmm(dev);
     device = dev;
     CUmemAllocationProp p = device_prop(device);
     size_t g = 0;

@@ -317,8 +317,7 @@ void growth_arena_trim(growth_arena* a, uint64_t keep);
 // Gives the arena back once the work queued on `stream` so far is done (the
 // host thread waits for it); never blocks.
 void growth_arena_close(growth_arena* a, cudaStream_t stream);
-// Bytes in the device's reserve of unmapped chunks; gpudyn_trim releases them
+// The device's reserve of unmapped chunks: gpudyn_trim releases it
 // (growth_reserve_release, internal.hpp).
-uint64_t growth_reserve_bytes(int device);
 
 }  // namespace gpudyn::detail

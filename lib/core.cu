@@ -608,6 +608,19 @@ void require_buffer(const void* ptr, uint64_t count, uint64_t element_bytes, uin
     require_extent(extent_address, bytes, ptr, count, element_bytes, arg, count_arg);
 }
 
+bool vmm_supported(int device) {
+    int vmm = 0;
+    // The runtime has no enumerator for this driver attribute; its value is shared.
+    GPUDYN_CUDA(cudaDeviceGetAttribute(
+        &vmm, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED), device));
+    return vmm != 0;
+}
+
+void require_vmm(int device) {
+    if (!vmm_supported(device))
+        raise(GPUDYN_ERROR_NOT_SUPPORTED, "device %d does not support virtual memory management", device);
+}
+
 }  // namespace detail
 }  // namespace v0
 }  // namespace gpudyn

@@ -231,11 +231,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
         h->page_shift = unsigned(__builtin_ctzll(P));
         try {
             h->hs.init();
-            int vmm = 0;
-            GPUDYN_CUDA(cudaDeviceGetAttribute(
-                &vmm, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED), device));
             uint64_t base = 0, mapped = 0, reserved = 0;
-            if (vmm) {
+            if (vmm_supported(device)) {
                 h->vmm = true;
                 h->range.reserve(device, max_bytes, "options->max_bytes");
                 if (h->range.base % P != 0)

@@ -270,6 +270,10 @@ void report_since_check(uint64_t failed, uint64_t bad, check_marks* seen, const 
 // Driver entry point by name, resolved at run time through the runtime so the
 // library never links libcuda (machines without a driver can still load it).
 void* driver_entry_point(const char* symbol, int cuda_version);
+// True when `device` supports the driver's virtual memory management (cuMemMap).
+bool vmm_supported(int device);
+// Raises NOT_SUPPORTED when it does not.
+void require_vmm(int device);
 // Releases the device's reserve of unmapped growth chunks (memory_source.cu); the bytes released.
 uint64_t growth_reserve_release(int device);
 

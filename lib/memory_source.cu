@@ -158,12 +158,6 @@ public:
         std::lock_guard<std::mutex> g(reserve_m_);
         reserve_[device].push_back(entry{c, steady::now()});
     }
-    uint64_t reserve_bytes(int device) {
-        std::lock_guard<std::mutex> g(reserve_m_);
-        uint64_t n = 0;
-        for (const entry& e : reserve_[device]) n += e.c.bytes;
-        return n;
-    }
     // Releases the device's reserve chunks (all, or those unused since `before`); the bytes released.
     uint64_t release(int device, steady::time_point before = steady::time_point::max()) {
         std::vector<chunk> drop;
@@ -315,10 +309,7 @@ private:
 }  // namespace
 
 growth_arena* growth_arena_open(int device, uint64_t va_bytes) {
-    int vmm = 0;
-    GPUDYN_CUDA(cudaDeviceGetAttribute(
-        &vmm, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED), device));
-    if (!vmm) raise(GPUDYN_ERROR_NOT_SUPPORTED, "device %d does not support virtual memory management", device);
+    require_vmm(device);
     CUmemAllocationProp p = device_prop(device);
     size_t g = 0;
     check_cu(vmm_driver().granularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
@@ -417,7 +408,6 @@ void growth_arena_close(growth_arena* a, cudaStream_t stream) {
     src.close(a);
 }
 
-uint64_t growth_reserve_bytes(int device) { return memory_source::get().reserve_bytes(device); }
 uint64_t growth_reserve_release(int device) { return memory_source::get().release(device); }
 
 }  // namespace gpudyn::detail
