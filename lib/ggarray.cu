@@ -167,11 +167,18 @@ struct gpudyn_ggarray_s {
         if (grows) {
             if (growing == nullptr) {
                 growing = growth_arena_open(hs.device, max_budget);
-                // arena_record: taken, base, size (the budget), refused, end, refusals, mailbox, mapped.
-                const uint64_t rec[kArenaWords] = {0, uint64_t(growth_arena_base(growing)), budget, 0, 0, 0,
-                                                   growth_arena_mailbox(growing), 0};
-                GPUDYN_CUDA(cudaMemcpyAsync(arena, rec, sizeof(rec), cudaMemcpyHostToDevice, stream));
-                if (budget_up_front) map_budget("the array's budget");
+                try {
+                    if (budget_up_front) map_budget(budget, "the array's budget");
+                    // arena_record: taken, base, size (the budget), refused, end, refusals, mailbox, mapped.
+                    const uint64_t rec[kArenaWords] = {0, uint64_t(growth_arena_base(growing)), budget, 0, 0, 0,
+                                                       growth_arena_mailbox(growing), 0};
+                    GPUDYN_CUDA(cudaMemcpyAsync(arena, rec, sizeof(rec), cudaMemcpyHostToDevice, stream));
+                } catch (...) {
+                    // As before the first arena: the array stays without one, the next call tries again.
+                    growth_arena_close(growing, stream);
+                    growing = nullptr;
+                    throw;
+                }
             }
             return growth_arena_prepare(growing);
         }
@@ -215,10 +222,10 @@ struct gpudyn_ggarray_s {
     }
     // A budget given at create is mapped whole when the arena opens (and when
     // raised): kernels within it never wait for the host (OUT_OF_MEMORY, naming
-    // `what`, when the device has not the memory).
-    void map_budget(const char* what) {
+    // `what`, when the device has not the memory; the budget stays as it was).
+    void map_budget(uint64_t bytes, const char* what) {
         try {
-            growth_arena_map(growing, budget);
+            growth_arena_map(growing, bytes);
         } catch (const error& e) {
             raise(e.status, "%s (budget_bytes %llu, max_budget_bytes %llu): %s", what, (unsigned long long)budget,
                   (unsigned long long)max_budget, e.message.c_str());
@@ -374,10 +381,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         const int device = create_device(s);  // the stream's device, else the current one
         device_guard on_device(device);
         uint64_t budget = o->budget_bytes, max_budget = o->max_budget_bytes;
-        int vmm = 0;
-        GPUDYN_CUDA(cudaDeviceGetAttribute(
-            &vmm, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED), device));
-        const bool grows = o->heap == nullptr && vmm != 0;
+        const bool grows = o->heap == nullptr && vmm_supported(device);
         size_t free_b = 0, total_b = 0;
         GPUDYN_CUDA(cudaMemGetInfo(&free_b, &total_b));
         if (o->heap) {
@@ -838,14 +842,17 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uin
                        array->heap ? "given heap's" : "array's arena");
         if (budget_bytes <= now) return;
         if (array->grows) {
-            // Only the bound moves: memory is still mapped as kernels reach it.
-            array->budget = std::max(budget_bytes, kMinBudget);
+            // The bound moves; a budget given at create is mapped up to it first
+            // (OUT_OF_MEMORY leaves the budget as it was), otherwise memory is
+            // still mapped as kernels reach it.
+            const uint64_t want = std::max(budget_bytes, kMinBudget);
+            if (array->growing && array->budget_up_front) {
+                char what[96];
+                snprintf(what, sizeof(what), "argument 'budget_bytes' is %llu", (unsigned long long)budget_bytes);
+                array->map_budget(want, what);
+            }
+            array->budget = want;
             if (array->growing) {
-                if (array->budget_up_front) {
-                    char what[96];
-                    snprintf(what, sizeof(what), "argument 'budget_bytes' is %llu", (unsigned long long)budget_bytes);
-                    array->map_budget(what);
-                }
                 GPUDYN_CUDA(cudaMemcpyAsync(array->arena + 2, &array->budget, sizeof(uint64_t),
                                             cudaMemcpyHostToDevice, call.stream()));
                 array->fold(call.stream(), fold_mode::keep);          // lifts the seals the old bound left
