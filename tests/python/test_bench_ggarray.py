@@ -33,7 +33,7 @@ TARGET_NAMES = [
 
 
 def _theory():
-    from gpudyn import theory
+    from gpudyn.bench import theory
     return theory
 
 

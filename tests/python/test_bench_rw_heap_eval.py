@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from gpudyn import theory
+from gpudyn.bench import theory
 from gpudyn.bench import rw_heap
 from gpudyn.bench._common import Context
 

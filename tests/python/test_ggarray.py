@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import gpudyn
-from gpudyn import theory
+from gpudyn.bench import theory
 
 ALGOS = ["atomic", "warp_scan", "tensor_scan"]
 

@@ -1,4 +1,4 @@
-"""PageHeap (random-walk page heap) and the rw section of gpudyn.theory.
+"""PageHeap (random-walk page heap) and the rw section of gpudyn.bench.theory.
 
 Host tests: the theory against hand-computed values, argument errors.  GPU
 tests: pages unique and previously free, exhaustion keeps the heap intact,
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gpudyn
-from gpudyn import theory
+from gpudyn.bench import theory
 from gpudyn.rw_heap import PageHeap
 
 

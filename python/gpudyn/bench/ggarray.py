@@ -8,7 +8,7 @@ chosen on the `baselines` section's median read/write when present, else on Fig.
 Every row of the table has the bytes its structure holds beside its time."""
 from __future__ import annotations
 
-from .. import theory
+from . import theory
 
 # Fig. 5's static rows, one per allocation (older results have one "static").
 STATIC_ROWS = ("static_cudaMalloc", "static_cudaMallocAsync", "static_cuMemCreate")

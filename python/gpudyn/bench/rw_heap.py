@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from .. import theory
+from . import theory
 
 # Targets of issue 4 on the H200.
 CORW_MS_GOAL = 0.05            # ms, CoRW GETPAGE, 1M threads, T = 16M pages, 50% free

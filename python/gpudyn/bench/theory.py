@@ -1,4 +1,5 @@
-"""Theoretical memory models of the structures (pure NumPy, no GPU).
+"""The papers' theoretical models of the structures (pure NumPy, no GPU), used by the
+`gpudyn bench` drivers and installed with them (gpudyn.bench.theory).
 
 GGArray section: the GGArray paper's §V / Fig. 3.  A phase inserts
 size × F elements, F log-normal(μ = 0, σ).  A static (or semi-static) array
@@ -109,17 +110,17 @@ RW_WARP = 32  # threads per warp in the WAS metric (the paper's max over 32 lane
 def _rw_check(T, A, N, w=1):
     for name, v in (("T", T), ("A", A), ("N", N), ("w", w)):
         if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
-            raise ValueError(f"gpudyn.theory: argument '{name}' is {v!r}, expected a number >= 0")
+            raise ValueError(f"gpudyn.bench.theory: argument '{name}' is {v!r}, expected a number >= 0")
     if not (0 < N <= A <= T):
-        raise ValueError(f"gpudyn.theory: expected 0 < N <= A <= T, got T={T}, A={A}, N={N}")
+        raise ValueError(f"gpudyn.bench.theory: expected 0 < N <= A <= T, got T={T}, A={A}, N={N}")
     if w < 1:
-        raise ValueError(f"gpudyn.theory: argument 'w' is {w!r}, expected >= 1")
+        raise ValueError(f"gpudyn.bench.theory: argument 'w' is {w!r}, expected >= 1")
 
 
 def queue_tas(N):
     """Eq. 1: TAS of a queue: a thread's position is uniform on [1, N]: (N + 1) / 2."""
     if N < 1:
-        raise ValueError(f"gpudyn.theory: argument 'N' is {N!r}, expected >= 1")
+        raise ValueError(f"gpudyn.bench.theory: argument 'N' is {N!r}, expected >= 1")
     return (N + 1) / 2
 
 
@@ -127,7 +128,7 @@ def queue_was(N, warp=RW_WARP):
     """Eq. 2 (exact sum before Faulhaber's approximation): sum_{k=0}^{N} 1 - (k/N)^32,
     about 32/33 N."""
     if N < 1:
-        raise ValueError(f"gpudyn.theory: argument 'N' is {N!r}, expected >= 1")
+        raise ValueError(f"gpudyn.bench.theory: argument 'N' is {N!r}, expected >= 1")
     N = int(N)
     return sum(1.0 - (k / N) ** warp for k in range(N + 1))
 
@@ -190,7 +191,7 @@ def crw_repeat_probability(A, M):
     """Eq. 8: probability that a thread's cluster ran out, (M - 1) / (A + M - 1), for
     A free pages in M clusters."""
     if A < 0 or M < 1:
-        raise ValueError(f"gpudyn.theory: expected A >= 0 and M >= 1, got A={A}, M={M}")
+        raise ValueError(f"gpudyn.bench.theory: expected A >= 0 and M >= 1, got A={A}, M={M}")
     return (M - 1) / (A + M - 1) if A + M - 1 > 0 else 0.0
 
 
@@ -208,7 +209,7 @@ def crw_bm_tas(T, A, N, M, w=32, per_thread=1):
     the mean over the R requests is (U + (R - 1)(1 + p U)) / R."""
     _rw_check(T, A, N, w)
     if per_thread < 1:
-        raise ValueError(f"gpudyn.theory: argument 'per_thread' is {per_thread!r}, expected >= 1")
+        raise ValueError(f"gpudyn.bench.theory: argument 'per_thread' is {per_thread!r}, expected >= 1")
     u = rw_bm_tas(T, A, N, w)
     p = crw_repeat_probability(A, M)
     if per_thread == 1:
