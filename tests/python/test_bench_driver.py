@@ -195,6 +195,47 @@ def test_bench_help_names_the_default_folder():
     assert r.returncode == 0 and "gpudyn-results/<gpu>" in r.stdout and "--out-dir" in r.stdout
 
 
+def test_bench_help_lists_every_benchmark_with_its_line():
+    r = subprocess.run([sys.executable, "-m", "gpudyn", "bench", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    listed = r.stdout[r.stdout.index("benchmarks:"):].splitlines()[1:]
+    assert [line.split()[0] for line in listed] == bench.available()
+    for line in listed:
+        name = line.split()[0]
+        assert line.split(None, 1)[1] == bench.BENCHMARKS[name]
+    for short, full in bench.ALIASES.items():  # accepted, not listed
+        assert f"{short}={full}" not in r.stdout and not any(line.split()[0] == short for line in listed)
+
+
+def test_every_benchmark_module_is_listed():
+    # a module with run(ctx) is a benchmark; theory (the papers' models) and _common are not
+    here = os.path.dirname(bench.__file__)
+    modules = sorted(f[:-3] for f in os.listdir(here) if f.endswith(".py") and not f.startswith("_"))
+    runners = [m for m in modules if re.search(r"^def run\(ctx", open(os.path.join(here, m + ".py")).read(), re.M)]
+    assert runners == bench.available() and "theory" in modules and "theory" not in runners
+    for line in bench.BENCHMARKS.values():
+        assert "\n" not in line and len(line) <= 100
+
+
+_NO_BENCH = """
+import sys
+sys.modules["gpudyn.bench"] = None  # as in an install without the benchmarks
+from gpudyn import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_bench_without_the_benchmarks_says_how_to_get_them():
+    r = subprocess.run([sys.executable, "-c", _NO_BENCH, "bench", "heap"], capture_output=True, text=True)
+    assert r.returncode == 1 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and "bash benchmarks/run.sh" in err[0] and "no benchmarks" in err[0], err
+    r = subprocess.run([sys.executable, "-c", _NO_BENCH, "bench", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "bash benchmarks/run.sh" in r.stdout, (r.stdout, r.stderr)
+    r = subprocess.run([sys.executable, "-c", _NO_BENCH, "info"], capture_output=True, text=True)
+    assert r.stdout.startswith("gpudyn "), (r.stdout, r.stderr)  # info needs no bench
+
+
 # ---- the git commit ---------------------------------------------------------------
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="no git")
 

@@ -130,3 +130,34 @@ def test_settings_of_its_own_are_not_passed_to_meson_python(backend):
     assert backend._split({"cuda-suffix": "false", "build-dir": "b"}) == ({"build-dir": "b"}, False)
     assert backend._split({"setup-args": ["-Dx=1"]}) == ({"setup-args": ["-Dx=1"]}, True)
     assert backend._split(None) == ({}, True)
+
+
+# ---- what a user build holds: meson.options' defaults --------------------------------
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def _read(*path):
+    with open(os.path.join(ROOT, *path), encoding="utf-8") as f:
+        return f.read()
+
+
+def test_user_builds_carry_no_benchmarks():
+    """`pip install .`, `pip wheel .` and the conda package build without the benchmarks
+    (meson.options' default; pyproject.toml does not turn it on); only tools/install.sh
+    (bash benchmarks/run.sh, bash tests/run.sh) builds them, and gpudyn.bench (with the
+    papers' models) is installed with them only."""
+    import re
+    options = _read("meson.options")
+    m = re.search(r"option\('benchmarks',\s*type:\s*'boolean',\s*value:\s*(\w+)", options)
+    assert m and m.group(1) == "false", "meson.options: benchmarks must default to false"
+    setup = re.search(r"^setup\s*=\s*\[(.*)\]", _read("pyproject.toml"), re.M).group(1)
+    assert "benchmarks" not in setup, setup
+    assert "-Dbenchmarks=true" in _read("tools", "install.sh").replace("$benchmarks", "true")
+    py_build = _read("python", "meson.build")
+    assert "'bench'" in py_build and "if get_option('benchmarks')" in py_build
+    assert os.path.isfile(os.path.join(ROOT, "python", "gpudyn", "bench", "theory.py"))
+    # the default architectures: 7.5 ... 9.0 as SASS, PTX 9.0 (docs/guides/packaging.md says so)
+    assert re.search(r"option\('gpu_archs',\s*type:\s*'array',\s*value:\s*\['75', '80', '86', '89', '90'\]", options)
+    assert re.search(r"option\('gpu_ptx',\s*type:\s*'string',\s*value:\s*'90'", options)
+    guide = _read("docs", "guides", "packaging.md")
+    assert "7.5, 8.0, 8.6, 8.9, 9.0" in guide and "PTX 9.0" in guide

@@ -128,8 +128,9 @@ def test_info_without_gpu_prints_versions_and_one_clear_error():
     assert r.returncode == 1
     out = r.stdout.splitlines()
     drv_text = f"{drv // 1000}.{drv % 1000 // 10}" if drv else "none"
-    assert len(out) == 2 and out[0].startswith(f"gpudyn {gpudyn.__version__} ("), r.stdout
+    assert len(out) == 3 and out[0].startswith(f"gpudyn {gpudyn.__version__} ("), r.stdout
     assert out[1] == f"CUDA runtime {rt // 1000}.{rt % 1000 // 10}, driver {drv_text}", r.stdout
+    assert out[2].startswith("built for compute capability "), r.stdout  # the GPUs it runs on (gpudyn.info.built_for)
     err = r.stderr.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("gpudyn: no CUDA device: "), r.stderr
     # The cause, with the versions: no driver, a driver older than the runtime's

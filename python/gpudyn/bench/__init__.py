@@ -1,15 +1,26 @@
-"""`gpudyn bench`: the papers' experiments.  Each module here (not starting
-with '_') is one benchmark with a `run(ctx)` function; see CONTRIBUTING.md."""
+"""`gpudyn bench`: the papers' experiments.  Each benchmark is a module here with a
+`run(ctx)` function, named in BENCHMARKS with one line saying what it measures (see
+CONTRIBUTING.md).  Installed only with the benchmark programs (meson option
+`benchmarks`; `bash benchmarks/run.sh` from a checkout), never in a user wheel or conda
+package; `theory` (the papers' models the drivers compare with) comes with them."""
 from __future__ import annotations
 
 import importlib
-import os
-import pkgutil
 
 from ._common import run_benchmarks  # noqa: F401
 
+# name -> what it measures (`gpudyn bench --help` lists these).
+BENCHMARKS = {
+    "apps": "breadth-first search on a Graph500 graph: GGArray vs worst-case buffer, two-pass and CuPy",
+    "ggarray": "GGArray vs static and VMM arrays: memory, insertion and read/write (GGArray paper Figs. 3-6)",
+    "heap": "device allocator (gpudyn::heap_ref) vs CUDA device malloc (Winter et al.'s matrix)",
+    "numba": "a variable-output kernel in Numba with gpudyn.numba vs CUDA C++ and plain Numba",
+    "rw_heap": "random-walk page heap (RW, RW-BM, CoRW) vs a queue, DO and CUDA malloc (Pham et al. Figs. 11-18)",
+    "user": "GGArray and the static array from a user's kernel vs CUB (compaction, variable output)",
+    "warp_heap": "warp heap (FDGMalloc Figs. 4-6) vs CUDA malloc",
+}
 
-# Short names used by the issues and the README (`gpudyn bench warp`).
+# Short names the issues use (`gpudyn bench warp`); accepted, not listed.
 ALIASES = {"warp": "warp_heap", "rw": "rw_heap", "gg": "ggarray"}
 
 
@@ -18,8 +29,8 @@ def resolve(name: str) -> str:
 
 
 def available() -> list[str]:
-    here = os.path.dirname(__file__)
-    return sorted(m.name for m in pkgutil.iter_modules([here]) if not m.name.startswith("_"))
+    """Every benchmark, in the order `gpudyn bench` runs them."""
+    return sorted(BENCHMARKS)
 
 
 def load(name: str):

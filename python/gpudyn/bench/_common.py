@@ -12,6 +12,8 @@ import sys
 import tempfile
 import time
 
+from ..info import fmt_cuda_version  # 13000 -> '13.0'
+
 _PROGRESS_RE = re.compile(r"^progress\s+(\d+)\s+(\d+)\s*(.*)$")
 
 # Default results folder, under the current directory: a run never overwrites the
@@ -34,11 +36,6 @@ METRICS = {
 def metric_notes(text: str) -> dict:
     """{metric: definition} for each of METRICS named (as a whole word) in `text`."""
     return {k: v for k, v in METRICS.items() if re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", text)}
-
-
-def fmt_cuda_version(v) -> str:
-    """13000 -> '13.0'; 0 or None (no driver, unknown) -> 'none'."""
-    return f"{v // 1000}.{v % 1000 // 10}" if v else "none"
 
 
 def gpu_slug(name: str) -> str:
