@@ -7,7 +7,7 @@
 # (API errors are not reported: tests provoke them on purpose), with
 # GPUDYN_SANITIZER=TOOL exported: tests read it and shrink their largest sizes,
 # since the tools slow kernels 10-100x (each test says what it leaves out), and
-# GPUDYN_ARENA_PREMAP (1 GiB unless set: see docs/memory.md).
+# GPUDYN_ARENA_PREMAP (1 GiB unless set: see docs/guides/memory.md).
 # Prints one line per tool, e.g.
 #   sanitizer memcheck: 12 runs, 0 errors, 0 hazards, 0 failed, 0 skipped
 # counting the tool's "ERROR SUMMARY: N errors" and racecheck's "RACECHECK SUMMARY:
@@ -72,7 +72,7 @@ for tool in "${tools[@]}"; do
   : > "$log"
   export GPUDYN_SANITIZER=$tool
   # The tools learn of device memory at launches: growth arenas map their first
-  # GiB before each launch instead of while kernels run (docs/memory.md).
+  # GiB before each launch instead of while kernels run (docs/guides/memory.md).
   export GPUDYN_ARENA_PREMAP=${GPUDYN_ARENA_PREMAP:-1073741824}
   san=(compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 1 --print-limit 20)
   runs=0 failed=0 skipped=0 failed_names=()
