@@ -3,20 +3,22 @@ import numpy as np
 
 import gpudyn
 
-# Random-walk page heap: 1M pages of 256 B; malloc takes runs of pages by random walks.
+# Random-walk page heap: 1M pages of 256 B, taken by random walks over a bitmap.
 with gpudyn.RWHeap(page_count=1 << 20, page_size=256) as heap:
+    pages = heap.get_pages(100_000, algorithm="corw").to_numpy()   # page ids, warp-collaborative walks
+    assert len(np.unique(pages)) == 100_000       # no page handed out twice
+    heap.free_pages(pages)
     sizes = np.full(100_000, 200, dtype=np.uint64)
-    ptrs = heap.malloc(sizes).to_numpy()          # one device address per size
-    assert len(np.unique(ptrs)) == len(sizes)     # nothing handed out twice
+    ptrs = heap.malloc(sizes).to_numpy()          # RW_malloc: one device address per size
+    assert len(np.unique(ptrs)) == len(sizes)
     heap.free(ptrs)
-    print("RWHeap", heap.stats())
+    assert heap.stats()["free_pages"] == 1 << 20  # every page back
 
 # Warp heap (FDGMalloc): ragged allocations packed into superblocks, freed in bulk.
 with gpudyn.WarpHeap() as wh:
     ptrs = wh.malloc(np.full(4096, 48)).to_numpy()
     assert len(np.unique(ptrs)) == 4096 and (ptrs % 16 == 0).all()
     wh.clear()                                    # everything it handed out, at once
-    print("WarpHeap", wh.stats())
 
 # Heap: malloc/free of any size; more memory later with heap.grow(nbytes).
 with gpudyn.Heap(initial_bytes=256 << 20) as heap:
