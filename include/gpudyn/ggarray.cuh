@@ -1,71 +1,74 @@
-// GGArray (Meneses, Navarro & Ferrada): a growable GPU array made of LFVectors
-// (a thread block pushes into LFVector blockIdx mod num_lfvectors).  LFVector l
-// holds its elements in buckets; bucket b has first·2^b elements and is
-// allocated inside a kernel, on demand, by the one thread that wins a
-// compare-and-swap on its state (the precursor report's fix: no thread
-// allocates before knowing it is the one): in place in the host-mapped bucket
-// pool, else bumped off the array's growth arena (memory the host allocated or
-// took from a gpudyn heap: the array's budget; never CUDA's device malloc).
-// `ranges` is the exclusive prefix sum of the LFVector sizes (computed by
-// get_view) so a global index finds its LFVector by binary search.
-//
-// The natural call is the fast one: any thread, any branch, one element.
-//
-//   __global__ void keep_small(gpudyn_ggarray_view_t view, const int* in, unsigned n) {
-//       const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-//       if (i >= n) return;                              // early return: fine
-//       const gpudyn::ggarray_ref<int> a{view};
-//       if (in[i] < 90 && !a.push_back(in[i])) { ... } // false: out of memory (status set)
-//   }
-//
-// Lanes that call push_back together share one reservation (one atomicAdd on
-// their LFVector's counter per warp group, warp_push.cuh); a range that lies in
-// the bucket the LFVector's window names (almost all of them) is stored through
-// the window's pointer, read together with the atomic, with no bucket
-// arithmetic; stores are coalesced; no shared memory, no barrier.  Block-level forms with storage from
-// the block shape (push_storage<256>) remain for kernels that ask for them.
-//
-// Element access goes by *spans* — contiguous pieces of one bucket — so
-// read/write loops are plain coalesced loops over memory, with the bucket
-// arithmetic done once per span, not once per element.
-//
-// Nothing lost, failure visible.  Reservations take ranges of an LFVector with
-// one atomicAdd; a range whose buckets cannot be had fails whole (nothing
-// stored), records its start in failed_at[l] (atomicMin) and the status word
-// says why.  LFVector l then holds exactly [0, min(sizes[l], failed_at[l])):
-// every range below the lowest failed start was stored and every range at or
-// above it failed, because
-//   - buckets become ready in order: a reservation makes every bucket from the
-//     ready prefix (growth word, bits 0-7) up to its last one ready before it
-//     stores, so a ready bucket has every lower bucket ready;
-//   - a failed allocation of bucket b seals the LFVector at b (growth word bits
-//     8-15) before the bucket is released, and no reservation that needs a
-//     bucket >= the seal succeeds afterwards (the seal and the ready prefix
-//     live in one word: the prefix never passes a seal).
-// So once a range failed, no range above it can have been stored.  The host
-// folds the counters back (size = min(sizes, failed_at), seal lifted) at its
-// next push_back / reserve / set_budget (a raise) / clear / clear_status; the
-// status bits stay until clear_status or clear.
-//
-// A view of another layout version or element size is refused: valid() is
-// false, every push returns false, size() is 0 and spans visit nothing; no
-// counter or bucket is touched.  A ggarray_ref<T> whose sizeof(T) is not the
-// array's element size sets GPUDYN_ARRAY_STATUS_WRONG_ELEMENT_SIZE, so the
-// host sees the mistake (a view of another version has no status word to set).
-//
-// Registers.  A kernel that pushes into a GGArray contains the growth path
-// (bucket claim, then a bump of the growth arena), which is why that path is
-// a bump and not a heap's page-run search: with the search a kernel pushing
-// one value a thread took 48 registers a thread, with the bump 30-32 (sm_90,
-// nvcc 13.0), full occupancy to hide the latency of the reservation's atomic.
-// ptxas keeps such kernels at 32 registers and spills when the slow path
-// needs more, with the spill stores on the fast path: the slow path's shape
-// (grow_prefix, raise_prefix) was chosen for none (checked with -Xptxas -v).
-// Kernels that hold many items a thread (16 flags and values) take 64-80;
-// blocks of up to 768 threads launch as they are, a kernel launched with
-// larger blocks needs __launch_bounds__(threads), else the launch fails with
-// cudaErrorLaunchOutOfResources.
-// Compiles under nvcc and NVRTC.
+/// @file
+/// GGArray (Meneses, Navarro & Ferrada): a growable GPU array made of LFVectors
+/// (a thread block pushes into LFVector blockIdx mod num_lfvectors).  LFVector l
+/// holds its elements in buckets; bucket b has first·2^b elements and is
+/// allocated inside a kernel, on demand, by the one thread that wins a
+/// compare-and-swap on its state (the precursor report's fix: no thread
+/// allocates before knowing it is the one): in place in the host-mapped bucket
+/// pool, else bumped off the array's growth arena (memory the host allocated or
+/// took from a gpudyn heap: the array's budget; never CUDA's device malloc).
+/// `ranges` is the exclusive prefix sum of the LFVector sizes (computed by
+/// get_view) so a global index finds its LFVector by binary search.
+///
+/// The natural call is the fast one: any thread, any branch, one element.
+///
+/// @code{.cpp}
+/// __global__ void keep_small(gpudyn_ggarray_view_t view, const int* in, unsigned n) {
+///     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+///     if (i >= n) return;                              // early return: fine
+///     const gpudyn::ggarray_ref<int> a{view};
+///     if (in[i] < 90 && !a.push_back(in[i])) { ... } // false: out of memory (status set)
+/// }
+/// @endcode
+///
+/// Lanes that call push_back together share one reservation (one atomicAdd on
+/// their LFVector's counter per warp group, warp_push.cuh); a range that lies in
+/// the bucket the LFVector's window names (almost all of them) is stored through
+/// the window's pointer, read together with the atomic, with no bucket
+/// arithmetic; stores are coalesced; no shared memory, no barrier.  Block-level forms with storage from
+/// the block shape (`push_storage<256>`) remain for kernels that ask for them.
+///
+/// Element access goes by *spans* — contiguous pieces of one bucket — so
+/// read/write loops are plain coalesced loops over memory, with the bucket
+/// arithmetic done once per span, not once per element.
+///
+/// Nothing lost, failure visible.  Reservations take ranges of an LFVector with
+/// one atomicAdd; a range whose buckets cannot be had fails whole (nothing
+/// stored), records its start in failed_at[l] (atomicMin) and the status word
+/// says why.  LFVector l then holds exactly [0, min(sizes[l], failed_at[l])):
+/// every range below the lowest failed start was stored and every range at or
+/// above it failed, because
+///   - buckets become ready in order: a reservation makes every bucket from the
+///     ready prefix (growth word, bits 0-7) up to its last one ready before it
+///     stores, so a ready bucket has every lower bucket ready;
+///   - a failed allocation of bucket b seals the LFVector at b (growth word bits
+///     8-15) before the bucket is released, and no reservation that needs a
+///     bucket >= the seal succeeds afterwards (the seal and the ready prefix
+///     live in one word: the prefix never passes a seal).
+/// So once a range failed, no range above it can have been stored.  The host
+/// folds the counters back (size = min(sizes, failed_at), seal lifted) at its
+/// next push_back / reserve / set_budget (a raise) / clear / clear_status; the
+/// status bits stay until clear_status or clear.
+///
+/// A view of another layout version or element size is refused: valid() is
+/// false, every push returns false, size() is 0 and spans visit nothing; no
+/// counter or bucket is touched.  A `ggarray_ref<T>` whose sizeof(T) is not the
+/// array's element size sets GPUDYN_ARRAY_STATUS_WRONG_ELEMENT_SIZE, so the
+/// host sees the mistake (a view of another version has no status word to set).
+///
+/// Registers.  A kernel that pushes into a GGArray contains the growth path
+/// (bucket claim, then a bump of the growth arena), which is why that path is
+/// a bump and not a heap's page-run search: with the search a kernel pushing
+/// one value a thread took 48 registers a thread, with the bump 30-32 (sm_90,
+/// nvcc 13.0), full occupancy to hide the latency of the reservation's atomic.
+/// ptxas keeps such kernels at 32 registers and spills when the slow path
+/// needs more, with the spill stores on the fast path: the slow path's shape
+/// (grow_prefix, raise_prefix) was chosen for none (checked with -Xptxas -v).
+/// Kernels that hold many items a thread (16 flags and values) take 64-80;
+/// blocks of up to 768 threads launch as they are, a kernel launched with
+/// larger blocks needs __launch_bounds__(threads), else the launch fails with
+/// cudaErrorLaunchOutOfResources.
+/// Compiles under nvcc and NVRTC.
 #pragma once
 
 #if defined(__CUDACC_RTC__)
@@ -80,53 +83,53 @@ namespace gpudyn {
 inline namespace v0 {
 
 namespace ggarray_detail {
-// Bucket states (view .bucket_state): ready buckets are kReady (taken from
-// the growth arena) or kReadyPool (a slice of the pool); neither is freed
-// alone (the arena and the pool go whole, at destroy).
+/// Bucket states (view .bucket_state): ready buckets are kReady (taken from
+/// the growth arena) or kReadyPool (a slice of the pool); neither is freed
+/// alone (the arena and the pool go whole, at destroy).
 constexpr unsigned kEmpty = 0, kBusy = 1, kReady = 2, kReadyPool = 3;
-// Back-off while another thread allocates a bucket (ns): the first wait, then
-// doubled up to the last (a growth takes a few global round trips).
+/// Back-off while another thread allocates a bucket (ns): the first wait, then
+/// doubled up to the last (a growth takes a few global round trips).
 constexpr unsigned kWaitNs = 128, kMaxWaitNs = 1024;
 
-// The growth arena (view .arena): buckets beyond the pool rows are bumped
-// off [base, base + size).  Either a fixed run (the array's budget taken
-// whole, or a run of a heap it shares), or, by default, a virtual range whose
-// physical memory the host maps as the bumps reach it (mailbox != 0): a
-// bucket past the mapped end asks the library's host thread for more through
-// the host-mapped mailbox and waits for it, so memory follows the output and
-// a kernel can grow into what the device can give.  A bump is one atomicAdd;
-// it keeps the growth path of every push kernel to a few registers (the
-// page-run search of a heap made a per-thread push kernel 48-64 registers a
-// thread instead of 32-48: fewer resident warps to hide the reservation's
-// atomic).
+/// The growth arena (view .arena): buckets beyond the pool rows are bumped
+/// off [base, base + size).  Either a fixed run (the array's budget taken
+/// whole, or a run of a heap it shares), or, by default, a virtual range whose
+/// physical memory the host maps as the bumps reach it (mailbox != 0): a
+/// bucket past the mapped end asks the library's host thread for more through
+/// the host-mapped mailbox and waits for it, so memory follows the output and
+/// a kernel can grow into what the device can give.  A bump is one atomicAdd;
+/// it keeps the growth path of every push kernel to a few registers (the
+/// page-run search of a heap made a per-thread push kernel 48-64 registers a
+/// thread instead of 32-48: fewer resident warps to hide the reservation's
+/// atomic).
 struct arena_record {
-    unsigned long long taken;    // bytes handed out or refused from base (refused ones stay counted)
-    unsigned long long base;     // device address of the arena (0: none yet)
-    unsigned long long size;     // bytes of it usable now (the budget)
-    unsigned long long refused;  // largest request refused since the host last looked (atomicMax)
-    unsigned long long end;      // end of the last bucket handed out (atomicMax): where the host resumes
-    unsigned long long refusals; // requests refused (a count, for tests and stats)
-    unsigned long long mailbox;  // device address of the growth_mailbox (0: the whole run is mapped)
-    unsigned long long mapped;   // bytes from base known mapped (a lower bound, raised with atomicMax)
+    unsigned long long taken;    ///< bytes handed out or refused from base (refused ones stay counted)
+    unsigned long long base;     ///< device address of the arena (0: none yet)
+    unsigned long long size;     ///< bytes of it usable now (the budget)
+    unsigned long long refused;  ///< largest request refused since the host last looked (atomicMax)
+    unsigned long long end;      ///< end of the last bucket handed out (atomicMax): where the host resumes
+    unsigned long long refusals; ///< requests refused (a count, for tests and stats)
+    unsigned long long mailbox;  ///< device address of the growth_mailbox (0: the whole run is mapped)
+    unsigned long long mapped;   ///< bytes from base known mapped (a lower bound, raised with atomicMax)
 };
-// Host-mapped (pinned) words shared with the library's host thread while kernels run.
+/// Host-mapped (pinned) words shared with the library's host thread while kernels run.
 struct growth_mailbox {
-    unsigned long long want;     // highest end a bucket waits for (device atomicMax)
-    unsigned long long mapped;   // bytes from base mapped now (host writes, after the mapping is usable)
-    unsigned long long limit;    // the host could not map past this (~0: no refusal yet)
-    unsigned long long requests; // buckets that had to wait (a count, for stats)
+    unsigned long long want;     ///< highest end a bucket waits for (device atomicMax)
+    unsigned long long mapped;   ///< bytes from base mapped now (host writes, after the mapping is usable)
+    unsigned long long limit;    ///< the host could not map past this (~0: no refusal yet)
+    unsigned long long requests; ///< buckets that had to wait (a count, for stats)
 };
-// Buckets start on this alignment (the widest vector access, and then some).
+/// Buckets start on this alignment (the widest vector access, and then some).
 constexpr unsigned long long kArenaAlign = 256;
-// A bucket waits at most this long for the host to map memory (then it is refused):
-// the host thread answers in microseconds; this only ends a wait nobody answers.
+/// A bucket waits at most this long for the host to map memory (then it is refused):
+/// the host thread answers in microseconds; this only ends a wait nobody answers.
 constexpr unsigned long long kGrowthTimeoutNs = 5000000000ull;
 __device__ inline unsigned long long global_ns() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
-// True once [base, base + end) is mapped; false when the host could not map it.
+/// True once [base, base + end) is mapped; false when the host could not map it.
 __device__ inline bool arena_wait_mapped(arena_record* a, unsigned long long end) {
     growth_mailbox* mb = reinterpret_cast<growth_mailbox*>(a->mailbox);
     volatile growth_mailbox* v = mb;
@@ -147,10 +150,10 @@ __device__ inline bool arena_wait_mapped(arena_record* a, unsigned long long end
     atomicMax(&a->mapped, m);
     return true;
 }
-// A bucket of `bytes` from the arena at `record`; nullptr when it does not fit
-// (the request is recorded in `refused`; `taken` stays past it, so the rest of
-// the launch's requests fail too, until the host resets it to `end`).
-// *held = the bytes it takes.
+/// A bucket of `bytes` from the arena at `record`; nullptr when it does not fit
+/// (the request is recorded in `refused`; `taken` stays past it, so the rest of
+/// the launch's requests fail too, until the host resets it to `end`).
+/// *held = the bytes it takes.
 __device__ inline void* arena_bucket(unsigned long long record, unsigned long long bytes, unsigned long long* held) {
     if (record == 0) return nullptr;
     arena_record* a = reinterpret_cast<arena_record*>(record);
@@ -172,13 +175,13 @@ __device__ inline void* arena_bucket(unsigned long long record, unsigned long lo
     atomicAdd(&a->refusals, 1ull);
     return nullptr;
 }
-// Growth word of an LFVector (view .growth): bits 0-7 the ready prefix (buckets
-// 0..n-1 ready), bits 8-15 1 + the sealed bucket (0: none).
+/// Growth word of an LFVector (view .growth): bits 0-7 the ready prefix (buckets
+/// 0..n-1 ready), bits 8-15 1 + the sealed bucket (0: none).
 constexpr unsigned kPrefixMask = 0xffu, kSealShift = 8;
-// The seal as a bucket bound: every bucket >= it is refused (255: no seal).
+/// The seal as a bucket bound: every bucket >= it is refused (255: no seal).
 __host__ __device__ constexpr unsigned seal_of(unsigned g) { return ((g >> kSealShift) + 0xffu) & 0xffu; }
 __host__ __device__ constexpr unsigned prefix_of(unsigned g) { return g & kPrefixMask; }
-// For the library's bookkeeping kernels (grow, capacity, ranges): the ref's internals.
+/// For the library's bookkeeping kernels (grow, capacity, ranges): the ref's internals.
 struct internal;
 }  // namespace ggarray_detail
 
@@ -188,43 +191,45 @@ public:
     using value_type = T;
 
     __host__ __device__ explicit ggarray_ref(const gpudyn_ggarray_view_t& v) : view_(v) {}
-    // False for a view of another layout version or element size (every operation refuses it).
+    /// False for a view of another layout version or element size (every operation refuses it).
     __host__ __device__ bool valid() const {
         return view_.version == GPUDYN_GGARRAY_VIEW_VERSION && view_.element_size == sizeof(T);
     }
     __host__ __device__ unsigned num_lfvectors() const { return view_.num_lfvectors; }
 
-    // ---- per-thread push (any thread, any divergence) ----
-    // Appends x to the calling block's LFVector (linear block index mod
-    // num_lfvectors).  The lanes that call together on this array share one
-    // reservation (lanes of the warp calling another array form their own group).
-    // False when no memory could be had (status set; x not stored) or the view
-    // is refused.
+    /// @name per-thread push (any thread, any divergence)
+    /// @{
+
+    /// Appends x to the calling block's LFVector (linear block index mod
+    /// num_lfvectors).  The lanes that call together on this array share one
+    /// reservation (lanes of the warp calling another array form their own group).
+    /// False when no memory could be had (status set; x not stored) or the view
+    /// is refused.
     __device__ bool push_back(const T& x) const {
         if (!valid()) return refuse();
         const unsigned l = block_lfvector();
         return detail::warp_push_one<T>(peers(l), sink{this, l}, x);
     }
-    // Appends values[0..n) (n may be 0 and differ per thread) to the block's
-    // LFVector: one reservation of the group's total; all or nothing per group
-    // (every lane of the group gets the group's answer, a lane with n == 0 too).
+    /// Appends values[0..n) (n may be 0 and differ per thread) to the block's
+    /// LFVector: one reservation of the group's total; all or nothing per group
+    /// (every lane of the group gets the group's answer, a lane with n == 0 too).
     __device__ bool push_back(const T* values, unsigned n) const {
         if (!valid()) return refuse();
         const unsigned l = block_lfvector();
         return detail::warp_push_many<T>(peers(l), sink{this, l}, values, n);
     }
-    // Items (flag, value) pairs per thread: the flagged values of the lanes that
-    // call together with one reservation, item k of every lane (lane order)
-    // before item k + 1 (a warp that loads candidate k * 32 + lane keeps input
-    // order); all or nothing per group.  No shared memory, no barrier.
+    /// Items (flag, value) pairs per thread: the flagged values of the lanes that
+    /// call together with one reservation, item k of every lane (lane order)
+    /// before item k + 1 (a warp that loads candidate k * 32 + lane keeps input
+    /// order); all or nothing per group.  No shared memory, no barrier.
     template <int Items>
     __device__ bool push_back(const bool (&flag)[Items], const T (&value)[Items]) const {
         if (!valid()) return refuse();
         const unsigned l = block_lfvector();
         return detail::warp_push_flagged<Items>(peers(l), sink{this, l}, flag, value);
     }
-    // Appends x to LFVector l (l < num_lfvectors, else false): lanes that call
-    // together with the same array and l share one reservation.
+    /// Appends x to LFVector l (l < num_lfvectors, else false): lanes that call
+    /// together with the same array and l share one reservation.
     __device__ bool push_back_to(unsigned l, const T& x) const {
         if (!valid()) return refuse();
         const unsigned group = peers(l);
@@ -232,9 +237,13 @@ public:
         return detail::warp_push_one<T>(group, sink{this, l}, x);
     }
 
-    // ---- block-level push (every thread of the block calls) ----
-    // Items (flag, value) pairs per thread appended to LFVector l with one
-    // reservation; the same bool in every thread.
+    /// @}
+
+    /// @name block-level push (every thread of the block calls)
+    /// @{
+
+    /// Items (flag, value) pairs per thread appended to LFVector l with one
+    /// reservation; the same bool in every thread.
     template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ, int Items>
     __device__ bool push_back_to(unsigned l, push_storage<BX, A, BY, BZ>& s, const bool (&flag)[Items],
                                  const T (&value)[Items]) const {
@@ -243,7 +252,7 @@ public:
         sink k{this, l};
         return push_storage<BX, A, BY, BZ>::inserter::push(s, k, flag, value);
     }
-    // The block's own LFVector.
+    /// The block's own LFVector.
     template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ, int Items>
     __device__ bool push_back(push_storage<BX, A, BY, BZ>& s, const bool (&flag)[Items], const T (&value)[Items]) const {
         if (!valid()) return refuse();  // before block_lfvector: a refused view's fields mean nothing
@@ -255,11 +264,11 @@ public:
         const T v[1] = {value};
         return push_back(s, f, v);
     }
-    // A block's chunk of n candidates (src.flag(j), src.value(j), j < n; see
-    // block_inserter::push_chunk) appended to LFVector l with ONE reservation.
-    // Every thread of the block calls with the same l, n and src.  Fastest with
-    // n <= threads x Items: each candidate is then read once (larger chunks are
-    // read twice, count then store).
+    /// A block's chunk of n candidates (src.flag(j), src.value(j), j < n; see
+    /// block_inserter::push_chunk) appended to LFVector l with ONE reservation.
+    /// Every thread of the block calls with the same l, n and src.  Fastest with
+    /// n <= threads x Items: each candidate is then read once (larger chunks are
+    /// read twice, count then store).
     template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
     __device__ bool push_back_chunk_to(unsigned l, push_storage<BX, A, BY, BZ>& s, unsigned long long n,
                                        const Src& src) const {
@@ -268,13 +277,13 @@ public:
         sink k{this, l};
         return push_storage<BX, A, BY, BZ>::inserter::template push_chunk<Items, T>(s, k, n, src);
     }
-    // Into the block's own LFVector.
+    /// Into the block's own LFVector.
     template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
     __device__ bool push_back_chunk(push_storage<BX, A, BY, BZ>& s, unsigned long long n, const Src& src) const {
         if (!valid()) return refuse();
         return push_back_chunk_to<Items>(block_lfvector(), s, n, src);
     }
-    // Part p of a bulk insertion (push_back_parts): LFVector p mod num_lfvectors.
+    /// Part p of a bulk insertion (push_back_parts): LFVector p mod num_lfvectors.
     template <int Items = 8, unsigned BX, insert_algo A, unsigned BY, unsigned BZ, class Src>
     __device__ bool push_back_part(unsigned long long p, push_storage<BX, A, BY, BZ>& s, unsigned long long n,
                                    const Src& src) const {
@@ -282,48 +291,58 @@ public:
         return push_back_chunk_to<Items>(unsigned(p % view_.num_lfvectors), s, n, src);
     }
 
-    // ---- sizes (any thread) ----
-    // Elements stored now: the sum over the LFVectors (num_lfvectors loads: call
-    // it from one thread, or read the host's size).  0 for a refused view.
-    // Counters are read live, so a kernel queued after the pushing one sees
-    // them all, whenever its view was taken; a consumer that does not push
-    // reads the same count in one load from ranged_size() (view taken after
-    // the producer was queued).
+    /// @}
+
+    /// @name sizes (any thread)
+    /// @{
+
+    /// Elements stored now: the sum over the LFVectors (num_lfvectors loads: call
+    /// it from one thread, or read the host's size).  0 for a refused view.
+    /// Counters are read live, so a kernel queued after the pushing one sees
+    /// them all, whenever its view was taken; a consumer that does not push
+    /// reads the same count in one load from ranged_size() (view taken after
+    /// the producer was queued).
     __device__ unsigned long long size() const {
         if (!valid()) return refuse(), 0;
         unsigned long long n = 0;
         for (unsigned l = 0; l < view_.num_lfvectors; ++l) n += lfvector_size(l);
         return n;
     }
-    // Elements stored now in LFVector l.
+    /// Elements stored now in LFVector l.
     __device__ unsigned long long lfvector_size(unsigned l) const {
         if (!valid()) return refuse(), 0;
         if (l >= view_.num_lfvectors) return 0;
         return held(l);
     }
 
-    // ---- access by global index (valid as of get_view) ----
-    // Elements covered by at() and the spans: the size as of the last get_view
-    // (one load).  get_view recomputes the ranges in a kernel on its stream, so
-    // a kernel queued after it on that stream sees every element the work
-    // queued before it stored, with no host wait.
+    /// @}
+
+    /// @name access by global index (valid as of get_view)
+    /// @{
+
+    /// Elements covered by at() and the spans: the size as of the last get_view
+    /// (one load).  get_view recomputes the ranges in a kernel on its stream, so
+    /// a kernel queued after it on that stream sees every element the work
+    /// queued before it stored, with no host wait.
     __device__ unsigned long long ranged_size() const {
         if (!valid()) return refuse(), 0;
         return ranges()[view_.num_lfvectors];
     }
-    // Element i, i < ranged_size() (valid() required): LFVector after LFVector,
-    // the order of flatten.
+    /// Element i, i < ranged_size() (valid() required): LFVector after LFVector,
+    /// the order of flatten.
     __device__ T& at(unsigned long long i) const {
         const unsigned l = lfvector_of(i);
         const unsigned long long local = i - ranges()[l];
         const unsigned b = bucket_of(local);
         return bucket(l, b)[local - bucket_first(b)];
     }
-    // The first span of [lo, hi) ∩ [0, ranged_size()): p with p[0..*n) the
-    // global elements [lo, lo + *n), all in one bucket of one LFVector; *n = 0
-    // and nullptr when lo >= min(hi, ranged_size()).  Stepping lo by *n visits
-    // [lo, hi) as for_each_span does, in a loop a caller writes itself (Numba):
-    //   for (unsigned long long n = 0; lo < hi; lo += n) { const T* p = a.span(lo, hi, &n); if (n == 0) break; ... }
+    /// The first span of [lo, hi) ∩ [0, ranged_size()): p with p[0..*n) the
+    /// global elements [lo, lo + *n), all in one bucket of one LFVector; *n = 0
+    /// and nullptr when lo >= min(hi, ranged_size()).  Stepping lo by *n visits
+    /// [lo, hi) as for_each_span does, in a loop a caller writes itself (Numba):
+    /// @code{.cpp}
+    /// for (unsigned long long n = 0; lo < hi; lo += n) { const T* p = a.span(lo, hi, &n); if (n == 0) break; ... }
+    /// @endcode
     __device__ T* span(unsigned long long lo, unsigned long long hi, unsigned long long* n) const {
         *n = 0;
         if (!valid()) return refuse(), nullptr;
@@ -341,9 +360,9 @@ public:
         *n = m;
         return bucket(l, b) + (local - bucket_first(b));
     }
-    // Calls f(T* p, n, first) for each contiguous piece p[0..n) holding global
-    // elements [first, first + n) of [lo, hi) ∩ [0, ranged_size()), in order.
-    // Per span: one bucket lookup; loop over p with coalesced accesses.
+    /// Calls f(T* p, n, first) for each contiguous piece p[0..n) holding global
+    /// elements [first, first + n) of [lo, hi) ∩ [0, ranged_size()), in order.
+    /// Per span: one bucket lookup; loop over p with coalesced accesses.
     template <class F>
     __device__ void for_each_span(unsigned long long lo, unsigned long long hi, F&& f) const {
         if (!valid()) {
@@ -368,27 +387,30 @@ public:
             lo += n;
         }
     }
-    // Every element (as of get_view), span by span.
+    /// Every element (as of get_view), span by span.
     template <class F>
     __device__ void for_each_span(F&& f) const {
         for_each_span(0ull, ~0ull, static_cast<F&&>(f));
     }
 
+/// @}
 private:
     friend struct ggarray_detail::internal;
     gpudyn_ggarray_view_t view_;
 
-    // A 1-D grid (the usual one) takes a 32-bit remainder, a mask when the
-    // count is a power of two (the default 512): the 64-bit remainder of the
-    // linear index is a library call of some 70 instructions at every push.
+    /// A 1-D grid (the usual one) takes a 32-bit remainder, a mask when the
+    /// count is a power of two (the default 512): the 64-bit remainder of the
+    /// linear index is a library call of some 70 instructions at every push.
     __device__ unsigned block_lfvector() const {
         const unsigned L = view_.num_lfvectors;
         if (gridDim.y == 1 && gridDim.z == 1) return (L & (L - 1)) == 0 ? blockIdx.x & (L - 1) : blockIdx.x % L;
         return unsigned(detail::block_linear_index() % L);
     }
 
-    // ---- layout arithmetic ----
-    // Bucket holding local index i: b with first·(2^b − 1) <= i < first·(2^(b+1) − 1).
+    /// @name layout arithmetic
+    /// @{
+
+    /// Bucket holding local index i: b with first·(2^b − 1) <= i < first·(2^(b+1) − 1).
     __device__ unsigned bucket_of(unsigned long long i) const {
         return 63u - unsigned(__clzll((long long)((i >> view_.log2_first_bucket) + 1ull)));
     }
@@ -399,22 +421,22 @@ private:
         return 1ull << (view_.log2_first_bucket + b);
     }
     __device__ unsigned long long* counters() const { return reinterpret_cast<unsigned long long*>(view_.sizes); }
-    // The lanes calling now that push into LFVector l of this array (others may
-    // push into another array, or another LFVector).  l need not be valid.
+    /// The lanes calling now that push into LFVector l of this array (others may
+    /// push into another array, or another LFVector).  l need not be valid.
     __device__ unsigned peers(unsigned l) const {
         return detail::peers_with(__activemask(), view_.sizes + 8ull * l);
     }
     __device__ unsigned long long* failed() const { return reinterpret_cast<unsigned long long*>(view_.failed_at); }
-    // Elements LFVector l holds: min(counter, lowest failed start).  No check of
-    // the element size: the library's ranges kernel reads any array's counters
-    // through one instantiation (ggarray_ref<unsigned char>), whose valid() is
-    // false for every other element size.
+    /// Elements LFVector l holds: min(counter, lowest failed start).  No check of
+    /// the element size: the library's ranges kernel reads any array's counters
+    /// through one instantiation (`ggarray_ref<unsigned char>`), whose valid() is
+    /// false for every other element size.
     __device__ unsigned long long held(unsigned l) const { return detail::held_elements(counters() + l, failed() + l); }
     __device__ unsigned* growth(unsigned l) const { return reinterpret_cast<unsigned*>(view_.growth) + l; }
     __device__ unsigned* status_word() const { return reinterpret_cast<unsigned*>(view_.status); }
-    // valid() is false.  A view of this layout bound with the wrong element type
-    // says so in its status word (read first: one atomic per misused array, not
-    // per call); a view of another version has no status word we can find.
+    /// valid() is false.  A view of this layout bound with the wrong element type
+    /// says so in its status word (read first: one atomic per misused array, not
+    /// per call); a view of another version has no status word we can find.
     __device__ bool refuse() const {
         if (view_.version == GPUDYN_GGARRAY_VIEW_VERSION && view_.status != 0)
             detail::report_wrong_element_size(status_word());
@@ -423,29 +445,29 @@ private:
     __device__ const unsigned long long* ranges() const {
         return reinterpret_cast<const unsigned long long*>(view_.ranges);
     }
-    // Bucket-major (bucket b of every LFVector side by side): the slots a kernel
-    // reads at each push, those of the LFVectors' newest buckets, share a few
-    // lines that stay in the SM's L1 (LFVector-major, each push of an SM read a
-    // line of its own LFVector, mostly from L2: a second round trip after the
-    // reservation's atomic).
+    /// Bucket-major (bucket b of every LFVector side by side): the slots a kernel
+    /// reads at each push, those of the LFVectors' newest buckets, share a few
+    /// lines that stay in the SM's L1 (LFVector-major, each push of an SM read a
+    /// line of its own LFVector, mostly from L2: a second round trip after the
+    /// reservation's atomic).
     __device__ unsigned* state(unsigned l, unsigned b) const {
         return reinterpret_cast<unsigned*>(view_.bucket_state) + (unsigned long long)b * view_.num_lfvectors + l;
     }
     __device__ unsigned long long* bucket_slot(unsigned l, unsigned b) const {
         return reinterpret_cast<unsigned long long*>(view_.buckets) + (unsigned long long)b * view_.num_lfvectors + l;
     }
-    // Read through L2 (volatile): another SM may have just published it.
+    /// Read through L2 (volatile): another SM may have just published it.
     __device__ T* bucket(unsigned l, unsigned b) const {
         return reinterpret_cast<T*>(*static_cast<volatile unsigned long long*>(bucket_slot(l, b)));
     }
-    // Bucket b of l, which the caller's reservation made ready.  Its slot goes
-    // from 0 to the pointer once within a kernel and never changes, so a
-    // non-null read is the pointer, whatever cache served it: the first read
-    // is a CTA-scope relaxed load, which the SM's L1 may serve (every warp of
-    // the SM pushing into this LFVector reads the same line; a read through
-    // L2 costs each push a second round trip after its atomic).  Null means
-    // the publication is not visible to this thread yet: ensure_bucket on a
-    // ready bucket reads the slot through L2 until it is.
+    /// Bucket b of l, which the caller's reservation made ready.  Its slot goes
+    /// from 0 to the pointer once within a kernel and never changes, so a
+    /// non-null read is the pointer, whatever cache served it: the first read
+    /// is a CTA-scope relaxed load, which the SM's L1 may serve (every warp of
+    /// the SM pushing into this LFVector reads the same line; a read through
+    /// L2 costs each push a second round trip after its atomic).  Null means
+    /// the publication is not visible to this thread yet: ensure_bucket on a
+    /// ready bucket reads the slot through L2 until it is.
     __device__ T* ready_bucket(unsigned l, unsigned b) const {
         unsigned long long w;
         asm volatile("ld.relaxed.cta.global.u64 %0, [%1];" : "=l"(w) : "l"(bucket_slot(l, b)));
@@ -457,17 +479,21 @@ private:
         return p;
     }
 
-    // True when bucket b of l has its pointer published (read through L2).
+    /// True when bucket b of l has its pointer published (read through L2).
     __device__ bool slot_published(unsigned l, unsigned b) const {
         unsigned long long w;
         asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(bucket_slot(l, b)) : "memory");
         return w != 0;
     }
 
-    // ---- bucket pool ----
-    // True when bucket b's row (bucket b of every LFVector) is mapped in the pool.
+    /// @}
+
+    /// @name bucket pool
+    /// @{
+
+    /// True when bucket b's row (bucket b of every LFVector) is mapped in the pool.
     __device__ bool pool_has(unsigned b) const { return view_.pool != 0 && b < view_.pool_rows; }
-    // Pool address of bucket b of LFVector l (rows are laid out bucket after bucket).
+    /// Pool address of bucket b of LFVector l (rows are laid out bucket after bucket).
     __device__ T* pool_bucket(unsigned l, unsigned b) const {
         const unsigned long long elems =
             (((unsigned long long)view_.num_lfvectors * ((1ull << b) - 1ull)) + ((unsigned long long)l << b))
@@ -475,9 +501,13 @@ private:
         return reinterpret_cast<T*>(view_.pool) + elems;
     }
 
-    // ---- growth word ----
-    // Seals LFVector l at bucket b (see the file comment); a fence orders it
-    // before the caller releases the bucket, so whoever claims the bucket next sees it.
+    /// @}
+
+    /// @name growth word
+    /// @{
+
+    /// Seals LFVector l at bucket b (see the file comment); a fence orders it
+    /// before the caller releases the bucket, so whoever claims the bucket next sees it.
     __device__ void seal(unsigned l, unsigned b) const {
         using namespace ggarray_detail;
         unsigned g = *static_cast<volatile unsigned*>(growth(l));
@@ -489,26 +519,26 @@ private:
         }
         __threadfence();
     }
-    // True when LFVector l is sealed at or below bucket b: no reservation that
-    // needs b can succeed before the host folds (volatile: through L2).
+    /// True when LFVector l is sealed at or below bucket b: no reservation that
+    /// needs b can succeed before the host folds (volatile: through L2).
     __device__ bool sealed_at_or_below(unsigned l, unsigned b) const {
         return ggarray_detail::seal_of(*static_cast<volatile unsigned*>(growth(l))) <= b;
     }
-    // Buckets prefix..last made ready in order, then the ready prefix raised to
-    // last + 1 unless a seal at or below last came first (then false).  A seal
-    // already there fails the reservation before any allocation: once the
-    // budget ran out, every later reservation of the LFVector would otherwise
-    // retry the arena for the sealed bucket, one after the other (the bucket's
-    // state serializes them), which made an exhausted kernel crawl.
-    // g: the growth word as settle just read it (through L2).  Once every
-    // bucket up to last is ready no seal at or below last exists or can come (a
-    // seal marks a bucket that failed), so the answer is true.  Raising the
-    // prefix only spares later reservations the bucket checks: one lane of
-    // those arriving together does it (every lane of a warp group settles the
-    // same range; 32 compare-and-swaps on one word per group made each growth
-    // of a busy kernel a queue at that word).  (Letting only the allocating
-    // thread raise it, through an out-flag of ensure_bucket, made push kernels
-    // spill registers on their fast path; sm_90, nvcc 13.0.)
+    /// Buckets prefix..last made ready in order, then the ready prefix raised to
+    /// last + 1 unless a seal at or below last came first (then false).  A seal
+    /// already there fails the reservation before any allocation: once the
+    /// budget ran out, every later reservation of the LFVector would otherwise
+    /// retry the arena for the sealed bucket, one after the other (the bucket's
+    /// state serializes them), which made an exhausted kernel crawl.
+    /// g: the growth word as settle just read it (through L2).  Once every
+    /// bucket up to last is ready no seal at or below last exists or can come (a
+    /// seal marks a bucket that failed), so the answer is true.  Raising the
+    /// prefix only spares later reservations the bucket checks: one lane of
+    /// those arriving together does it (every lane of a warp group settles the
+    /// same range; 32 compare-and-swaps on one word per group made each growth
+    /// of a busy kernel a queue at that word).  (Letting only the allocating
+    /// thread raise it, through an out-flag of ensure_bucket, made push kernels
+    /// spill registers on their fast path; sm_90, nvcc 13.0.)
     __device__ bool grow_prefix(unsigned l, unsigned g, unsigned last) const {
         using namespace ggarray_detail;
         if (seal_of(g) <= last) return refuse_sealed();
@@ -517,10 +547,10 @@ private:
         if (detail::lane_index() == detail::lowest_bit(__activemask())) raise_prefix(l, g, last);
         return true;
     }
-    // The ready prefix raised to last + 1 (buckets 0..last ready) from g, the
-    // word as last read, unless it is there already or a seal would be passed.
-    // (g and not a fresh read: the fresh load made push kernels spill
-    // registers to local memory on their fast path; sm_90, nvcc 13.0.)
+    /// The ready prefix raised to last + 1 (buckets 0..last ready) from g, the
+    /// word as last read, unless it is there already or a seal would be passed.
+    /// (g and not a fresh read: the fresh load made push kernels spill
+    /// registers to local memory on their fast path; sm_90, nvcc 13.0.)
     __device__ void raise_prefix(unsigned l, unsigned g, unsigned last) const {
         using namespace ggarray_detail;
         // Release: the buckets' pointers before the raised prefix (acq_rel, not
@@ -533,14 +563,18 @@ private:
         }
     }
 
-    // ---- bucket allocation (paper Alg. 2), one thread ----
-    // True once bucket b of LFVector l exists.  Exactly one thread allocates it
-    // (pool slice or arena); others wait for it (the allocating thread depends on
-    // nobody, so waiting cannot deadlock).  When the arena has no room left (the
-    // budget) the LFVector is sealed at b, the bucket returns to empty and the
-    // status word says so; nothing stored is touched.  A bucket at or above a
-    // seal is refused without asking the arena (every wait ends: the owner
-    // either publishes the bucket or seals and releases it).
+    /// @}
+
+    /// @name bucket allocation (paper Alg. 2), one thread
+    /// @{
+
+    /// True once bucket b of LFVector l exists.  Exactly one thread allocates it
+    /// (pool slice or arena); others wait for it (the allocating thread depends on
+    /// nobody, so waiting cannot deadlock).  When the arena has no room left (the
+    /// budget) the LFVector is sealed at b, the bucket returns to empty and the
+    /// status word says so; nothing stored is touched.  A bucket at or above a
+    /// seal is refused without asking the arena (every wait ends: the owner
+    /// either publishes the bucket or seals and releases it).
     __device__ bool ensure_bucket(unsigned l, unsigned b) const {
         using namespace ggarray_detail;
         if (b >= GPUDYN_GGARRAY_MAX_BUCKETS) {
@@ -607,14 +641,14 @@ private:
             } while (*static_cast<volatile unsigned*>(state(l, b)) == kBusy);
         }
     }
-    // A bucket refused at a seal: the status says why (the sealer set the bit
-    // in its own view's word, which may be another one's).
+    /// A bucket refused at a seal: the status says why (the sealer set the bit
+    /// in its own view's word, which may be another one's).
     __device__ bool refuse_sealed() const {
         atomicOr(status_word(), detail::kArrayAllocationFailed);
         return false;
     }
-    // Elements LFVector l can hold without allocating: its prefix of buckets
-    // that are ready or whose pool row is mapped.
+    /// Elements LFVector l can hold without allocating: its prefix of buckets
+    /// that are ready or whose pool row is mapped.
     __device__ unsigned long long lfvector_capacity(unsigned l) const {
         unsigned b = 0;
         while (b < GPUDYN_GGARRAY_MAX_BUCKETS &&
@@ -623,24 +657,28 @@ private:
         return bucket_first(b);
     }
 
-    // ---- reservation: claim (one thread), then the window or settle (any threads) ----
-    // claim: one atomicAdd on LFVector l's counter; [base, base + n) is the
-    // caller's.  Most ranges lie in the bucket the LFVector's window names (see
-    // window_fast): then the range is stored through the window's pointer and
-    // nothing else is read.  Otherwise settle decides.
-    // settle: true once every bucket of the range is ready, else false (the
-    // range's start recorded in failed_at; nothing to store).  Any number of
-    // threads may settle one range (the lanes of a warp group each do): each
-    // gets the same answer, since buckets only become ready (never unready)
-    // within a kernel and a failed bucket is sealed before it is released.
-    // A window hit agrees with settle: a window names a ready bucket, and a
-    // ready bucket has every lower bucket ready and no seal at or below it.
-    // settle's fast check: the growth word's prefix already covers the range.
-    // Relaxed is enough to decide: prefix and seal are one word, a seal at b is
-    // written before b can be claimed again, and the prefix is raised past b
-    // only by a CAS that saw b ready after that claim (so after the seal, in
-    // the word's modification order) and refuses to pass a seal; hence a word
-    // with prefix > last has no seal <= last, now or later.
+    /// @}
+
+    /// @name reservation: claim (one thread), then the window or settle (any threads)
+    /// @{
+
+    /// claim: one atomicAdd on LFVector l's counter; [base, base + n) is the
+    /// caller's.  Most ranges lie in the bucket the LFVector's window names (see
+    /// window_fast): then the range is stored through the window's pointer and
+    /// nothing else is read.  Otherwise settle decides.
+    /// settle: true once every bucket of the range is ready, else false (the
+    /// range's start recorded in failed_at; nothing to store).  Any number of
+    /// threads may settle one range (the lanes of a warp group each do): each
+    /// gets the same answer, since buckets only become ready (never unready)
+    /// within a kernel and a failed bucket is sealed before it is released.
+    /// A window hit agrees with settle: a window names a ready bucket, and a
+    /// ready bucket has every lower bucket ready and no seal at or below it.
+    /// settle's fast check: the growth word's prefix already covers the range.
+    /// Relaxed is enough to decide: prefix and seal are one word, a seal at b is
+    /// written before b can be claimed again, and the prefix is raised past b
+    /// only by a CAS that saw b ready after that claim (so after the seal, in
+    /// the word's modification order) and refuses to pass a seal; hence a word
+    /// with prefix > last has no seal <= last, now or later.
     __device__ unsigned long long claim(unsigned l, unsigned long long n) const {
         return atomicAdd(counters() + l, n);
     }
@@ -655,17 +693,21 @@ private:
         return false;
     }
 
-    // ---- the window: the bucket an LFVector's pushes go to now ----
-    // window[l] = (address of bucket b - first(b) elements) | (b + log2_first + 1),
-    // so element i of bucket b is at (T*)(w & ~63) + i: a push whose range lies
-    // in that bucket needs no bucket arithmetic and no slot read.  The word is
-    // read through L2 together with the claim's atomic (its latency hides
-    // behind the atomic's), so it is never stale in an SM's L1.  It only names
-    // ready buckets, whose pointers never change while the array lives, so any
-    // value it held is right; an old one only sends a range to settle.  The
-    // host points it at the bucket of each LFVector's size at every fold
-    // (clear included); a push that settled a range beyond it moves it on.
-    // 0 (or a bucket whose word cannot be formed: see window_word) means none.
+    /// @}
+
+    /// @name the window: the bucket an LFVector's pushes go to now
+    /// @{
+
+    /// window[l] = (address of bucket b - first(b) elements) | (b + log2_first + 1),
+    /// so element i of bucket b is at (T*)(w & ~63) + i: a push whose range lies
+    /// in that bucket needs no bucket arithmetic and no slot read.  The word is
+    /// read through L2 together with the claim's atomic (its latency hides
+    /// behind the atomic's), so it is never stale in an SM's L1.  It only names
+    /// ready buckets, whose pointers never change while the array lives, so any
+    /// value it held is right; an old one only sends a range to settle.  The
+    /// host points it at the bucket of each LFVector's size at every fold
+    /// (clear included); a push that settled a range beyond it moves it on.
+    /// 0 (or a bucket whose word cannot be formed: see window_word) means none.
     __device__ unsigned long long* window(unsigned l) const {
         return reinterpret_cast<unsigned long long*>(view_.window) + l;
     }
@@ -674,28 +716,28 @@ private:
         asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(window(l)));
         return w;
     }
-    // p with element i of [base, base + n) at p[i - base] when the range lies in
-    // the bucket window word w names, else nullptr.  Bucket b + log2_first has
-    // 2^(s - 1) elements (s = the low 6 bits; s = 0: none, 0 elements) and
-    // starts at 2^(s - 1) - first.
+    /// p with element i of [base, base + n) at p[i - base] when the range lies in
+    /// the bucket window word w names, else nullptr.  Bucket b + log2_first has
+    /// 2^(s - 1) elements (s = the low 6 bits; s = 0: none, 0 elements) and
+    /// starts at 2^(s - 1) - first.
     __device__ T* window_fast(unsigned long long w, unsigned long long base, unsigned long long n) const {
         const unsigned long long elems = (1ull << (unsigned(w) & 63u)) >> 1;
         const unsigned long long at = base - (elems - (1ull << view_.log2_first_bucket));  // index in the bucket
         if (at >= elems || n > elems - at) return nullptr;
         return reinterpret_cast<T*>(w & ~63ull) + base;
     }
-    // The window word of ready bucket b of l; 0 when it cannot be formed (the
-    // bucket's start minus first(b) elements not 64-byte aligned: first
-    // bucket * element size < 64 bytes; or b + log2_first + 1 > 63).
+    /// The window word of ready bucket b of l; 0 when it cannot be formed (the
+    /// bucket's start minus first(b) elements not 64-byte aligned: first
+    /// bucket * element size < 64 bytes; or b + log2_first + 1 > 63).
     __device__ unsigned long long window_word(unsigned l, unsigned b) const {
         const unsigned s = b + view_.log2_first_bucket + 1u;
         const unsigned long long p =
             reinterpret_cast<unsigned long long>(ready_bucket(l, b)) - bucket_first(b) * sizeof(T);
         return s > 63u || (p & 63ull) != 0 ? 0ull : p | s;
     }
-    // One thread, after [base, base + n) settled: the window moves on to the
-    // range's last bucket when it named a lower one (or none) and nobody moved
-    // it since `hint` was read (a compare-and-swap: it never moves back).
+    /// One thread, after [base, base + n) settled: the window moves on to the
+    /// range's last bucket when it named a lower one (or none) and nobody moved
+    /// it since `hint` was read (a compare-and-swap: it never moves back).
     __device__ void advance_window(unsigned l, unsigned long long hint, unsigned long long base,
                                    unsigned long long n) const {
         const unsigned last = bucket_of(base + n - 1);
@@ -703,8 +745,8 @@ private:
         const unsigned long long w = window_word(l, last);
         if (w != 0) atomicCAS(window(l), hint, w);
     }
-    // Host folds (one thread per LFVector): the window names the bucket that
-    // holds index `size` (where the next push goes) if it is ready, else none.
+    /// Host folds (one thread per LFVector): the window names the bucket that
+    /// holds index `size` (where the next push goes) if it is ready, else none.
     __device__ void reset_window(unsigned l, unsigned long long size) const {
         const unsigned b = bucket_of(size);
         const bool ready = b < GPUDYN_GGARRAY_MAX_BUCKETS &&
@@ -712,10 +754,10 @@ private:
         *window(l) = ready ? window_word(l, b) : 0ull;
     }
 
-    // Host's trim of an empty array (one thread per LFVector, no kernel
-    // pushing): the arena's buckets go back to empty, so the host can unmap
-    // the arena; pool slices stay (their rows are the pool's).  The ready
-    // prefix ends at the first bucket that is not ready now.
+    /// Host's trim of an empty array (one thread per LFVector, no kernel
+    /// pushing): the arena's buckets go back to empty, so the host can unmap
+    /// the arena; pool slices stay (their rows are the pool's).  The ready
+    /// prefix ends at the first bucket that is not ready now.
     __device__ void drop_arena_buckets(unsigned l) const {
         unsigned prefix = GPUDYN_GGARRAY_MAX_BUCKETS;
         for (unsigned b = 0; b < GPUDYN_GGARRAY_MAX_BUCKETS; ++b) {
@@ -730,7 +772,7 @@ private:
         reset_window(l, 0);
     }
 
-    // The structure's side of the insertion algorithms (insert.cuh, warp_push.cuh).
+    /// The structure's side of the insertion algorithms (insert.cuh, warp_push.cuh).
     struct sink {
         const ggarray_ref* a;
         unsigned l;
@@ -743,7 +785,7 @@ private:
         __device__ void advance(unsigned long long h, unsigned long long base, unsigned long long n) const {
             a->advance_window(l, h, base, n);
         }
-        // Any thread, after settle: one bucket lookup per bucket touched.
+        /// Any thread, after settle: one bucket lookup per bucket touched.
         __device__ void store_run(unsigned long long i, const T* v, unsigned n) const {
             unsigned j = 0;
             while (j < n) {
@@ -756,34 +798,34 @@ private:
                 i += m;
             }
         }
-        // One element (the value stays in a register: a pointer to it, as
-        // store_run takes, put per-lane value arrays in local memory).
+        /// One element (the value stays in a register: a pointer to it, as
+        /// store_run takes, put per-lane value arrays in local memory).
         __device__ void store_one(unsigned long long i, const T& v) const {
             const unsigned b = a->bucket_of(i);
             a->ready_bucket(l, b)[i - a->bucket_first(b)] = v;
         }
-        // Any thread, after settle: p with element i of [base, base + n) at
-        // p[i - base] when the range lies in one bucket (the usual case: a
-        // bucket holds many groups' ranges), else nullptr (store element by
-        // element).  One bucket lookup for the whole range.
+        /// Any thread, after settle: p with element i of [base, base + n) at
+        /// p[i - base] when the range lies in one bucket (the usual case: a
+        /// bucket holds many groups' ranges), else nullptr (store element by
+        /// element).  One bucket lookup for the whole range.
         __device__ T* span(unsigned long long base, unsigned long long n) const {
             const unsigned b = a->bucket_of(base);
             if (a->bucket_of(base + n - 1) != b) return nullptr;
             return a->ready_bucket(l, b) + (base - a->bucket_first(b));
         }
-        // Block sink: the pointers of the buckets holding [base, base + n), once,
-        // into shared memory (word b = bucket b), by the reserving thread.
+        /// Block sink: the pointers of the buckets holding [base, base + n), once,
+        /// into shared memory (word b = bucket b), by the reserving thread.
         __device__ void open(sink_window& w, unsigned long long base, unsigned long long n) const {
             const unsigned last = a->bucket_of(base + n - 1);
             for (unsigned b = a->bucket_of(base); b <= last; ++b)
                 w.word[b] = reinterpret_cast<unsigned long long>(a->ready_bucket(l, b));
         }
-        // Any thread: no global lookup, one shared-memory load per element.
+        /// Any thread: no global lookup, one shared-memory load per element.
         __device__ void store(const sink_window& w, unsigned long long i, const T& v) const {
             const unsigned b = a->bucket_of(i);
             reinterpret_cast<T*>(w.word[b])[i - a->bucket_first(b)] = v;
         }
-        // The bucket holding i: local indices [*first, *end), its pointer from the window.
+        /// The bucket holding i: local indices [*first, *end), its pointer from the window.
         __device__ T* extent(const sink_window& w, unsigned long long i, unsigned long long* first,
                              unsigned long long* end) const {
             const unsigned b = a->bucket_of(i);
@@ -794,10 +836,10 @@ private:
     };
     static_assert(GPUDYN_GGARRAY_MAX_BUCKETS <= kSinkWindowWords, "the sink window holds one word per bucket");
 
-    // LFVector holding global index i: last l with ranges[l] <= i.  Host pushes
-    // keep the LFVectors within one element of each other, so the proportional
-    // guess i*L/total is usually right and costs two dependent loads; when it is
-    // not (LFVectors unbalanced by user kernels), a binary search (log2 L loads).
+    /// LFVector holding global index i: last l with ranges[l] <= i.  Host pushes
+    /// keep the LFVectors within one element of each other, so the proportional
+    /// guess i*L/total is usually right and costs two dependent loads; when it is
+    /// not (LFVectors unbalanced by user kernels), a binary search (log2 L loads).
     __device__ unsigned lfvector_of(unsigned long long i) const {
         const unsigned long long* r = ranges();
         const unsigned L = view_.num_lfvectors;
@@ -814,9 +856,9 @@ private:
         return lo;
     }
 
-    // Block-cooperative (one block): out = exclusive prefix sum of the sizes,
-    // out[num_lfvectors] = total (counters of any element size: see held).  Each thread sums a contiguous chunk, then the
-    // block scans the chunk sums.  `scratch` holds 33 values in shared memory.
+    /// Block-cooperative (one block): out = exclusive prefix sum of the sizes,
+    /// out[num_lfvectors] = total (counters of any element size: see held).  Each thread sums a contiguous chunk, then the
+    /// block scans the chunk sums.  `scratch` holds 33 values in shared memory.
     __device__ void compute_ranges(unsigned long long* scratch, unsigned long long* out) const {
         const unsigned L = view_.num_lfvectors;
         const unsigned n = detail::block_thread_count(), r = detail::block_thread_rank();
@@ -842,10 +884,11 @@ private:
         if (r == 0 && out != nullptr) out[L] = scratch[32];
         __syncthreads();
     }
+    /// @}
 };
 
 namespace ggarray_detail {
-// The library's bookkeeping kernels (lib/ggarray.cu) reach the ref's internals here.
+/// The library's bookkeeping kernels (lib/ggarray.cu) reach the ref's internals here.
 struct internal {
     template <class T>
     __device__ static bool ensure_bucket(const ggarray_ref<T>& a, unsigned l, unsigned b) { return a.ensure_bucket(l, b); }
@@ -861,7 +904,7 @@ struct internal {
     __device__ static unsigned long long lfvector_capacity(const ggarray_ref<T>& a, unsigned l) {
         return a.lfvector_capacity(l);
     }
-    // One block: ranges (out = view.ranges) or only the total into scratch[32] (out = nullptr).
+    /// One block: ranges (out = view.ranges) or only the total into scratch[32] (out = nullptr).
     template <class T>
     __device__ static void compute_ranges(const ggarray_ref<T>& a, unsigned long long* scratch, unsigned long long* out) {
         a.compute_ranges(scratch, out);

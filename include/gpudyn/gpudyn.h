@@ -1,4 +1,4 @@
-/*
+/** @file
  * gpudyn — dynamic memory inside CUDA kernels.  The stable C ABI.
  *
  * Rules every declaration in this file (and in the per-structure headers it
@@ -54,7 +54,7 @@ typedef enum gpudyn_status_t {
     GPUDYN_ERROR_INTERNAL = 6
 } gpudyn_status_t;
 
-/* A cudaStream_t, passed as an opaque pointer; NULL is the default stream.
+/** A cudaStream_t, passed as an opaque pointer; NULL is the default stream.
  *
  * Devices and streams.  Every structure belongs to one device: the device of
  * the stream given to its create call, or the current device when that stream
@@ -113,13 +113,13 @@ typedef enum gpudyn_status_t {
  * CUDA. */
 typedef struct gpudyn_stream_s* gpudyn_stream_t;
 
-/* GPUDYN_VERSION_NUMBER of the loaded library. */
+/** GPUDYN_VERSION_NUMBER of the loaded library. */
 GPUDYN_API uint32_t gpudyn_get_version(void);
 
-/* Static string naming a status ("GPUDYN_ERROR_OUT_OF_MEMORY"); never NULL. */
+/** Static string naming a status ("GPUDYN_ERROR_OUT_OF_MEMORY"); never NULL. */
 GPUDYN_API const char* gpudyn_status_string(gpudyn_status_t status);
 
-/* Why the last failed call on this thread failed; never NULL, never "" after a
+/** Why the last failed call on this thread failed; never NULL, never "" after a
  * failure (it names the function).  A successful call clears it ("") except the
  * destroy functions and gpudyn_device_free, which leave it as it is: garbage
  * collectors run them between a failed call and the read of its message.
@@ -128,52 +128,52 @@ GPUDYN_API const char* gpudyn_last_error_message(void);
 
 /* ---- devices --------------------------------------------------------- */
 typedef struct gpudyn_device_info_t {
-    uint32_t struct_size;       /* sizeof(gpudyn_device_info_t), set by caller */
-    int32_t device;             /* CUDA device ordinal */
+    uint32_t struct_size;       /**< sizeof(gpudyn_device_info_t), set by caller */
+    int32_t device;             /**< CUDA device ordinal */
     char name[256];
     int32_t compute_capability_major;
     int32_t compute_capability_minor;
     int32_t multiprocessor_count;
     int32_t warp_size;
-    uint64_t total_memory;      /* bytes */
-    uint64_t free_memory;       /* bytes, at the time of the call */
+    uint64_t total_memory;      /**< bytes */
+    uint64_t free_memory;       /**< bytes, at the time of the call */
     uint64_t l2_cache_bytes;
-    int32_t runtime_version;    /* CUDA runtime linked into libgpudyn, e.g. 13000 */
-    int32_t driver_version;     /* installed driver's CUDA version, 0 if no driver */
-    int32_t vmm_supported;      /* 1 when the driver's virtual memory management works */
+    int32_t runtime_version;    /**< CUDA runtime linked into libgpudyn, e.g. 13000 */
+    int32_t driver_version;     /**< installed driver's CUDA version, 0 if no driver */
+    int32_t vmm_supported;      /**< 1 when the driver's virtual memory management works */
     int32_t reserved;
 } gpudyn_device_info_t;
 
-/* Number of CUDA devices; GPUDYN_ERROR_NO_DEVICE (count = 0) when there is no
+/** Number of CUDA devices; GPUDYN_ERROR_NO_DEVICE (count = 0) when there is no
  * usable device or driver. */
 GPUDYN_API gpudyn_status_t gpudyn_get_device_count(int32_t* count);
 
-/* The calling thread's current CUDA device ordinal. */
+/** The calling thread's current CUDA device ordinal. */
 GPUDYN_API gpudyn_status_t gpudyn_get_device(int32_t* device);
 
-/* Makes `device` (0 <= device < count) the calling thread's current CUDA
+/** Makes `device` (0 <= device < count) the calling thread's current CUDA
  * device (cudaSetDevice); the structures' calls never need it (they run on
  * their own device), a binding that allocates memory for a structure does. */
 GPUDYN_API gpudyn_status_t gpudyn_set_device(int32_t device);
 
-/* The device a structure created on `stream` belongs to: the stream's device,
+/** The device a structure created on `stream` belongs to: the stream's device,
  * or the current device for the default streams (NULL, 1, 2) and where the
  * driver (older than CUDA 12.8) cannot tell; INVALID_ARGUMENT naming `stream`
  * for a handle the driver reports is not a stream.  A stream already destroyed
  * is undefined behaviour, as in CUDA (its handle may be reused or freed). */
 GPUDYN_API gpudyn_status_t gpudyn_stream_get_device(gpudyn_stream_t stream, int32_t* device);
 
-/* The device whose memory `ptr` points into, as cudaPointerGetAttributes
+/** The device whose memory `ptr` points into, as cudaPointerGetAttributes
  * reports it (device memory), or -1 for NULL and any memory CUDA does not
  * report as one device's own (host, pinned, managed or unknown memory, or
  * where the query fails). */
 GPUDYN_API gpudyn_status_t gpudyn_pointer_get_device(const void* ptr, int32_t* device);
 
-/* Fills *info for `device` (info->struct_size must be set by the caller to
+/** Fills *info for `device` (info->struct_size must be set by the caller to
  * sizeof(gpudyn_device_info_t), its only published layout). */
 GPUDYN_API gpudyn_status_t gpudyn_get_device_info(int32_t device, gpudyn_device_info_t* info);
 
-/* CUDA runtime version linked into the library and the driver's version
+/** CUDA runtime version linked into the library and the driver's version
  * (0 when no driver is installed); works without a GPU. */
 GPUDYN_API gpudyn_status_t gpudyn_get_cuda_versions(int32_t* runtime_version, int32_t* driver_version);
 
@@ -184,30 +184,30 @@ typedef enum gpudyn_memcpy_kind_t {
     GPUDYN_MEMCPY_DEVICE_TO_DEVICE = 3
 } gpudyn_memcpy_kind_t;
 
-/* Stream-ordered allocation of `bytes` (> 0) of device memory. */
+/** Stream-ordered allocation of `bytes` (> 0) of device memory. */
 GPUDYN_API gpudyn_status_t gpudyn_device_alloc(void** ptr, uint64_t bytes, gpudyn_stream_t stream);
-/* Stream-ordered free; NULL is accepted; a success keeps this thread's message. */
+/** Stream-ordered free; NULL is accepted; a success keeps this thread's message. */
 GPUDYN_API gpudyn_status_t gpudyn_device_free(void* ptr, gpudyn_stream_t stream);
-/* Stream-ordered copy; host memory is pageable or pinned.  The device side(s)
+/** Stream-ordered copy; host memory is pageable or pinned.  The device side(s)
  * must be device (any device's), managed or mapped pinned memory holding
  * `bytes` from there, the host side not device memory (see "Bad input"). */
 GPUDYN_API gpudyn_status_t gpudyn_memcpy(void* dst, const void* src, uint64_t bytes,
                                          gpudyn_memcpy_kind_t kind, gpudyn_stream_t stream);
-/* Stream-ordered byte fill of device memory of the stream's device (the
+/** Stream-ordered byte fill of device memory of the stream's device (the
  * current one for the default streams) holding `bytes` from `dst`. */
 GPUDYN_API gpudyn_status_t gpudyn_memset(void* dst, int32_t value, uint64_t bytes, gpudyn_stream_t stream);
-/* Waits for all work on `stream`. */
+/** Waits for all work on `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_stream_synchronize(gpudyn_stream_t stream);
-/* Waits for all work on the current device, every stream's.  For releasing
+/** Waits for all work on the current device, every stream's.  For releasing
  * memory whose stream may no longer exist (a raw handle the user destroyed). */
 GPUDYN_API gpudyn_status_t gpudyn_device_synchronize(void);
-/* Gives back to the driver the device memory gpudyn keeps for reuse on
+/** Gives back to the driver the device memory gpudyn keeps for reuse on
  * `device`: the reserve of unmapped chunks that GGArrays' growth arenas gave
  * back (trim, destroy) and take again when they grow.  The library's host
  * thread also releases a chunk once it has been unused for a second.  *bytes
  * (may be NULL) = the bytes released.  No synchronization. */
 GPUDYN_API gpudyn_status_t gpudyn_trim(int32_t device, uint64_t* bytes);
-/* Makes later work on `stream` wait until the work queued on `producer` so far
+/** Makes later work on `stream` wait until the work queued on `producer` so far
  * has finished, without blocking the host (an event recorded on `producer`,
  * waited on by `stream`).  Either stream may be NULL or the handle values 1
  * (cudaStreamLegacy) and 2 (cudaStreamPerThread), the spellings of the CUDA

@@ -1,147 +1,150 @@
-// gpudyn — device allocator (heap), device side (header-only; nvcc and NVRTC).
-//
-// malloc/free of 1 B .. >= 1 GiB from any thread of any kernel, under any
-// divergence, with no caller scratch and no caller RNG.  The host owns the heap
-// (gpudyn_heap_create) and hands kernels a gpudyn_heap_view_t by value:
-//
-//   __global__ void k(gpudyn_heap_view_t v) {
-//       gpudyn::heap_ref heap{v};
-//       int* p = static_cast<int*>(heap.malloc(40 * sizeof(int)));   // any thread, any branch
-//       if (p) { ...; heap.free(p); }                               // or free in a later kernel
-//   }
-//
-// Design (issue 11).  Memory is one virtual range of max_pages pages of
-// page_size P bytes (a power of two), of which a prefix is mapped (mapped_pages,
-// read from device memory, so a view stays valid when the host grows the heap
-// between launches).  A page bitmap (64-bit words, 1 = used; pages not mapped
-// yet are marked used) is the random-walk page heap of rw_heap.cuh: pages and
-// runs are found with its primitives (RW-BM walk with a bounded sweep, its
-// region run search), never by a second copy.  Requests fall in three classes:
-//
-//  * Small (<= P/2): size classes 16, 32, .., 128 B, then 8 classes per
-//    doubling (rounding wastes <= 12.5 %); class sizes that are powers of two
-//    are exactly the 2^k requests, and slots are multiples of the class size
-//    from a page boundary, so 2^k requests up to P are 2^k-aligned.  A class
-//    carves slabs of slab_pages(c) pages: 64 slots (128 from 2 KiB) and
-//    128 KiB, at most 1 MiB unless 8 slots need more, at least one page (a
-//    slab lasts a few converged warps; the cap and the 8-slot floor keep what
-//    a class with few requests holds small: with 64 KiB pages, 2-page slabs up
-//    to the 1 KiB class, the 4 KiB class 8 pages, the 32 KiB class 16-page
-//    slabs of 32; a power of two of pages, claimed at a
-//    multiple of it so slabs leave no page between them), whose slot bits (1 =
-//    used) live out of band (slot_bitmap, P/1024 words per page, indexed by the
-//    slab's first page).  A class keeps a directory of its slabs (an
-//    append-only array of first pages plus a count) and *current* slabs
-//    (1 + slabs / 4 of them, at most 1024, eight to a cache line: SM s uses
-//    cursor s, or a hash of s beyond that many, and once a class has more
-//    current slabs than there are SMs, each SM's warps spread over several:
-//    few partly filled slabs for a small class, less contention on one slab
-//    for a large one).
-//    malloc groups the lanes that arrive together (__activemask) at one heap by class
-//    (__match_any_sync).  A fast pass serves every group of the warp in the
-//    same instructions (a mixed-size warp's twenty-odd groups do not wait on
-//    each other's loads): the group's leader loads its SM's current slab, lane
-//    r of the group reads word start + r of it (a group-uniform random start),
-//    and the lowest lane whose word has a free slot for the whole group claims
-//    them with one atomicOr (a lone lane: a random bit of a random word,
-//    claimed blind, then a free bit the lost claim returned) and hands them
-//    out by rank.  A converged warp of one
-//    class: a cursor load, a word load, one atomicOr, a few shuffles.  So
-//    groups fill one slab at a time.  The lanes it did not serve go on in
-//    rounds, by class: the group's lanes read words
-//    of the current slab (lane r at start + r, + n, ..; the group stops once
-//    the free slots found cover its need), split the need by a
-//    prefix sum of the free bits they saw, claim with one atomicOr per lane
-//    (a single slot at a random free bit, so racing groups of one collide less;
-//    a group that won nothing reads again in the next round) and hand the won
-//    slots out by rank (shuffles).
-//    When the current slab had no free slot, the next rounds draw random slabs
-//    of the class (half the lanes among the newest few, where a burst's free
-//    slots are) and a few words in each; a draw that finds a slab with room
-//    left makes it the current slab (CAS), so after frees the class refills
-//    its slabs before it grows.  Only after kHeapMissesBeforeAttach rounds
-//    that found no free slot (or at once when the class has no slab) does the
-//    group's leader attach a slab: pages from the page bitmap, slot bits
-//    initialised with the group's slots already taken, page records written,
-//    __threadfence, then the directory entry is published (count first, entry
-//    second; readers load the entry with a relaxed GPU-scope load, read what
-//    it names only at addresses computed from it, and skip the 0xFFFFFFFF of
-//    an entry not yet written) and the slab becomes current.  Attaches of a
-//    class run at most kHeapMinConcurrentAttach + slabs / 16 at a time: a burst
-//    grows a class by <= ~6 % per attach latency, so at most that share of
-//    its slabs is nearly empty when the burst ends (the memory bound: held /
-//    live <= ~1.1 plus a slab or two per class); a refused group sleeps and reads
-//    the new current slab, and after kHeapMaxRefusals attaches regardless.
-//    When no slab can be attached, a sweep over every word of every slab of
-//    the class (the group reads one word per lane per round) is the fallback,
-//    so a small request fails only when no slot of its class and no page for
-//    a slab is free.  Slabs stay with their class until reset (no hot-path
-//    bookkeeping of empty slabs): after everything is freed, bytes_held counts
-//    the attached slabs' pages, and they serve the class's next requests.
-//  * Medium (> P/2, up to kRwRegionWords * 64 pages, 128 MiB with 64 KiB pages):
-//    a run of ceil(bytes / P) pages from rw_heap's RW_malloc region search, called
-//    by the lane alone (a one-lane mask with a local rw_malloc_storage), recorded
-//    in run_meta by rw_heap's run records; free goes through rw_heap_ref::free
-//    (the record is claimed by a CAS, so one of two concurrent frees wins).
-//    When RW_malloc finds nothing (its draws and sweep can all lose races in a
-//    burst), heap_page_run's scan of every mapped word decides, so a null means
-//    no free run of those pages was seen anywhere.
-//  * Huge (more pages than a region): detail::heap_page_run, a bounded scan
-//    (every mapped word once, from a random word) for ceil(pages / 64)
-//    consecutive all-free bitmap words, claimed word by word and rolled back
-//    on a conflict; recorded as a huge record in slab_meta at the first page.
-//    Sizes round up to 64 pages (4 MiB with 64 KiB pages, < 3.2 % of a huge
-//    request).  malloc_pages (GGArray's buckets) takes every run size there:
-//    short runs packed near a hint, longer ones across words (see it).
-//
-// free(p) finds the page of p (p outside the range: bad free), then its record:
-// a slab (the first page, or a member page naming the class and its offset
-// to the first) -> the slot (p must be a slot start, else bad free), whose bit
-// is cleared with
-// atomicAnd: lanes freeing into the word of the lowest slot lane together
-// clear theirs with one (twice over: a converged warp's slots span a word or
-// two), the others alone; a bit that was already clear is a double free (of
-// lanes freeing one pointer together, one frees it).  Huge: CAS of the record to 0 (one winner),
-// then the words.  Otherwise rw_heap_ref::free (medium run record or bad free).
-// A double, foreign or interior free returns false, is counted in counters[1]
-// and changes nothing.  (A pointer freed twice after its slot was handed out
-// again frees the new owner's block: no allocator without per-block tags can
-// see that.)  free starts with a release fence (fence.acq_rel.gpu) so that the
-// caller's writes to the block are visible before another thread can be handed
-// the same bytes.
-//
-// No counter is touched on the hot paths: failures and bad frees are counted
-// (counters[0], counters[1]), once per warp group; live bytes are computed by
-// the host's stats kernel from the records (usage_of_page).
-//
-// Metadata, sized for the reserved range (max_pages pages): slot bits P/16 bits
-// per page (1/128 of the range: 0.78 %), rw_heap's live-run-start bits for the
-// medium runs (one bit per 16 bytes: another 0.78 %), two uint32 records per page, one bitmap bit per page,
-// the class directories (sum over classes of max_pages / slab_pages(c) uint32:
-// 0.4 % with 64 KiB pages, 2.5 % with 4 KiB pages).  About 2 % of max_bytes
-// with 64 KiB pages, 4 % with 4 KiB pages, plus the class states, 16.25 KiB per
-// class whatever the heap's size (1.1 MiB with 64 KiB pages, 1.8 MiB with 2 MiB).
-//
-// Memory ordering: a slot's bit is set (atomicOr) before its pointer is handed
-// out; a slab is initialised and fenced (__threadfence) before its directory
-// entry or a current slab is stored; readers load those with a relaxed
-// gpu-scope load and read what they name only through L2, at addresses
-// computed from the loaded value (load_published), so a reader that sees an
-// entry sees the slab's bits and records.  Huge and medium records
-// are written by the allocating thread before it returns the pointer; a free
-// clears the record (CAS) and fences before releasing the page bits.
-//
-// Contract: every call may be made by any thread at any time, diverged or not;
-// lanes that arrive together are aggregated inside (the mask is the lanes of
-// the __activemask() taken at entry that call the same heap, and every lane of
-// it runs every collective step).
-// Pointers are 16-byte aligned; malloc_aligned gives alignments up to P.  Bytes
-// are not zeroed.  Needs sm_70+ (match, nanosleep, ld.relaxed); CUDA 13 is sm_75+.
-// Registers: a kernel calling malloc takes about 72 a thread (sm_90, nvcc 13.0),
-// so blocks of up to 896 threads launch as they are; a kernel launched with
-// larger blocks needs __launch_bounds__(threads) (ptxas then fits 64, with a
-// stack frame and no spills on sm_90), else the launch fails with
-// cudaErrorLaunchOutOfResources.
+/// @file
+/// gpudyn — device allocator (heap), device side (header-only; nvcc and NVRTC).
+///
+/// malloc/free of 1 B .. >= 1 GiB from any thread of any kernel, under any
+/// divergence, with no caller scratch and no caller RNG.  The host owns the heap
+/// (gpudyn_heap_create) and hands kernels a gpudyn_heap_view_t by value:
+///
+/// @code{.cpp}
+/// __global__ void k(gpudyn_heap_view_t v) {
+///     gpudyn::heap_ref heap{v};
+///     int* p = static_cast<int*>(heap.malloc(40 * sizeof(int)));   // any thread, any branch
+///     if (p) { ...; heap.free(p); }                               // or free in a later kernel
+/// }
+/// @endcode
+///
+/// Design (issue 11).  Memory is one virtual range of max_pages pages of
+/// page_size P bytes (a power of two), of which a prefix is mapped (mapped_pages,
+/// read from device memory, so a view stays valid when the host grows the heap
+/// between launches).  A page bitmap (64-bit words, 1 = used; pages not mapped
+/// yet are marked used) is the random-walk page heap of rw_heap.cuh: pages and
+/// runs are found with its primitives (RW-BM walk with a bounded sweep, its
+/// region run search), never by a second copy.  Requests fall in three classes:
+///
+///  * Small (<= P/2): size classes 16, 32, .., 128 B, then 8 classes per
+///    doubling (rounding wastes <= 12.5 %); class sizes that are powers of two
+///    are exactly the 2^k requests, and slots are multiples of the class size
+///    from a page boundary, so 2^k requests up to P are 2^k-aligned.  A class
+///    carves slabs of slab_pages(c) pages: 64 slots (128 from 2 KiB) and
+///    128 KiB, at most 1 MiB unless 8 slots need more, at least one page (a
+///    slab lasts a few converged warps; the cap and the 8-slot floor keep what
+///    a class with few requests holds small: with 64 KiB pages, 2-page slabs up
+///    to the 1 KiB class, the 4 KiB class 8 pages, the 32 KiB class 16-page
+///    slabs of 32; a power of two of pages, claimed at a
+///    multiple of it so slabs leave no page between them), whose slot bits (1 =
+///    used) live out of band (slot_bitmap, P/1024 words per page, indexed by the
+///    slab's first page).  A class keeps a directory of its slabs (an
+///    append-only array of first pages plus a count) and *current* slabs
+///    (1 + slabs / 4 of them, at most 1024, eight to a cache line: SM s uses
+///    cursor s, or a hash of s beyond that many, and once a class has more
+///    current slabs than there are SMs, each SM's warps spread over several:
+///    few partly filled slabs for a small class, less contention on one slab
+///    for a large one).
+///    malloc groups the lanes that arrive together (__activemask) at one heap by class
+///    (__match_any_sync).  A fast pass serves every group of the warp in the
+///    same instructions (a mixed-size warp's twenty-odd groups do not wait on
+///    each other's loads): the group's leader loads its SM's current slab, lane
+///    r of the group reads word start + r of it (a group-uniform random start),
+///    and the lowest lane whose word has a free slot for the whole group claims
+///    them with one atomicOr (a lone lane: a random bit of a random word,
+///    claimed blind, then a free bit the lost claim returned) and hands them
+///    out by rank.  A converged warp of one
+///    class: a cursor load, a word load, one atomicOr, a few shuffles.  So
+///    groups fill one slab at a time.  The lanes it did not serve go on in
+///    rounds, by class: the group's lanes read words
+///    of the current slab (lane r at start + r, + n, ..; the group stops once
+///    the free slots found cover its need), split the need by a
+///    prefix sum of the free bits they saw, claim with one atomicOr per lane
+///    (a single slot at a random free bit, so racing groups of one collide less;
+///    a group that won nothing reads again in the next round) and hand the won
+///    slots out by rank (shuffles).
+///    When the current slab had no free slot, the next rounds draw random slabs
+///    of the class (half the lanes among the newest few, where a burst's free
+///    slots are) and a few words in each; a draw that finds a slab with room
+///    left makes it the current slab (CAS), so after frees the class refills
+///    its slabs before it grows.  Only after kHeapMissesBeforeAttach rounds
+///    that found no free slot (or at once when the class has no slab) does the
+///    group's leader attach a slab: pages from the page bitmap, slot bits
+///    initialised with the group's slots already taken, page records written,
+///    __threadfence, then the directory entry is published (count first, entry
+///    second; readers load the entry with a relaxed GPU-scope load, read what
+///    it names only at addresses computed from it, and skip the 0xFFFFFFFF of
+///    an entry not yet written) and the slab becomes current.  Attaches of a
+///    class run at most kHeapMinConcurrentAttach + slabs / 16 at a time: a burst
+///    grows a class by <= ~6 % per attach latency, so at most that share of
+///    its slabs is nearly empty when the burst ends (the memory bound: held /
+///    live <= ~1.1 plus a slab or two per class); a refused group sleeps and reads
+///    the new current slab, and after kHeapMaxRefusals attaches regardless.
+///    When no slab can be attached, a sweep over every word of every slab of
+///    the class (the group reads one word per lane per round) is the fallback,
+///    so a small request fails only when no slot of its class and no page for
+///    a slab is free.  Slabs stay with their class until reset (no hot-path
+///    bookkeeping of empty slabs): after everything is freed, bytes_held counts
+///    the attached slabs' pages, and they serve the class's next requests.
+///  * Medium (> P/2, up to kRwRegionWords * 64 pages, 128 MiB with 64 KiB pages):
+///    a run of ceil(bytes / P) pages from rw_heap's RW_malloc region search, called
+///    by the lane alone (a one-lane mask with a local rw_malloc_storage), recorded
+///    in run_meta by rw_heap's run records; free goes through rw_heap_ref::free
+///    (the record is claimed by a CAS, so one of two concurrent frees wins).
+///    When RW_malloc finds nothing (its draws and sweep can all lose races in a
+///    burst), heap_page_run's scan of every mapped word decides, so a null means
+///    no free run of those pages was seen anywhere.
+///  * Huge (more pages than a region): detail::heap_page_run, a bounded scan
+///    (every mapped word once, from a random word) for ceil(pages / 64)
+///    consecutive all-free bitmap words, claimed word by word and rolled back
+///    on a conflict; recorded as a huge record in slab_meta at the first page.
+///    Sizes round up to 64 pages (4 MiB with 64 KiB pages, < 3.2 % of a huge
+///    request).  malloc_pages (GGArray's buckets) takes every run size there:
+///    short runs packed near a hint, longer ones across words (see it).
+///
+/// free(p) finds the page of p (p outside the range: bad free), then its record:
+/// a slab (the first page, or a member page naming the class and its offset
+/// to the first) -> the slot (p must be a slot start, else bad free), whose bit
+/// is cleared with
+/// atomicAnd: lanes freeing into the word of the lowest slot lane together
+/// clear theirs with one (twice over: a converged warp's slots span a word or
+/// two), the others alone; a bit that was already clear is a double free (of
+/// lanes freeing one pointer together, one frees it).  Huge: CAS of the record to 0 (one winner),
+/// then the words.  Otherwise rw_heap_ref::free (medium run record or bad free).
+/// A double, foreign or interior free returns false, is counted in counters[1]
+/// and changes nothing.  (A pointer freed twice after its slot was handed out
+/// again frees the new owner's block: no allocator without per-block tags can
+/// see that.)  free starts with a release fence (fence.acq_rel.gpu) so that the
+/// caller's writes to the block are visible before another thread can be handed
+/// the same bytes.
+///
+/// No counter is touched on the hot paths: failures and bad frees are counted
+/// (counters[0], counters[1]), once per warp group; live bytes are computed by
+/// the host's stats kernel from the records (usage_of_page).
+///
+/// Metadata, sized for the reserved range (max_pages pages): slot bits P/16 bits
+/// per page (1/128 of the range: 0.78 %), rw_heap's live-run-start bits for the
+/// medium runs (one bit per 16 bytes: another 0.78 %), two uint32 records per page, one bitmap bit per page,
+/// the class directories (sum over classes of max_pages / slab_pages(c) uint32:
+/// 0.4 % with 64 KiB pages, 2.5 % with 4 KiB pages).  About 2 % of max_bytes
+/// with 64 KiB pages, 4 % with 4 KiB pages, plus the class states, 16.25 KiB per
+/// class whatever the heap's size (1.1 MiB with 64 KiB pages, 1.8 MiB with 2 MiB).
+///
+/// Memory ordering: a slot's bit is set (atomicOr) before its pointer is handed
+/// out; a slab is initialised and fenced (__threadfence) before its directory
+/// entry or a current slab is stored; readers load those with a relaxed
+/// gpu-scope load and read what they name only through L2, at addresses
+/// computed from the loaded value (load_published), so a reader that sees an
+/// entry sees the slab's bits and records.  Huge and medium records
+/// are written by the allocating thread before it returns the pointer; a free
+/// clears the record (CAS) and fences before releasing the page bits.
+///
+/// Contract: every call may be made by any thread at any time, diverged or not;
+/// lanes that arrive together are aggregated inside (the mask is the lanes of
+/// the __activemask() taken at entry that call the same heap, and every lane of
+/// it runs every collective step).
+/// Pointers are 16-byte aligned; malloc_aligned gives alignments up to P.  Bytes
+/// are not zeroed.  Needs sm_70+ (match, nanosleep, ld.relaxed); CUDA 13 is sm_75+.
+/// Registers: a kernel calling malloc takes about 72 a thread (sm_90, nvcc 13.0),
+/// so blocks of up to 896 threads launch as they are; a kernel launched with
+/// larger blocks needs __launch_bounds__(threads) (ptxas then fits 64, with a
+/// stack frame and no spills on sm_90), else the launch fails with
+/// cudaErrorLaunchOutOfResources.
 #pragma once
 
 #include "gpudyn/detail/bits.cuh"
@@ -158,133 +161,133 @@
 namespace gpudyn {
 inline namespace v0 {
 
-// View layout this header reads (GPUDYN_HEAP_VIEW_VERSION).
+/// View layout this header reads (GPUDYN_HEAP_VIEW_VERSION).
 constexpr unsigned kHeapViewVersion = 1;
-// Alignment of every pointer (malloc's guarantee for any built-in type).
+/// Alignment of every pointer (malloc's guarantee for any built-in type).
 constexpr unsigned long long kHeapAlign = 16;
-// "No page" / "entry not published yet" (directory entries are memset to 0xFF).
+/// "No page" / "entry not published yet" (directory entries are memset to 0xFF).
 constexpr unsigned kHeapNoPage = 0xffffffffu;
-// Slots of gpudyn_heap_view_t::counters: failed allocations, bad frees, then
-// the failures of slab attaches (rw_heap's own failure count while attaching a
-// slab, not a failed allocation; kept apart so it is not counted twice).
+/// Slots of gpudyn_heap_view_t::counters: failed allocations, bad frees, then
+/// the failures of slab attaches (rw_heap's own failure count while attaching a
+/// slab, not a failed allocation; kept apart so it is not counted twice).
 constexpr unsigned kHeapCounterFailed = 0;
 constexpr unsigned kHeapCounterBadFree = 1;
 constexpr unsigned kHeapCounterAttachScratch = 2;
-// Not a counter: the bitmap word where heap_page_run last placed a short run
-// (a hint; zeroed with the counters).
+/// Not a counter: the bitmap word where heap_page_run last placed a short run
+/// (a hint; zeroed with the counters).
 constexpr unsigned kHeapCounterRunHint = 3;
-// Short runs start within this many words past the hint, fewer in a heap of
-// fewer than 64 x this many words (1 + words / 64): wide enough that GGArray's
-// 512 LFVectors growing together do not queue on a few words (a window of 8
-// did), narrow enough in a small heap that short runs pack and leave whole
-// words for long ones (a window of 64 failed a 4-array test's 32 MiB budget).
+/// Short runs start within this many words past the hint, fewer in a heap of
+/// fewer than 64 x this many words (1 + words / 64): wide enough that GGArray's
+/// 512 LFVectors growing together do not queue on a few words (a window of 8
+/// did), narrow enough in a small heap that short runs pack and leave whole
+/// words for long ones (a window of 64 failed a 4-array test's 32 MiB budget).
 constexpr unsigned kHeapRunHintWindow = 64;
 constexpr unsigned kHeapCounterCount = 4;
 
-// slab_meta records: tag in the top 2 bits.
+/// slab_meta records: tag in the top 2 bits.
 constexpr unsigned kHeapTagShift = 30;
 constexpr unsigned kHeapLowMask = (1u << kHeapTagShift) - 1;
-constexpr unsigned kHeapTagNone = 0;    // free page, or a page of a medium run (see run_meta)
-constexpr unsigned kHeapTagSlab = 1;    // first page of a slab: low bits = class
-constexpr unsigned kHeapTagMember = 2;  // later page of a slab: class << kHeapMemberClassShift | offset to the first page
-constexpr unsigned kHeapTagHuge = 3;    // first page of a huge run: low bits = bitmap words (64 pages each)
-// A member page names its class itself, so a free reads one record, not the
-// first page's after it (a dependent load on every mixed-size free).
+constexpr unsigned kHeapTagNone = 0;    ///< free page, or a page of a medium run (see run_meta)
+constexpr unsigned kHeapTagSlab = 1;    ///< first page of a slab: low bits = class
+constexpr unsigned kHeapTagMember = 2;  ///< later page of a slab: class << kHeapMemberClassShift | offset to the first page
+constexpr unsigned kHeapTagHuge = 3;    ///< first page of a huge run: low bits = bitmap words (64 pages each)
+/// A member page names its class itself, so a free reads one record, not the
+/// first page's after it (a dependent load on every mixed-size free).
 constexpr unsigned kHeapMemberClassShift = 22;
 constexpr unsigned kHeapMemberOffsetMask = (1u << kHeapMemberClassShift) - 1;
 
-// Size classes: 16-byte steps up to kHeapLinearLimit, then this many classes
-// per doubling (12.5 % worst rounding waste, the bound the design asks for).
+/// Size classes: 16-byte steps up to kHeapLinearLimit, then this many classes
+/// per doubling (12.5 % worst rounding waste, the bound the design asks for).
 constexpr unsigned kHeapLinearLimit = 128;
 constexpr unsigned kHeapLinearClasses = kHeapLinearLimit / 16;
 constexpr unsigned kHeapClassesPerDoubling = 8;
-constexpr unsigned kHeapLinearShift = 7;  // log2(kHeapLinearLimit)
-// Page sizes the heap accepts: 4 KiB (the smallest VMM-friendly page worth a
-// bitmap bit) to 2 MiB (the VMM granularity: a page never straddles a mapping).
+constexpr unsigned kHeapLinearShift = 7;  ///< log2(kHeapLinearLimit)
+/// Page sizes the heap accepts: 4 KiB (the smallest VMM-friendly page worth a
+/// bitmap bit) to 2 MiB (the VMM granularity: a page never straddles a mapping).
 constexpr unsigned kHeapMinPageShift = 12;
 constexpr unsigned kHeapMaxPageShift = 21;
-// Classes for the largest page: sizes up to 2^20 = 8 * (21 - 7) classes.
+/// Classes for the largest page: sizes up to 2^20 = 8 * (21 - 7) classes.
 constexpr unsigned kHeapMaxClasses = kHeapClassesPerDoubling * (kHeapMaxPageShift - kHeapLinearShift);
-// Slots of a slab: kHeapSlabSlots (kHeapSlabSlotsLarge from class size
-// kHeapSlabLargeClass) and kHeapSlabMinBytes (a slab serves a few converged
-// warps; each slab change sends groups through the slow rounds, and below
-// 2 KiB the 128 KiB floor gives 64-8192 slots anyway).  128 slots from 2 KiB:
-// faster large-class bursts for a little more held in small populations; more
-// slots, or the larger count from 1 KiB, cost usable memory at exhaustion for
-// no speed (benchmarks/results/h200/NOTES.md).  At most
-// kHeapSlabMaxBytes, but never fewer than kHeapSlabMinSlots (which decide for
-// pages of 1 MiB and more); at least one page, and a power of two of them
-// (slabs are claimed aligned).
+/// Slots of a slab: kHeapSlabSlots (kHeapSlabSlotsLarge from class size
+/// kHeapSlabLargeClass) and kHeapSlabMinBytes (a slab serves a few converged
+/// warps; each slab change sends groups through the slow rounds, and below
+/// 2 KiB the 128 KiB floor gives 64-8192 slots anyway).  128 slots from 2 KiB:
+/// faster large-class bursts for a little more held in small populations; more
+/// slots, or the larger count from 1 KiB, cost usable memory at exhaustion for
+/// no speed (benchmarks/results/h200/NOTES.md).  At most
+/// kHeapSlabMaxBytes, but never fewer than kHeapSlabMinSlots (which decide for
+/// pages of 1 MiB and more); at least one page, and a power of two of them
+/// (slabs are claimed aligned).
 constexpr unsigned kHeapSlabSlots = 64;
 constexpr unsigned kHeapSlabSlotsLarge = 128;
 constexpr unsigned long long kHeapSlabLargeClass = 2048;
 constexpr unsigned long long kHeapSlabMinBytes = 128ull << 10;
 constexpr unsigned long long kHeapSlabMaxBytes = 1ull << 20;
 constexpr unsigned kHeapSlabMinSlots = 8;
-// A member record holds every class and every page offset within a slab (at
-// most kHeapSlabMaxBytes, or kHeapSlabMinSlots of P / 2: 4 pages).
+/// A member record holds every class and every page offset within a slab (at
+/// most kHeapSlabMaxBytes, or kHeapSlabMinSlots of P / 2: 4 pages).
 static_assert(kHeapMaxClasses <= (kHeapLowMask >> kHeapMemberClassShift) + 1, "member records hold the class");
 static_assert((kHeapSlabMaxBytes >> kHeapMinPageShift) <= kHeapMemberOffsetMask, "member records hold the offset");
-// A slab is at most 1 / kHeapSlabHeapShare of its heap's range (at least a page).
+/// A slab is at most 1 / kHeapSlabHeapShare of its heap's range (at least a page).
 constexpr unsigned long long kHeapSlabHeapShare = 256;
 // Slot bitmap words per page: P / 16 slots (the 16-byte class) / 64; a slab uses those of its pages.
-constexpr unsigned kHeapSlotWordShift = 10;  // P >> 10 words of 64 bits = P / 16 bits
-// Words of the current slab one lane reads in a round (the lanes of a group
-// split the slab), and random (slab, word) probes of one lane in a draw round.
+constexpr unsigned kHeapSlotWordShift = 10;  ///< P >> 10 words of 64 bits = P / 16 bits
+/// Words of the current slab one lane reads in a round (the lanes of a group
+/// split the slab), and random (slab, word) probes of one lane in a draw round.
 constexpr unsigned kHeapScanWords = 8;
 constexpr unsigned kHeapDrawProbes = 4;
-// Every other random probe goes to one of the class's newest slabs (this many).
+/// Every other random probe goes to one of the class's newest slabs (this many).
 constexpr unsigned kHeapRecentSlabs = 8;
-// A slot claim makes one atomicOr: a group that lost its race reads again in
-// the next round (retrying a contended word slowed mixed-size bursts).
-// Page-run claims (heap_claim_run) retry a word while it shows room.
-// Reads and claims of a lone lane's fast pass after its blind first claim (a
-// claim, or a step to the next word).
+/// A slot claim makes one atomicOr: a group that lost its race reads again in
+/// the next round (retrying a contended word slowed mixed-size bursts).
+/// Page-run claims (heap_claim_run) retry a word while it shows room.
+/// Reads and claims of a lone lane's fast pass after its blind first claim (a
+/// claim, or a step to the next word).
 constexpr unsigned kHeapLoneTries = 4;
-// Rounds that found no free slot before the group attaches a slab: the
-// current slab, then draw rounds (n lanes x kHeapDrawProbes probes each).
-// A slab is memory: attach only when the class's slabs look full (a host
-// model of this policy, one class, churn of 50 %: 8 rounds x 4 probes keep
-// held / live near 1.05 where 5 x 2 drifted to 1.25 with 16-slot slabs).
+/// Rounds that found no free slot before the group attaches a slab: the
+/// current slab, then draw rounds (n lanes x kHeapDrawProbes probes each).
+/// A slab is memory: attach only when the class's slabs look full (a host
+/// model of this policy, one class, churn of 50 %: 8 rounds x 4 probes keep
+/// held / live near 1.05 where 5 x 2 drifted to 1.25 with 16-slot slabs).
 constexpr unsigned kHeapMissesBeforeAttach = 8;
-// Attaches of one class under way at a time: this many plus 1/16 of its slabs
-// (a burst grows a class by <= ~6 % per attach latency, so at most that
-// share of its slabs is left nearly empty when the burst ends).
+/// Attaches of one class under way at a time: this many plus 1/16 of its slabs
+/// (a burst grows a class by <= ~6 % per attach latency, so at most that
+/// share of its slabs is left nearly empty when the burst ends).
 constexpr unsigned kHeapMinConcurrentAttach = 2;
 constexpr unsigned kHeapAttachShare = 16;
-// Class state: 128-byte lines (with all of it on one line, which attaches and
-// promotions also write, every warp of a burst loaded that line three times
-// and the burst queued at one L2 slice).  Line 0: slabs attached, attaches under way.  Line 1: the current
-// slabs in use, 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors: few
-// partly filled slabs for a small class, while 2 slabs a cursor rather than 4
-// made small and mixed bursts faster for about as much held; a class of many slabs gives each
-// SM's warps slabs of their own, where 8 SMs a slab made most groups of a
-// burst miss it), written only when it grows (a group reads it from L2, a lone
-// caller's first try through L1).
-// Lines 2 ..: the current slabs (+ 1; 0: none), cursor i on line 2 + i % 128
-// (the first 128 each on a line of its own), 16 bytes apart.  SM s uses cursor
-// s while s < active; beyond one cursor an SM, warp slot w of SM s uses
-// i = s + SMs x (w % kHeapWarpCursors) while i < active: a 64-slot slab of
-// 4 KiB served two warps, and with one slab an SM the ~30 warps of an SM that
-// arrive together mostly missed it (4 % of a 1M x 4 KiB burst's lanes served
-// by the fast pass).
-// An i >= active picks a cursor by a multiplicative hash, not i % active (an
-// integer division is ~20 instructions of a lone caller's ~190).
+/// Class state: 128-byte lines (with all of it on one line, which attaches and
+/// promotions also write, every warp of a burst loaded that line three times
+/// and the burst queued at one L2 slice).  Line 0: slabs attached, attaches under way.  Line 1: the current
+/// slabs in use, 1 + slabs / kHeapSlabsPerCursor (at most kHeapCursors: few
+/// partly filled slabs for a small class, while 2 slabs a cursor rather than 4
+/// made small and mixed bursts faster for about as much held; a class of many slabs gives each
+/// SM's warps slabs of their own, where 8 SMs a slab made most groups of a
+/// burst miss it), written only when it grows (a group reads it from L2, a lone
+/// caller's first try through L1).
+/// Lines 2 ..: the current slabs (+ 1; 0: none), cursor i on line 2 + i % 128
+/// (the first 128 each on a line of its own), 16 bytes apart.  SM s uses cursor
+/// s while s < active; beyond one cursor an SM, warp slot w of SM s uses
+/// i = s + SMs x (w % kHeapWarpCursors) while i < active: a 64-slot slab of
+/// 4 KiB served two warps, and with one slab an SM the ~30 warps of an SM that
+/// arrive together mostly missed it (4 % of a 1M x 4 KiB burst's lanes served
+/// by the fast pass).
+/// An i >= active picks a cursor by a multiplicative hash, not i % active (an
+/// integer division is ~20 instructions of a lone caller's ~190).
 constexpr unsigned kHeapStateLineWords = 32;
 constexpr unsigned kHeapCursorLines = 128;
-constexpr unsigned kHeapCursorStride = 4;  // words between cursors of one line
+constexpr unsigned kHeapCursorStride = 4;  ///< words between cursors of one line
 constexpr unsigned kHeapCursors = kHeapCursorLines * (kHeapStateLineWords / kHeapCursorStride);
 constexpr unsigned kHeapWarpCursors = 8;
 constexpr unsigned kHeapSlabsPerCursor = 4;
 constexpr unsigned kHeapClassStateWords = kHeapStateLineWords * (2 + kHeapCursorLines);
-// Refusals after which a group attaches regardless (a bound on waiting).
+/// Refusals after which a group attaches regardless (a bound on waiting).
 constexpr unsigned kHeapMaxRefusals = 64;
-// Wait of a group refused an attach, in ns (about one attach's latency),
-// doubled per refusal up to 16x.
+/// Wait of a group refused an attach, in ns (about one attach's latency),
+/// doubled per refusal up to 16x.
 constexpr unsigned kHeapAttachWaitNs = 256;
 
-// The C view's layout with the field types this header reads; checked
-// against gpudyn_heap_view_t below.
+/// The C view's layout with the field types this header reads; checked
+/// against gpudyn_heap_view_t below.
 struct heap_view {
     unsigned version;
     unsigned page_shift;
@@ -315,24 +318,24 @@ static_assert(__builtin_offsetof(heap_view, reserved) == __builtin_offsetof(gpud
               "heap_view must mirror the C view");
 #endif
 
-// One size class (class_table entry), filled by the host from heap_class_geometry.
+/// One size class (class_table entry), filled by the host from heap_class_geometry.
 struct heap_class {
-    unsigned size;        // bytes per slot
-    unsigned slab_pages;  // pages per slab
-    unsigned slots;       // slots per slab (<= slab_pages * P / 16: the slot words of its pages)
-    unsigned dir_offset;  // first directory entry of the class
+    unsigned size;        ///< bytes per slot
+    unsigned slab_pages;  ///< pages per slab
+    unsigned slots;       ///< slots per slab (<= slab_pages * P / 16: the slot words of its pages)
+    unsigned dir_offset;  ///< first directory entry of the class
 };
 
-// Usage of one page, for the stats kernel (usage_of_page).
+/// Usage of one page, for the stats kernel (usage_of_page).
 struct heap_page_usage {
-    unsigned long long allocations;      // live allocations starting on this page
-    unsigned long long bytes_allocated;  // their usable bytes
-    unsigned long long largest_slot;     // largest class size with a free slot in a slab starting here
+    unsigned long long allocations;      ///< live allocations starting on this page
+    unsigned long long bytes_allocated;  ///< their usable bytes
+    unsigned long long largest_slot;     ///< largest class size with a free slot in a slab starting here
 };
 
 namespace detail {
 
-// Class of a small request (1 <= bytes <= P/2).
+/// Class of a small request (1 <= bytes <= P/2).
 __host__ __device__ __forceinline__ unsigned heap_class_of(unsigned long long bytes) {
     if (bytes <= kHeapLinearLimit) return unsigned((bytes + 15) / 16) - (bytes != 0 ? 1u : 0u);
     // 2^e < bytes <= 2^(e+1), e >= 7: 8 classes of 2^(e-3) bytes in that doubling.
@@ -354,23 +357,23 @@ __host__ __device__ __forceinline__ unsigned long long heap_class_size(unsigned 
     return (1ull << e) + (i + 1ull) * (1ull << (e - 3));
 }
 
-// Classes of a heap with pages of 2^page_shift bytes (sizes up to P / 2).
+/// Classes of a heap with pages of 2^page_shift bytes (sizes up to P / 2).
 __host__ __device__ __forceinline__ unsigned heap_class_count(unsigned page_shift) {
     return kHeapClassesPerDoubling * (page_shift - kHeapLinearShift);
 }
 
-// Slot bitmap words of a slab of class k (64 slots a word).
+/// Slot bitmap words of a slab of class k (64 slots a word).
 __host__ __device__ __forceinline__ unsigned heap_slab_words(const heap_class& k) { return (k.slots + 63) / 64; }
-// Slots in word w of such a slab (64 but in its last word; the bits past them are the tail).
+/// Slots in word w of such a slab (64 but in its last word; the bits past them are the tail).
 __host__ __device__ __forceinline__ unsigned heap_word_slots(const heap_class& k, unsigned w) {
     return k.slots - w * 64 < 64 ? k.slots - w * 64 : 64u;
 }
 
-// Geometry of class c (dir_offset left 0: the host sums the directories).
-// max_pages: the heap's range (0: no bound from it).  In a heap of fewer than
-// 256 MiB a slab is at most 1/256 of it (and one page), so the first slabs of
-// the ~48 classes a mixed-size load touches stay a small share of the heap
-// (with 128 KiB slabs a 16 MiB heap filled up at 13 % usable).
+/// Geometry of class c (dir_offset left 0: the host sums the directories).
+/// max_pages: the heap's range (0: no bound from it).  In a heap of fewer than
+/// 256 MiB a slab is at most 1/256 of it (and one page), so the first slabs of
+/// the ~48 classes a mixed-size load touches stay a small share of the heap
+/// (with 128 KiB slabs a 16 MiB heap filled up at 13 % usable).
 __host__ __device__ __forceinline__ heap_class heap_class_geometry(unsigned c, unsigned page_shift,
                                                                    unsigned long long max_pages = 0) {
     const unsigned long long P = 1ull << page_shift;
@@ -392,41 +395,41 @@ __host__ __device__ __forceinline__ heap_class heap_class_geometry(unsigned c, u
     return k;
 }
 
-// A word another thread published (a slab's directory entry, a current slab)
-// after initialising what it names: a relaxed load at GPU scope.  Not
-// ld.acquire: that compiles to an invalidation of the SM's whole L1
-// (CCTL.IVALL), a large share of a burst of mallocs.  What the word
-// names is only read with loads that go to L2 (load_word), at addresses
-// computed from the loaded value, so they cannot be performed before it; the
-// publisher fences (__threadfence) before its store.
+/// A word another thread published (a slab's directory entry, a current slab)
+/// after initialising what it names: a relaxed load at GPU scope.  Not
+/// ld.acquire: that compiles to an invalidation of the SM's whole L1
+/// (CCTL.IVALL), a large share of a burst of mallocs.  What the word
+/// names is only read with loads that go to L2 (load_word), at addresses
+/// computed from the loaded value, so they cannot be performed before it; the
+/// publisher fences (__threadfence) before its store.
 __device__ __forceinline__ unsigned load_published(const unsigned* p) {
     unsigned v;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
 
-// A hint another SM may update (the class's cursors in use): a relaxed load at
-// CTA scope, which L1 may serve (a stale value only picks another cursor).
+/// A hint another SM may update (the class's cursors in use): a relaxed load at
+/// CTA scope, which L1 may serve (a stale value only picks another cursor).
 __device__ __forceinline__ unsigned load_hint(const unsigned* p) {
     unsigned v;
     asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
 
-// Release fence at GPU scope: this thread's earlier writes are visible to any
-// thread that later observes one of its later writes (lighter than the
-// sequentially consistent __threadfence).
+/// Release fence at GPU scope: this thread's earlier writes are visible to any
+/// thread that later observes one of its later writes (lighter than the
+/// sequentially consistent __threadfence).
 __device__ __forceinline__ void release_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
-// The SM the thread runs on.
+/// The SM the thread runs on.
 __device__ __forceinline__ unsigned sm_id() {
     unsigned id;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
     return id;
 }
 
-// SM identifiers (an upper bound on sm_id() + 1) and the warp's slot on its SM
-// (a hint: it may change while the warp runs).
+/// SM identifiers (an upper bound on sm_id() + 1) and the warp's slot on its SM
+/// (a hint: it may change while the warp runs).
 __device__ __forceinline__ unsigned sm_count() {
     unsigned n;
     asm("mov.u32 %0, %%nsmid;" : "=r"(n));
@@ -438,8 +441,8 @@ __device__ __forceinline__ unsigned warp_slot() {
     return w;
 }
 
-// A per-call random stream without caller state: the thread's global id and
-// the SM clock (different on every call).
+/// A per-call random stream without caller state: the thread's global id and
+/// the SM clock (different on every call).
 __device__ __forceinline__ counter_rng heap_rng() {
     const unsigned long long block =
         (static_cast<unsigned long long>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
@@ -448,10 +451,10 @@ __device__ __forceinline__ counter_rng heap_rng() {
     return counter_rng(static_cast<unsigned long long>(clock64()), id);
 }
 
-// The probes of a small malloc (which slab, which word): a 32-bit linear
-// congruential step and a multiply-shift into [0, n), seeded from the SM clock
-// and the thread.  Its quality only spreads groups over words; counter_rng's
-// two 64-bit mixes per draw were a sixth of a malloc burst's instructions.
+/// The probes of a small malloc (which slab, which word): a 32-bit linear
+/// congruential step and a multiply-shift into [0, n), seeded from the SM clock
+/// and the thread.  Its quality only spreads groups over words; counter_rng's
+/// two 64-bit mixes per draw were a sixth of a malloc burst's instructions.
 struct probe_rng {
     unsigned s;
     __device__ explicit probe_rng(unsigned seed) : s(seed) {}
@@ -464,9 +467,9 @@ __device__ __forceinline__ unsigned probe_seed() {
     return (unsigned(clock()) ^ (threadIdx.x + 0x9E3779B9u * (blockIdx.x + 1))) * 0x9E3779B1u;
 }
 
-// Bits of the lowest k set bits of x (k <= popcount(x)), and the r-th set bit of
-// such a word: when x's set bits from its lowest one on are contiguous (an empty
-// or emptied slab word) a shift, else detail::lowest_set_bits / nth_set_bit.
+/// Bits of the lowest k set bits of x (k <= popcount(x)), and the r-th set bit of
+/// such a word: when x's set bits from its lowest one on are contiguous (an empty
+/// or emptied slab word) a shift, else detail::lowest_set_bits / nth_set_bit.
 __device__ __forceinline__ unsigned long long take_lowest(unsigned long long x, unsigned k) {
     const unsigned long long run = k >= 64 ? ~0ull : (1ull << k) - 1;
     const unsigned long long want = run << (x != 0 ? lowest_bit(x) : 0u);
@@ -478,16 +481,16 @@ __device__ __forceinline__ unsigned set_bit_at(unsigned long long x, unsigned r)
     return (run & (run + 1)) == 0 ? lo + r : nth_set_bit(x, r);
 }
 
-// The heap's view as the library keeps it in device memory, right after the
-// counters (lib/heap.cu writes it once, at create; a heap's view never changes).
-// Out-of-line code reaches the whole heap through this one pointer, so its
-// callers hold no copy of the view (a copy costs a hot kernel ~30 registers).
+/// The heap's view as the library keeps it in device memory, right after the
+/// counters (lib/heap.cu writes it once, at create; a heap's view never changes).
+/// Out-of-line code reaches the whole heap through this one pointer, so its
+/// callers hold no copy of the view (a copy costs a hot kernel ~30 registers).
 __device__ __forceinline__ const heap_view* heap_descriptor(unsigned long long counters) {
     return reinterpret_cast<const heap_view*>(counters + kHeapCounterCount * sizeof(unsigned long long));
 }
 
-// Bit i of the result is set when bits i .. i + n - 1 of `free_bits` all are
-// (1 <= n <= 64): runs of n free pages that start at bit i and fit the word.
+/// Bit i of the result is set when bits i .. i + n - 1 of `free_bits` all are
+/// (1 <= n <= 64): runs of n free pages that start at bit i and fit the word.
 __device__ __forceinline__ unsigned long long run_starts_in(unsigned long long free_bits, unsigned n) {
     unsigned long long m = free_bits;
     for (unsigned covered = 1; covered < n && m != 0;) {
@@ -498,9 +501,9 @@ __device__ __forceinline__ unsigned long long run_starts_in(unsigned long long f
     return m;
 }
 
-// Sets the bits of pages [first, first + n) in the page bitmap, all or none:
-// word by word with atomicOr; on a bit another thread holds, the bits this
-// call set are cleared again and it returns false.
+/// Sets the bits of pages [first, first + n) in the page bitmap, all or none:
+/// word by word with atomicOr; on a bit another thread holds, the bits this
+/// call set are cleared again and it returns false.
 __device__ __forceinline__ bool claim_pages(unsigned long long* bm, unsigned first, unsigned n) {
     const unsigned end = first + n;
     for (unsigned w = first / 64; w * 64 < end; ++w) {
@@ -520,12 +523,12 @@ __device__ __forceinline__ bool claim_pages(unsigned long long* bm, unsigned fir
     return true;
 }
 
-// The page search of heap_page_run: claims `pages` consecutive pages (huge:
-// a multiple of 64 from a word start; `aligned`, pages a power of two <= 64:
-// from a multiple of pages) and returns the first, or kHeapNoPage; writes no
-// record (a slab's attach writes its own).  Slabs are aligned: racing claims
-// that settled on odd starts left single pages no 2-page slab could use (a
-// 16 MiB heap exhausted at 87 % usable).
+/// The page search of heap_page_run: claims `pages` consecutive pages (huge:
+/// a multiple of 64 from a word start; `aligned`, pages a power of two <= 64:
+/// from a multiple of pages) and returns the first, or kHeapNoPage; writes no
+/// record (a slab's attach writes its own).  Slabs are aligned: racing claims
+/// that settled on odd starts left single pages no 2-page slab could use (a
+/// 16 MiB heap exhausted at 87 % usable).
 __device__ __forceinline__ unsigned heap_claim_run(const heap_view* h, unsigned long long pages, bool huge,
                                                    bool aligned = false) {
     const unsigned mapped = load_word(reinterpret_cast<const unsigned*>(h->mapped_pages));
@@ -588,25 +591,25 @@ __device__ __forceinline__ unsigned heap_claim_run(const heap_view* h, unsigned 
     return first;
 }
 
-// A run of whole pages for `bytes` (one thread, any divergence), recorded so
-// heap_ref::free takes it; nullptr when none is free (not counted: callers
-// count).  Lean (a few words of state, the heap through one pointer):
-// GGArray's in-kernel bucket growth calls it, and every register it needs is
-// a register of every push kernel (inlined it costs them fewer than called:
-// 58 against 62, sm_90).  First fit over the page bitmap, each mapped word
-// visited once (a lost claim retries its word while it shows a free start; a
-// long run that crosses the start word is seen at the end), claimed with
-// claim_pages:
-//  * n <= 64 pages: a run inside one word (run_starts_in), from a word near
-//    the heap's run hint (counters[kHeapCounterRunHint], the word of the last
-//    such run), so short runs pack into few words and whole free words stay
-//    for long runs (random starts left no free word among thousands of short
-//    runs: test_heap_device's malloc_pages mix failed);
-//  * more: from a random word, a run of free pages across words (the free
-//    high bits of one word, free words, the free low bits of the last).
-// Medium runs (<= kRwRegionWords * 64 pages) get rw_heap's run records (page
-// records, then the live-start bit, as RW_malloc writes them); larger ones
-// round up to whole bitmap words from a word start and get a huge record.
+/// A run of whole pages for `bytes` (one thread, any divergence), recorded so
+/// heap_ref::free takes it; nullptr when none is free (not counted: callers
+/// count).  Lean (a few words of state, the heap through one pointer):
+/// GGArray's in-kernel bucket growth calls it, and every register it needs is
+/// a register of every push kernel (inlined it costs them fewer than called:
+/// 58 against 62, sm_90).  First fit over the page bitmap, each mapped word
+/// visited once (a lost claim retries its word while it shows a free start; a
+/// long run that crosses the start word is seen at the end), claimed with
+/// claim_pages:
+///  * n <= 64 pages: a run inside one word (run_starts_in), from a word near
+///    the heap's run hint (counters[kHeapCounterRunHint], the word of the last
+///    such run), so short runs pack into few words and whole free words stay
+///    for long runs (random starts left no free word among thousands of short
+///    runs: test_heap_device's malloc_pages mix failed);
+///  * more: from a random word, a run of free pages across words (the free
+///    high bits of one word, free words, the free low bits of the last).
+/// Medium runs (<= kRwRegionWords * 64 pages) get rw_heap's run records (page
+/// records, then the live-start bit, as RW_malloc writes them); larger ones
+/// round up to whole bitmap words from a word start and get a huge record.
 __device__ __forceinline__ void* heap_page_run(const heap_view* h, unsigned long long bytes) {
     const unsigned shift = h->page_shift;
     const unsigned long long pages = (bytes + (1ull << shift) - 1) >> shift;
@@ -628,7 +631,7 @@ __device__ __forceinline__ void* heap_page_run(const heap_view* h, unsigned long
 
 }  // namespace detail
 
-// Device handle over a view.  Cheap to construct; copy freely.
+/// Device handle over a view.  Cheap to construct; copy freely.
 class heap_ref {
 public:
     __device__ explicit heap_ref(const heap_view& view) : v_(view) {
@@ -644,13 +647,13 @@ public:
 
     __device__ bool valid() const { return v_.class_count != 0; }
     __device__ unsigned long long page_size() const { return 1ull << v_.page_shift; }
-    // Largest small request (served from slabs).
+    /// Largest small request (served from slabs).
     __device__ unsigned long long max_small_size() const { return page_size() / 2; }
 
-    // Any thread, any time, any divergence; lanes arriving together are
-    // aggregated (one claim per class).  nullptr on failure (bytes == 0 gives
-    // nullptr without counting; exhaustion is counted).  16-byte aligned; 2^k
-    // requests up to the page size are 2^k-aligned.
+    /// Any thread, any time, any divergence; lanes arriving together are
+    /// aggregated (one claim per class).  nullptr on failure (bytes == 0 gives
+    /// nullptr without counting; exhaustion is counted).  16-byte aligned; 2^k
+    /// requests up to the page size are 2^k-aligned.
     __device__ void* malloc(unsigned long long bytes) const {
         // The lanes here now that allocate from this heap (others may call another heap).
         const unsigned mask = detail::peers_with(detail::active_lanes(), v_.counters);
@@ -680,12 +683,12 @@ public:
         return p;
     }
 
-    // Any thread, any time, any divergence: `bytes` rounded up to whole pages,
-    // a run of its own (no size class, no aggregation); nullptr on failure
-    // (counted; bytes == 0 gives nullptr without counting).  free() takes it.
-    // For callers that allocate rarely inside hot kernels: it compiles to about
-    // half the registers of malloc (the size-class path stays out of the
-    // caller's kernel, sm_90), which GGArray's in-kernel growth relies on.
+    /// Any thread, any time, any divergence: `bytes` rounded up to whole pages,
+    /// a run of its own (no size class, no aggregation); nullptr on failure
+    /// (counted; bytes == 0 gives nullptr without counting).  free() takes it.
+    /// For callers that allocate rarely inside hot kernels: it compiles to about
+    /// half the registers of malloc (the size-class path stays out of the
+    /// caller's kernel, sm_90), which GGArray's in-kernel growth relies on.
     __device__ void* malloc_pages(unsigned long long bytes) const {
         if (bytes == 0) return nullptr;
         void* p = valid() ? detail::heap_page_run(detail::heap_descriptor(v_.counters), bytes) : nullptr;
@@ -693,9 +696,9 @@ public:
         return p;
     }
 
-    // malloc with the pointer a multiple of `alignment` (a power of two up to
-    // the page size; larger or non-power-of-two alignments fail and are counted).
-    // The block is the request rounded up to the alignment.
+    /// malloc with the pointer a multiple of `alignment` (a power of two up to
+    /// the page size; larger or non-power-of-two alignments fail and are counted).
+    /// The block is the request rounded up to the alignment.
     __device__ void* malloc_aligned(unsigned long long bytes, unsigned long long alignment) const {
         const bool bad = alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > page_size();
         // A request that rounding up would wrap is as unsatisfiable as any too large one.
@@ -710,9 +713,9 @@ public:
         return malloc(rounded);
     }
 
-    // Any thread, any later kernel.  nullptr -> true.  A double free, a foreign
-    // pointer or an interior pointer returns false, is counted as a bad free,
-    // and changes nothing.
+    /// Any thread, any later kernel.  nullptr -> true.  A double free, a foreign
+    /// pointer or an interior pointer returns false, is counted as a bad free,
+    /// and changes nothing.
     __device__ bool free(void* p) const {
         const unsigned mask = detail::active_lanes();
         const unsigned lane = detail::lane_index();
@@ -757,8 +760,8 @@ public:
         return bad_free();
     }
 
-    // Usable bytes of the block at p (a pointer malloc returned and not yet
-    // freed); 0 for nullptr, a foreign or an interior pointer.
+    /// Usable bytes of the block at p (a pointer malloc returned and not yet
+    /// freed); 0 for nullptr, a foreign or an interior pointer.
     __device__ unsigned long long usable_size(const void* p) const {
         const slot_ref s = locate(p);
         if (s.kind == kSlot) return s.size;
@@ -774,8 +777,8 @@ public:
         return 0;
     }
 
-    // For the stats kernel (lib/heap.cu): the allocations that start on `page`
-    // (a snapshot; exact when no kernel runs concurrently).
+    /// For the stats kernel (lib/heap.cu): the allocations that start on `page`
+    /// (a snapshot; exact when no kernel runs concurrently).
     __device__ heap_page_usage usage_of_page(unsigned page) const {
         heap_page_usage u{0, 0, 0};
         const unsigned rec = detail::load_word(slab_meta() + page);
@@ -813,10 +816,10 @@ private:
     enum kind_t : unsigned { kNull, kBad, kSlot, kHuge, kRun };
     struct slot_ref {
         unsigned kind;
-        unsigned page;            // page of p (kHuge, kRun)
-        unsigned long long* word; // slot bitmap word (kSlot)
-        unsigned long long bit;   // the slot's bit in it (kSlot)
-        unsigned long long size;  // class size (kSlot)
+        unsigned page;            ///< page of p (kHuge, kRun)
+        unsigned long long* word; ///< slot bitmap word (kSlot)
+        unsigned long long bit;   ///< the slot's bit in it (kSlot)
+        unsigned long long size;  ///< class size (kSlot)
     };
 
     __device__ unsigned long long* counters() const { return reinterpret_cast<unsigned long long*>(v_.counters); }
@@ -824,14 +827,14 @@ private:
     __device__ unsigned* run_meta() const { return reinterpret_cast<unsigned*>(v_.run_meta); }
     __device__ unsigned long long* page_words() const { return reinterpret_cast<unsigned long long*>(v_.page_bitmap); }
     __device__ unsigned* class_state(unsigned c) const { return reinterpret_cast<unsigned*>(v_.class_state) + kHeapClassStateWords * c; }
-    // Cursor i of a class's state, and the cursor the calling SM uses now.
+    /// Cursor i of a class's state, and the cursor the calling SM uses now.
     __device__ static unsigned* cursor_word(unsigned* state, unsigned i) {
         return state + kHeapStateLineWords * (2 + i % kHeapCursorLines) + kHeapCursorStride * (i / kHeapCursorLines);
     }
-    // `fresh`: read the cursors in use from L2 (a group's round) rather than
-    // through L1 (a lone caller's try; a stale count only picks another cursor,
-    // but in a cold burst a stale 1 for every group crowded one slab, and the
-    // misses attached slabs that stayed nearly empty).
+    /// `fresh`: read the cursors in use from L2 (a group's round) rather than
+    /// through L1 (a lone caller's try; a stale count only picks another cursor,
+    /// but in a cold burst a stale 1 for every group crowded one slab, and the
+    /// misses attached slabs that stayed nearly empty).
     __device__ static unsigned sm_cursor(unsigned* state, bool fresh) {
         const unsigned* in_use = state + kHeapStateLineWords;
         const unsigned active = fresh ? detail::load_word(in_use) : detail::load_hint(in_use);
@@ -859,11 +862,11 @@ private:
         count(kHeapCounterBadFree, 1);
         return false;
     }
-    // Adds n to counter `slot` (a refused view may have none).
+    /// Adds n to counter `slot` (a refused view may have none).
     __device__ void count(unsigned slot, unsigned long long n) const {
         if (v_.counters != 0) atomicAdd(counters() + slot, n);
     }
-    // Counts the lanes of `group` for which `failed` holds, with one atomic.
+    /// Counts the lanes of `group` for which `failed` holds, with one atomic.
     __device__ void count_failures(unsigned group, bool failed) const {
         group = detail::member_mask(group);
         const unsigned f = detail::ballot(group, failed);
@@ -871,9 +874,9 @@ private:
             count(kHeapCounterFailed, detail::popcount(f));
     }
 
-    // rw_heap's view of the page bitmap and the run records; its failures go to
-    // counters[failed_slot] (kHeapCounterFailed for medium runs, the scratch slot
-    // for slab attaches), its bad frees to ours.
+    /// rw_heap's view of the page bitmap and the run records; its failures go to
+    /// counters[failed_slot] (kHeapCounterFailed for medium runs, the scratch slot
+    /// for slab attaches), its bad frees to ours.
     __device__ rw_heap_ref run_ref(unsigned failed_slot) const {
         const unsigned pages = mapped_pages();
         rw_heap_view rv{};
@@ -893,7 +896,7 @@ private:
         return rw_heap_ref(rv);
     }
 
-    // What p is (thread-level; no side effects).
+    /// What p is (thread-level; no side effects).
     __device__ slot_ref locate(const void* p) const {
         slot_ref s{kBad, 0, nullptr, 0, 0};
         if (p == nullptr) {
@@ -936,9 +939,11 @@ private:
         return s;
     }
 
-    // ---- small: slabs of a size class ------------------------------------
-    // What the fast pass and the rounds know of a class group: the lane, the
-    // group's size, the lane's rank in it, its leader, the class and its slot words.
+    /// @name small: slabs of a size class
+    /// @{
+
+    /// What the fast pass and the rounds know of a class group: the lane, the
+    /// group's size, the lane's rank in it, its leader, the class and its slot words.
     struct class_group {
         unsigned lane, n, rank, leader;
         heap_class k;
@@ -951,29 +956,29 @@ private:
         return g;
     }
 
-    // The first free bit of `avail` (non-zero) from a random one (h's top bits).
+    /// The first free bit of `avail` (non-zero) from a random one (h's top bits).
     __device__ static unsigned long long random_free_bit(unsigned long long avail, unsigned h) {
         const unsigned r = h >> 26;
         const unsigned long long rot = r == 0 ? avail : (avail >> r) | (avail << (64 - r));
         return 1ull << ((detail::lowest_bit(rot) + r) & 63u);
     }
 
-    // Slot `slot` of the slab at page `slab`, for slots of `size` bytes.
+    /// Slot `slot` of the slab at page `slab`, for slots of `size` bytes.
     __device__ char* slot_address(unsigned slab, unsigned slot, unsigned size) const {
         return page_address(slab) + static_cast<unsigned long long>(slot) * size;
     }
 
-    // The fast pass of a lane with no other small request in its warp (divergent
-    // code): current_slab_claim's steps for a group of one, without its
-    // shuffles and ballots (a divergent burst is bound by the instructions it
-    // issues): a random word of the SM's current slab, a random slot of it;
-    // after a lost claim, a free bit of the word it returned; after a full
-    // word, the next (up to kHeapLoneTries reads and claims after the first).
-    // The cursor is read through L1 (load_hint): a stale one still names a slab
-    // of the class (slabs never leave it, and L1 starts each kernel empty), and
-    // its slot bits are only read and claimed in L2, so it costs at most a
-    // full slab's lost claim before the rounds read the cursor from L2 (a
-    // divergent burst is faster so; converged groups use L2).
+    /// The fast pass of a lane with no other small request in its warp (divergent
+    /// code): current_slab_claim's steps for a group of one, without its
+    /// shuffles and ballots (a divergent burst is bound by the instructions it
+    /// issues): a random word of the SM's current slab, a random slot of it;
+    /// after a lost claim, a free bit of the word it returned; after a full
+    /// word, the next (up to kHeapLoneTries reads and claims after the first).
+    /// The cursor is read through L1 (load_hint): a stale one still names a slab
+    /// of the class (slabs never leave it, and L1 starts each kernel empty), and
+    /// its slot bits are only read and claimed in L2, so it costs at most a
+    /// full slab's lost claim before the rounds read the cursor from L2 (a
+    /// divergent burst is faster so; converged groups use L2).
     __device__ void* lone_claim(unsigned c, unsigned* full_cur) const {
         const heap_class k = class_info(c);
         const unsigned nwords = detail::heap_slab_words(k);
@@ -1015,18 +1020,18 @@ private:
         return nullptr;
     }
 
-    // The fast pass, a warp collective over `small` (every lane with a small
-    // request), each lane in `group` (its class's lanes among them): each group
-    // reads one word a lane of its SM's current slab (a group-uniform random
-    // start, lane r at start + r); the lowest lane whose word has a free slot
-    // for its whole group claims them with one atomicOr (a group of one takes a
-    // random free bit, since lone callers of one SM share the slab) and the
-    // group's lanes take them by rank.  All groups do this in the
-    // same instructions.  nullptr: not served here (the rounds go on);
-    // *full_cur: the cursor value of a current slab the group read whole and
-    // found full (0: none).  (Not kept: lanes beyond the slab's words reading
-    // the next cursors' slabs, which made warps of different SMs race for one
-    // slab; the cursor count read through L1 here and in the rounds.)
+    /// The fast pass, a warp collective over `small` (every lane with a small
+    /// request), each lane in `group` (its class's lanes among them): each group
+    /// reads one word a lane of its SM's current slab (a group-uniform random
+    /// start, lane r at start + r); the lowest lane whose word has a free slot
+    /// for its whole group claims them with one atomicOr (a group of one takes a
+    /// random free bit, since lone callers of one SM share the slab) and the
+    /// group's lanes take them by rank.  All groups do this in the
+    /// same instructions.  nullptr: not served here (the rounds go on);
+    /// *full_cur: the cursor value of a current slab the group read whole and
+    /// found full (0: none).  (Not kept: lanes beyond the slab's words reading
+    /// the next cursors' slabs, which made warps of different SMs race for one
+    /// slab; the cursor count read through L1 here and in the rounds.)
     __device__ void* current_slab_claim(unsigned small, unsigned group, unsigned c, unsigned* full_cur) const {
         small = detail::member_mask(small);
         group = detail::member_mask(group);
@@ -1060,19 +1065,19 @@ private:
         return slot_address(cur - 1, w * 64 + detail::set_bit_at(got, rank), k.size);
     }
 
-    // The rounds, a warp collective over `group` (lanes of one class the fast
-    // pass did not serve; full_cur: what it returned).  (a) the class's current
-    // slab, scanned by the group's lanes from a group-uniform random word
-    // (skipped while the cursor shows full_cur); (b) when it had no free slot, random slabs of
-    // the class (half the draws among the newest slabs, where a burst's free
-    // slots are); a draw that finds a slab with room left makes it current, so
-    // later groups fill it instead of attaching; (c) after
-    // kHeapMissesBeforeAttach rounds that found no free slot, the leader
-    // attaches a slab, with at most kHeapMinConcurrentAttach + slabs / 16
-    // attaches of the class under way (a refused group sleeps and reads the
-    // current slab again, which an attacher just replaced); (d) when no page is
-    // left for a slab, a sweep of every word of the class.  A round that won
-    // nothing (a lost race too) is a miss.
+    /// The rounds, a warp collective over `group` (lanes of one class the fast
+    /// pass did not serve; full_cur: what it returned).  (a) the class's current
+    /// slab, scanned by the group's lanes from a group-uniform random word
+    /// (skipped while the cursor shows full_cur); (b) when it had no free slot, random slabs of
+    /// the class (half the draws among the newest slabs, where a burst's free
+    /// slots are); a draw that finds a slab with room left makes it current, so
+    /// later groups fill it instead of attaching; (c) after
+    /// kHeapMissesBeforeAttach rounds that found no free slot, the leader
+    /// attaches a slab, with at most kHeapMinConcurrentAttach + slabs / 16
+    /// attaches of the class under way (a refused group sleeps and reads the
+    /// current slab again, which an attacher just replaced); (d) when no page is
+    /// left for a slab, a sweep of every word of the class.  A round that won
+    /// nothing (a lost race too) is a miss.
     __device__ void* small_malloc(unsigned group, unsigned c, unsigned full_cur) const {
         group = detail::member_mask(group);
         const auto [lane, n, rank, leader, k, nwords] = group_of(group, c);
@@ -1271,8 +1276,8 @@ private:
         return mine;
     }
 
-    // Attaches a new slab to class c (one thread), its first `claimed` slots
-    // already taken by the caller.  Returns its first page or kHeapNoPage.
+    /// Attaches a new slab to class c (one thread), its first `claimed` slots
+    /// already taken by the caller.  Returns its first page or kHeapNoPage.
     __device__ unsigned attach_slab(unsigned c, const heap_class& k, unsigned claimed, unsigned cursor) const {
         const rw_heap_ref pages = run_ref(kHeapCounterAttachScratch);
         detail::counter_rng rng = detail::heap_rng();  // the page walk's (rw_heap's) generator
@@ -1312,9 +1317,13 @@ private:
         return head;
     }
 
-    // ---- medium and huge: runs of pages (thread-level) ---------------------
-    // Medium: RW_malloc's random region search (a one-lane call); huge: the
-    // word scan of detail::heap_page_run (whole bitmap words).
+    /// @}
+
+    /// @name medium and huge: runs of pages (thread-level)
+    /// @{
+
+    /// Medium: RW_malloc's random region search (a one-lane call); huge: the
+    /// word scan of detail::heap_page_run (whole bitmap words).
     __device__ void* run_malloc(unsigned long long bytes) const {
         const unsigned long long pages = (bytes + page_size() - 1) >> v_.page_shift;
         if (pages <= static_cast<unsigned long long>(kRwRegionWords) * 64) {
@@ -1341,6 +1350,7 @@ private:
         for (unsigned j = 0; j < words; ++j) atomicExch(page_words() + page / 64 + j, 0ull);
         return true;
     }
+    /// @}
 };
 
 }  // namespace v0

@@ -1,25 +1,26 @@
-// Parallel insertion algorithms (GGArray paper §III-B), separate from the
-// structures that use them: each gives every thread of a block a unique slot
-// among the block's inserting threads, plus the block's total, so a structure
-// reserves the whole block's range with one operation.
-//
-//   atomic       each inserting thread takes its slot with atomicAdd on a
-//                block-shared counter (slot order is arbitrary);
-//   warp_scan    exclusive prefix sum with __shfl_up_sync per warp, then over
-//                the warp totals (slots in thread-rank order);
-//   tensor_scan  the prefix sum as 16x16 half-precision matrix products on
-//                tensor cores (WMMA), after Dakkak et al. (ICS 2019): a tile of
-//                256 flags is A; A·U (U upper-triangular ones) scans each row,
-//                (L·A)·1 (L strictly lower ones) adds the sums of earlier rows.
-//
-// Deviation from the paper, on purpose: its "atomic" variant does one global
-// atomicAdd per element, which cannot give all-or-nothing insertion at a
-// capacity limit; here every algorithm ranks inside the block and the structure
-// reserves once per block, so the three differ only in how ranks are found.
-//
-// Compiles under nvcc and NVRTC.  Block-cooperative: every thread of the block
-// must call, with the same arguments where stated; the caller provides the
-// TempStorage (shared memory), as in CUB.
+/// @file
+/// Parallel insertion algorithms (GGArray paper §III-B), separate from the
+/// structures that use them: each gives every thread of a block a unique slot
+/// among the block's inserting threads, plus the block's total, so a structure
+/// reserves the whole block's range with one operation.
+///
+///   atomic       each inserting thread takes its slot with atomicAdd on a
+///                block-shared counter (slot order is arbitrary);
+///   warp_scan    exclusive prefix sum with __shfl_up_sync per warp, then over
+///                the warp totals (slots in thread-rank order);
+///   tensor_scan  the prefix sum as 16x16 half-precision matrix products on
+///                tensor cores (WMMA), after Dakkak et al. (ICS 2019): a tile of
+///                256 flags is A; A·U (U upper-triangular ones) scans each row,
+///                (L·A)·1 (L strictly lower ones) adds the sums of earlier rows.
+///
+/// Deviation from the paper, on purpose: its "atomic" variant does one global
+/// atomicAdd per element, which cannot give all-or-nothing insertion at a
+/// capacity limit; here every algorithm ranks inside the block and the structure
+/// reserves once per block, so the three differ only in how ranks are found.
+///
+/// Compiles under nvcc and NVRTC.  Block-cooperative: every thread of the block
+/// must call, with the same arguments where stated; the caller provides the
+/// TempStorage (shared memory), as in CUB.
 #pragma once
 
 #include "gpudyn/detail/warp.cuh"
@@ -30,16 +31,16 @@
 namespace gpudyn {
 inline namespace v0 {
 
-// Compile-time bool for generic lambdas (std::bool_constant without host headers).
+/// Compile-time bool for generic lambdas (std::bool_constant without host headers).
 template <bool B>
 struct bool_constant {
     static constexpr bool value = B;
 };
 
-// Values equal gpudyn_insert_algo_t in ggarray.h.
+/// Values equal gpudyn_insert_algo_t in ggarray.h.
 enum class insert_algo : int { atomic = 0, warp_scan = 1, tensor_scan = 2 };
 
-// Largest block the default TempStorage serves (CUDA's limit on threads per block).
+/// Largest block the default TempStorage serves (CUDA's limit on threads per block).
 constexpr unsigned kMaxBlockThreads = 1024;
 
 template <insert_algo Algo, unsigned MaxThreads = kMaxBlockThreads>
@@ -51,8 +52,8 @@ struct block_rank<insert_algo::atomic, MaxThreads> {
     struct TempStorage {
         unsigned counter;
     };
-    // Slot of the calling thread among the block's flagged threads (meaningful
-    // when flag is true); *total gets the number of flagged threads.
+    /// Slot of the calling thread among the block's flagged threads (meaningful
+    /// when flag is true); *total gets the number of flagged threads.
     __device__ static unsigned rank(TempStorage& s, bool flag, unsigned* total) {
         if (detail::block_thread_rank() == 0) s.counter = 0;
         __syncthreads();
@@ -69,9 +70,9 @@ template <unsigned MaxThreads>
 struct block_rank<insert_algo::warp_scan, MaxThreads> {
     static_assert(MaxThreads >= 1 && MaxThreads <= kMaxBlockThreads, "MaxThreads must be 1..1024");
     static constexpr unsigned kWarps = (MaxThreads + detail::kWarpLanes - 1) / detail::kWarpLanes;
-    // rank_items packs the flags of up to kPackedItems items into 16-bit fields
-    // of 64-bit words and scans all items at once (one block scan instead of one
-    // per item).  A field never carries: it counts at most 1024 threads (< 2^16).
+    /// rank_items packs the flags of up to kPackedItems items into 16-bit fields
+    /// of 64-bit words and scans all items at once (one block scan instead of one
+    /// per item).  A field never carries: it counts at most 1024 threads (< 2^16).
     static constexpr unsigned kFieldBits = 16;
     static constexpr unsigned kFieldsPerWord = 64 / kFieldBits;
     static constexpr int kPackedItems = 16;
@@ -115,8 +116,8 @@ struct block_rank<insert_algo::warp_scan, MaxThreads> {
         return slot;
     }
 
-    // Items ranks at once: slot[k] among the block's threads flagged in item k,
-    // total[k] their number.  Same result as Items calls of rank().
+    /// Items ranks at once: slot[k] among the block's threads flagged in item k,
+    /// total[k] their number.  Same result as Items calls of rank().
     template <int Items>
     __device__ static void rank_items(TempStorage& ts, const bool (&flag)[Items], unsigned (&slot)[Items],
                                       unsigned (&total)[Items]) {
@@ -171,8 +172,8 @@ struct block_rank<insert_algo::warp_scan, MaxThreads> {
     }
 };
 
-// Items ranks for any algorithm: one packed scan where the algorithm has one
-// (warp_scan), else one rank() per item.
+/// Items ranks for any algorithm: one packed scan where the algorithm has one
+/// (warp_scan), else one rank() per item.
 template <insert_algo Algo, unsigned MaxThreads, int Items>
 __device__ void block_rank_items(typename block_rank<Algo, MaxThreads>::TempStorage& s, const bool (&flag)[Items],
                                  unsigned (&slot)[Items], unsigned (&total)[Items]) {
@@ -187,7 +188,7 @@ __device__ void block_rank_items(typename block_rank<Algo, MaxThreads>::TempStor
 // ---- tensor-core scan ----------------------------------------------------
 template <unsigned MaxThreads>
 struct block_rank<insert_algo::tensor_scan, MaxThreads> {
-    // WMMA half-precision tile (CUDA programming guide, "warp matrix functions": m16n16k16).
+    /// WMMA half-precision tile (CUDA programming guide, "warp matrix functions": m16n16k16).
     static constexpr unsigned kTile = 16;
     static constexpr unsigned kTileElems = kTile * kTile;
     static constexpr unsigned kTiles = (MaxThreads + kTileElems - 1) / kTileElems;
@@ -195,20 +196,20 @@ struct block_rank<insert_algo::tensor_scan, MaxThreads> {
     struct TempStorage {
         union {
             struct {
-                __align__(32) unsigned short a[kTiles * kTileElems];       // flags, row-major tiles
-                __align__(32) unsigned short lower_a[kTiles * kTileElems]; // L·A per tile, as half
-                __align__(32) unsigned short upper[kTileElems];            // U[k][c] = k <= c
-                __align__(32) unsigned short strict_lower[kTileElems];     // L[r][k] = k < r
-                __align__(32) float c[kTiles * kTileElems];        // inclusive scan per tile
+                __align__(32) unsigned short a[kTiles * kTileElems];       ///< flags, row-major tiles
+                __align__(32) unsigned short lower_a[kTiles * kTileElems]; ///< L·A per tile, as half
+                __align__(32) unsigned short upper[kTileElems];            ///< U[k][c] = k <= c
+                __align__(32) unsigned short strict_lower[kTileElems];     ///< L[r][k] = k < r
+                __align__(32) float c[kTiles * kTileElems];        ///< inclusive scan per tile
                 unsigned tile_offset[kTiles];
                 unsigned total;
             } mma;
             typename fallback::TempStorage warp;
         };
     };
-    // Exact: every intermediate is an integer <= 256 (half holds integers up to 2048,
-    // float accumulators up to 2^24).  Blocks whose size is not a multiple of 32
-    // use the warp-shuffle scan (WMMA needs every lane of a warp).
+    /// Exact: every intermediate is an integer <= 256 (half holds integers up to 2048,
+    /// float accumulators up to 2^24).  Blocks whose size is not a multiple of 32
+    /// use the warp-shuffle scan (WMMA needs every lane of a warp).
     __device__ static unsigned rank(TempStorage& s, bool flag, unsigned* total) {
         using namespace nvcuda;
         // Half tiles live as raw 16-bit storage (a union member needs trivial types).
@@ -277,17 +278,17 @@ struct block_rank<insert_algo::tensor_scan, MaxThreads> {
 };
 
 // ---- warp-level ranking (the chunked path) -------------------------------
-// push_chunk hands each warp a contiguous piece of the block's chunk and ranks
-// it tile by tile (32 x Items candidates) inside the warp, so its loop has no
-// block barrier.  rank_tile gives each flagged item of the calling lane its
-// offset inside the warp's tile (chunk order for the scans, arbitrary for
-// atomic) and the tile's count.  Lanes = the contiguous low lanes of `mask`.
+/// push_chunk hands each warp a contiguous piece of the block's chunk and ranks
+/// it tile by tile (32 x Items candidates) inside the warp, so its loop has no
+/// block barrier.  rank_tile gives each flagged item of the calling lane its
+/// offset inside the warp's tile (chunk order for the scans, arbitrary for
+/// atomic) and the tile's count.  Lanes = the contiguous low lanes of `mask`.
 template <insert_algo Algo, unsigned MaxThreads = kMaxBlockThreads>
 struct warp_rank;
 
-// Warp-shuffle scan: the Items flags of a lane packed into 8-bit fields of
-// 64-bit words, one shuffle scan over the lanes for every 8 items.  A field
-// never carries: it counts at most 32 lanes.
+/// Warp-shuffle scan: the Items flags of a lane packed into 8-bit fields of
+/// 64-bit words, one shuffle scan over the lanes for every 8 items.  A field
+/// never carries: it counts at most 32 lanes.
 template <unsigned MaxThreads>
 struct warp_rank<insert_algo::warp_scan, MaxThreads> {
     static constexpr unsigned kFieldBits = 8, kFields = 64 / kFieldBits;
@@ -299,8 +300,8 @@ struct warp_rank<insert_algo::warp_scan, MaxThreads> {
     }
 };
 
-// Atomic: every flagged item takes its offset with atomicAdd on the warp's
-// shared counter (order arbitrary); the count is the counter after the warp's adds.
+/// Atomic: every flagged item takes its offset with atomicAdd on the warp's
+/// shared counter (order arbitrary); the count is the counter after the warp's adds.
 template <unsigned MaxThreads>
 struct warp_rank<insert_algo::atomic, MaxThreads> {
     static constexpr unsigned kWarps = (MaxThreads + detail::kWarpLanes - 1) / detail::kWarpLanes;
@@ -322,24 +323,24 @@ struct warp_rank<insert_algo::atomic, MaxThreads> {
     }
 };
 
-// Tensor-core scan, one warp per 16x16 tile of 256 flags (8 items of 32 lanes,
-// chunk order = row-major): C = (L·A)·1 + A·U is the inclusive scan (L strictly
-// lower ones, U upper ones; see block_rank<tensor_scan>).  Half accumulators are
-// exact: every value is an integer <= 256 (half holds integers up to 2048).  A
-// warp with fewer than 32 lanes (block size not a multiple of 32) uses the
-// shuffle scan: WMMA needs the whole warp.
+/// Tensor-core scan, one warp per 16x16 tile of 256 flags (8 items of 32 lanes,
+/// chunk order = row-major): C = (L·A)·1 + A·U is the inclusive scan (L strictly
+/// lower ones, U upper ones; see `block_rank<tensor_scan>`).  Half accumulators are
+/// exact: every value is an integer <= 256 (half holds integers up to 2048).  A
+/// warp with fewer than 32 lanes (block size not a multiple of 32) uses the
+/// shuffle scan: WMMA needs the whole warp.
 template <unsigned MaxThreads>
 struct warp_rank<insert_algo::tensor_scan, MaxThreads> {
     static constexpr unsigned kTile = 16, kTileElems = kTile * kTile;
-    static constexpr unsigned kItemsPerTile = kTileElems / detail::kWarpLanes;  // 8
+    static constexpr unsigned kItemsPerTile = kTileElems / detail::kWarpLanes;  ///< 8
     static constexpr unsigned kWarps = (MaxThreads + detail::kWarpLanes - 1) / detail::kWarpLanes;
     using fallback = warp_rank<insert_algo::warp_scan, MaxThreads>;
     struct TempStorage {
-        __align__(32) unsigned short upper[kTileElems];         // U[k][c] = k <= c (half)
-        __align__(32) unsigned short strict_lower[kTileElems];  // L[r][k] = k < r (half)
-        __align__(32) unsigned short t[kWarps][kTileElems];     // the warp's tile: flags, L·A, scan
+        __align__(32) unsigned short upper[kTileElems];         ///< U[k][c] = k <= c (half)
+        __align__(32) unsigned short strict_lower[kTileElems];  ///< L[r][k] = k < r (half)
+        __align__(32) unsigned short t[kWarps][kTileElems];     ///< the warp's tile: flags, L·A, scan
     };
-    // Block-cooperative, once before the first rank_tile (callers barrier after it).
+    /// Block-cooperative, once before the first rank_tile (callers barrier after it).
     __device__ static void init(TempStorage& s) {
         __half* u = reinterpret_cast<__half*>(s.upper);
         __half* l = reinterpret_cast<__half*>(s.strict_lower);
@@ -404,28 +405,30 @@ struct warp_rank<insert_algo::tensor_scan, MaxThreads> {
 };
 
 // ---- block-level insertion into any structure ----------------------------
-// Shared-memory window a sink fills once per reservation (one thread), so the
-// stores into that range need no global lookups: the GGArray keeps the bucket
-// pointers of the reserved range there (one word per bucket index; its
-// GPUDYN_GGARRAY_MAX_BUCKETS is 40, checked in ggarray.cuh).
+/// Shared-memory window a sink fills once per reservation (one thread), so the
+/// stores into that range need no global lookups: the GGArray keeps the bucket
+/// pointers of the reserved range there (one word per bucket index; its
+/// GPUDYN_GGARRAY_MAX_BUCKETS is 40, checked in ggarray.cuh).
 constexpr unsigned kSinkWindowWords = 40;
 struct sink_window {
     unsigned long long word[kSinkWindowWords];
 };
 
-// Sink (provided by the structure): warp_push.cuh's claim side (hint, claim,
-// fast, settle, advance: one thread reserves with detail::reserve_range), and
-//   void open(sink_window& w, unsigned long long base, unsigned long long n)
-//        called by the same thread after a successful reservation with n > 0;
-//   void store(const sink_window& w, unsigned long long index, const T& value)  any thread,
-//        index inside the opened range;
-//   T* extent(const sink_window& w, unsigned long long index, unsigned long long* first,
-//             unsigned long long* end)  any thread: the piece of contiguous memory holding
-//        index: indices [*first, *end) of the opened range live at the returned pointer
-//        onward (it points at index *first).
-// Source of a block's chunk (push_chunk), all members uniform except flag/value:
-//   bool all_flagged() const          true when every candidate is inserted (no counting pass);
-//   bool flag(unsigned long long j) const, T value(unsigned long long j) const  for j < n.
+/// Sink (provided by the structure): warp_push.cuh's claim side (hint, claim,
+/// fast, settle, advance: one thread reserves with detail::reserve_range), and
+///   void open(sink_window& w, unsigned long long base, unsigned long long n)
+///        called by the same thread after a successful reservation with n > 0;
+///   void store(const sink_window& w, unsigned long long index, const T& value)  any thread,
+///        index inside the opened range;
+///   T* extent(const sink_window& w, unsigned long long index, unsigned long long* first,
+///             unsigned long long* end)  any thread: the piece of contiguous memory holding
+///        index: indices [*first, *end) of the opened range live at the returned pointer
+///        onward (it points at index *first).
+/// Source of a block's chunk (push_chunk), all members uniform except flag/value:
+/// @code{.cpp}
+/// bool all_flagged() const          true when every candidate is inserted (no counting pass);
+/// bool flag(unsigned long long j) const, T value(unsigned long long j) const  for j < n.
+/// @endcode
 template <insert_algo Algo, unsigned MaxThreads = kMaxBlockThreads>
 struct block_inserter {
     using rank_type = block_rank<Algo, MaxThreads>;
@@ -433,18 +436,18 @@ struct block_inserter {
     static constexpr unsigned kWarps = (MaxThreads + detail::kWarpLanes - 1) / detail::kWarpLanes;
     struct TempStorage {
         union {
-            typename rank_type::TempStorage rank;        // push()
-            typename warp_rank_type::TempStorage warp;   // push_chunk()
+            typename rank_type::TempStorage rank;        ///< push()
+            typename warp_rank_type::TempStorage warp;   ///< push_chunk()
         };
         sink_window window;
-        unsigned long long warp_base[kWarps];  // push_chunk: each warp's count, then its offset
+        unsigned long long warp_base[kWarps];  ///< push_chunk: each warp's count, then its offset
         unsigned long long base;
         unsigned long long count;
         int ok;
     };
 
-    // Thread 0 reserves `total` and opens the window; every thread returns the
-    // outcome and the base (one barrier).  Callers read s.window afterwards.
+    /// Thread 0 reserves `total` and opens the window; every thread returns the
+    /// outcome and the base (one barrier).  Callers read s.window afterwards.
     template <class Sink>
     __device__ static bool reserve_block(TempStorage& s, Sink& sink, unsigned long long total,
                                          unsigned long long* base) {
@@ -460,11 +463,11 @@ struct block_inserter {
         return s.ok != 0;
     }
 
-    // Every thread of the block calls with Items (flag, value) pairs.  Round k's
-    // inserted values are stored contiguously (coalesced), rounds one after the
-    // other; one reservation covers all rounds.  Returns the same bool in every
-    // thread: true when all flagged values were stored, false when the structure
-    // refused the reservation (then nothing of this call is stored).
+    /// Every thread of the block calls with Items (flag, value) pairs.  Round k's
+    /// inserted values are stored contiguously (coalesced), rounds one after the
+    /// other; one reservation covers all rounds.  Returns the same bool in every
+    /// thread: true when all flagged values were stored, false when the structure
+    /// refused the reservation (then nothing of this call is stored).
     template <int Items, class T, class Sink>
     __device__ static bool push(TempStorage& s, Sink& sink, const bool (&flag)[Items], const T (&value)[Items]) {
         if (detail::block_thread_count() > MaxThreads) return false;  // storage too small: refuse, touch nothing
@@ -500,9 +503,9 @@ struct block_inserter {
         return ok;
     }
 
-    // push_chunk when every warp's piece [lo, hi) is at most one tile: each
-    // candidate is read once, into registers, ranked in the warp, and stored
-    // after the block's reservation (no counting pass, two barriers).
+    /// push_chunk when every warp's piece [lo, hi) is at most one tile: each
+    /// candidate is read once, into registers, ranked in the warp, and stored
+    /// after the block's reservation (no counting pass, two barriers).
     template <int Items, class T, class Sink, class Src>
     __device__ static bool push_one_tile(TempStorage& s, Sink& sink, unsigned long long lo, unsigned long long hi,
                                          const Src& src, unsigned warp, unsigned nwarps, unsigned mask,
@@ -549,17 +552,17 @@ struct block_inserter {
         return ok;
     }
 
-    // A block's whole chunk with ONE reservation: every thread calls with the
-    // same n and src; the candidates are j in [0, n) (j: index in the block's
-    // chunk).  The chunk is cut into one contiguous piece per warp (multiples of
-    // 32 candidates).  Each warp counts its piece's flagged candidates (nothing
-    // to count when src.all_flagged()), the warps' counts are scanned, one thread
-    // reserves the block's total and opens the window (the only barriers), then
-    // every warp ranks its piece tile by tile (32 x Items candidates, candidate
-    // tile + k*32 + lane is item k) with Algo's warp-level ranking and stores the
-    // flagged ones at its offset, coalesced.  Chunk order is kept (atomic: order
-    // inside a tile arbitrary).  Returns the same bool in every thread; false:
-    // nothing of the chunk is stored.
+    /// A block's whole chunk with ONE reservation: every thread calls with the
+    /// same n and src; the candidates are j in [0, n) (j: index in the block's
+    /// chunk).  The chunk is cut into one contiguous piece per warp (multiples of
+    /// 32 candidates).  Each warp counts its piece's flagged candidates (nothing
+    /// to count when src.all_flagged()), the warps' counts are scanned, one thread
+    /// reserves the block's total and opens the window (the only barriers), then
+    /// every warp ranks its piece tile by tile (32 x Items candidates, candidate
+    /// tile + k*32 + lane is item k) with Algo's warp-level ranking and stores the
+    /// flagged ones at its offset, coalesced.  Chunk order is kept (atomic: order
+    /// inside a tile arbitrary).  Returns the same bool in every thread; false:
+    /// nothing of the chunk is stored.
     template <int Items, class T, class Sink, class Src>
     __device__ static bool push_chunk(TempStorage& s, Sink& sink, unsigned long long n, const Src& src) {
         if (detail::block_thread_count() > MaxThreads) return false;  // storage too small: refuse, touch nothing
@@ -647,15 +650,17 @@ struct block_inserter {
     }
 };
 
-// Shared memory of a block's block-level push (push_back(storage, ...),
-// push_back_chunk), sized from the block shape, as CUB's BlockScan<T, X, ALGO, Y, Z>:
-//
-//   __shared__ gpudyn::push_storage<256> temp;                    // 256-thread blocks
-//   __shared__ gpudyn::push_storage<16, insert_algo::atomic, 16> t; // 16x16 blocks
-//
-// The refs' block-level calls deduce every parameter from it.  A block with
-// more threads than the storage serves is refused (every thread gets false;
-// nothing is reserved); fewer threads, any 1-D/2-D/3-D shape, are fine.
+/// Shared memory of a block's block-level push (push_back(storage, ...),
+/// push_back_chunk), sized from the block shape, as CUB's `BlockScan<T, X, ALGO, Y, Z>`:
+///
+/// @code{.cpp}
+/// __shared__ gpudyn::push_storage<256> temp;                    // 256-thread blocks
+/// __shared__ gpudyn::push_storage<16, insert_algo::atomic, 16> t; // 16x16 blocks
+/// @endcode
+///
+/// The refs' block-level calls deduce every parameter from it.  A block with
+/// more threads than the storage serves is refused (every thread gets false;
+/// nothing is reserved); fewer threads, any 1-D/2-D/3-D shape, are fine.
 template <unsigned BlockDimX, insert_algo Algo = insert_algo::warp_scan, unsigned BlockDimY = 1, unsigned BlockDimZ = 1>
 struct push_storage : block_inserter<Algo, BlockDimX * BlockDimY * BlockDimZ>::TempStorage {
     static_assert(BlockDimX >= 1 && BlockDimY >= 1 && BlockDimZ >= 1, "block dimensions are >= 1");
@@ -666,34 +671,34 @@ struct push_storage : block_inserter<Algo, BlockDimX * BlockDimY * BlockDimZ>::T
 };
 
 // ---- bulk insertion over a whole grid ------------------------------------
-// A bulk insertion of `count` candidates is cut into `parts` input ranges;
-// block b takes parts b, b + blocks, b + 2*blocks, ... and inserts each with one
-// reservation (push_back_part).  Several parts per resident block keep the
-// blocks' finishing times within one part of each other (one part per block
-// leaves SMs idle when the part count is not a multiple of the resident blocks).
-//
-// A structure with several targets (the GGArray's LFVectors) gets a multiple of
-// `targets` parts; part p serves target t = p mod targets, and target t's parts
-// together cover count/targets candidates, the first count mod targets targets
-// one more.  Targets are dealt from first_target on (part p goes to the
-// structure's target (t + first_target) mod targets): with first_target = size
-// mod targets, every host insertion keeps LFVector l at floor(size/L) + (l <
-// size mod L) elements, i.e. the LFVectors within one element of each other.
-// With one target, range boundaries are rounded down to kBulkPartAlign candidates.
+/// A bulk insertion of `count` candidates is cut into `parts` input ranges;
+/// block b takes parts b, b + blocks, b + 2*blocks, ... and inserts each with one
+/// reservation (push_back_part).  Several parts per resident block keep the
+/// blocks' finishing times within one part of each other (one part per block
+/// leaves SMs idle when the part count is not a multiple of the resident blocks).
+///
+/// A structure with several targets (the GGArray's LFVectors) gets a multiple of
+/// `targets` parts; part p serves target t = p mod targets, and target t's parts
+/// together cover count/targets candidates, the first count mod targets targets
+/// one more.  Targets are dealt from first_target on (part p goes to the
+/// structure's target (t + first_target) mod targets): with first_target = size
+/// mod targets, every host insertion keeps LFVector l at floor(size/L) + (l <
+/// size mod L) elements, i.e. the LFVectors within one element of each other.
+/// With one target, range boundaries are rounded down to kBulkPartAlign candidates.
 constexpr unsigned kBulkPartsPerBlock = 8;
-// One-target range starts on 256-element (>= 256-byte) boundaries: aligned loads and stores.
+/// One-target range starts on 256-element (>= 256-byte) boundaries: aligned loads and stores.
 constexpr unsigned long long kBulkPartAlign = 256;
 
 struct bulk_plan {
-    unsigned long long parts;  // 0 when count is 0; a multiple of targets
+    unsigned long long parts;  ///< 0 when count is 0; a multiple of targets
     unsigned targets;
     unsigned first_target;
-    unsigned grid;  // blocks to launch: min(resident, parts)
+    unsigned grid;  ///< blocks to launch: min(resident, parts)
 };
-// resident: blocks that run at once (SMs x blocks per SM); targets >= 1;
-// min_part: the smallest part worth a reservation, in candidates (a block's
-// tile, threads x items: below it warps idle and each part's barriers and
-// reservation dominate, so small insertions use fewer, fuller parts).
+/// resident: blocks that run at once (SMs x blocks per SM); targets >= 1;
+/// min_part: the smallest part worth a reservation, in candidates (a block's
+/// tile, threads x items: below it warps idle and each part's barriers and
+/// reservation dominate, so small insertions use fewer, fuller parts).
 __host__ __device__ inline bulk_plan plan_bulk_insert(unsigned long long count, unsigned resident, unsigned targets,
                                                       unsigned long long min_part, unsigned first_target = 0) {
     bulk_plan p{0, targets == 0 ? 1u : targets, 0, 0};
@@ -709,7 +714,7 @@ __host__ __device__ inline bulk_plan plan_bulk_insert(unsigned long long count, 
     return p;
 }
 
-// Input range [*lo, *hi) of part p (see above).
+/// Input range [*lo, *hi) of part p (see above).
 __host__ __device__ inline void bulk_part_range(unsigned long long count, const bulk_plan& plan, unsigned long long p,
                                                 unsigned long long* lo, unsigned long long* hi) {
     const unsigned long long T = plan.targets, each = plan.parts / T;
@@ -727,10 +732,10 @@ __host__ __device__ inline void bulk_part_range(unsigned long long count, const 
     *hi = start + sub(k + 1);
 }
 
-// Every thread of every block calls (any grid shape: blocks beyond the parts do
-// nothing).  make_source(lo) gives the source of the range starting at
-// candidate lo.  Returns false in every thread of a block when one of its parts
-// was refused (the structure's status says why).
+/// Every thread of every block calls (any grid shape: blocks beyond the parts do
+/// nothing).  make_source(lo) gives the source of the range starting at
+/// candidate lo.  Returns false in every thread of a block when one of its parts
+/// was refused (the structure's status says why).
 template <int Items, class Storage, class Ref, class MakeSource>
 __device__ bool push_back_parts(Storage& s, const Ref& ref, unsigned long long count, const bulk_plan& plan,
                                 MakeSource make_source) {

@@ -1,37 +1,40 @@
-// gpudyn — random-walk page heap, device side (header-only; nvcc and NVRTC).
-//
-// Pham et al., "Dynamic Buffer Management in Massively Parallel Systems: A Case
-// on GPUs": no global allocation state; a thread finds a free page by drawing
-// random positions in a bitmap of used bits (1 = used) and claiming a clear bit
-// atomically.  The host owns the heap (gpudyn_rw_heap_create) and hands kernels a
-// gpudyn_rw_heap_view_t by value; wrap it here:
-//
-//   __global__ void k(gpudyn_rw_heap_view_t v, unsigned long long seed) {
-//       gpudyn::rw_heap_ref heap{v};
-//       gpudyn::detail::counter_rng rng(seed, blockIdx.x * blockDim.x + threadIdx.x);
-//       unsigned steps = 0;
-//       unsigned page = heap.get_page<gpudyn::rw_algorithm::rw_bm>(rng, steps);
-//       if (page != gpudyn::kRwInvalidPage) { void* p = heap.page_address(page); ... heap.free_page(page); }
-//   }
-//
-// Contract for every call (also for other structures using this heap as their
-// backing allocator, e.g. warp_heap superblocks):
-//   - Thread-level calls (get_page<rw|rw_bm|crw>, free_page, free) may be made by
-//     any thread at any time, diverged or not.
-//   - Warp collectives (get_page_corw, malloc) take a lane mask: exactly the lanes
-//     in `mask` call, with the same mask, converged or not (no lockstep assumed;
-//     data moves through *_sync intrinsics and __syncwarp(mask)).
-//   - Exhaustion returns kRwInvalidPage / nullptr after a bounded search (random
-//     steps, then one sweep over the bitmap, or over regions for malloc) and
-//     counts a failed request; nothing traps, loops forever or prints.
-//   - A bad free (double, interior, foreign, or of the other kind: free_page on
-//     a malloc page, free on a get_page page) returns false, is counted in
-//     counters[kRwCounterBadFree] and changes nothing else.
-//   - A page id or pointer is owned by exactly one caller until freed.  The pages'
-//     bytes are not zeroed.
-// Correctness needs no lock: claims are atomicOr and a claim only counts for bits
-// the returned old word had clear, so racing threads never share a page.  The
-// LockMap (SIV-A), when enabled, only keeps threads from contending for one word.
+/// @file
+/// gpudyn — random-walk page heap, device side (header-only; nvcc and NVRTC).
+///
+/// Pham et al., "Dynamic Buffer Management in Massively Parallel Systems: A Case
+/// on GPUs": no global allocation state; a thread finds a free page by drawing
+/// random positions in a bitmap of used bits (1 = used) and claiming a clear bit
+/// atomically.  The host owns the heap (gpudyn_rw_heap_create) and hands kernels a
+/// gpudyn_rw_heap_view_t by value; wrap it here:
+///
+/// @code{.cpp}
+/// __global__ void k(gpudyn_rw_heap_view_t v, unsigned long long seed) {
+///     gpudyn::rw_heap_ref heap{v};
+///     gpudyn::detail::counter_rng rng(seed, blockIdx.x * blockDim.x + threadIdx.x);
+///     unsigned steps = 0;
+///     unsigned page = heap.get_page<gpudyn::rw_algorithm::rw_bm>(rng, steps);
+///     if (page != gpudyn::kRwInvalidPage) { void* p = heap.page_address(page); ... heap.free_page(page); }
+/// }
+/// @endcode
+///
+/// Contract for every call (also for other structures using this heap as their
+/// backing allocator, e.g. warp_heap superblocks):
+///   - Thread-level calls (`get_page<rw|rw_bm|crw>`, free_page, free) may be made by
+///     any thread at any time, diverged or not.
+///   - Warp collectives (get_page_corw, malloc) take a lane mask: exactly the lanes
+///     in `mask` call, with the same mask, converged or not (no lockstep assumed;
+///     data moves through *_sync intrinsics and __syncwarp(mask)).
+///   - Exhaustion returns kRwInvalidPage / nullptr after a bounded search (random
+///     steps, then one sweep over the bitmap, or over regions for malloc) and
+///     counts a failed request; nothing traps, loops forever or prints.
+///   - A bad free (double, interior, foreign, or of the other kind: free_page on
+///     a malloc page, free on a get_page page) returns false, is counted in
+///     counters[kRwCounterBadFree] and changes nothing else.
+///   - A page id or pointer is owned by exactly one caller until freed.  The pages'
+///     bytes are not zeroed.
+/// Correctness needs no lock: claims are atomicOr and a claim only counts for bits
+/// the returned old word had clear, so racing threads never share a page.  The
+/// LockMap (SIV-A), when enabled, only keeps threads from contending for one word.
 #pragma once
 
 #include "gpudyn/detail/bits.cuh"
@@ -47,44 +50,44 @@
 namespace gpudyn {
 inline namespace v0 {
 
-// Page id meaning "no page" (GPUDYN_RW_HEAP_INVALID_PAGE as uint32).
+/// Page id meaning "no page" (GPUDYN_RW_HEAP_INVALID_PAGE as uint32).
 constexpr unsigned kRwInvalidPage = 0xffffffffu;
-// View layout this header reads (GPUDYN_RW_HEAP_VIEW_VERSION).
+/// View layout this header reads (GPUDYN_RW_HEAP_VIEW_VERSION).
 constexpr unsigned kRwHeapViewVersion = 2;
-// RW_malloc reads one region of this many consecutive bitmap words per round
-// (Alg. 4: one word per lane of a warp; 2048 bits with 64-bit words as in SIV-C).
+/// RW_malloc reads one region of this many consecutive bitmap words per round
+/// (Alg. 4: one word per lane of a warp; 2048 bits with 64-bit words as in SIV-C).
 constexpr unsigned kRwRegionWords = 32;
-// CoRW read rationing (see corw_impl): words read in the first round per word
-// of pages needed (4 words of 32 bits cover a full warp at >= 25% free), and the
-// cover factor of later rounds over the need at the free density seen so far.
+/// CoRW read rationing (see corw_impl): words read in the first round per word
+/// of pages needed (4 words of 32 bits cover a full warp at >= 25% free), and the
+/// cover factor of later rounds over the need at the free density seen so far.
 constexpr unsigned kCorwFirstReadFactor = 4;
 constexpr unsigned kCorwReadMargin = 2;
-// Alignment of every RW_malloc pointer (malloc's guarantee for any built-in type).
+/// Alignment of every RW_malloc pointer (malloc's guarantee for any built-in type).
 constexpr unsigned long long kRwMallocAlign = 16;
-// Bits per word of the live-start bitmap (view.live_starts): one bit per
-// kRwMallocAlign granule of the pool, set while a malloc pointer starting there
-// is live.  free() clears its bit first: a pointer whose bit was clear (double
-// free, interior or foreign pointer) is a bad free and changes nothing else.
+/// Bits per word of the live-start bitmap (view.live_starts): one bit per
+/// kRwMallocAlign granule of the pool, set while a malloc pointer starting there
+/// is live.  free() clears its bit first: a pointer whose bit was clear (double
+/// free, interior or foreign pointer) is a bad free and changes nothing else.
 constexpr unsigned kRwLiveWordBits = 32;
 
-// Slots of gpudyn_rw_heap_view_t::counters.
+/// Slots of gpudyn_rw_heap_view_t::counters.
 constexpr unsigned kRwCounterFailed = 0;
 constexpr unsigned kRwCounterBadFree = 1;
 
-// Page-record tags (top 2 bits of page_meta[p]) written by malloc, read by free.
+/// Page-record tags (top 2 bits of page_meta[p]) written by malloc, read by free.
 constexpr unsigned kRwMetaTagShift = 30;
-constexpr unsigned kRwMetaNone = 0;    // not a malloc page (get_page pages, free pages)
-constexpr unsigned kRwMetaLarge = 1;   // first page of a run of n pages: low 16 bits = n
-constexpr unsigned kRwMetaShared = 2;  // first page of a warp-aggregated run: n | refcount << 16
-constexpr unsigned kRwMetaMember = 3;  // later page of either run: low 16 bits = offset to first
+constexpr unsigned kRwMetaNone = 0;    ///< not a malloc page (get_page pages, free pages)
+constexpr unsigned kRwMetaLarge = 1;   ///< first page of a run of n pages: low 16 bits = n
+constexpr unsigned kRwMetaShared = 2;  ///< first page of a warp-aggregated run: n | refcount << 16
+constexpr unsigned kRwMetaMember = 3;  ///< later page of either run: low 16 bits = offset to first
 constexpr unsigned kRwMetaRefShift = 16;
 constexpr unsigned kRwMetaLowMask = 0xffffu;
 constexpr unsigned kRwMetaRefMask = 0x3fffu;
 
 enum class rw_algorithm : unsigned { rw = 1, rw_bm = 2, corw = 3, crw = 4 };
 
-// The C view's layout with the field types this header reads; checked
-// against gpudyn_rw_heap_view_t below.
+/// The C view's layout with the field types this header reads; checked
+/// against gpudyn_rw_heap_view_t below.
 struct rw_heap_view {
     unsigned version;
     unsigned word_bits;
@@ -112,14 +115,14 @@ static_assert(__builtin_offsetof(rw_heap_view, live_starts) ==
               "rw_heap_view must mirror the C view");
 #endif
 
-// Per-warp scratch of RW_malloc: in __shared__ memory (one per warp) or, when
-// the mask has a single lane, a local variable.
+/// Per-warp scratch of RW_malloc: in __shared__ memory (one per warp) or, when
+/// the mask has a single lane, a local variable.
 struct rw_malloc_storage {
-    unsigned long long region[kRwRegionWords];  // bitmap region; then the planned claims
-    unsigned long long lost[kRwRegionWords];    // bits another thread took first
-    unsigned need[32];                          // pages each lane's unit needs
-    unsigned start[32];                         // planned first bit in the region, or kRwInvalidPage
-    unsigned base;                              // first word of the region
+    unsigned long long region[kRwRegionWords];  ///< bitmap region; then the planned claims
+    unsigned long long lost[kRwRegionWords];    ///< bits another thread took first
+    unsigned need[32];                          ///< pages each lane's unit needs
+    unsigned start[32];                         ///< planned first bit in the region, or kRwInvalidPage
+    unsigned base;                              ///< first word of the region
 };
 
 namespace detail {
@@ -130,7 +133,7 @@ __device__ __forceinline__ Word load_word(const Word* p) {
     return *static_cast<const volatile Word*>(p);
 }
 
-// Bitmap word operations for one word width.
+/// Bitmap word operations for one word width.
 template <class Word>
 struct rw_bitmap {
     static constexpr unsigned kBits = sizeof(Word) * 8;
@@ -138,7 +141,7 @@ struct rw_bitmap {
     unsigned* lockmap;
     unsigned word_count;
 
-    // Claims the clear bits of `want`; returns those it won (set by nobody else).
+    /// Claims the clear bits of `want`; returns those it won (set by nobody else).
     __device__ __forceinline__ Word claim(unsigned w, Word want) const {
         Word old = atomicOr(words + w, want);
         return want & ~old;
@@ -146,7 +149,7 @@ struct rw_bitmap {
     __device__ __forceinline__ Word release(unsigned w, Word bits) const {
         return atomicAnd(words + w, ~bits) & bits;  // bits that were set
     }
-    // LockMap (SIV-A): try-lock of word w; true when this thread took it.
+    /// LockMap (SIV-A): try-lock of word w; true when this thread took it.
     __device__ __forceinline__ bool try_lock(unsigned w) const {
         if (lockmap == nullptr) return true;
         unsigned bit = 1u << (w % 32u);
@@ -155,8 +158,8 @@ struct rw_bitmap {
     __device__ __forceinline__ void unlock(unsigned w) const {
         if (lockmap != nullptr) atomicAnd(lockmap + w / 32u, ~(1u << (w % 32u)));
     }
-    // Takes one clear bit of word w (starting from the observed value `seen`);
-    // returns its page id or kRwInvalidPage when the word is (or became) full.
+    /// Takes one clear bit of word w (starting from the observed value `seen`);
+    /// returns its page id or kRwInvalidPage when the word is (or became) full.
     __device__ __forceinline__ unsigned take_one(unsigned w, Word seen) const {
         Word free_bits = ~seen;
         while (free_bits != 0) {
@@ -167,8 +170,8 @@ struct rw_bitmap {
         }
         return kRwInvalidPage;
     }
-    // One sweep over every word from a random start: finds a page whenever one
-    // stayed free during the sweep.  Bounded: word_count steps.
+    /// One sweep over every word from a random start: finds a page whenever one
+    /// stayed free during the sweep.  Bounded: word_count steps.
     __device__ unsigned sweep(counter_rng& rng, unsigned& steps) const {
         unsigned w = rng.below(word_count);
         for (unsigned i = 0; i < word_count; ++i) {
@@ -190,15 +193,15 @@ struct rw_bitmap {
     }
 };
 
-// A malloc run's page records: pages after the first point back to it, the
-// first holds `head` (what the run is; free() reads it after the live bit).
+/// A malloc run's page records: pages after the first point back to it, the
+/// first holds `head` (what the run is; free() reads it after the live bit).
 __device__ __forceinline__ void write_run_records(unsigned* meta, unsigned first, unsigned n, unsigned head) {
     for (unsigned i = 1; i < n; ++i) meta[first + i] = (kRwMetaMember << kRwMetaTagShift) | i;
     meta[first] = head;
 }
 
-// Sets the live-start bit of the pointer `offset` bytes from the pool: last,
-// after the records are fenced, so only a free that clears it frees.
+/// Sets the live-start bit of the pointer `offset` bytes from the pool: last,
+/// after the records are fenced, so only a free that clears it frees.
 __device__ __forceinline__ void set_live_start(unsigned* live, unsigned long long offset) {
     const unsigned long long g = offset / kRwMallocAlign;
     atomicOr(live + g / kRwLiveWordBits, 1u << (g % kRwLiveWordBits));
@@ -206,7 +209,7 @@ __device__ __forceinline__ void set_live_start(unsigned* live, unsigned long lon
 
 }  // namespace detail
 
-// Device handle over a view.  Cheap to construct; copy freely.
+/// Device handle over a view.  Cheap to construct; copy freely.
 class rw_heap_ref {
 public:
     __device__ explicit rw_heap_ref(const rw_heap_view& view) : v_(view) {
@@ -226,22 +229,24 @@ public:
     __device__ void* page_address(unsigned page) const {
         return reinterpret_cast<char*>(v_.pool) + static_cast<unsigned long long>(page) * v_.page_size;
     }
-    // Page holding `p`, or kRwInvalidPage when p is outside the pool.
+    /// Page holding `p`, or kRwInvalidPage when p is outside the pool.
     __device__ unsigned page_of(const void* p) const {
         unsigned long long off = reinterpret_cast<unsigned long long>(p) - v_.pool;
         unsigned long long page = off / v_.page_size;
         return (reinterpret_cast<unsigned long long>(p) >= v_.pool && page < v_.page_count) ? unsigned(page)
                                                                                           : kRwInvalidPage;
     }
-    // Largest RW_malloc request in bytes: one region of bits.
+    /// Largest RW_malloc request in bytes: one region of bits.
     __device__ unsigned long long max_malloc_size() const {
         return static_cast<unsigned long long>(kRwRegionWords) * v_.word_bits * v_.page_size;
     }
 
-    // ---- GETPAGE (thread level: rw, rw_bm, crw; corw: see get_page_corw) ----
-    // `steps` is increased by the steps taken (the paper's TAS unit: pages
-    // visited for RW, bitmap words visited otherwise).  CRW keeps its cluster
-    // hint in `last_page` (start with kRwInvalidPage).
+    /// @name GETPAGE (thread level: rw, rw_bm, crw; corw: see get_page_corw)
+    /// @{
+
+    /// `steps` is increased by the steps taken (the paper's TAS unit: pages
+    /// visited for RW, bitmap words visited otherwise).  CRW keeps its cluster
+    /// hint in `last_page` (start with kRwInvalidPage).
     template <rw_algorithm Algo>
     __device__ unsigned get_page(detail::counter_rng& rng, unsigned& steps, unsigned& last_page) const {
         static_assert(Algo != rw_algorithm::corw, "CoRW is a warp collective: call get_page_corw(mask, ...)");
@@ -259,13 +264,13 @@ public:
         return get_page<Algo>(rng, steps);
     }
 
-    // CoRW (Alg. 3), a warp collective over `mask`: every lane of mask gets a
-    // page (or kRwInvalidPage on exhaustion).  Each round every lane reads one
-    // random word; a warp prefix sum of the free-bit counts decides which lanes
-    // claim how many bits, and the claimed pages are handed to the lanes still
-    // without one.  Reads are rationed to what the free density seen so far
-    // needs (kCorwFirstReadFactor, kCorwReadMargin; every lane reads once no free
-    // bit was seen).  `steps` counts the rounds until this lane was served.
+    /// CoRW (Alg. 3), a warp collective over `mask`: every lane of mask gets a
+    /// page (or kRwInvalidPage on exhaustion).  Each round every lane reads one
+    /// random word; a warp prefix sum of the free-bit counts decides which lanes
+    /// claim how many bits, and the claimed pages are handed to the lanes still
+    /// without one.  Reads are rationed to what the free density seen so far
+    /// needs (kCorwFirstReadFactor, kCorwReadMargin; every lane reads once no free
+    /// bit was seen).  `steps` counts the rounds until this lane was served.
     __device__ unsigned get_page_corw(unsigned mask, detail::counter_rng& rng, unsigned& steps) const {
         return v_.word_bits == 64 ? corw_impl(bitmap<unsigned long long>(), mask, rng, steps)
                                   : corw_impl(bitmap<unsigned>(), mask, rng, steps);
@@ -275,9 +280,9 @@ public:
         return get_page_corw(mask, rng, steps);
     }
 
-    // FREEPAGE: clears the page's bit.  Returns false (and counts a bad free)
-    // when the id is out of range, the page was already free, or it belongs to
-    // an RW_malloc run (those go back through free(); their pages carry a record).
+    /// FREEPAGE: clears the page's bit.  Returns false (and counts a bad free)
+    /// when the id is out of range, the page was already free, or it belongs to
+    /// an RW_malloc run (those go back through free(); their pages carry a record).
     __device__ bool free_page(unsigned page) const {
         if (page >= v_.page_count) return bad_free();
         if ((detail::load_word(meta() + page) >> kRwMetaTagShift) != kRwMetaNone) return bad_free();
@@ -286,14 +291,18 @@ public:
         return was_used ? true : bad_free();
     }
 
-    // ---- RW_malloc (Alg. 4), a warp collective over `mask` -------------------
-    // Each lane of mask asks for `bytes` (0: nothing, returns nullptr).  Requests
-    // below page_size are packed into one run for the warp (SIV-C); larger ones
-    // get ceil(bytes / page_size) consecutive pages.  Pointers are 16-byte
-    // aligned; nullptr when bytes > max_malloc_size() or no free run of the
-    // needed length was found: max_random_steps random regions, then one sweep
-    // (a run that fits in a region and stays free during the sweep is found).
-    // `storage` must be visible to all lanes of mask (see rw_malloc_storage).
+    /// @}
+
+    /// @name RW_malloc (Alg. 4), a warp collective over `mask`
+    /// @{
+
+    /// Each lane of mask asks for `bytes` (0: nothing, returns nullptr).  Requests
+    /// below page_size are packed into one run for the warp (SIV-C); larger ones
+    /// get ceil(bytes / page_size) consecutive pages.  Pointers are 16-byte
+    /// aligned; nullptr when bytes > max_malloc_size() or no free run of the
+    /// needed length was found: max_random_steps random regions, then one sweep
+    /// (a run that fits in a region and stays free during the sweep is found).
+    /// `storage` must be visible to all lanes of mask (see rw_malloc_storage).
     __device__ void* malloc(unsigned mask, unsigned long long bytes, rw_malloc_storage& storage,
                             detail::counter_rng& rng, unsigned& steps) const {
         return v_.word_bits == 64 ? malloc_impl(bitmap<unsigned long long>(), mask, bytes, storage, rng, steps)
@@ -305,15 +314,16 @@ public:
         return malloc(mask, bytes, storage, rng, steps);
     }
 
-    // Frees a pointer returned by malloc (any thread, nullptr ignored).  Returns
-    // false (and counts a bad free), changing nothing else, for a pointer malloc
-    // did not return or that is already free: a double free (of two racing
-    // frees exactly one succeeds), an interior or foreign pointer, a get_page page.
+    /// Frees a pointer returned by malloc (any thread, nullptr ignored).  Returns
+    /// false (and counts a bad free), changing nothing else, for a pointer malloc
+    /// did not return or that is already free: a double free (of two racing
+    /// frees exactly one succeeds), an interior or foreign pointer, a get_page page.
     __device__ bool free(void* p) const {
         if (p == nullptr) return true;
         return v_.word_bits == 64 ? free_impl(bitmap<unsigned long long>(), p) : free_impl(bitmap<unsigned>(), p);
     }
 
+/// @}
 private:
     rw_heap_view v_;
 
@@ -339,7 +349,7 @@ private:
         return bm.release(page / B, Word(1) << (page % B)) != 0;
     }
 
-    // Clears bits [first, first + n) (a run handed out by malloc).
+    /// Clears bits [first, first + n) (a run handed out by malloc).
     template <class Word>
     __device__ static void release_run(const detail::rw_bitmap<Word>& bm, unsigned first, unsigned n) {
         constexpr unsigned B = detail::rw_bitmap<Word>::kBits;
@@ -351,7 +361,7 @@ private:
         }
     }
 
-    // RW-BM step loop (Alg. 2) from a random word; shared by rw_bm and crw.
+    /// RW-BM step loop (Alg. 2) from a random word; shared by rw_bm and crw.
     template <class Word>
     __device__ unsigned rw_bm_walk(const detail::rw_bitmap<Word>& bm, detail::counter_rng& rng,
                                    unsigned& steps) const {
@@ -478,8 +488,8 @@ private:
         return page;
     }
 
-    // First run of n clear bits in the region (storage.region, kRwRegionWords
-    // words of B bits, bit i = page base*B + i), at or after bit 0; kRwInvalidPage if none.
+    /// First run of n clear bits in the region (storage.region, kRwRegionWords
+    /// words of B bits, bit i = page base*B + i), at or after bit 0; kRwInvalidPage if none.
     template <class Word>
     __device__ static unsigned find_run(const rw_malloc_storage& st, unsigned n) {
         constexpr unsigned B = detail::rw_bitmap<Word>::kBits;
@@ -657,8 +667,8 @@ private:
         return p;
     }
 
-    // The first page of a malloc run and its n pages go back: records cleared
-    // before the bits, so a page is never reused with a stale record.
+    /// The first page of a malloc run and its n pages go back: records cleared
+    /// before the bits, so a page is never reused with a stale record.
     template <class Word>
     __device__ void release_malloc_run(const detail::rw_bitmap<Word>& bm, unsigned first, unsigned n) const {
         unsigned* m = meta();
@@ -668,12 +678,12 @@ private:
         release_run(bm, first, n);
     }
 
-    // Every bad pointer is refused before anything changes: the free must
-    // clear the pointer's live-start bit (set by malloc for exactly the pointers
-    // it returned).  A double free (also two racing frees: one atomicAnd wins),
-    // an interior or foreign pointer, or a get_page page finds the bit clear.
-    // Only a free that cleared its bit drops a shared run's count, so the count
-    // never goes below the lanes still holding a pointer into the run.
+    /// Every bad pointer is refused before anything changes: the free must
+    /// clear the pointer's live-start bit (set by malloc for exactly the pointers
+    /// it returned).  A double free (also two racing frees: one atomicAnd wins),
+    /// an interior or foreign pointer, or a get_page page finds the bit clear.
+    /// Only a free that cleared its bit drops a shared run's count, so the count
+    /// never goes below the lanes still holding a pointer into the run.
     template <class Word>
     __device__ bool free_impl(const detail::rw_bitmap<Word>& bm, void* p) const {
         const unsigned page = page_of(p);

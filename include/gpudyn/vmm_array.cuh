@@ -1,8 +1,9 @@
-// VMM array (the GGArray paper's semi-static "memMap"): one virtual range whose
-// physical backing the host grows (cuMemCreate/cuMemMap) without copying; the
-// device address never changes.  In kernels it behaves as a static array of the
-// capacity mapped when the view was taken (same device API: static_array.cuh).
-// Compiles under nvcc and NVRTC.
+/// @file
+/// VMM array (the GGArray paper's semi-static "memMap"): one virtual range whose
+/// physical backing the host grows (cuMemCreate/cuMemMap) without copying; the
+/// device address never changes.  In kernels it behaves as a static array of the
+/// capacity mapped when the view was taken (same device API: static_array.cuh).
+/// Compiles under nvcc and NVRTC.
 #pragma once
 
 #include "gpudyn/static_array.cuh"

@@ -1,41 +1,44 @@
-// Warp heap (FDGMalloc: Widmer, Wodniok, Weber, Goesele, "Fast Dynamic Memory
-// Allocator for Massively Parallel Architectures", GPGPU-6, 2013), device side.
-//
-// A warp's lanes share one WarpHeader.  One voted worker lane (the highest
-// lane of the calling mask, as in the paper) does the work of all: it takes
-// memory from the backing allocator (an arena of slots owned by the heap, the
-// default; CUDA device malloc, as in the paper; or a gpudyn random-walk page
-// heap), keeps every block it
-// took in a fixed-capacity SuperBlock list that chains to a new list when full,
-// and bumps a pointer inside the current superblock.  The lanes' requests are
-// packed by a warp prefix sum, so a warp's allocations are contiguous.  There
-// is no per-block free: memory goes back in bulk with tidy_up(), end(), or
-// after keep() in a later kernel.
-//
-//   __global__ void k(gpudyn_warp_heap_view_t view) {
-//       gpudyn::warp_heap_ref heap{view};
-//       gpudyn::warp_heap wh = heap.start(__activemask());   // lanes that will allocate
-//       while (...) {
-//           void* p = wh.alloc(bytes);      // every lane that started calls (0 bytes: NULL)
-//           ...
-//           wh.tidy_up();                   // same lanes; frees all but the header
-//       }
-//       wh.end();                           // each started lane once, in any order
-//   }
-//
-// Contract (the paper's Listing 2 misuse, made explicit for independent thread
-// scheduling): alloc/tidy_up/keep are warp collectives over a mask that must
-// be exactly the set of calling lanes and a subset of the lanes that started;
-// no two collectives on one header run at the same time (diverged groups of a
-// warp take turns); every started lane calls end() (or keep()) exactly once.
-// Always checked: a calling lane without a header makes the call return NULL
-// for the whole mask and counts as misuse.  With GPUDYN_WARP_HEAP_DEBUG
-// defined to 1 before inclusion, lanes outside the started set, concurrent
-// collectives on one header, and end() by a lane that did not start are
-// detected too (counted in stats.misuse; the call fails instead of corrupting).
-//
-// Out of memory: the lanes that could not be served get NULL (counted in
-// stats.failed_allocations); everything handed out before stays valid.
+/// @file
+/// Warp heap (FDGMalloc: Widmer, Wodniok, Weber, Goesele, "Fast Dynamic Memory
+/// Allocator for Massively Parallel Architectures", GPGPU-6, 2013), device side.
+///
+/// A warp's lanes share one WarpHeader.  One voted worker lane (the highest
+/// lane of the calling mask, as in the paper) does the work of all: it takes
+/// memory from the backing allocator (an arena of slots owned by the heap, the
+/// default; CUDA device malloc, as in the paper; or a gpudyn random-walk page
+/// heap), keeps every block it
+/// took in a fixed-capacity SuperBlock list that chains to a new list when full,
+/// and bumps a pointer inside the current superblock.  The lanes' requests are
+/// packed by a warp prefix sum, so a warp's allocations are contiguous.  There
+/// is no per-block free: memory goes back in bulk with tidy_up(), end(), or
+/// after keep() in a later kernel.
+///
+/// @code{.cpp}
+/// __global__ void k(gpudyn_warp_heap_view_t view) {
+///     gpudyn::warp_heap_ref heap{view};
+///     gpudyn::warp_heap wh = heap.start(__activemask());   // lanes that will allocate
+///     while (...) {
+///         void* p = wh.alloc(bytes);      // every lane that started calls (0 bytes: NULL)
+///         ...
+///         wh.tidy_up();                   // same lanes; frees all but the header
+///     }
+///     wh.end();                           // each started lane once, in any order
+/// }
+/// @endcode
+///
+/// Contract (the paper's Listing 2 misuse, made explicit for independent thread
+/// scheduling): alloc/tidy_up/keep are warp collectives over a mask that must
+/// be exactly the set of calling lanes and a subset of the lanes that started;
+/// no two collectives on one header run at the same time (diverged groups of a
+/// warp take turns); every started lane calls end() (or keep()) exactly once.
+/// Always checked: a calling lane without a header makes the call return NULL
+/// for the whole mask and counts as misuse.  With GPUDYN_WARP_HEAP_DEBUG
+/// defined to 1 before inclusion, lanes outside the started set, concurrent
+/// collectives on one header, and end() by a lane that did not start are
+/// detected too (counted in stats.misuse; the call fails instead of corrupting).
+///
+/// Out of memory: the lanes that could not be served get NULL (counted in
+/// stats.failed_allocations); everything handed out before stays valid.
 #pragma once
 
 #if defined(__CUDACC_RTC__)
@@ -56,24 +59,24 @@ inline namespace v0 {
 
 namespace warp_heap_detail {
 
-// Alignment of every block handed out: CUDA device malloc returns 16-byte
-// aligned memory (CUDA programming guide, "Dynamic Global Memory Allocation"),
-// and superblock offsets are multiples of min_block_bytes (>= 16).
+/// Alignment of every block handed out: CUDA device malloc returns 16-byte
+/// aligned memory (CUDA programming guide, "Dynamic Global Memory Allocation"),
+/// and superblock offsets are multiples of min_block_bytes (>= 16).
 constexpr unsigned kAlignment = GPUDYN_WARP_HEAP_ALIGNMENT;
-// Largest superblock (see warp_heap.h): the packing scan runs on 32-bit sums.
+/// Largest superblock (see warp_heap.h): the packing scan runs on 32-bit sums.
 constexpr unsigned kMaxSuperblockBytes = GPUDYN_WARP_HEAP_MAX_SUPERBLOCK_BYTES;
-// Largest single request (2^40 B = 1 TiB, beyond any GPU): keeps rounding and
-// the 64-bit scan of large requests free of overflow.
+/// Largest single request (2^40 B = 1 TiB, beyond any GPU): keeps rounding and
+/// the 64-bit scan of large requests free of overflow.
 constexpr unsigned long long kMaxRequestBytes = 1ull << 40;
-// Arena bitmap: 32 slots per uint32 word; a run of slots never crosses a word,
-// so one atomicOr claims it and one atomicAnd gives it back.
+/// Arena bitmap: 32 slots per uint32 word; a run of slots never crosses a word,
+/// so one atomicOr claims it and one atomicAnd gives it back.
 constexpr unsigned kArenaWordBits = 32;
 constexpr unsigned kArenaNoSlot = 0xffffffffu;
-// Attempts on one word while it still shows a free run.  A failed attempt means
-// another warp changed the word meanwhile (a claim, or a claim being rolled
-// back); the next attempt sees the change.  Few attempts made warps that start
-// together fail spuriously with slots still free (4 warps of one block racing
-// for one word of header slots), so the bound only guards against livelock.
+/// Attempts on one word while it still shows a free run.  A failed attempt means
+/// another warp changed the word meanwhile (a claim, or a claim being rolled
+/// back); the next attempt sees the change.  Few attempts made warps that start
+/// together fail spuriously with slots still free (4 warps of one block racing
+/// for one word of header slots), so the bound only guards against livelock.
 constexpr unsigned kArenaWordAttempts = 64;
 
 struct entry {
@@ -81,34 +84,34 @@ struct entry {
     unsigned long long bytes;
 };
 
-// One SuperBlock list: `capacity` entries follow this struct.
+/// One SuperBlock list: `capacity` entries follow this struct.
 struct alignas(16) list {
-    list* prev;  // older list, or nullptr for the list embedded in the header block
+    list* prev;  ///< older list, or nullptr for the list embedded in the header block
     unsigned count;
     unsigned capacity;
     __device__ entry* entries() { return reinterpret_cast<entry*>(this + 1); }
 };
 
-// The WarpHeader (paper, Fig. 1).  One backing allocation holds the header,
-// the first SuperBlock list and the first superblock, so start() costs one
-// backing call.
+/// The WarpHeader (paper, Fig. 1).  One backing allocation holds the header,
+/// the first SuperBlock list and the first superblock, so start() costs one
+/// backing call.
 struct alignas(16) header {
-    char* sb_base;                    // current superblock (nullptr without superblocks)
-    list* lists;                      // newest SuperBlock list
-    char* spare;                      // next unused superblock of the current run (arena)
-    unsigned spare_count;             // unused superblocks left in that run
-    unsigned next_run;                // superblocks the next run asks for (doubles, see warp_heap.h)
-    unsigned sb_offset;               // bump pointer inside the current superblock
-    unsigned superblocks;             // SB counter: superblocks this warp holds
-    unsigned total_count;             // TotalCount: lanes that started
-    unsigned active_count;            // ActiveCount: lanes that have not ended
-    unsigned members;                 // lane mask of the lanes that started
-    unsigned busy;                    // debug: a collective is running on this header
-    unsigned long long block_bytes;   // bytes of the header block
-    unsigned long long reserved;      // backing bytes held beyond the header block
-    unsigned long long requested;     // bytes handed out since the last tidy_up
-    unsigned long long flushed;       // part of `requested` already in the statistics
-    unsigned large_blocks;            // live large blocks
+    char* sb_base;                    ///< current superblock (nullptr without superblocks)
+    list* lists;                      ///< newest SuperBlock list
+    char* spare;                      ///< next unused superblock of the current run (arena)
+    unsigned spare_count;             ///< unused superblocks left in that run
+    unsigned next_run;                ///< superblocks the next run asks for (doubles, see warp_heap.h)
+    unsigned sb_offset;               ///< bump pointer inside the current superblock
+    unsigned superblocks;             ///< SB counter: superblocks this warp holds
+    unsigned total_count;             ///< TotalCount: lanes that started
+    unsigned active_count;            ///< ActiveCount: lanes that have not ended
+    unsigned members;                 ///< lane mask of the lanes that started
+    unsigned busy;                    ///< debug: a collective is running on this header
+    unsigned long long block_bytes;   ///< bytes of the header block
+    unsigned long long reserved;      ///< backing bytes held beyond the header block
+    unsigned long long requested;     ///< bytes handed out since the last tidy_up
+    unsigned long long flushed;       ///< part of `requested` already in the statistics
+    unsigned large_blocks;            ///< live large blocks
     unsigned pad_;
 };
 
@@ -123,7 +126,7 @@ __host__ __device__ constexpr unsigned long long first_sb_offset(unsigned capaci
     return round_up(first_list_offset() + list_bytes(capacity), kAlignment);
 }
 
-// Statistic fields, in the order of gpudyn_warp_heap_stats_t (all uint64_t).
+/// Statistic fields, in the order of gpudyn_warp_heap_stats_t (all uint64_t).
 enum stat_field { kHeaders, kSuperblocks, kLargeBlocks, kReserved, kRequested, kBackingCalls, kFailed, kMisuse };
 static_assert(sizeof(gpudyn_warp_heap_stats_t) == 8 * sizeof(unsigned long long), "stats layout");
 
@@ -136,12 +139,12 @@ __device__ __forceinline__ void count(void* stats, stat_field field, long long d
 
 class warp_heap;
 
-// Kernel-side wrapper of gpudyn_warp_heap_view_t (trivially copyable).
+/// Kernel-side wrapper of gpudyn_warp_heap_view_t (trivially copyable).
 class warp_heap_ref {
   public:
     gpudyn_warp_heap_view_t view;
 
-    // A view of another layout version makes every start() fail (invalid handle).
+    /// A view of another layout version makes every start() fail (invalid handle).
     __host__ __device__ bool valid() const {
         return view.version == GPUDYN_WARP_HEAP_VIEW_VERSION && view.min_block_bytes >= warp_heap_detail::kAlignment &&
                view.list_capacity > 0 && view.superblock_bytes <= warp_heap_detail::kMaxSuperblockBytes &&
@@ -151,9 +154,11 @@ class warp_heap_ref {
                (view.backing != GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP || view.page_heap != nullptr);
     }
 
-    // ---- backing allocators (single thread: the worker lane) ----------------
-    // `header_slot`: the block is a warp's header block (the arena keeps those
-    // in their own slots).  Returns NULL when the backing has no memory left.
+    /// @name backing allocators (single thread: the worker lane)
+    /// @{
+
+    /// `header_slot`: the block is a warp's header block (the arena keeps those
+    /// in their own slots).  Returns NULL when the backing has no memory left.
     __device__ void* backing_allocate(unsigned long long bytes, bool header_slot = false) const {
         void* p = nullptr;
         if (view.backing == GPUDYN_WARP_HEAP_BACKING_ARENA) p = arena_allocate(bytes, header_slot);
@@ -171,8 +176,8 @@ class warp_heap_ref {
         warp_heap_detail::count(view.stats, warp_heap_detail::kReserved, -(long long)bytes);
     }
 
-    // Arena: header slots [0, arena_header_slots) at arena_base, chunk slots
-    // after them; bitmap words in the same order.
+    /// Arena: header slots [0, arena_header_slots) at arena_base, chunk slots
+    /// after them; bitmap words in the same order.
     __device__ char* arena_chunks() const {
         return static_cast<char*>(view.arena_base) + (unsigned long long)view.arena_header_slots * view.arena_header_bytes;
     }
@@ -182,14 +187,14 @@ class warp_heap_ref {
     __device__ unsigned arena_chunk_words() const {
         return (view.arena_chunk_slots + warp_heap_detail::kArenaWordBits - 1) / warp_heap_detail::kArenaWordBits;
     }
-    // Chunk slots a block of `bytes` takes, or 0 when it is past one word's run.
+    /// Chunk slots a block of `bytes` takes, or 0 when it is past one word's run.
     __device__ unsigned arena_run_length(unsigned long long bytes) const {
         const unsigned long long n = (bytes + view.arena_chunk_bytes - 1) / view.arena_chunk_bytes;
         return n <= warp_heap_detail::kArenaWordBits ? unsigned(n) : 0u;
     }
-    // Claims a run of n (1..32) clear bits inside one word of words[0, count),
-    // starting at slot `hint` (the first attempt goes straight to an atomicOr
-    // there, which also reads the word); one sweep over every word at most.
+    /// Claims a run of n (1..32) clear bits inside one word of words[0, count),
+    /// starting at slot `hint` (the first attempt goes straight to an atomicOr
+    /// there, which also reads the word); one sweep over every word at most.
     __device__ static unsigned arena_claim(unsigned* words, unsigned count, unsigned n, unsigned hint) {
         using namespace warp_heap_detail;
         if (count == 0) return kArenaNoSlot;
@@ -266,12 +271,12 @@ class warp_heap_ref {
         atomicAnd(bits + slot / kArenaWordBits, ~(run << (slot % kArenaWordBits)));
     }
 
-    // Page heap: a block of at most one page is one page (RW-BM, any thread),
-    // a larger one a run of pages from RW_malloc with this lane alone as the
-    // warp (its scratch then lives in this thread's local memory, as rw_heap.cuh
-    // allows for a single-lane mask).
+    /// Page heap: a block of at most one page is one page (RW-BM, any thread),
+    /// a larger one a run of pages from RW_malloc with this lane alone as the
+    /// warp (its scratch then lives in this thread's local memory, as rw_heap.cuh
+    /// allows for a single-lane mask).
     __device__ rw_heap_ref page_heap() const { return rw_heap_ref(*static_cast<const rw_heap_view*>(view.page_heap)); }
-    // Out of line: RW_malloc's registers and scratch stay out of the callers' hot path.
+    /// Out of line: RW_malloc's registers and scratch stay out of the callers' hot path.
     __device__ __noinline__ void* page_heap_allocate(unsigned long long bytes) const {
         const rw_heap_ref rw = page_heap();
         detail::counter_rng rng((unsigned long long)clock64(),
@@ -289,44 +294,45 @@ class warp_heap_ref {
         else rw.free(p);
     }
 
-    // Collective over `mask` (all its lanes call, with the same mask): the lanes
-    // whose `wants` is true vote, the worker (highest voter) allocates the
-    // header block, and every voter gets a handle on it.  Lanes that do not
-    // want one, and every lane when memory is exhausted, get an invalid handle.
+    /// Collective over `mask` (all its lanes call, with the same mask): the lanes
+    /// whose `wants` is true vote, the worker (highest voter) allocates the
+    /// header block, and every voter gets a handle on it.  Lanes that do not
+    /// want one, and every lane when memory is exhausted, get an invalid handle.
     __device__ inline warp_heap start(unsigned mask, bool wants = true) const;
 
-    // Collective over `mask`: lanes of a later kernel take over a header that
-    // an earlier kernel kept (warp_heap::keep()); they must end() it eventually.
+    /// Collective over `mask`: lanes of a later kernel take over a header that
+    /// an earlier kernel kept (warp_heap::keep()); they must end() it eventually.
     __device__ inline warp_heap resume(unsigned mask, void* kept) const;
 
-    // Single thread: frees a kept header and everything it holds, as end() by
-    // its last lane would (used by the host's release and free_kept).
+    /// Single thread: frees a kept header and everything it holds, as end() by
+    /// its last lane would (used by the host's release and free_kept).
     __device__ inline void destroy_kept(void* kept) const;
 
-    // Single thread: frees everything a kept header holds but the header block
-    // (its first superblock becomes current again), as tidy_up() by its warp
-    // would; the header stays kept, for resume() in a later kernel (used by the
-    // host's tidy_up_kept).  No warp may be using the header meanwhile.
+    /// Single thread: frees everything a kept header holds but the header block
+    /// (its first superblock becomes current again), as tidy_up() by its warp
+    /// would; the header stays kept, for resume() in a later kernel (used by the
+    /// host's tidy_up_kept).  No warp may be using the header meanwhile.
     __device__ inline void tidy_up_kept(void* kept) const;
 
-    // Single thread: can `p` be a header block of this heap?  ARENA: the start
-    // of a header slot that is taken; PAGE_HEAP: the start of a page of its
-    // pool.  CUDA_MALLOC cannot tell (always true).  Lets the host's bulk calls
-    // skip a foreign pointer instead of freeing memory it does not own.
+    /// Single thread: can `p` be a header block of this heap?  ARENA: the start
+    /// of a header slot that is taken; PAGE_HEAP: the start of a page of its
+    /// pool.  CUDA_MALLOC cannot tell (always true).  Lets the host's bulk calls
+    /// skip a foreign pointer instead of freeing memory it does not own.
     __device__ inline bool may_be_header(const void* p) const;
 
-    // Single thread, worker only: frees every registered block and chained list
-    // of `h`; the embedded list becomes empty and the first superblock current.
+    /// Single thread, worker only: frees every registered block and chained list
+    /// of `h`; the embedded list becomes empty and the first superblock current.
     __device__ inline void free_blocks(warp_heap_detail::header* h) const;
-    // Worker only: registers a block in the SuperBlock list (chaining a new list
-    // when full); false when the new list cannot be allocated.
+    /// Worker only: registers a block in the SuperBlock list (chaining a new list
+    /// when full); false when the new list cannot be allocated.
     __device__ inline bool register_block(warp_heap_detail::header* h, void* p, unsigned long long bytes) const;
-    // Worker only: the next superblock of h (from its current run, or a new run
-    // registered in the list); NULL when the backing has no memory left.
+    /// Worker only: the next superblock of h (from its current run, or a new run
+    /// registered in the list); NULL when the backing has no memory left.
     __device__ inline char* next_superblock(warp_heap_detail::header* h) const;
+    /// @}
 };
 
-// A lane's handle on its warp's header (per thread, in registers).
+/// A lane's handle on its warp's header (per thread, in registers).
 class warp_heap {
   public:
     __device__ warp_heap() : ref_{}, h_(nullptr), members_(0) {}
@@ -334,35 +340,35 @@ class warp_heap {
         : ref_(ref), h_(h), members_(members) {}
 
     __device__ bool valid() const { return h_ != nullptr; }
-    // Lanes that started (the default mask of the collectives).
+    /// Lanes that started (the default mask of the collectives).
     __device__ unsigned members() const { return members_; }
-    // The header pointer (what keep() returns).
+    /// The header pointer (what keep() returns).
     __device__ void* header_pointer() const { return h_; }
 
-    // Collective over members(): see alloc(mask, bytes).
+    /// Collective over members(): see alloc(mask, bytes).
     __device__ void* alloc(unsigned long long bytes) { return alloc(members_, bytes); }
 
-    // Collective over `mask` (exactly the calling lanes, a subset of members()).
-    // Returns a block of at least `bytes` bytes, 16-byte aligned (NULL for 0
-    // bytes or when memory is exhausted).  Requests up to a superblock are packed
-    // into superblocks; larger ones share one backing block per call, so callers
-    // need not know which path served them.
+    /// Collective over `mask` (exactly the calling lanes, a subset of members()).
+    /// Returns a block of at least `bytes` bytes, 16-byte aligned (NULL for 0
+    /// bytes or when memory is exhausted).  Requests up to a superblock are packed
+    /// into superblocks; larger ones share one backing block per call, so callers
+    /// need not know which path served them.
     __device__ inline void* alloc(unsigned mask, unsigned long long bytes);
 
-    // Collective over `mask` (default members()): frees everything but the
-    // header; the first superblock becomes current again.  Pointers handed out
-    // before are invalid afterwards.
+    /// Collective over `mask` (default members()): frees everything but the
+    /// header; the first superblock becomes current again.  Pointers handed out
+    /// before are invalid afterwards.
     __device__ void tidy_up() { tidy_up(members_); }
     __device__ inline void tidy_up(unsigned mask);
 
-    // Each started lane once, in any order, converged or not: the lane that
-    // brings ActiveCount to zero frees everything including the header (it
-    // returns true).  The handle is invalid afterwards.
+    /// Each started lane once, in any order, converged or not: the lane that
+    /// brings ActiveCount to zero frees everything including the header (it
+    /// returns true).  The handle is invalid afterwards.
     __device__ inline bool end();
 
-    // Each started lane once, in any order: keeps the header and its memory for
-    // a later kernel (warp_heap_ref::resume, then end, or the host's free_kept).
-    // Returns the header pointer on every lane; the handle is invalid afterwards.
+    /// Each started lane once, in any order: keeps the header and its memory for
+    /// a later kernel (warp_heap_ref::resume, then end, or the host's free_kept).
+    /// Returns the header pointer on every lane; the handle is invalid afterwards.
     __device__ inline void* keep();
 
   private:

@@ -1,45 +1,46 @@
-// Per-thread push_back with warp aggregation, shared by the three arrays.
-//
-// Any thread may call, at any time, under any divergence.  The lanes that
-// arrive together at one call and push into the same structure (`peers`:
-// the lanes of __activemask() with the same target, detail::peers_with) share ONE counter
-// update: the leader claims the group's total with one atomic and hands the
-// base out with a shuffle; each lane stores at base + its rank (lanes in lane
-// order, so the stores of a full warp are one coalesced 128-byte line per
-// 4-byte element type).  No shared memory, no block barrier.  All data moves
-// through *_sync intrinsics over `peers`; every lane of `peers` must call with
-// the same `peers`.
-//
-// Why the leader's part is short (claim) and every lane settles itself: a
-// shuffle that waits for a leader running a long path (bucket growth: loops,
-// back-off, an out-of-line heap call) was observed on sm_90 (nvcc 13.0) to
-// hand the other lanes the leader's value from BEFORE that path, with lanes
-// desynchronized by earlier code: whole groups were counted and never written
-// (tests/c/test_ggarray_push_device.cu, part D).  Nothing after the claim's
-// shuffle depends on the lanes being converged: settle is the same
-// all-or-nothing decision in every lane (the structure's state decides it,
-// not a message from the leader), and each lane finds its own slot.
-//
-// Sink (the structure's side; see ggarray.cuh / contiguous_array.cuh):
-//   unsigned long long hint()   any thread, before the claim: an opaque word
-//        (a GGArray's window; read in flight with the claim's atomic);
-//   unsigned long long claim(unsigned long long n)   one thread, short (no
-//        loop, no wait): takes [base, base + n) of the counter, returns base;
-//   T* fast(unsigned long long h, unsigned long long base, unsigned long long n)
-//        any thread: p with element i of [base, base + n) at p[i - base] when
-//        the hint shows the range's storage ready (the usual case), else nullptr;
-//   bool settle(unsigned long long base, unsigned long long n)   any number of
-//        threads with the same arguments, each gets the same answer: the
-//        range's storage is ready, or false (the failure recorded, nothing to store);
-//   void advance(unsigned long long h, unsigned long long base, unsigned long long n)
-//        one thread, after settle returned true: lets later hints cover the range;
-//   void store_run(unsigned long long i, const T* v, unsigned n)    any thread,
-//        after settle returned true: elements [i, i + n) = v[0..n);
-//   void store_one(unsigned long long i, const T& v)   the same for one element;
-//   T* span(unsigned long long base, unsigned long long n)   any thread, after
-//        settle, n > 0: p with element i of [base, base + n) at p[i - base],
-//        or nullptr when the range is not one contiguous piece.
-// Compiles under nvcc and NVRTC.
+/// @file
+/// Per-thread push_back with warp aggregation, shared by the three arrays.
+///
+/// Any thread may call, at any time, under any divergence.  The lanes that
+/// arrive together at one call and push into the same structure (`peers`:
+/// the lanes of __activemask() with the same target, detail::peers_with) share ONE counter
+/// update: the leader claims the group's total with one atomic and hands the
+/// base out with a shuffle; each lane stores at base + its rank (lanes in lane
+/// order, so the stores of a full warp are one coalesced 128-byte line per
+/// 4-byte element type).  No shared memory, no block barrier.  All data moves
+/// through *_sync intrinsics over `peers`; every lane of `peers` must call with
+/// the same `peers`.
+///
+/// Why the leader's part is short (claim) and every lane settles itself: a
+/// shuffle that waits for a leader running a long path (bucket growth: loops,
+/// back-off, an out-of-line heap call) was observed on sm_90 (nvcc 13.0) to
+/// hand the other lanes the leader's value from BEFORE that path, with lanes
+/// desynchronized by earlier code: whole groups were counted and never written
+/// (tests/c/test_ggarray_push_device.cu, part D).  Nothing after the claim's
+/// shuffle depends on the lanes being converged: settle is the same
+/// all-or-nothing decision in every lane (the structure's state decides it,
+/// not a message from the leader), and each lane finds its own slot.
+///
+/// Sink (the structure's side; see ggarray.cuh / contiguous_array.cuh):
+///   unsigned long long hint()   any thread, before the claim: an opaque word
+///        (a GGArray's window; read in flight with the claim's atomic);
+///   unsigned long long claim(unsigned long long n)   one thread, short (no
+///        loop, no wait): takes [base, base + n) of the counter, returns base;
+///   T* fast(unsigned long long h, unsigned long long base, unsigned long long n)
+///        any thread: p with element i of [base, base + n) at p[i - base] when
+///        the hint shows the range's storage ready (the usual case), else nullptr;
+///   bool settle(unsigned long long base, unsigned long long n)   any number of
+///        threads with the same arguments, each gets the same answer: the
+///        range's storage is ready, or false (the failure recorded, nothing to store);
+///   void advance(unsigned long long h, unsigned long long base, unsigned long long n)
+///        one thread, after settle returned true: lets later hints cover the range;
+///   void store_run(unsigned long long i, const T* v, unsigned n)    any thread,
+///        after settle returned true: elements [i, i + n) = v[0..n);
+///   void store_one(unsigned long long i, const T& v)   the same for one element;
+///   T* span(unsigned long long base, unsigned long long n)   any thread, after
+///        settle, n > 0: p with element i of [base, base + n) at p[i - base],
+///        or nullptr when the range is not one contiguous piece.
+/// Compiles under nvcc and NVRTC.
 #pragma once
 
 #include "gpudyn/detail/warp.cuh"
@@ -48,11 +49,11 @@ namespace gpudyn {
 inline namespace v0 {
 namespace detail {
 
-// The group's claim: lane `claimer` takes [base, base + total) of the counter,
-// every lane of `peers` gets base and finds the range's storage itself: *p
-// with element i at p[i - base] when the range is one piece (the hint's fast
-// path, else settle then span), nullptr when it is not (store element by
-// element).  Returns false when the range failed (the same in every lane).
+/// The group's claim: lane `claimer` takes [base, base + total) of the counter,
+/// every lane of `peers` gets base and finds the range's storage itself: *p
+/// with element i at p[i - base] when the range is one piece (the hint's fast
+/// path, else settle then span), nullptr when it is not (store element by
+/// element).  Returns false when the range failed (the same in every lane).
 template <class T, class Sink>
 __device__ __forceinline__ bool claim_group(unsigned peers, const Sink& sink, unsigned claimer,
                                             unsigned long long total, unsigned long long* base, T** p) {
@@ -71,8 +72,8 @@ __device__ __forceinline__ bool claim_group(unsigned peers, const Sink& sink, un
     return true;
 }
 
-// The same claim by one thread alone (the block-level inserters of insert.cuh):
-// [*base, *base + n) is the caller's when it returns true.
+/// The same claim by one thread alone (the block-level inserters of insert.cuh):
+/// [*base, *base + n) is the caller's when it returns true.
 template <class Sink>
 __device__ __forceinline__ bool reserve_range(const Sink& sink, unsigned long long n, unsigned long long* base) {
     const unsigned long long h = sink.hint();
@@ -83,7 +84,7 @@ __device__ __forceinline__ bool reserve_range(const Sink& sink, unsigned long lo
     return true;
 }
 
-// One value per calling lane.  Returns the same bool in every lane of `peers`.
+/// One value per calling lane.  Returns the same bool in every lane of `peers`.
 template <class T, class Sink>
 __device__ __forceinline__ bool warp_push_one(unsigned peers, const Sink& sink, const T& x) {
     const unsigned leader = unsigned(__ffs(int(peers))) - 1u;
@@ -97,10 +98,10 @@ __device__ __forceinline__ bool warp_push_one(unsigned peers, const Sink& sink, 
     return true;
 }
 
-// n values per calling lane (n may differ per lane, 0 included): one claim of
-// the group's total (inclusive scan of n over `peers`), each lane's values
-// stored contiguously at its offset.  Returns the same bool in every lane of
-// `peers` (true when the group's total is 0).
+/// n values per calling lane (n may differ per lane, 0 included): one claim of
+/// the group's total (inclusive scan of n over `peers`), each lane's values
+/// stored contiguously at its offset.  Returns the same bool in every lane of
+/// `peers` (true when the group's total is 0).
 template <class T, class Sink>
 __device__ __forceinline__ bool warp_push_many(unsigned peers, const Sink& sink, const T* values, unsigned n) {
     const unsigned last = detail::highest_lane(peers);
@@ -120,10 +121,10 @@ __device__ __forceinline__ bool warp_push_many(unsigned peers, const Sink& sink,
     return true;
 }
 
-// Items (flag, value) pairs per calling lane: the group's flagged values with
-// one claim, in item-major order (item k of every lane in lane order, then
-// item k + 1: lanes that loaded candidate k * 32 + lane keep input order).
-// Returns the same bool in every lane of `peers` (true when none is flagged).
+/// Items (flag, value) pairs per calling lane: the group's flagged values with
+/// one claim, in item-major order (item k of every lane in lane order, then
+/// item k + 1: lanes that loaded candidate k * 32 + lane keep input order).
+/// Returns the same bool in every lane of `peers` (true when none is flagged).
 template <int Items, class T, class Sink>
 __device__ __forceinline__ bool warp_push_flagged(unsigned peers, const Sink& sink, const bool (&flag)[Items],
                                                   const T (&value)[Items]) {

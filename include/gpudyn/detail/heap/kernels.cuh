@@ -1,11 +1,12 @@
-// Bulk kernels of the device allocator (heap): what the C ABI (lib/heap.cu)
-// launches, built from include/gpudyn/heap.cuh.  Launch configuration and
-// error handling stay with the launchers.
-//
-// Every kernel is a template (one with no other parameter takes its view or
-// pointer type as one, deduced at the launch), so any number of translation
-// units may include this header.
-// Compiles under nvcc and NVRTC (no host headers).
+/// @file
+/// Bulk kernels of the device allocator (heap): what the C ABI (lib/heap.cu)
+/// launches, built from include/gpudyn/heap.cuh.  Launch configuration and
+/// error handling stay with the launchers.
+///
+/// Every kernel is a template (one with no other parameter takes its view or
+/// pointer type as one, deduced at the launch), so any number of translation
+/// units may include this header.
+/// Compiles under nvcc and NVRTC (no host headers).
 #pragma once
 
 #include "gpudyn/detail/bits.cuh"
@@ -15,11 +16,11 @@ namespace gpudyn {
 inline namespace v0 {
 namespace heap_detail {
 
-// Slots of the per-call scratch: failed requests of a bulk malloc; stats sums.
+/// Slots of the per-call scratch: failed requests of a bulk malloc; stats sums.
 enum { kScratchFailed, kScratchAllocs, kScratchBytes, kScratchLargestSlot, kScratchCount };
 
-// Pages [from, to) become free (their bits were set: unmapped pages are used),
-// then the device's mapped page count becomes `to`.
+/// Pages [from, to) become free (their bits were set: unmapped pages are used),
+/// then the device's mapped page count becomes `to`.
 template <class Word>
 __global__ void map_pages_kernel(Word* bitmap, unsigned from, unsigned to, unsigned* mapped) {
     static_assert(sizeof(Word) == 8, "the heap's page bitmap has 64-bit words");

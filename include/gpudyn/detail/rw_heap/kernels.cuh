@@ -1,11 +1,12 @@
-// Bulk kernels of the random-walk page heap: what the C ABI (lib/rw_heap.cu)
-// launches, built from include/gpudyn/rw_heap.cuh.  Launch configuration and
-// error handling stay with the launchers.
-//
-// Every kernel is a template (one with no other parameter takes its view or
-// pointer type as one, deduced at the launch), so any number of translation
-// units may include this header.
-// Compiles under nvcc and NVRTC (no host headers).
+/// @file
+/// Bulk kernels of the random-walk page heap: what the C ABI (lib/rw_heap.cu)
+/// launches, built from include/gpudyn/rw_heap.cuh.  Launch configuration and
+/// error handling stay with the launchers.
+///
+/// Every kernel is a template (one with no other parameter takes its view or
+/// pointer type as one, deduced at the launch), so any number of translation
+/// units may include this header.
+/// Compiles under nvcc and NVRTC (no host headers).
 #pragma once
 
 #include "gpudyn/detail/random.cuh"
@@ -22,14 +23,14 @@ using detail::lane_index;
 using detail::masked_inclusive_sum;
 using detail::masked_max;
 
-// Threads per block of the bulk kernels: 8 warps, several resident blocks per SM
-// hide the latency of the random reads (the walks are latency bound).
+/// Threads per block of the bulk kernels: 8 warps, several resident blocks per SM
+/// hide the latency of the random reads (the walks are latency bound).
 constexpr unsigned kBlock = 256;
 constexpr unsigned kWarpsPerBlock = kBlock / 32;
-// Slots of the per-call scratch counters.
+/// Slots of the per-call scratch counters.
 enum Scratch { kStepsSum, kWarpMaxSum, kWarpRounds, kMaxSteps, kFailedHere, kOversize, kScratchCount };
 
-// One thread.
+/// One thread.
 template <class View>
 __global__ void set_tail_kernel(View v) {
     // Bits past page_count in the last word are permanently used.
@@ -45,8 +46,8 @@ __global__ void set_tail_kernel(View v) {
     }
 }
 
-// Marks `used` distinct pages used, chosen by the seeded permutation of the
-// pages (bits: the smallest with 2^bits >= page_count).
+/// Marks `used` distinct pages used, chosen by the seeded permutation of the
+/// pages (bits: the smallest with 2^bits >= page_count).
 template <class View>
 __global__ void occupy_kernel(View v, unsigned long long used, unsigned bits, unsigned long long seed) {
     for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < used; i += gridDim.x * blockDim.x) {
@@ -72,8 +73,8 @@ __global__ void count_free_kernel(View v, unsigned long long* out) {
     if ((threadIdx.x & 31) == 0 && local) atomicAdd(out, local);
 }
 
-// One thread per `per_thread` requests.  With Stats the warp's step sum and
-// maximum of each request round go to scratch (TAS and WAS, SIII-B).
+/// One thread per `per_thread` requests.  With Stats the warp's step sum and
+/// maximum of each request round go to scratch (TAS and WAS, SIII-B).
 template <rw_algorithm Algo, bool Stats, class View>
 __global__ void get_pages_kernel(View v, unsigned* pages, unsigned long long n, unsigned per_thread,
                                  unsigned long long seed, unsigned long long* scratch) {

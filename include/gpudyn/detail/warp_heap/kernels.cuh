@@ -1,11 +1,12 @@
-// Bulk kernels of the warp heap: what the C ABI (lib/warp_heap.cu) launches,
-// built from include/gpudyn/warp_heap.cuh.  Launch configuration and error
-// handling stay with the launchers.
-//
-// Every kernel is a template (one with no other parameter takes its view or
-// pointer type as one, deduced at the launch), so any number of translation
-// units may include this header.
-// Compiles under nvcc and NVRTC (no host headers).
+/// @file
+/// Bulk kernels of the warp heap: what the C ABI (lib/warp_heap.cu) launches,
+/// built from include/gpudyn/warp_heap.cuh.  Launch configuration and error
+/// handling stay with the launchers.
+///
+/// Every kernel is a template (one with no other parameter takes its view or
+/// pointer type as one, deduced at the launch), so any number of translation
+/// units may include this header.
+/// Compiles under nvcc and NVRTC (no host headers).
 #pragma once
 
 #include "gpudyn/detail/warp.cuh"
@@ -15,9 +16,9 @@ namespace gpudyn {
 inline namespace v0 {
 namespace warp_heap_detail {
 
-// Each warp of the grid serves 32 consecutive sizes per grid-stride step with one
-// warp heap and keeps its header in headers[warp] (NULL for warps without work);
-// sets *failed when a non-zero size got no memory.  Blocks are whole warps.
+/// Each warp of the grid serves 32 consecutive sizes per grid-stride step with one
+/// warp heap and keeps its header in headers[warp] (NULL for warps without work);
+/// sets *failed when a non-zero size got no memory.  Blocks are whole warps.
 template <class View>
 __global__ void alloc_batch_kernel(View view, const uint64_t* sizes, uint64_t n, void** pointers, void** headers,
                                    unsigned* failed) {
@@ -43,10 +44,10 @@ __global__ void alloc_batch_kernel(View view, const uint64_t* sizes, uint64_t n,
     if (lane == 0) headers[warp] = kept;
 }
 
-// Entry i of a host bulk call on kept headers: NULL is skipped; a pointer that
-// cannot be a header of this heap (warp_heap_ref::may_be_header) is skipped too,
-// counted in stats.misuse and, when `refused` is given, in refused[0] with the
-// lowest such index in refused[1] (the host sets them to 0 and ~0 first).
+/// Entry i of a host bulk call on kept headers: NULL is skipped; a pointer that
+/// cannot be a header of this heap (warp_heap_ref::may_be_header) is skipped too,
+/// counted in stats.misuse and, when `refused` is given, in refused[0] with the
+/// lowest such index in refused[1] (the host sets them to 0 and ~0 first).
 template <class View>
 __device__ bool kept_entry_ok(const gpudyn::warp_heap_ref& ref, const View& view, void* h, uint64_t i,
                               unsigned* refused) {
@@ -60,7 +61,7 @@ __device__ bool kept_entry_ok(const gpudyn::warp_heap_ref& ref, const View& view
     return false;
 }
 
-// Frees kept headers (Tidy: frees all but each header block), one thread per header.
+/// Frees kept headers (Tidy: frees all but each header block), one thread per header.
 template <bool Tidy, class View>
 __global__ void kept_headers_kernel(View view, void* const* headers, uint64_t n, unsigned* refused) {
     gpudyn::warp_heap_ref ref{view};
