@@ -133,32 +133,36 @@ class Comm:
         t.item()
 
 
-def exchange(comm: Comm, row, items_for):
-    """One variable-size exchange: `row` (int64 tensor [world], entry d = items this
-    rank sends to rank d, the diagonal not sent), `items_for(send_splits)` builds the
-    send tensor (d-major).  Returns (size matrix on the host, received tensor or None
-    when nothing crosses, send splits, receive splits)."""
-    m = comm.sizes(row)
-    r = comm.rank
-    send_splits, recv_splits = m[r].copy(), m[:, r].copy()
-    send_splits[r] = recv_splits[r] = 0
-    crossing = m.sum() - np.trace(m)            # the same on every rank: all call the collective or none
-    if crossing == 0:
-        return m, None, send_splits, recv_splits
-    send = items_for(send_splits)
-    return m, comm.all_to_all(send, send_splits, recv_splits), send_splits, recv_splits
+def splits(m: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """(send splits, receive splits) of `rank` from the size matrix (the diagonal is not sent)."""
+    send, recv = m[rank].copy(), m[:, rank].copy()
+    send[rank] = recv[rank] = 0
+    return send, recv
+
+
+def exchange(comm: Comm, m: np.ndarray, send):
+    """The items of one level: `send` (this rank's items, destination after
+    destination, m[rank] of them for each other rank) to their ranks.  Returns what
+    the other ranks sent here (in rank order), or None when the matrix says that
+    nothing crosses: the same on every rank, so all call the collective or none."""
+    if m.sum() == np.trace(m):
+        return None
+    send_splits, recv_splits = splits(m, comm.rank)
+    return comm.all_to_all(send, send_splits, recv_splits)
 
 
 def search(backend, comm: Comm, part: Partition, root: int) -> int:
-    """One BFS from `root`; returns the number of levels expanded."""
+    """One BFS from `root`; returns the number of levels that claimed a vertex
+    somewhere (the levels expanded but the last)."""
     backend.start(root if int(part.owner(root)) == comm.rank else None)
     depth = 0
     while True:
-        row = backend.expand(depth)
-        m, recv, _, _ = exchange(comm, row, backend.pack)
+        row = backend.expand(depth)            # claims; the size row stays on the device
+        m = comm.sizes(row)                     # the one host wait of the level
         if not m.any():                         # nothing sent, no next frontier anywhere
             return depth
-        backend.claim(recv, depth, int(m[comm.rank, comm.rank]))
+        send = backend.pack(m)                  # the send buffer (and the local next frontier)
+        backend.claim(exchange(comm, m, send), depth)
         depth += 1
 
 

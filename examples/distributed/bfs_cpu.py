@@ -62,13 +62,17 @@ class CpuBackend:
         self.checks["items_sent"] += int(self.items.size)
         return self.torch.from_numpy(row)
 
-    def pack(self, send_splits):
-        assert int(np.sum(send_splits)) == self.items.size
+    def pack(self, m):
+        """The send buffer: the items for the other ranks, destination after destination."""
+        want = m[self.rank].copy()
+        want[self.rank] = 0
+        got = np.bincount(self.part.owner(self.items >> 32), minlength=self.world)
+        assert np.array_equal(want, got), (want, got)
+        assert m[self.rank, self.rank] == self.next_local.size
         return self.torch.from_numpy(self.items)
 
-    def claim(self, recv, depth: int, local: int):
+    def claim(self, recv, depth: int):
         """Claims the received items; the next frontier is the local claims then these."""
-        assert local == self.next_local.size
         claimed = np.zeros(0, dtype=np.int64)
         if recv is not None and recv.numel():
             x = recv.numpy()
