@@ -60,8 +60,6 @@ step() {
 # ---- 1, 2: recipe rendering and the API reference ---------------------------
 "$PYTHON" -m pip install "${pipopts[@]}" jinja2 pyyaml
 step recipe "$PYTHON" .ci/render_recipe.py --json "$W/recipe.json"
-step api-doc "$PYTHON" tools/gen_api_doc.py --check
-step device-doc "$PYTHON" tools/gen_device_doc.py --check
 
 # ---- 3: staged conda build --------------------------------------------------
 SRC_DIR=$W/src
