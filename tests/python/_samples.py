@@ -76,13 +76,60 @@ def _module_aliases(tree: ast.AST) -> dict:
     return names
 
 
+def _class_made_by(call, aliases: dict):
+    """The gpudyn class `gpudyn.X(...)` or `gpudyn.X.from_numpy(...)` makes, else None."""
+    import importlib
+    if not isinstance(call, ast.Call):
+        return None
+    f = call.func
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Attribute):
+        f = f.value  # gpudyn.X.from_numpy(...): an X
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in aliases:
+        found = getattr(importlib.import_module(aliases[f.value.id]), f.attr, None)
+        return found if isinstance(found, type) else None
+    return None
+
+
+def _uses(nodes, name: str):
+    """Attribute names taken of `name` inside `nodes`."""
+    for top in nodes:
+        for node in ast.walk(top):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name:
+                yield node.attr
+
+
+def _missing_methods(tree: ast.AST, aliases: dict) -> list[str]:
+    """`v.attr` that class X lacks, for `with gpudyn.X(...) as v:` (inside the block) and
+    `v = gpudyn.X(...)` (in the statements after it, in the same body)."""
+    missing = []
+    for node in ast.walk(tree):
+        scopes = []
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if isinstance(item.optional_vars, ast.Name):
+                    scopes.append((item.optional_vars.id, _class_made_by(item.context_expr, aliases), node.body))
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if not isinstance(body, list):
+                continue
+            for i, stmt in enumerate(body):
+                if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                        and isinstance(stmt.targets[0], ast.Name)):
+                    scopes.append((stmt.targets[0].id, _class_made_by(stmt.value, aliases), body[i + 1:]))
+        for name, cls, nodes in scopes:
+            if cls is not None:
+                missing += [f"{cls.__name__}.{attr}" for attr in _uses(nodes, name) if not hasattr(cls, attr)]
+    return missing
+
+
 def missing_gpudyn_names(source: str) -> list[str]:
-    """`gpudyn.X` / `gdn.X` (any alias of a gpudyn module) and `from gpudyn... import X`
-    names in `source` that the installed package does not have."""
+    """`gpudyn.X` / `gdn.X` (any alias of a gpudyn module), `from gpudyn... import X`
+    and `v.method` of objects made by `gpudyn.X(...)` in `source` that the installed
+    package does not have (what a rename breaks, found without a GPU)."""
     import importlib
     tree = ast.parse(source)
     aliases = _module_aliases(tree)
-    missing = []
+    missing = _missing_methods(tree, aliases)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
             module = importlib.import_module(aliases[node.value.id])
