@@ -103,14 +103,14 @@ def main(n: int = 1_000_000) -> int:
         # Bucket rows mapped up front for every LFVector (blocks share them unevenly: 1.5x the mean).
         out.reserve(int(len(want) * 1.5) + 1024 * 512)
         failed = cuda.to_device(np.zeros(1, np.int64))
-        emit[grid, 256](out.ref, n, failed)
+        emit[grid, 256](out.view_arg(), n, failed)
         got = np.sort(out.to_numpy())
         good = failed.copy_to_host()[0] == 0 and np.array_equal(got, want)
         print(f"1. push_back: {n} threads emitted {len(got)} values (expected {len(want)}): {'ok' if good else 'WRONG'}")
         ok &= good
 
         out.clear()
-        emit_extend[grid, 256](out.ref, n, failed)
+        emit_extend[grid, 256](out.view_arg(), n, failed)
         good = failed.copy_to_host()[0] == 0 and np.array_equal(np.sort(out.to_numpy()), want)
         print(f"2. extend: {'ok' if good else 'WRONG'}")
         ok &= good
@@ -128,9 +128,9 @@ def main(n: int = 1_000_000) -> int:
 
     with gpudyn.Heap(initial_bytes=256 << 20) as heap:
         rows, sums = cuda.device_array(n, np.uint64), cuda.device_array(n, np.float64)
-        make_rows[grid, 256](heap.ref, n, rows)
+        make_rows[grid, 256](heap.view_arg(), n, rows)
         live = heap.stats()
-        sum_rows[grid, 256](heap.ref, n, rows, sums)
+        sum_rows[grid, 256](heap.view_arg(), n, rows, sums)
         want_sums = 0.5 * k * (k.astype(np.float64) - 1) / 2
         good = (live["allocations"] == int((k > 0).sum()) and np.allclose(sums.copy_to_host(), want_sums)
                 and heap.stats()["allocations"] == 0)

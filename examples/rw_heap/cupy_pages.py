@@ -1,4 +1,4 @@
-"""Pages from a gpudyn.PageHeap inside a user's CuPy RawModule kernels.
+"""Pages from a gpudyn.RWHeap inside a user's CuPy RawModule kernels.
 
 Kernel 1: every thread whose id is not a multiple of 3 takes a page (get_page
 with the RW-BM walk: any thread, any branch; a per-thread random stream), and
@@ -68,7 +68,7 @@ def main(n: int = 200_000) -> int:
     grid, block = ((n + 255) // 256,), (256,)
     count = 1 << 18  # more pages than takers: every request must be served
 
-    with gpudyn.PageHeap(page_count=count, page_size=64) as heap:
+    with gpudyn.RWHeap(page_count=count, page_size=64) as heap:
         view_arg = heap.view_arg()                 # the gpudyn_rw_heap_view_t, passed by value
         pages = cp.empty(n, dtype=cp.uint32)
         take(grid, block, (view_arg, np.uint32(n), np.uint64(2024), pages))
@@ -87,12 +87,12 @@ def main(n: int = 200_000) -> int:
         ok = ok and (owner.get()[asked] == want[asked]).all()
         f = freed.get().astype(bool)
         ok = ok and f[asked].all() and not f[~asked].any()  # INVALID_PAGE is not a page: refused
-        info = heap.info()
+        info = heap.stats()
         print(f"given back: {int(f.sum())}, free pages {info['free_pages']}, bad frees {info['bad_frees']}")
         ok = ok and info["free_pages"] == count and info["bad_frees"] == (~asked).sum()
 
         give_back(grid, block, (view_arg, np.uint32(n), pages, owner, freed))  # a second time
-        ok = ok and not freed.get().any() and heap.info()["bad_frees"] == n + (~asked).sum()
+        ok = ok and not freed.get().any() and heap.stats()["bad_frees"] == n + (~asked).sum()
         ok = ok and heap.free_page_count == count
     print("cupy_pages.py:", "ok" if ok else "FAILED")
     return 0 if ok else 1

@@ -44,7 +44,7 @@ def main(items: int = 10_000) -> int:
     sizes = cp.empty(items, dtype=cp.uint64)
     mod.get_function("count")(grid, block, (np.int32(items), sizes))
     with gpudyn.WarpHeap() as heap:         # arena backing: one pool, no CUDA device heap needed
-        rows = cp.asarray(heap.alloc(sizes))  # one 16-byte aligned block per item, valid until release
+        rows = cp.asarray(heap.malloc(sizes))  # one 16-byte aligned block per item, valid until clear()
         mod.get_function("fill")(grid, block, (np.int32(items), rows))
         ptrs, lens = rows.get(), (sizes.get() // 4).astype(np.int64)
         # Read back (a real program would keep working on the device).

@@ -11,7 +11,7 @@ from ._ffi import check, ffi
 from .errors import InvalidArgumentError
 
 # ---- destroys refused in a finalizer, retried --------------------------------------
-# A backing (a Heap under a GGArray, a PageHeap under a WarpHeap) refuses its destroy
+# A backing (a Heap under a GGArray, an RWHeap under a WarpHeap) refuses its destroy
 # while a user is alive.  When both die in one reference cycle the collector may
 # finalize the backing first; its (destroy, handle) is kept here and retried after
 # every later successful destroy, until it succeeds (a failed destroy leaves the
@@ -184,14 +184,6 @@ class OwnedHandle:
                 self._closer = None
                 cond.notify_all()
         _retry_deferred()
-
-    @property
-    def ref(self):
-        """This structure as an argument of a Numba ``@cuda.jit`` kernel: its view,
-        taken now, for gpudyn.numba's device functions (needs numba-cuda, see
-        gpudyn.numba)."""
-        from .numba import ref
-        return ref(self)
 
     def __enter__(self):
         return self

@@ -17,8 +17,8 @@ VmmArray export their storage itself (``__cuda_array_interface__``,
 ``"tensor_scan"`` (2).
 
 Kernels push into the arrays through the device headers (``gpudyn/ggarray.cuh``,
-``static_array.cuh``, ``vmm_array.cuh``; from CuPy pass :meth:`view_arg` by
-value, see examples/ggarray/cupy_push_back.py).  A push from a kernel that
+``static_array.cuh``, ``vmm_array.cuh``) and gpudyn.numba, both given
+:meth:`~GGArray.view_arg` by value (CuPy: examples/ggarray/cupy_push_back.py).  A push from a kernel that
 cannot get memory returns false there, stores nothing and sets the array's
 :attr:`status`; the next host call on the array (``len``, ``extend``,
 ``to_numpy``, ...) raises :class:`OutOfMemoryError` once (the status is then
@@ -37,8 +37,8 @@ import contextlib
 
 import numpy as np
 
-from . import _args
-from ._ffi import check, ffi, kernel_arg, lib, stream_handle
+from . import _args, _deprecated, _view
+from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
 from .buffer import (DeviceBuffer, check_count, device_inputs, element_dtype, on_device, stated_count,
                      stream_device)
@@ -137,6 +137,7 @@ class _Array(OwnedHandle):
     """Shared Python side of the three arrays; `_p` is the ABI prefix."""
 
     _p = ""
+    _kernel_view: _view.KernelView
     _stream_size = True  # size() takes a stream
     STATUS_ALLOCATION_FAILED = STATUS_ALLOCATION_FAILED
     STATUS_CAPACITY_EXCEEDED = STATUS_CAPACITY_EXCEEDED
@@ -182,20 +183,34 @@ class _Array(OwnedHandle):
         last check, :class:`InvalidArgumentError` when a kernel used a ref of the
         wrong element size or a ``flatten(out=...)`` had too small an `out` (the
         status is then cleared); every host call that waits for the device does
-        this first (the stream-ordered ones -- ``.ref``, :meth:`view_arg`,
+        this first (the stream-ordered ones -- :meth:`view_arg`,
         ``flatten(out=...)``, :meth:`size_async`, :meth:`clear` -- do not)."""
         status = self.status
         if status:
             self.clear_status()
             raise status_error(type(self).__name__, status)
 
-    def view_arg(self):
-        """The array's view struct as a NumPy ``void`` scalar: pass it by value to a
-        CuPy ``RawModule`` kernel taking ``gpudyn_<array>_view_t`` (see
-        examples/ggarray/cupy_push_back.py).  No host wait (as ``.ref``): the
-        status is not checked here, earlier kernels' failures are reported by the
-        next call that waits (``len``, ``to_numpy``, :meth:`check`, ...)."""
-        return kernel_arg(self.view_bytes())
+    def view_arg(self) -> _view.ViewArg:
+        """The array as a kernel argument: its view struct (``gpudyn_<array>_view_t``)
+        taken now, as a structured NumPy scalar, passed by value to a CuPy
+        ``RawKernel``/``RawModule`` kernel taking the view (see
+        examples/ggarray/cupy_push_back.py) or to a Numba ``@cuda.jit`` kernel
+        calling gpudyn.numba's device functions (its Numba type names the array
+        kind and dtype: ``gpudyn.numba.ref_type``).  ``bytes(arg)`` is the C
+        struct, for a kernel that takes the view by pointer.  A GGArray's queues
+        the kernel that indexes its elements for ``at``/``span`` on the array's
+        stream, after the work queued there before (kernels launched after it on
+        that stream read every element stored so far).  No host wait: the status
+        is not checked here, earlier kernels' failures are reported by the next
+        call that waits (``len``, ``to_numpy``, :meth:`check`, ...)."""
+        return _view.make_arg(self._kernel_view, self.dtype, self._view_bytes())
+
+    def _view_bytes(self) -> bytes:
+        raise NotImplementedError
+
+    ref = _deprecated.attribute(None, "ref", "view_arg()", lambda self: self.view_arg())
+    view_bytes = _deprecated.method(None, "view_bytes", "view_arg", bytes, " (bytes(arg) for the struct's bytes)")
+    memory_stats = _deprecated.method(None, "memory_stats", "stats")
 
     def append(self, value) -> None:
         """Appends one element, which the array's dtype must hold exactly (as
@@ -356,7 +371,8 @@ class _Array(OwnedHandle):
         return target
 
     def clear(self) -> None:
-        """Size 0; the memory is kept; :attr:`status` is zeroed (no exception for an earlier failure)."""
+        """Drops the elements and keeps the memory: size 0, :attr:`status` zeroed
+        (no exception for an earlier failure).  Stream-ordered."""
         check(self._fn("clear")(self._handle, self._stream))
 
 
@@ -406,6 +422,7 @@ class GGArray(_Array):
     pool, every bucket from the heap)."""
 
     _p = "gpudyn_ggarray_"
+    _kernel_view = _view.declare("ggarray", "GGArray", "gpudyn_ggarray_view_t", elements=True)
 
     def __init__(self, dtype=np.int32, num_lfvectors=512, first_bucket=1024, *, pool_bytes=0, budget=None,
                  max_budget=None, heap=None, stream=None):
@@ -491,7 +508,7 @@ class GGArray(_Array):
         check(self._call("capacity")(self._handle, out, self._stream))
         return int(out[0])
 
-    def memory_stats(self) -> dict:
+    def stats(self) -> dict[str, int]:
         """{'size', 'capacity', 'allocated_bytes', 'element_bytes'}: elements, the
         elements the buckets can hold, the device memory the buckets hold (the
         pool's mapped rows and the growth arena's mapped memory), and size x
@@ -502,14 +519,10 @@ class GGArray(_Array):
         return {"size": n, "capacity": self.capacity, "allocated_bytes": int(out[0]),
                 "element_bytes": n * self.dtype.itemsize}
 
-    def view_bytes(self) -> bytes:
-        """The gpudyn_ggarray_view_t as bytes (for a kernel that takes the view by
-        pointer, e.g. from a CuPy RawModule); what ``.ref`` and :meth:`view_arg`
-        pass.  Queues the kernel that recomputes the ranges (the index of at()
-        and the spans) on the array's stream, after the work queued there
-        before: kernels launched after it on that stream read every element
-        stored so far.  No host wait (the status is not checked: see
-        :meth:`check`)."""
+    def _view_bytes(self) -> bytes:
+        """The gpudyn_ggarray_view_t's bytes (what :meth:`view_arg` holds).
+        Queues the kernel that recomputes the ranges (the index of at() and the
+        spans) on the array's stream; no host wait."""
         v = ffi.new("gpudyn_ggarray_view_t*")
         check(self._fn("get_view")(self._handle, v, self._stream))
         return bytes(ffi.buffer(v))
@@ -527,7 +540,10 @@ class _Contiguous(_Array):
         check(self._call("capacity")(self._handle, out))
         return int(out[0])
 
-    def memory_stats(self) -> dict:
+    def stats(self) -> dict[str, int]:
+        """{'size', 'capacity', 'allocated_bytes', 'element_bytes'}: elements, the
+        elements the storage can hold, the device memory it holds, and size x
+        itemsize (the same keys as :meth:`GGArray.stats`)."""
         out = ffi.new("uint64_t*")
         check(self._call("allocated_bytes")(self._handle, out))
         n = len(self)
@@ -555,9 +571,8 @@ class _Contiguous(_Array):
     def __dlpack_device__(self):
         return self.as_buffer().__dlpack_device__()
 
-    def view_bytes(self) -> bytes:
-        """The view struct as bytes (what ``.ref`` and :meth:`view_arg` pass); no
-        host wait (the status is not checked: see :meth:`check`)."""
+    def _view_bytes(self) -> bytes:
+        """The view struct's bytes (what :meth:`view_arg` holds); no host wait."""
         v = ffi.new(self._view_type + "*")
         check(self._fn("get_view")(self._handle, v))
         return bytes(ffi.buffer(v))
@@ -568,6 +583,7 @@ class StaticArray(_Contiguous):
 
     _p = "gpudyn_static_array_"
     _view_type = "gpudyn_static_array_view_t"
+    _kernel_view = _view.declare("static_array", "StaticArray", _view_type, elements=True)
 
     def __init__(self, capacity: int, dtype=np.int32, stream=None):
         dt = _dtype("StaticArray", dtype)
@@ -586,6 +602,7 @@ class VmmArray(_Contiguous):
 
     _p = "gpudyn_vmm_array_"
     _view_type = "gpudyn_vmm_array_view_t"
+    _kernel_view = _view.declare("vmm_array", "VmmArray", _view_type, elements=True)
 
     def __init__(self, dtype=np.int32, initial_capacity=0, max_capacity=0, stream=None):
         dt = _dtype("VmmArray", dtype)

@@ -3,7 +3,8 @@ any kernel, on a random-walk page heap that the host can grow between launches.
 
 From Python the bulk calls run one device malloc (or free) per entry; kernels
 written against ``<gpudyn/heap.cuh>`` (CuPy ``RawModule`` with
-``gpudyn.nvrtc_options()``) take the same heap through :meth:`Heap.view_arg` (by value)::
+``gpudyn.nvrtc_options()``) and Numba kernels calling gpudyn.numba's
+``malloc``/``free`` take the same heap through :meth:`Heap.view_arg` (by value)::
 
     with gpudyn.Heap(initial_bytes=64 << 20) as heap:
         ptrs = heap.malloc([16, 100, 4096])    # DeviceBuffer of uint64 device pointers
@@ -13,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._ffi import check, ffi, kernel_arg, lib, stream_handle
+from . import _args, _deprecated, _view
+from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
-from . import _args
 from .buffer import DeviceBuffer, device_inputs, host_input, on_device, stream_device
 
 _STAT_FIELDS = ("bytes_mapped", "bytes_max", "bytes_held", "bytes_allocated", "allocations", "failed_allocations",
@@ -39,6 +40,8 @@ class Heap(OwnedHandle):
     current when it is created for the default streams (:attr:`device`); it
     works whatever device is current later.
     """
+
+    _kernel_view = _view.declare("heap", "Heap", "gpudyn_heap_view_t", elements=False)
 
     def __init__(self, initial_bytes: int | None = None, max_bytes: int | None = None,
                  page_size: int | None = None, stream=None):
@@ -114,11 +117,12 @@ class Heap(OwnedHandle):
         ``NotSupportedError`` on devices without virtual memory management."""
         check(lib.gpudyn_heap_grow(self._h(), _args.integer("Heap.grow", "nbytes", nbytes), self._stream))
 
-    def stats(self) -> dict:
-        """Sizes and counters (synchronizes the stream): ``bytes_mapped``,
+    def stats(self) -> dict[str, int]:
+        """Sizes and counters (synchronizes the stream; the keys are the fields
+        of ``gpudyn_heap_stats_t``): ``bytes_mapped``,
         ``bytes_max``, ``bytes_held`` (pages in use), ``bytes_allocated`` (usable
         bytes of live allocations), ``allocations`` (live), ``failed_allocations``
-        and ``bad_frees`` (since creation, :meth:`clear_status` or :meth:`reset`),
+        and ``bad_frees`` (since creation, :meth:`clear_status` or :meth:`clear`),
         ``largest_free_bytes`` (largest single malloc that would succeed now)."""
         s = ffi.new("gpudyn_heap_stats_t*")
         s.struct_size = ffi.sizeof("gpudyn_heap_stats_t")
@@ -139,25 +143,33 @@ class Heap(OwnedHandle):
         h = self._h()
         check(lib.gpudyn_heap_check(h, self._stream))
 
-    def reset(self) -> None:
-        """Drops every allocation (pointers handed out become invalid) and the counters.
-        InvalidArgumentError while GGArrays take their buckets from this heap."""
+    def clear(self) -> None:
+        """Drops every allocation (pointers handed out become invalid) and zeroes
+        the counters; the mapped memory is kept (the C call is
+        ``gpudyn_heap_reset``).  Stream-ordered.  InvalidArgumentError while
+        GGArrays take their buckets from this heap."""
         check(lib.gpudyn_heap_reset(self._h(), self._stream))
 
+    reset = _deprecated.method("Heap", "reset", "clear")
+
     # ---- kernels ------------------------------------------------------------------
-    @property
-    def view(self) -> np.ndarray:
-        """The ``gpudyn_heap_view_t`` as raw bytes (uint8), to pass to a kernel that
-        wraps it in ``gpudyn::heap_ref`` (see examples/heap/cupy_malloc.py).  Stays
-        valid across :meth:`grow`, until the heap is closed."""
+    def _view_bytes(self) -> bytes:
         v = ffi.new("gpudyn_heap_view_t*")
         check(lib.gpudyn_heap_get_view(self._h(), v))
-        return np.frombuffer(bytes(ffi.buffer(v)), dtype=np.uint8).copy()
+        return bytes(ffi.buffer(v))
 
-    def view_arg(self) -> np.void:
-        """:attr:`view` as a NumPy ``void`` scalar: pass it by value to a CuPy
-        ``RawKernel`` taking ``gpudyn_heap_view_t`` (or ``gpudyn::heap_view``)."""
-        return kernel_arg(self.view)
+    def view_arg(self) -> _view.ViewArg:
+        """The heap as a kernel argument: its ``gpudyn_heap_view_t`` as a
+        structured NumPy scalar, passed by value to a CuPy ``RawKernel`` taking
+        ``gpudyn_heap_view_t`` (wrapped in ``gpudyn::heap_ref``, see
+        examples/heap/cupy_malloc.py) or to a Numba ``@cuda.jit`` kernel calling
+        gpudyn.numba's ``malloc``/``free``; ``bytes(arg)`` is the C struct.
+        Stays valid across :meth:`grow`, until the heap is closed."""
+        return _view.make_arg(self._kernel_view, None, self._view_bytes())
+
+    view = _deprecated.attribute("Heap", "view", "view_arg()",
+                                 lambda self: np.frombuffer(self._view_bytes(), dtype=np.uint8).copy())
+    ref = _deprecated.attribute("Heap", "ref", "view_arg()", lambda self: self.view_arg())
 
     def __repr__(self) -> str:
         state = "closed" if self._handle is None else f"page_size={self.page_size}, device={self.device}"

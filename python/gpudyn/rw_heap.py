@@ -1,11 +1,13 @@
-"""PageHeap: the random-walk page heap (Pham et al., "Dynamic Buffer Management
+"""RWHeap: the random-walk page heap, ``rw_heap`` in C and C++ (Pham et al., "Dynamic Buffer Management
 in Massively Parallel Systems: A Case on GPUs").
 
 A pool of ``page_count`` pages of ``page_size`` bytes whose used bits live in a
 bitmap; threads find free pages by random walks (RW, RW-BM, CoRW, CRW) and runs
 of pages with RW_malloc.  From Python the bulk calls run one request per GPU
-thread; kernels written against ``<gpudyn/rw_heap.cuh>`` get the same heap
-through :meth:`PageHeap.view_arg` (by value; the raw bytes: :meth:`PageHeap.view_bytes`).
+thread; kernels written against ``<gpudyn/rw_heap.cuh>``, and Numba kernels
+calling gpudyn.numba's ``get_page``/``malloc``/..., get the same heap through
+:meth:`RWHeap.view_arg` (by value).  ``PageHeap`` is the deprecated former
+name of :class:`RWHeap`.
 """
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ import weakref
 
 import numpy as np
 
-from . import _args
-from ._ffi import check, ffi, kernel_arg, lib, stream_handle
+from . import _args, _deprecated, _view
+from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
 from .buffer import DeviceBuffer, check_count, device_inputs, host_input, on_device, stream_device
 from .errors import InvalidArgumentError
@@ -26,7 +28,7 @@ INVALID_PAGE = 0xFFFFFFFF
 _PAGE_COUNT_MAX = 1 << 31  # gpudyn_rw_heap_options_t.page_count: 1 .. 2^31
 
 
-class PageHeap(OwnedHandle):
+class RWHeap(OwnedHandle):
     """A random-walk page heap in device memory.
 
     Parameters
@@ -47,9 +49,11 @@ class PageHeap(OwnedHandle):
     device addresses inside the pool; passing one kind to the other call raises.
     """
 
+    _kernel_view = _view.declare("rw_heap", "RWHeap", "gpudyn_rw_heap_view_t", elements=False)
+
     def __init__(self, page_count: int = 1 << 20, page_size: int = 256, word_bits: int = 32,
                  use_lockmap: bool = False, max_random_steps: int = 4096, stream=None):
-        w = "PageHeap"
+        w = "RWHeap"
         page_count = _args.integer(w, "page_count", page_count, 1, _PAGE_COUNT_MAX)
         page_size = _args.integer(w, "page_size", page_size, 1)
         word_bits = _args.integer(w, "word_bits", word_bits, 0, _args.U32_MAX)  # 32/64: the library says
@@ -84,7 +88,7 @@ class PageHeap(OwnedHandle):
         close that first."""
         users = [u for u in self._users if u._handle is not None]
         if self._handle is not None and users:
-            raise InvalidArgumentError(f"gpudyn: PageHeap.close: {len(users)} open WarpHeap(s) use this page heap "
+            raise InvalidArgumentError(f"gpudyn: RWHeap.close: {len(users)} open WarpHeap(s) use this page heap "
                                        "as backing; close them first (the page heap stays open)")
         super().close()
 
@@ -92,7 +96,11 @@ class PageHeap(OwnedHandle):
     def get_pages(self, n: int, algorithm: str = "corw", per_thread: int = 1, seed: int | None = None,
                   stats: bool = False) -> DeviceBuffer:
         """``n`` pages (a DeviceBuffer of uint32 page ids), one GETPAGE per request
-        with ``algorithm`` in ``"rw"``, ``"rw_bm"``, ``"corw"``, ``"crw"``.  Raises
+        with ``algorithm`` in ``"rw"``, ``"rw_bm"``, ``"corw"``, ``"crw"``.
+        Pages are this heap's own unit, apart from :meth:`malloc` / :meth:`free`
+        (bytes at addresses): a page id names one page of ``page_size`` bytes
+        (:meth:`page_address` gives where), the paper's GETPAGE / FREEPAGE, and
+        the device's ``get_page`` / ``free_page``; so they keep their own names.  Raises
         ``OutOfMemoryError`` when the pages run out; the heap then holds exactly
         what it held before.
 
@@ -101,7 +109,7 @@ class PageHeap(OwnedHandle):
         clustering), a fixed ``seed`` for the walks (without one: new random starts
         each call, or seed 0 once ``per_thread`` or ``stats`` is given),
         ``stats=True`` fills :attr:`last_stats` (TAS, WAS, ...)."""
-        w = "PageHeap.get_pages"
+        w = "RWHeap.get_pages"
         algo = _args.choice(w, "algorithm", algorithm, ALGORITHMS)
         algorithm = next(k for k, v in ALGORITHMS.items() if v == algo)
         n = _args.integer(w, "n", n)
@@ -134,10 +142,10 @@ class PageHeap(OwnedHandle):
         """FREEPAGE for each page id: a uint32 device array (as :meth:`get_pages`
         returns) or host integers (list, NumPy), each < ``page_count`` or
         INVALID_PAGE (skipped).  Unknown or already free ids in a device array are
-        counted in ``info()['bad_frees']``.  Addresses are refused (TypeError for
+        counted in ``stats()['bad_frees']``.  Addresses are refused (TypeError for
         a uint64/int64 device array, ValueError for host values that cannot be
         page ids): free those with :meth:`free`."""
-        w = "PageHeap.free_pages"
+        w = "RWHeap.free_pages"
         h = self._h()
         check_count(w, "pages", pages, 4, self.device)  # constant time, before the values are read
         host = _args.host_integers(w, "pages", pages, np.uint64)
@@ -173,7 +181,7 @@ class PageHeap(OwnedHandle):
         ``InvalidArgumentError`` for sizes above :attr:`max_malloc_size`.
         ``seed`` (experimental: benchmark instrumentation) fixes the walks; by
         default each call walks from new random starts."""
-        w = "PageHeap.malloc"
+        w = "RWHeap.malloc"
         if seed is not None:
             seed = _args.integer(w, "seed", seed)
         host = host_input(w, "sizes", sizes, np.uint64, self.device)  # checked before any device call
@@ -198,7 +206,7 @@ class PageHeap(OwnedHandle):
         pool (the rule of every call taking addresses: 64-bit integer dtypes only).
         Page ids are refused (TypeError for arrays of 32 bits or fewer,
         ValueError for values outside the pool): free those with :meth:`free_pages`."""
-        w = "PageHeap.free"
+        w = "RWHeap.free"
         h = self._h()
         host = host_input(w, "pointers", pointers, np.uint64, self.device, addresses=True, hint=self._ids_hint)
         if host is not None:
@@ -219,14 +227,18 @@ class PageHeap(OwnedHandle):
         """Discards all allocations and marks exactly round(fraction * page_count)
         pages used at pseudo-random places (the paper's pre-filled pools).
         Experimental (benchmark instrumentation, may change without notice)."""
-        fraction = _args.real("PageHeap.occupy", "fraction", fraction, 0.0, 1.0)
-        seed = _args.integer("PageHeap.occupy", "seed", seed)
+        fraction = _args.real("RWHeap.occupy", "fraction", fraction, 0.0, 1.0)
+        seed = _args.integer("RWHeap.occupy", "seed", seed)
         check(lib.gpudyn_exp_rw_heap_occupy(self._h(), fraction, seed, self._stream))
 
-    def reset(self) -> None:
-        """Discards all allocations and counters.  InvalidArgumentError while warp
-        heaps are backed by this heap (likewise :meth:`occupy`)."""
+    def clear(self) -> None:
+        """Discards all allocations and zeroes the counters; the pool is kept
+        (every page free; the C call is ``gpudyn_rw_heap_reset``).
+        Stream-ordered.  InvalidArgumentError while warp heaps are backed by
+        this heap (likewise :meth:`occupy`)."""
         check(lib.gpudyn_rw_heap_reset(self._h(), self._stream))
+
+    reset = _deprecated.method("RWHeap", "reset", "clear")
 
     @property
     def free_page_count(self) -> int:
@@ -238,8 +250,12 @@ class PageHeap(OwnedHandle):
     def free_fraction(self) -> float:
         return self.free_page_count / self.page_count
 
-    def info(self) -> dict:
-        """Sizes, free pages, failed requests and bad frees (synchronizes the stream)."""
+    def stats(self) -> dict[str, int]:
+        """Sizes, free pages, failed requests and bad frees (synchronizes the
+        stream): ``word_bits``, ``page_size``, ``page_count``, ``free_pages``,
+        ``failed_requests`` (GETPAGE and RW_malloc requests that found no memory,
+        since creation or :meth:`clear`), ``bad_frees``, ``use_lockmap``,
+        ``max_random_steps`` -- the fields of ``gpudyn_rw_heap_info_t``."""
         info = ffi.new("gpudyn_rw_heap_info_t*")
         info.struct_size = ffi.sizeof("gpudyn_rw_heap_info_t")
         check(lib.gpudyn_rw_heap_get_info(self._h(), info, self._stream))
@@ -251,21 +267,30 @@ class PageHeap(OwnedHandle):
         """Raises what requests from kernels (and bulk calls) met since the last
         check: :class:`OutOfMemoryError` when they found no free page, else
         :class:`InvalidArgumentError` when frees were of pages or pointers the heap
-        did not hand out or had freed already.  Each is raised once; :meth:`info`'s
+        did not hand out or had freed already.  Each is raised once; :meth:`stats`'s
         counters are unchanged.  Synchronizes the stream."""
         h = self._h()
         check(lib.gpudyn_rw_heap_check(h, self._stream))
 
-    def view_bytes(self) -> np.ndarray:
-        """The ``gpudyn_rw_heap_view_t`` as raw bytes (uint8) to pass by value to a kernel."""
+    info = _deprecated.method("RWHeap", "info", "stats")
+
+    def _view_bytes(self) -> bytes:
         v = ffi.new("gpudyn_rw_heap_view_t*")
         check(lib.gpudyn_rw_heap_get_view(self._h(), v))
-        return np.frombuffer(bytes(ffi.buffer(v)), dtype=np.uint8).copy()
+        return bytes(ffi.buffer(v))
 
-    def view_arg(self) -> np.void:
-        """:meth:`view_bytes` as a NumPy ``void`` scalar: pass it by value to a CuPy
-        ``RawKernel`` taking ``gpudyn_rw_heap_view_t``."""
-        return kernel_arg(self.view_bytes())
+    def view_arg(self) -> _view.ViewArg:
+        """The heap as a kernel argument: its ``gpudyn_rw_heap_view_t`` as a
+        structured NumPy scalar, passed by value to a CuPy ``RawKernel`` taking
+        it or to a Numba ``@cuda.jit`` kernel calling gpudyn.numba's
+        ``get_page``/``free_page``/``page_address``/``malloc``/``free``;
+        ``bytes(arg)`` is the C struct."""
+        return _view.make_arg(self._kernel_view, None, self._view_bytes())
+
+    view_bytes = _deprecated.method("RWHeap", "view_bytes", "view_arg",
+                                    lambda arg: np.frombuffer(bytes(arg), dtype=np.uint8).copy(),
+                                    " (bytes(arg) for the struct's bytes)")
+    ref = _deprecated.attribute("RWHeap", "ref", "view_arg()", lambda self: self.view_arg())
 
     @property
     def pool_address(self) -> int:
@@ -275,7 +300,9 @@ class PageHeap(OwnedHandle):
 
     def __repr__(self) -> str:
         state = "closed" if self._handle is None else f"{self.page_count} pages x {self.page_size} B"
-        return f"PageHeap({state}, word_bits={self.word_bits})"
+        return f"RWHeap({state}, word_bits={self.word_bits})"
 
 
-__all__ = ["PageHeap", "ALGORITHMS", "INVALID_PAGE"]
+__all__ = ["RWHeap", "ALGORITHMS", "INVALID_PAGE"]
+
+__getattr__ = _deprecated.module_getattr(__name__, {"PageHeap": ("gpudyn.rw_heap.RWHeap", lambda: RWHeap)})

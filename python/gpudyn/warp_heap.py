@@ -1,18 +1,20 @@
 """WarpHeap: the FDGMalloc warp-level allocator (Widmer et al. 2013).
 
-From Python, a warp heap is an arena: :meth:`WarpHeap.alloc` takes a size per
+From Python, a warp heap is an arena: :meth:`WarpHeap.malloc` takes a size per
 item and returns a device array of pointers (one block per non-zero size,
-16-byte aligned, NULL for 0), all valid until :meth:`WarpHeap.release`.
+16-byte aligned, NULL for 0), all valid until :meth:`WarpHeap.clear` (the
+arena frees its blocks all at once: there is no per-pointer free from the host).
 Kernels written against ``<gpudyn/warp_heap.cuh>`` (CuPy ``RawModule`` with
-``gpudyn.get_include()``) get the same heap through
-:meth:`WarpHeap.view_arg` (by value; the raw bytes: :meth:`WarpHeap.view_bytes`).
+``gpudyn.get_include()``), and Numba kernels calling gpudyn.numba's
+``warp_start``/``warp_alloc``/..., get the same heap through
+:meth:`WarpHeap.view_arg` (by value).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import _args
-from ._ffi import check, ffi, kernel_arg, lib, stream_handle
+from . import _args, _deprecated, _view
+from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
 from .buffer import DeviceBuffer, device_inputs, host_input, on_device, stream_device
 from .errors import InvalidArgumentError
@@ -40,8 +42,8 @@ class WarpHeap(OwnedHandle):
     backing: where its memory comes from: ``"arena"`` (default: a pool of
         ``arena_bytes`` allocated now, cut into slots taken with one atomic),
         ``"cuda_malloc"`` (CUDA device malloc, the paper's configuration), or a
-        :class:`gpudyn.PageHeap` (pages of a random-walk page heap; this heap
-        keeps it alive, and ``PageHeap.close()`` is refused while this heap is open).
+        :class:`gpudyn.RWHeap` (pages of a random-walk page heap; this heap
+        keeps it alive, and ``RWHeap.close()`` is refused while this heap is open).
     arena_bytes: pool size of the arena backing.
     max_superblock_run: arena backing: superblocks a warp takes at once at most
         (1, 2, 4, ... doubling up to this; 1 = one at a time).
@@ -60,6 +62,8 @@ class WarpHeap(OwnedHandle):
         stream); NumPy inputs are copied on this stream.
     """
 
+    _kernel_view = _view.declare("warp_heap", "WarpHeap", "gpudyn_warp_heap_view_t", elements=False)
+
     def __init__(self, superblock_bytes: int = DEFAULT_SUPERBLOCK_BYTES,
                  min_block_bytes: int = DEFAULT_MIN_BLOCK_BYTES,
                  list_capacity: int = DEFAULT_LIST_CAPACITY,
@@ -74,18 +78,18 @@ class WarpHeap(OwnedHandle):
                                 ("arena_bytes", arena_bytes, _args.U64_MAX),
                                 ("max_superblock_run", max_superblock_run, u32)):
             sizes[name] = _args.integer(w, name, value, 0, hi)
-        from .rw_heap import PageHeap
+        from .rw_heap import RWHeap
         page_heap = None
-        if isinstance(backing, PageHeap):
+        if isinstance(backing, RWHeap):
             page_heap = backing
         elif isinstance(backing, str) and backing in BACKINGS and backing != "page_heap":
             backing_value = BACKINGS[backing]
         elif isinstance(backing, str):
             raise InvalidArgumentError(f"gpudyn: WarpHeap argument 'backing' is {backing!r}, expected 'arena', "
-                                       "'cuda_malloc' or a gpudyn.PageHeap")
+                                       "'cuda_malloc' or a gpudyn.RWHeap")
         else:
             raise TypeError(f"gpudyn: WarpHeap argument 'backing' is a {type(backing).__name__}, expected "
-                            "'arena', 'cuda_malloc' or a gpudyn.PageHeap")
+                            "'arena', 'cuda_malloc' or a gpudyn.RWHeap")
         self.stream = stream
         self._stream = stream_handle(stream)
         opts = ffi.new("gpudyn_warp_heap_options_t*")
@@ -112,19 +116,19 @@ class WarpHeap(OwnedHandle):
             # collected with the cycle): its refused destroy is then retried after this heap's
             # (_handle._finalizer / _retry_deferred).
             self._own(out[0], lambda h, _backing=page_heap: lib.gpudyn_warp_heap_destroy(h))
-            page_heap._users.add(self)  # PageHeap.close() refuses while this heap is open
+            page_heap._users.add(self)  # RWHeap.close() refuses while this heap is open
         #: The CUDA device the heap belongs to: the stream's, else the one current at creation.
         self.device = stream_device(self._stream)
 
-    # ---- life time ----------------------------------------------------------
     # ---- arena --------------------------------------------------------------
-    def alloc(self, sizes) -> DeviceBuffer:
+    def malloc(self, sizes) -> DeviceBuffer:
         """One block per entry of ``sizes`` (bytes; a sequence, NumPy array or 1-D
         uint64 device array).  Returns a DeviceBuffer of uint64 device pointers
-        (0 where the size is 0), valid until :meth:`release`.  Raises
-        ``OutOfMemoryError`` when the backing allocator runs out; the heap then
-        holds exactly what it held before."""
-        w = "WarpHeap.alloc"
+        (0 where the size is 0), valid until :meth:`clear` (the C call is
+        ``gpudyn_warp_heap_alloc_batch``).  Raises ``OutOfMemoryError`` when the
+        backing allocator runs out; the heap then holds exactly what it held
+        before."""
+        w = "WarpHeap.malloc"
         host = host_input(w, "sizes", sizes, np.uint64, self.device)  # checked before any device call
         h = self._h()
         # output and temporaries on the heap's device
@@ -136,19 +140,27 @@ class WarpHeap(OwnedHandle):
                                                        ffi.cast("void**", out.ptr), self._stream))
         return out
 
-    def release(self) -> None:
-        """Frees every block handed out by :meth:`alloc` (stream-ordered)."""
+    def clear(self) -> None:
+        """Frees every block handed out by :meth:`malloc`, all at once (an arena
+        has no per-pointer free); the heap keeps its memory for later mallocs
+        and kernels (the C call is ``gpudyn_warp_heap_release``).  The cumulative
+        counters of :meth:`stats` stay; blocks kernels hold through kept headers
+        stay too (:meth:`free_kept`).  Stream-ordered."""
         check(lib.gpudyn_warp_heap_release(self._h(), self._stream))
+
+    alloc = _deprecated.method("WarpHeap", "alloc", "malloc")
+    release = _deprecated.method("WarpHeap", "release", "clear")
 
     @property
     def batch_count(self) -> int:
-        """Batches (calls of :meth:`alloc`) held until the next release."""
+        """Batches (calls of :meth:`malloc`) held until the next :meth:`clear`."""
         out = ffi.new("uint64_t*")
         check(lib.gpudyn_warp_heap_batch_count(self._h(), out))
         return int(out[0])
 
-    def stats(self) -> dict:
-        """Device counters (synchronizes the stream): live ``headers``,
+    def stats(self) -> dict[str, int]:
+        """Device counters (synchronizes the stream; the keys are the fields of
+        ``gpudyn_warp_heap_stats_t``): live ``headers``,
         ``superblocks``, ``large_blocks``, ``bytes_reserved`` (taken from the
         backing allocator) and ``bytes_requested`` (handed out, rounded to the
         minimum block), plus cumulative ``backing_allocations``,
@@ -174,17 +186,22 @@ class WarpHeap(OwnedHandle):
         return int(out[0])
 
     # ---- kernels --------------------------------------------------------------
-    def view_bytes(self) -> np.ndarray:
-        """The ``gpudyn_warp_heap_view_t`` as raw bytes (uint8), to pass by value
-        to a kernel (e.g. as a NumPy structured scalar in a CuPy RawKernel)."""
+    def _view_bytes(self) -> bytes:
         v = ffi.new("gpudyn_warp_heap_view_t*")
         check(lib.gpudyn_warp_heap_get_view(self._h(), v))
-        return np.frombuffer(bytes(ffi.buffer(v)), dtype=np.uint8).copy()
+        return bytes(ffi.buffer(v))
 
-    def view_arg(self) -> np.void:
-        """:meth:`view_bytes` as a NumPy ``void`` scalar: pass it by value to a CuPy
-        ``RawKernel`` taking ``gpudyn_warp_heap_view_t``."""
-        return kernel_arg(self.view_bytes())
+    def view_arg(self) -> _view.ViewArg:
+        """The heap as a kernel argument: its ``gpudyn_warp_heap_view_t`` as a
+        structured NumPy scalar, passed by value to a CuPy ``RawKernel`` taking
+        it or to a Numba ``@cuda.jit`` kernel calling gpudyn.numba's warp
+        collectives; ``bytes(arg)`` is the C struct."""
+        return _view.make_arg(self._kernel_view, None, self._view_bytes())
+
+    view_bytes = _deprecated.method("WarpHeap", "view_bytes", "view_arg",
+                                    lambda arg: np.frombuffer(bytes(arg), dtype=np.uint8).copy(),
+                                    " (bytes(arg) for the struct's bytes)")
+    ref = _deprecated.attribute("WarpHeap", "ref", "view_arg()", lambda self: self.view_arg())
 
     def free_kept(self, headers) -> None:
         """Frees warp headers that a kernel kept (``warp_heap::keep``) and will not

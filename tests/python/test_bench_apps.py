@@ -230,11 +230,10 @@ def test_numba_kernels_compile(monkeypatch):
     """Every kernel of the bench compiles to PTX without a GPU; the gpudyn ones call
     the GGArray shims (with gdn.at when it exists, else a stand-in over gdn.size)."""
     pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
+    import gpudyn
     import gpudyn.numba as gdn
-    from gpudyn.numba import _refs
     from numba import cuda
     from numba.cuda import dispatcher, types
-    from numba.cuda.typing.typeof import typeof
 
     apps = _apps()
     cc = compile_arch()
@@ -247,9 +246,7 @@ def test_numba_kernels_compile(monkeypatch):
             return gdn.size(ref) + i
         lib = pytypes.SimpleNamespace(size=gdn.size, push_back=gdn.push_back, at=at)
     ks = apps.kernels(lib)
-    kinds = {cls.__name__: kind for cls, kind in _refs._kinds()}
-    rc = _refs.ref_class(kinds["GGArray"], np.int32)
-    ref = typeof(rc(*(s(0) for s in rc._gpudyn_scalars)))
+    ref = gdn.ref_type(gpudyn.GGArray, np.int32)
     a32, a64 = types.Array(types.int32, 1, "C"), types.Array(types.int64, 1, "C")
     assert len(ks) == 10
     for name, k in ks.items():

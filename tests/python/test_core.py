@@ -12,7 +12,7 @@ from gpudyn import _ffi
 
 
 def test_version_matches_library():
-    assert gpudyn.lib.gpudyn_get_version() == _ffi.version_number(gpudyn.__version__)
+    assert _ffi.lib.gpudyn_get_version() == _ffi.version_number(gpudyn.__version__)
     header = open(os.path.join(gpudyn.get_include(), "gpudyn", "gpudyn.h")).read()
     parts = [re.search(rf"#define GPUDYN_VERSION_{k} (\d+)", header).group(1) for k in ("MAJOR", "MINOR", "PATCH")]
     assert ".".join(parts) == gpudyn.__version__
@@ -28,7 +28,7 @@ def test_cdef_is_derived_from_every_header():
             declared |= set(re.findall(r"GPUDYN_API\s+[\w\s\*]+?\b(gpudyn_\w+)\s*\(", text))
     assert "gpudyn_get_version" in declared
     for fn in sorted(declared):
-        assert hasattr(gpudyn.lib, fn), fn
+        assert hasattr(_ffi.lib, fn), fn
     code = re.sub(r"/\*.*?\*/", "", _ffi.cdef_source(), flags=re.S)  # comments may mention anything
     assert "GPUDYN_API" not in code and "extern" not in code and "#" not in code
 
@@ -46,7 +46,7 @@ def test_paper_instrumentation_is_only_in_the_experimental_surface():
             assert not any("experimental" in i for i in re.findall(r'#\s*include\s+"([^"]+)"', text)), name
     exp = open(os.path.join(inc, "experimental.h")).read()
     for fn in ("gpudyn_exp_rw_heap_get_pages", "gpudyn_exp_rw_heap_malloc", "gpudyn_exp_rw_heap_occupy"):
-        assert fn in exp and hasattr(gpudyn.lib, fn)
+        assert fn in exp and hasattr(_ffi.lib, fn)
     assert os.path.isfile(os.path.join(inc, "experimental", "page_queue.cuh"))
     assert "page_queue" not in open(os.path.join(inc, "rw_heap.cuh")).read()
 
@@ -57,22 +57,22 @@ def test_status_names_and_exception_mapping():
         4: gpudyn.CudaError, 5: gpudyn.NotSupportedError, 6: gpudyn.InternalError,
     }
     for status, cls in expected.items():
-        name = gpudyn.ffi.string(gpudyn.lib.gpudyn_status_string(status)).decode()
+        name = _ffi.ffi.string(_ffi.lib.gpudyn_status_string(status)).decode()
         assert name == cls.status_name
         with pytest.raises(cls) as info:
-            gpudyn.check(status)
+            _ffi.check(status)
         assert info.value.status == status
         assert isinstance(info.value, gpudyn.GpudynError)
-    gpudyn.check(0)
+    _ffi.check(0)
 
 
 def test_invalid_argument_message_names_argument():
     with pytest.raises(gpudyn.InvalidArgumentError, match="'count'"):
-        gpudyn.check(gpudyn.lib.gpudyn_get_device_count(gpudyn.ffi.NULL))
+        _ffi.check(_ffi.lib.gpudyn_get_device_count(_ffi.ffi.NULL))
     with pytest.raises(gpudyn.InvalidArgumentError, match="'bytes' is 0"):
-        gpudyn.check(gpudyn.lib.gpudyn_device_alloc(gpudyn.ffi.new("void**"), 0, gpudyn.ffi.NULL))
+        _ffi.check(_ffi.lib.gpudyn_device_alloc(_ffi.ffi.new("void**"), 0, _ffi.ffi.NULL))
     with pytest.raises(gpudyn.InvalidArgumentError, match="'value' is 300"):
-        gpudyn.check(gpudyn.lib.gpudyn_memset(gpudyn.ffi.cast("void*", 16), 300, 4, gpudyn.ffi.NULL))
+        _ffi.check(_ffi.lib.gpudyn_memset(_ffi.ffi.cast("void*", 16), 300, 4, _ffi.ffi.NULL))
 
 
 def test_cuda_versions_without_gpu():
@@ -102,7 +102,7 @@ def test_stream_handle_accepts_common_stream_objects():
     class TorchLike:
         cuda_stream = 5678
 
-    f = gpudyn.ffi
+    f = _ffi.ffi
     assert int(f.cast("uintptr_t", _ffi.stream_handle(None))) == 0
     assert int(f.cast("uintptr_t", _ffi.stream_handle(42))) == 42
     assert int(f.cast("uintptr_t", _ffi.stream_handle(CupyLike()))) == 1234
@@ -200,7 +200,7 @@ def test_owned_handle_is_destroyed_once():
 
     class Thing(OwnedHandle):
         def __init__(self):
-            self._own(gpudyn.ffi.new("int*"), lambda h: calls.append(h) or 0)
+            self._own(_ffi.ffi.new("int*"), lambda h: calls.append(h) or 0)
 
     with Thing() as t:
         assert t._h() is not None
@@ -221,7 +221,7 @@ def _thing_class():
 
     class Thing(OwnedHandle):
         def __init__(self, destroy):
-            self._own(gpudyn.ffi.new("int*"), destroy)
+            self._own(_ffi.ffi.new("int*"), destroy)
 
         def call(self, inside, release):
             self._h()
@@ -259,7 +259,7 @@ def test_owned_handle_close_waits_for_calls_in_flight():
 
 def test_owned_handle_with_block_keeps_the_users_exception():
     refuse = [True]
-    t = _thing_class()(lambda h: gpudyn.lib.GPUDYN_ERROR_INVALID_ARGUMENT if refuse else 0)
+    t = _thing_class()(lambda h: _ffi.lib.GPUDYN_ERROR_INVALID_ARGUMENT if refuse else 0)
     with pytest.raises(KeyError, match="the block's own error") as info:
         with t:
             raise KeyError("the block's own error")
@@ -272,7 +272,7 @@ def test_owned_handle_with_block_keeps_the_users_exception():
 
 
 def test_owned_handle_destroy_refused_in_a_finalizer_is_retried():
-    """A backing (Heap, PageHeap) refuses its destroy while a user lives; when the
+    """A backing (Heap, RWHeap) refuses its destroy while a user lives; when the
     collector finalizes it before its user (both in one cycle), the destroy is
     retried after the user's."""
     import gc
@@ -282,7 +282,7 @@ def test_owned_handle_destroy_refused_in_a_finalizer_is_retried():
 
     def backing_destroy(h):
         events.append("refused" if users else "backing destroyed")
-        return gpudyn.lib.GPUDYN_ERROR_INVALID_ARGUMENT if users else 0
+        return _ffi.lib.GPUDYN_ERROR_INVALID_ARGUMENT if users else 0
 
     def user_destroy(h):
         users.clear()

@@ -83,10 +83,10 @@ SCALARS = [
     (lambda **k: gpudyn.StaticArray(**{"capacity": 10, **k}), "capacity", 1, U64),
     (gpudyn.VmmArray, "initial_capacity", 0, U64),
     (gpudyn.VmmArray, "max_capacity", 0, U64),
-    (gpudyn.PageHeap, "page_count", 1, 1 << 31),
-    (gpudyn.PageHeap, "page_size", 1, U64),
-    (gpudyn.PageHeap, "word_bits", 0, U32),
-    (gpudyn.PageHeap, "max_random_steps", 0, U32),
+    (gpudyn.RWHeap, "page_count", 1, 1 << 31),
+    (gpudyn.RWHeap, "page_size", 1, U64),
+    (gpudyn.RWHeap, "word_bits", 0, U32),
+    (gpudyn.RWHeap, "max_random_steps", 0, U32),
     (gpudyn.WarpHeap, "superblock_bytes", 0, U64),
     (gpudyn.WarpHeap, "min_block_bytes", 0, U32),
     (gpudyn.WarpHeap, "list_capacity", 0, U32),
@@ -111,7 +111,7 @@ def test_constructor_scalars_are_checked_first(make, name, lo, hi, data):
 
 
 @pytest.mark.parametrize("make,name", [
-    (lambda: gpudyn.PageHeap(max_random_steps=0), "max_random_steps"),
+    (lambda: gpudyn.RWHeap(max_random_steps=0), "max_random_steps"),
     (lambda: gpudyn.GGArray(first_bucket=1000), "first_bucket"),
     (lambda: gpudyn.GGArray(first_bucket=16), "first_bucket"),
     (lambda: gpudyn.GGArray(first_bucket=1 << 31), "first_bucket"),
@@ -135,7 +135,7 @@ def test_issue_examples():
     with pytest.raises(ValueError, match="'num_lfvectors' is 1.5"):
         gpudyn.GGArray(num_lfvectors=1.5)
     with pytest.raises(TypeError, match="'use_lockmap'"):
-        gpudyn.PageHeap(use_lockmap="yes")
+        gpudyn.RWHeap(use_lockmap="yes")
     # extend checks `algorithm` before it touches the array (a bare instance has no handle)
     g = gpudyn.GGArray.__new__(gpudyn.GGArray)
     with pytest.raises(TypeError, match="'algorithm' is True"):
@@ -144,7 +144,7 @@ def test_issue_examples():
         g.extend(np.zeros(3, np.int32), algorithm="bubble")
     with pytest.raises(ValueError, match="closed"):  # a good algorithm reaches the handle check
         g.extend(np.zeros(3, np.int32), algorithm="atomic")
-    h = gpudyn.PageHeap.__new__(gpudyn.PageHeap)
+    h = gpudyn.RWHeap.__new__(gpudyn.RWHeap)
     with pytest.raises(TypeError, match="'stats'"):
         h.get_pages(1, stats="no")
     with pytest.raises(ValueError, match="'n' is -3"):
@@ -193,7 +193,7 @@ def test_big_endian_device_array_is_refused_before_any_device_call():
 def test_numpy_dtype_mismatch_is_refused_not_wrapped():
     # int64 page ids cast silently to uint32 would wrap; the check comes before any copy.
     with pytest.raises(TypeError, match="'pages' has dtype int64, expected uint32"):
-        as_device_array(np.array([1, 1 << 40]), dtype=np.uint32, where="PageHeap.free_pages", name="pages")
+        as_device_array(np.array([1, 1 << 40]), dtype=np.uint32, where="RWHeap.free_pages", name="pages")
 
 
 @FAST
@@ -249,7 +249,7 @@ def test_every_stream_spelling_gives_the_handle(h, kind):
     else:
         s, h = types.SimpleNamespace(handle=ctypes.c_void_p(None)), 0
     assert _ffi.stream_value(s) == h
-    assert int(gpudyn.ffi.cast("uintptr_t", _ffi.stream_handle(s))) == h
+    assert int(_ffi.ffi.cast("uintptr_t", _ffi.stream_handle(s))) == h
 
 
 @pytest.mark.parametrize("bad", [True, np.bool_(False), "stream", 1.0, -1, np.int64(-1), 1 << 64,
@@ -294,7 +294,7 @@ def test_failed_destroy_keeps_the_handle_for_a_retry():
 
     class Thing(OwnedHandle):
         def __init__(self):
-            self._own(gpudyn.ffi.new("int*"), lambda h: calls.append(1) or results.pop(0))  # never keep h
+            self._own(_ffi.ffi.new("int*"), lambda h: calls.append(1) or results.pop(0))  # never keep h
 
     t = Thing()
     with pytest.raises(gpudyn.InvalidArgumentError):
@@ -320,10 +320,10 @@ def test_failed_destroy_keeps_the_handle_for_a_retry():
 
 def test_page_heap_close_refused_while_a_warp_heap_uses_it():
     destroyed = []
-    heap = gpudyn.PageHeap.__new__(gpudyn.PageHeap)  # stand-ins: no device here
+    heap = gpudyn.RWHeap.__new__(gpudyn.RWHeap)  # stand-ins: no device here
     import weakref
     heap._users = weakref.WeakSet()
-    heap._own(gpudyn.ffi.new("int*"), lambda h: destroyed.append(h) or 0)
+    heap._own(_ffi.ffi.new("int*"), lambda h: destroyed.append(h) or 0)
     user = gpudyn.WarpHeap.__new__(gpudyn.WarpHeap)
     user._handle = object()  # open
     heap._users.add(user)
@@ -342,7 +342,7 @@ def test_waiting_on_the_same_stream_does_nothing():
     _ffi.wait_for(h, 0)
     _ffi.wait_for(h, 1)
     _ffi.wait_for(_ffi.stream_handle(7), 7)
-    gpudyn.check(gpudyn.lib.gpudyn_stream_wait(_ffi.stream_handle(7), _ffi.stream_handle(7)))
+    _ffi.check(_ffi.lib.gpudyn_stream_wait(_ffi.stream_handle(7), _ffi.stream_handle(7)))
 
 
 # ---- values a dtype cannot hold, sizes beyond 64 bits, ordinals ---------------------
@@ -446,7 +446,7 @@ def test_host_integers_beyond_int64_reach_the_range_check():
 
 
 def test_get_pages_checks_n_against_the_page_count_before_allocating():
-    h = gpudyn.PageHeap.__new__(gpudyn.PageHeap)  # a stand-in: no device here
+    h = gpudyn.RWHeap.__new__(gpudyn.RWHeap)  # a stand-in: no device here
     h._handle, h.page_count, h.stream = object(), 1024, None
     for n in (1025, 1 << 40, 1 << 62):  # 1 << 62 was cffi's OverflowError, 1 << 40 OutOfMemoryError
         with pytest.raises(gpudyn.InvalidArgumentError, match=f"'n' is {n}, more than the 1024 pages"):

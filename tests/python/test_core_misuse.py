@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gpudyn
+from gpudyn import _ffi
 
 pytestmark = pytest.mark.gpu
 
@@ -18,21 +19,21 @@ PAGE_COUNT = 2048
 
 
 def test_page_heap_cannot_be_closed_under_its_warp_heap():
-    pages = gpudyn.PageHeap(page_count=PAGE_COUNT, page_size=PAGE_BYTES)
+    pages = gpudyn.RWHeap(page_count=PAGE_COUNT, page_size=PAGE_BYTES)
     wh = gpudyn.WarpHeap(backing=pages)
-    wh.alloc(np.full(1000, 64, dtype=np.uint64))
+    wh.malloc(np.full(1000, 64, dtype=np.uint64))
     with pytest.raises(gpudyn.InvalidArgumentError, match="WarpHeap"):
         pages.close()
     # Both still work: the backing was not freed under the warp heap.
     assert pages.free_page_count < PAGE_COUNT
-    ptrs = wh.alloc(np.full(1000, 64, dtype=np.uint64)).to_numpy()
+    ptrs = wh.malloc(np.full(1000, 64, dtype=np.uint64)).to_numpy()
     assert (ptrs != 0).all() and len(np.unique(ptrs)) == 1000
-    wh.release()
+    wh.clear()
     assert pages.free_page_count == PAGE_COUNT
     # The warp heap keeps its backing alive when the caller drops it.
     del pages
     gc.collect()
-    assert (wh.alloc([64] * 100).to_numpy() != 0).all()
+    assert (wh.malloc([64] * 100).to_numpy() != 0).all()
     backing = wh._page_heap
     wh.close()
     backing.close()  # allowed now
@@ -41,7 +42,7 @@ def test_page_heap_cannot_be_closed_under_its_warp_heap():
 
 
 def test_page_ids_and_addresses_are_kept_apart():
-    with gpudyn.PageHeap(page_count=4096) as heap:
+    with gpudyn.RWHeap(page_count=4096) as heap:
         pages = heap.get_pages(100)
         ptrs = heap.malloc(np.full(10, 256, dtype=np.uint64))
         free_before = heap.free_page_count
@@ -60,32 +61,32 @@ def test_page_ids_and_addresses_are_kept_apart():
         with pytest.raises(ValueError, match="pointers"):
             heap.free([heap.pool_address + heap.page_count * heap.page_size])  # one past the pool
         assert heap.free_page_count == free_before  # every misuse left the heap as it was
-        assert heap.info()["bad_frees"] == 0
+        assert heap.stats()["bad_frees"] == 0
         heap.free(ptrs)
         heap.free_pages(pages.to_numpy().tolist())  # host ids as Python ints
         assert heap.free_page_count == heap.page_count
 
 
 def test_page_heap_check_reports_failures_and_bad_frees_once():
-    with gpudyn.PageHeap(page_count=4096) as heap:
+    with gpudyn.RWHeap(page_count=4096) as heap:
         pages = heap.get_pages(10).to_numpy()
         heap.free_pages(pages.tolist())
         heap.free_pages(pages[:3].tolist())  # double frees: counted, nothing changes
-        assert heap.info()["bad_frees"] == 3 and heap.free_page_count == 4096
+        assert heap.stats()["bad_frees"] == 3 and heap.free_page_count == 4096
         with pytest.raises(gpudyn.InvalidArgumentError, match=r"\b3 bad free"):
             heap.check()
         heap.check()  # reported once; info keeps counting
-        assert heap.info()["bad_frees"] == 3
+        assert heap.stats()["bad_frees"] == 3
         held = heap.get_pages(4000)
         with pytest.raises(gpudyn.OutOfMemoryError):
             heap.get_pages(200)
-        failed = heap.info()["failed_requests"]
+        failed = heap.stats()["failed_requests"]
         assert failed >= 104
         with pytest.raises(gpudyn.OutOfMemoryError, match=rf"\b{failed} request\(s\) found no free page"):
             heap.check()
         heap.check()
         heap.free_pages(held)
-        heap.reset()  # zeroes the counters, and what the check saw of them
+        heap.clear()  # zeroes the counters, and what the check saw of them
         heap.free_pages(pages[:1].tolist())
         with pytest.raises(gpudyn.InvalidArgumentError, match=r"\b1 bad free"):
             heap.check()
@@ -177,7 +178,7 @@ class _SlowFree:
         return getattr(self._lib, name)
 
     def gpudyn_device_free(self, ptr, stream):
-        self.calls.append(int(gpudyn.ffi.cast("uintptr_t", ptr)))
+        self.calls.append(int(_ffi.ffi.cast("uintptr_t", ptr)))
         time.sleep(0.05)  # the other thread's close() runs meanwhile
         return self._lib.gpudyn_device_free(ptr, stream) if len(self.calls) == 1 else 0
 
@@ -241,7 +242,7 @@ def test_with_block_keeps_the_users_exception():
 
 def _free_memory(device: int, cupy) -> int:
     # A device synchronize also hands the stream-ordered pools' freed memory back
-    # (release threshold 0): a PageHeap's pool shows as free only after one.
+    # (release threshold 0): a RWHeap's pool shows as free only after one.
     cupy.cuda.runtime.deviceSynchronize()
     return gpudyn.device_info(device)["free_memory"]
 
@@ -252,15 +253,15 @@ def _backing_and_user(backing):
         user = gpudyn.GGArray(np.int32, num_lfvectors=8, pool_bytes=None, heap=b)
         user.extend(np.arange(1000, dtype=np.int32))
     else:
-        b = gpudyn.PageHeap(page_count=8192, page_size=64 << 10)  # a 512 MiB pool
+        b = gpudyn.RWHeap(page_count=8192, page_size=64 << 10)  # a 512 MiB pool
         user = gpudyn.WarpHeap(backing=b)
-        user.alloc([64] * 100)
+        user.malloc([64] * 100)
     return b, user
 
 
-@pytest.mark.parametrize("backing", ["Heap", "PageHeap"])
+@pytest.mark.parametrize("backing", ["Heap", "RWHeap"])
 def test_a_reference_cycle_through_a_backing_frees_it(backing):
-    """A backing and its user (GGArray of a Heap, WarpHeap of a PageHeap) in one
+    """A backing and its user (GGArray of a Heap, WarpHeap of a RWHeap) in one
     reference cycle: the collector may finalize the backing first, whose destroy
     is refused while the user lives; it is retried after the user's."""
     import weakref
@@ -356,10 +357,10 @@ def test_close_of_a_heap_waits_for_an_array_being_created_on_it(monkeypatch):
 def test_close_of_a_page_heap_waits_for_a_warp_heap_being_created_on_it(monkeypatch):
     from gpudyn import warp_heap as warp_heap_module
 
-    page_heap = gpudyn.PageHeap(page_count=4096, page_size=4096)
+    page_heap = gpudyn.RWHeap(page_count=4096, page_size=4096)
     waited, errors, made = _close_during_create(monkeypatch, warp_heap_module, "gpudyn_warp_heap_create",
                                                 page_heap, lambda: gpudyn.WarpHeap(backing=page_heap))
-    assert waited, "PageHeap.close() destroyed the page heap while a WarpHeap was being created on it"
+    assert waited, "RWHeap.close() destroyed the page heap while a WarpHeap was being created on it"
     assert len(made) == 1
     assert len(errors) == 1 and isinstance(errors[0], gpudyn.InvalidArgumentError)
     made[0].close()

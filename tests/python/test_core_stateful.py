@@ -89,8 +89,8 @@ class ArrayMachine(RuleBasedStateMachine):
             assert np.array_equal(np.sort(a.to_numpy()), want)
 
 
-class PageHeapMachine(RuleBasedStateMachine):
-    """PageHeap against a set of live page ids and live RW_malloc ranges: pages unique and
+class RWHeapMachine(RuleBasedStateMachine):
+    """RWHeap against a set of live page ids and live RW_malloc ranges: pages unique and
     not live, out-of-memory exactly when fewer pages are free than asked, ranges disjoint
     from each other and from live pages, free counts exact, misuse refused with no effect."""
 
@@ -98,7 +98,7 @@ class PageHeapMachine(RuleBasedStateMachine):
 
     def __init__(self):
         super().__init__()
-        self.heap = gpudyn.PageHeap(page_count=self.PAGES, page_size=self.PAGE)
+        self.heap = gpudyn.RWHeap(page_count=self.PAGES, page_size=self.PAGE)
         self.base = self.heap.pool_address
         self.live = set()
         self.blocks = {}  # address -> size
@@ -177,7 +177,7 @@ class PageHeapMachine(RuleBasedStateMachine):
         starts = [self.base + p * self.PAGE for p in self.live] + list(self.blocks)
         sizes = [self.PAGE] * len(self.live) + list(self.blocks.values())
         assert _disjoint(starts, sizes), "a live page or block overlaps another"
-        assert self.heap.info()["bad_frees"] == 0
+        assert self.heap.stats()["bad_frees"] == 0
 
 
 class WarpHeapMachine(RuleBasedStateMachine):
@@ -196,7 +196,7 @@ class WarpHeapMachine(RuleBasedStateMachine):
 
     @rule(sizes=st.lists(st.integers(0, 3000), max_size=300))
     def alloc(self, sizes):
-        ptrs = self.heap.alloc(sizes).to_numpy()
+        ptrs = self.heap.malloc(sizes).to_numpy()
         assert ptrs.shape == (len(sizes),)
         for p, s in zip(ptrs.tolist(), sizes):
             assert (p == 0) == (s == 0) and p % 16 == 0
@@ -206,7 +206,7 @@ class WarpHeapMachine(RuleBasedStateMachine):
 
     @rule()
     def release(self):
-        self.heap.release()
+        self.heap.clear()
         self.blocks, self.batches = [], 0
         assert self.heap.backing_free_bytes() == self.free0
 
@@ -221,7 +221,7 @@ class WarpHeapMachine(RuleBasedStateMachine):
 
 TestArrays = ArrayMachine.TestCase
 TestArrays.settings = SETTINGS
-TestPageHeap = PageHeapMachine.TestCase
-TestPageHeap.settings = SETTINGS
+TestRWHeap = RWHeapMachine.TestCase
+TestRWHeap.settings = SETTINGS
 TestWarpHeap = WarpHeapMachine.TestCase
 TestWarpHeap.settings = SETTINGS

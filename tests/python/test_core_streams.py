@@ -60,12 +60,12 @@ def _keep_busy(stream):
 
 
 def _copy_on(stream, dst, src):
-    gpudyn.check(gpudyn.lib.gpudyn_memcpy(dst._ptr, src._ptr, src.nbytes, gpudyn.lib.GPUDYN_MEMCPY_DEVICE_TO_DEVICE,
+    _ffi.check(_ffi.lib.gpudyn_memcpy(dst._ptr, src._ptr, src.nbytes, _ffi.lib.GPUDYN_MEMCPY_DEVICE_TO_DEVICE,
                                           _ffi.stream_handle(stream)))
 
 
 def _sync_all():
-    gpudyn.check(gpudyn.lib.gpudyn_stream_synchronize(gpudyn.ffi.NULL))
+    _ffi.check(_ffi.lib.gpudyn_stream_synchronize(_ffi.ffi.NULL))
 
 
 class Produced:
@@ -111,7 +111,7 @@ def test_device_input_waits_for_its_producer_stream(side_streams, consumer, spel
         s.reserve(N)
         values = np.arange(N, dtype=np.int32) * 3 + 1
     elif consumer == "page_heap_free_pages":
-        s = gpudyn.PageHeap(page_count=N)
+        s = gpudyn.RWHeap(page_count=N)
         values = s.get_pages(N).to_numpy()  # every page taken; the input frees them all
         assert s.free_page_count == 0
     else:
@@ -126,7 +126,7 @@ def test_device_input_waits_for_its_producer_stream(side_streams, consumer, spel
         src = gpudyn.DeviceBuffer(len(values), dtype, stream=side)
         src.fill_bytes(0)
         vals = gpudyn.DeviceBuffer.from_numpy(values)
-        gpudyn.check(gpudyn.lib.gpudyn_stream_synchronize(_ffi.stream_handle(side)))
+        _ffi.check(_ffi.lib.gpudyn_stream_synchronize(_ffi.stream_handle(side)))
         _sync_all()
         arg = src
 
@@ -143,12 +143,12 @@ def test_device_input_waits_for_its_producer_stream(side_streams, consumer, spel
         elif consumer == "page_heap_free_pages":
             s.free_pages(arg)
             assert s.free_page_count == N, "free_pages read its input before the producer wrote it"
-            assert s.info()["bad_frees"] == 0
+            assert s.stats()["bad_frees"] == 0
         else:
-            ptrs = s.alloc(arg).to_numpy()
+            ptrs = s.malloc(arg).to_numpy()
             assert (ptrs != 0).all(), "alloc read zero sizes: its input was read before the producer wrote it"
             assert s.stats()["bytes_requested"] == int(values.sum())
-            s.release()
+            s.clear()
     del keep
 
 
@@ -159,7 +159,7 @@ def test_structure_stream_as_cuda_stream_object_and_exports_name_it(side_streams
         assert a.__cuda_array_interface__["stream"] == side  # our stream, for consumers to wait on
         src = gpudyn.DeviceBuffer(N, np.int32, stream=producer)
         src.fill_bytes(0)
-        gpudyn.check(gpudyn.lib.gpudyn_stream_synchronize(_ffi.stream_handle(producer)))
+        _ffi.check(_ffi.lib.gpudyn_stream_synchronize(_ffi.stream_handle(producer)))
         busy = _keep_busy(producer)
         src.fill_bytes(7)  # on `producer`, behind the busy work
         a.extend(src)  # on `side`, which must wait for `producer`
@@ -176,7 +176,7 @@ def test_dlpack_export_orders_the_consumer_stream(side_streams):
     side, consumer = side_streams(), side_streams()
     buf = gpudyn.DeviceBuffer(N, np.int32, stream=side)
     buf.fill_bytes(0)
-    gpudyn.check(gpudyn.lib.gpudyn_stream_synchronize(_ffi.stream_handle(side)))
+    _ffi.check(_ffi.lib.gpudyn_stream_synchronize(_ffi.stream_handle(side)))
     busy = _keep_busy(side)
     buf.fill_bytes(9)  # on `side`, behind the busy work
     buf.__dlpack__(stream=consumer)  # the consumer's stream now waits for ours
@@ -243,7 +243,7 @@ def test_numpy_inputs_on_a_raw_handle_do_not_wait_for_other_streams(side_streams
     test_first_calls_do_not_wait_for_other_streams)."""
     side, other = side_streams(), side_streams()
     with gpudyn.Heap(initial_bytes=64 << 20, stream=side) as heap, \
-            gpudyn.PageHeap(page_count=4096, stream=side) as pages, \
+            gpudyn.RWHeap(page_count=4096, stream=side) as pages, \
             gpudyn.WarpHeap(stream=side) as warp, gpudyn.StaticArray(4096, np.int32, stream=side) as arr:
         heap_ptrs = [heap.malloc(np.full(100, 100, dtype=np.uint64)).to_numpy() for _ in range(2)]
         page_ids = [pages.get_pages(64).to_numpy() for _ in range(2)]
@@ -259,8 +259,8 @@ def test_numpy_inputs_on_a_raw_handle_do_not_wait_for_other_streams(side_streams
             r = int(checked)
             calls = {"Heap.malloc (out of memory)": failed_malloc, "Heap.free": lambda: heap.free(heap_ptrs[r]),
                      "Heap.malloc": lambda: heap.malloc([16] * 8),
-                     "PageHeap.free_pages": lambda: pages.free_pages(page_ids[r]),
-                     "PageHeap.free": lambda: pages.free(page_ptrs[r]), "WarpHeap.alloc": lambda: warp.alloc([48] * 64),
+                     "RWHeap.free_pages": lambda: pages.free_pages(page_ids[r]),
+                     "RWHeap.free": lambda: pages.free(page_ptrs[r]), "WarpHeap.malloc": lambda: warp.malloc([48] * 64),
                      "StaticArray.extend": lambda: arr.extend(x, mask=x % 2 == 0)}
             for name, call in calls.items():
                 busy = _keep_busy(other) if checked else None
@@ -271,9 +271,9 @@ def test_numpy_inputs_on_a_raw_handle_do_not_wait_for_other_streams(side_streams
         _sync_all()
         st = heap.stats()
         assert (st["allocations"], st["failed_allocations"], st["bad_frees"]) == (16, 2, 0)
-        assert pages.free_page_count == pages.page_count and pages.info()["bad_frees"] == 0
+        assert pages.free_page_count == pages.page_count and pages.stats()["bad_frees"] == 0
         assert np.array_equal(np.sort(arr.to_numpy()), np.sort(np.concatenate([x[x % 2 == 0]] * 2)))
-        warp.release()
+        warp.clear()
         for out in kept:
             if out is not None:
                 out.close()
@@ -281,20 +281,20 @@ def test_numpy_inputs_on_a_raw_handle_do_not_wait_for_other_streams(side_streams
 
 def test_numpy_page_ids_survive_a_busy_stream(side_streams):
     side = side_streams()
-    with gpudyn.PageHeap(page_count=4096, stream=side) as heap:
+    with gpudyn.RWHeap(page_count=4096, stream=side) as heap:
         pages = heap.get_pages(4096).to_numpy()
         assert heap.free_page_count == 0
         busy = _keep_busy(side)
         heap.free_pages(pages)
         junk = _reuse_freed_memory(pages.nbytes, 0xFF)  # 0xFFFFFFFF = INVALID_PAGE, skipped
         assert heap.free_page_count == 4096
-        assert heap.info()["bad_frees"] == 0
+        assert heap.stats()["bad_frees"] == 0
         del busy, junk
 
 
 def test_numpy_pointers_survive_a_busy_stream(side_streams):
     side = side_streams()
-    with gpudyn.PageHeap(page_count=4096, stream=side) as heap:
+    with gpudyn.RWHeap(page_count=4096, stream=side) as heap:
         ptrs = heap.malloc(np.full(1000, 256, dtype=np.uint64)).to_numpy()
         used = heap.page_count - heap.free_page_count
         assert used >= 1000
@@ -349,12 +349,12 @@ def test_numpy_sizes_survive_a_busy_stream(side_streams):
     sizes = np.full(4096, 48, dtype=np.uint64)
     with gpudyn.WarpHeap(stream=side) as heap:
         busy = _keep_busy(side)
-        ptrs = heap.alloc(sizes)
+        ptrs = heap.malloc(sizes)
         junk = _reuse_freed_memory(sizes.nbytes, 0)  # size 0 gives a null pointer
         ptrs = ptrs.to_numpy()
         assert (ptrs != 0).all()
         assert heap.stats()["bytes_requested"] == int(sizes.sum())
-        heap.release()
+        heap.clear()
         del busy, junk
 
 
@@ -452,7 +452,7 @@ def stream():
     return s.value
 side, other = stream(), stream()
 heap = gpudyn.Heap(initial_bytes=64 << 20, stream=side)
-pages = gpudyn.PageHeap(page_count=4096, stream=side)
+pages = gpudyn.RWHeap(page_count=4096, stream=side)
 warp = gpudyn.WarpHeap(stream=side)
 grow = gpudyn.GGArray(np.int32, stream=side)
 fixed = gpudyn.StaticArray(4096, np.int32, stream=side)
@@ -464,8 +464,8 @@ def oom():
         return None
     raise AssertionError("no OutOfMemoryError")
 calls = [("Heap.malloc", lambda: heap.malloc([16] * 8)), ("Heap.malloc (out of memory)", oom),
-         ("Heap.stats", heap.stats), ("PageHeap.get_pages", lambda: pages.get_pages(64)),
-         ("PageHeap.malloc", lambda: pages.malloc([256] * 8)), ("WarpHeap.alloc", lambda: warp.alloc([48] * 64)),
+         ("Heap.stats", heap.stats), ("RWHeap.get_pages", lambda: pages.get_pages(64)),
+         ("RWHeap.malloc", lambda: pages.malloc([256] * 8)), ("WarpHeap.malloc", lambda: warp.malloc([48] * 64)),
          ("StaticArray.extend", lambda: fixed.extend(x, mask=x % 2 == 0)),
          ("GGArray.extend", lambda: grow.extend(x, mask=x % 2 == 0)), ("GGArray.len", lambda: len(grow))]
 busy = gpudyn.DeviceBuffer(1 << 30, np.uint8, stream=other)
@@ -541,11 +541,11 @@ def test_structures_work_with_another_device_current():
     # kernel wrote into device-1 memory (cudaErrorIllegalAddress).
     out = _on_two_gpus("""
         heap = gpudyn.Heap(initial_bytes=16 << 20)
-        page = gpudyn.PageHeap(page_count=1024)
+        page = gpudyn.RWHeap(page_count=1024)
         warp = gpudyn.WarpHeap(arena_bytes=16 << 20)
         g = gpudyn.GGArray(np.int32, num_lfvectors=8)
         with on_device(1):
-            outs = [heap.malloc([64] * 8), page.get_pages(8), warp.alloc([32] * 8)]
+            outs = [heap.malloc([64] * 8), page.get_pages(8), warp.malloc([32] * 8)]
             g.extend(np.arange(1000, dtype=np.int32))
             g.append(5)
             outs.append(g.flatten())

@@ -45,16 +45,17 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** fn, int version, unsigne
 # In the child: the C ABI's status and message, and the Python API, with the stand-in driver.
 PROBE = textwrap.dedent("""
     import json, gpudyn
-    n = gpudyn.ffi.new("int32_t*")
-    status = gpudyn.lib.gpudyn_get_device_count(n)
-    c_message = gpudyn.ffi.string(gpudyn.lib.gpudyn_last_error_message()).decode()
+    from gpudyn import _ffi
+    n = _ffi.ffi.new("int32_t*")
+    status = _ffi.lib.gpudyn_get_device_count(n)
+    c_message = _ffi.ffi.string(_ffi.lib.gpudyn_last_error_message()).decode()
     try:
         gpudyn.device_count()
         py_error = None
     except gpudyn.NoDeviceError as e:
         py_error = str(e)
     print(json.dumps({"versions": gpudyn.cuda_versions(), "status": status, "c_message": c_message,
-                      "py_error": py_error, "no_device": gpudyn.lib.GPUDYN_ERROR_NO_DEVICE}))
+                      "py_error": py_error, "no_device": _ffi.lib.GPUDYN_ERROR_NO_DEVICE}))
 """)
 
 

@@ -103,7 +103,7 @@ def test_growth_memory_bound():
         add = 20000 if step == 0 else n  # stays inside CUDA's default 8 MB device heap
         g.extend(np.arange(n, n + add, dtype=np.int32))
         n += add
-    st = g.memory_stats()
+    st = g.stats()
     assert st["size"] == n
     assert np.array_equal(np.sort(g.to_numpy()), np.arange(n))
     assert st["allocated_bytes"] <= theory.ggarray_bytes_bound(n, 4)
@@ -121,7 +121,7 @@ def test_extend_maps_pool_rows_beyond_the_device_heap():
         assert len(g) == n
         flat = cp.asarray(g.flatten())
         assert bool((cp.sort(flat) == cp.arange(n, dtype=cp.int32)).all())
-        st = g.memory_stats()
+        st = g.stats()
         assert n * 4 <= st["allocated_bytes"] <= theory.ggarray_bytes_bound(n, 4)
 
 @pytest.mark.gpu
@@ -158,7 +158,7 @@ def test_vmm_dlpack_and_reserved_pool_without_heap():
     g.extend(np.arange(n, dtype=np.int32))
     assert len(g) == n
     assert np.array_equal(np.sort(g.to_numpy()), np.arange(n))
-    st = g.memory_stats()
+    st = g.stats()
     assert st["capacity"] >= 2 * n
     g.close()
 

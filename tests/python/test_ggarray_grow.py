@@ -27,7 +27,7 @@ def test_budget_property():
         assert g.budget >= 64 * MiB
         assert g.max_budget >= 1024 * MiB
         g.extend(np.arange(1000, dtype=np.int32))
-        g.view_bytes()                        # a kernel could grow now: the array maps its budget
+        g.view_arg()                          # a kernel could grow now: the array maps its budget
         assert g.budget >= 64 * MiB
         g.budget = 128 * MiB
         assert g.budget >= 128 * MiB
@@ -53,7 +53,7 @@ def test_budget_exhaustion_then_raise():
         g.budget = 64 * MiB
         g.extend(big)
         assert np.array_equal(np.sort(g.to_numpy()), np.concatenate([small, big]))
-        stats = g.memory_stats()
+        stats = g.stats()
         assert stats["allocated_bytes"] <= g.budget  # every bucket from the heap's budget
 
 

@@ -39,10 +39,10 @@ def test_default_array_takes_more_than_2_gib_from_one_kernel():
     n = 600_000_000                                  # 2.4 GB of int32
     failed = cp.zeros(1, dtype=np.int64)
     with gpudyn.GGArray(np.int32) as a:             # every default: no budget named
-        push_range[132 * 8, 256](a.ref, n, failed)
+        push_range[132 * 8, 256](a.view_arg(), n, failed)
         assert int(failed[0]) == 0
         assert len(a) == n
-        stats = a.memory_stats()
+        stats = a.stats()
         first_buckets = 512 * 1024 * 4
         assert n * 4 <= stats["allocated_bytes"] <= 2 * n * 4 + first_buckets + 2 * MiB
         flat = cp.asarray(a.flatten())
@@ -58,19 +58,19 @@ def test_clear_keeps_buckets_and_trim_gives_them_back():
     n = 1 << 22                                      # 16 MiB of int32
     failed = cp.zeros(1, dtype=np.int64)
     with gpudyn.GGArray(np.int32) as a:
-        assert a.memory_stats()["allocated_bytes"] == 0   # nothing taken up front
-        push_range[132 * 8, 256](a.ref, n, failed)
-        held = a.memory_stats()["allocated_bytes"]
+        assert a.stats()["allocated_bytes"] == 0   # nothing taken up front
+        push_range[132 * 8, 256](a.view_arg(), n, failed)
+        held = a.stats()["allocated_bytes"]
         assert n * 4 <= held <= 2 * n * 4 + 512 * 1024 * 4 + 2 * MiB
         for _ in range(3):                          # produce, clear, repeat: no new memory
             a.clear()
-            push_range[132 * 8, 256](a.ref, n, failed)
-            assert a.memory_stats()["allocated_bytes"] == held
+            push_range[132 * 8, 256](a.view_arg(), n, failed)
+            assert a.stats()["allocated_bytes"] == held
         assert len(a) == n and int(failed[0]) == 0
         a.clear()
         a.trim()
-        assert a.memory_stats()["allocated_bytes"] == 0 and a.capacity == 0
+        assert a.stats()["allocated_bytes"] == 0 and a.capacity == 0
         gpudyn.trim()
-        push_range[132 * 8, 256](a.ref, n, failed)  # grows again
+        push_range[132 * 8, 256](a.view_arg(), n, failed)  # grows again
         assert len(a) == n and int(failed[0]) == 0
         assert np.array_equal(np.sort(a.to_numpy()), np.arange(n, dtype=np.int32))

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import gpudyn
+from gpudyn import _ffi
 from gpudyn.ggarray import STATUS_ALLOCATION_FAILED, STATUS_DESTINATION_TOO_SMALL, status_error
 
 try:
@@ -76,7 +77,7 @@ def _make(kind, dtype, capacity, **gg):
 
 # ---- host: no GPU needed --------------------------------------------------------------------
 def test_destination_too_small_is_an_argument_error_naming_out():
-    assert STATUS_DESTINATION_TOO_SMALL == gpudyn.lib.GPUDYN_ARRAY_STATUS_DESTINATION_TOO_SMALL == 8
+    assert STATUS_DESTINATION_TOO_SMALL == _ffi.lib.GPUDYN_ARRAY_STATUS_DESTINATION_TOO_SMALL == 8
     assert gpudyn.GGArray.STATUS_DESTINATION_TOO_SMALL == gpudyn.StaticArray.STATUS_DESTINATION_TOO_SMALL == 8
     e = status_error("GGArray", STATUS_DESTINATION_TOO_SMALL)
     assert isinstance(e, gpudyn.InvalidArgumentError) and not isinstance(e, MemoryError)
@@ -250,12 +251,9 @@ def test_the_numba_kernels_here_compile_without_a_gpu():
     """The GPU tests' kernels, typed as their launches type them, compile to PTX here."""
     from numba.cuda import types
     from numba.cuda.typing.typeof import typeof
-    from gpudyn.numba import _refs
-    kinds = {cls.__name__: kind for cls, kind in _refs._kinds()}
 
     def ref(name, dtype):
-        cls = _refs.ref_class(kinds[name], dtype)
-        return typeof(cls(*(s(0) for s in cls._gpudyn_scalars)))
+        return gdn.ref_type(getattr(gpudyn, name), dtype)
 
     archs = gdn.build_info()["archs"]
     cc = divmod(int(("90" if "90" in archs else archs[0]).rstrip("af")), 10)
@@ -278,7 +276,7 @@ def test_the_numba_kernels_here_compile_without_a_gpu():
 def test_numba_reads_every_element_of_a_many_bucket_ggarray(num_lfvectors):
     n, block, salt = (4096 if SANITIZER else 60_000), 128, 7 << 40
     with gpudyn.GGArray(np.int64, num_lfvectors=num_lfvectors, first_bucket=32) as a:
-        produce_uneven[(n + block - 1) // block, block](a.ref, n, salt)
+        produce_uneven[(n + block - 1) // block, block](a.view_arg(), n, salt)
         want = a.to_numpy()  # the order at() and span() follow
         np.testing.assert_array_equal(np.sort(want), uneven_reference(n, block, salt))  # each element once
         m = len(want)
@@ -286,21 +284,21 @@ def test_numba_reads_every_element_of_a_many_bucket_ggarray(num_lfvectors):
             assert m > 32 * num_lfvectors * 15  # LFVectors of four buckets or more (32, 64, 128, 256, ...)
         out = cuda.to_device(np.full(m + 1, -1, np.int64))
         sizes = cuda.to_device(np.full(4, 99, np.uint64))
-        read_at[64, 256](a.ref, out, sizes)
+        read_at[64, 256](a.view_arg(), out, sizes)
         got = out.copy_to_host()
         np.testing.assert_array_equal(got[:m], want)
         assert got[m] == -1  # nothing written past the elements
         assert list(sizes.copy_to_host()) == [m, m, 0, 0]
         out = cuda.to_device(np.full(m, -1, np.int64))
         hits = cuda.to_device(np.zeros(m, np.uint32))
-        read_spans[48, 128](a.ref, m, 1000, out, hits)
+        read_spans[48, 128](a.view_arg(), m, 1000, out, hits)
         np.testing.assert_array_equal(out.copy_to_host(), want)
         assert (hits.copy_to_host() == 1).all()  # every element visited exactly once
 
         # A ref taken before more pushes: size() counts them (live counters), at() and
         # ranged_size() still cover the elements as of that ref, in the same order.
-        stale = a.ref
-        produce_uneven[(n + block - 1) // block, block](a.ref, n, salt + 2)
+        stale = a.view_arg()
+        produce_uneven[(n + block - 1) // block, block](a.view_arg(), n, salt + 2)
         out = cuda.to_device(np.full(m + 1, -1, np.int64))
         read_at[64, 256](stale, out, sizes)
         assert list(sizes.copy_to_host()[:2]) == [m, len(a)] and len(a) > m
@@ -331,10 +329,10 @@ def test_numba_at_and_span_read_every_dtype_exactly(kind, dtype):
         arr.extend(_values(dtype, 7)[::-1].copy())
         want = arr.to_numpy()
         out = cuda.to_device(np.zeros(len(want), dtype))
-        copy_at[16, 128](arr.ref, len(want), out)
+        copy_at[16, 128](arr.view_arg(), len(want), out)
         np.testing.assert_array_equal(out.copy_to_host(), want)
         out = cuda.to_device(np.zeros(len(want), dtype))
-        copy_spans[1, 32](arr.ref, len(want), out)
+        copy_spans[1, 32](arr.view_arg(), len(want), out)
         np.testing.assert_array_equal(out.copy_to_host(), want)
 
 
@@ -354,8 +352,8 @@ def test_produce_consume_loop_needs_no_host_wait():
         def loop():
             a, b = a0, b0
             for k in range(iters):
-                produce_round[(m + 127) // 128, 128, s](a.ref, m, k)
-                consume_round[64, 128, s](a.ref, b.ref, mismatch)
+                produce_round[(m + 127) // 128, 128, s](a.view_arg(), m, k)
+                consume_round[64, 128, s](a.view_arg(), b.view_arg(), mismatch)
                 a.clear()
                 a, b = b, a
             return a

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import gpudyn
-from gpudyn import ffi, lib
+from gpudyn._ffi import check, ffi, lib
 from gpudyn.ggarray import STATUS_ALLOCATION_FAILED, STATUS_CAPACITY_EXCEEDED, STATUS_WRONG_ELEMENT_SIZE, status_error
 
 PREFIXES = ["gpudyn_ggarray_", "gpudyn_static_array_", "gpudyn_vmm_array_"]
@@ -17,10 +17,10 @@ def test_status_abi_refuses_null_array(prefix):
     out = ffi.new("uint32_t*")
     out[0] = 12345
     with pytest.raises(gpudyn.InvalidArgumentError, match="'array'"):
-        gpudyn.check(getattr(lib, prefix + "get_status")(ffi.NULL, out, ffi.NULL))
+        check(getattr(lib, prefix + "get_status")(ffi.NULL, out, ffi.NULL))
     assert out[0] == 12345  # untouched on failure
     with pytest.raises(gpudyn.InvalidArgumentError, match="'array'"):
-        gpudyn.check(getattr(lib, prefix + "clear_status")(ffi.NULL, ffi.NULL))
+        check(getattr(lib, prefix + "clear_status")(ffi.NULL, ffi.NULL))
 
 
 def test_status_bits_match_the_header():

@@ -51,7 +51,7 @@ def test_pushes_after_clear_fill_the_kept_buckets_from_the_start():
     n = 50_000  # about 13 buckets an LFVector: the window moves many times
     ok = _push_ids(cp, mod, a.view_arg(), n, 0)
     assert ok.sum() == _expected_ids(n, 0).size and a.status == 0
-    held = a.memory_stats()["allocated_bytes"]
+    held = a.stats()["allocated_bytes"]
     old_view = a.view_arg()
     a.clear()
     assert len(a) == 0
@@ -63,7 +63,7 @@ def test_pushes_after_clear_fill_the_kept_buckets_from_the_start():
     want = np.concatenate([_expected_ids(n // 2, 10**6), _expected_ids(n // 2, 2 * 10**6)])
     got = a.to_numpy()
     assert np.array_equal(np.sort(got), np.sort(want))  # each once, none of the first run's left
-    assert a.memory_stats()["allocated_bytes"] == held  # the kept buckets served: nothing new allocated
+    assert a.stats()["allocated_bytes"] == held  # the kept buckets served: nothing new allocated
 
 
 @pytest.mark.gpu

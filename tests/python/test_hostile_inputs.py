@@ -2,7 +2,7 @@
 "bad input never reaches a kernel"): every one is refused before any copy or
 device work, in constant time, with a gpudyn error naming the argument.
 
-- Addresses (Heap.free, PageHeap.free, WarpHeap.free_kept / tidy_up_kept) take
+- Addresses (Heap.free, RWHeap.free, WarpHeap.free_kept / tidy_up_kept) take
   64-bit integer dtypes only: an int32 array would hold truncated addresses.
 - Counts: an input of more bytes than the device's memory (a 2**40-entry
   broadcast view, a huge range) is OutOfMemoryError at once, never read or copied.
@@ -108,7 +108,7 @@ def _open(cls, **attrs):
 
 
 def _page_heap():
-    return _open(gpudyn.PageHeap, page_count=1024, page_size=256)
+    return _open(gpudyn.RWHeap, page_count=1024, page_size=256)
 
 
 def _array(cls, dtype=np.int32):
@@ -118,7 +118,7 @@ def _array(cls, dtype=np.int32):
 # ---- 64-bit addresses ----------------------------------------------------------------
 ADDRESS_CALLS = {
     "Heap.free": lambda x: _open(gpudyn.Heap).free(x),
-    "PageHeap.free": lambda x: _page_heap().free(x),
+    "RWHeap.free": lambda x: _page_heap().free(x),
     "WarpHeap.free_kept": lambda x: _open(gpudyn.WarpHeap).free_kept(x),
     "WarpHeap.tidy_up_kept": lambda x: _open(gpudyn.WarpHeap).tidy_up_kept(x),
 }
@@ -129,7 +129,7 @@ NARROW = [np.array([1, 2], np.int32), np.array([1, 2], np.uint32), np.array([7],
 @pytest.mark.parametrize("call", ADDRESS_CALLS, ids=str)
 @pytest.mark.parametrize("value", NARROW, ids=lambda v: f"{type(v).__name__}-{v.dtype}")
 def test_addresses_of_fewer_than_64_bits_are_refused(fake, call, value):
-    # Heap.free took np.array([1, 2], np.int32) (widened: truncated addresses); PageHeap.free refused it.
+    # Heap.free took np.array([1, 2], np.int32) (widened: truncated addresses); RWHeap.free refused it.
     with pytest.raises(TypeError, match=r"has dtype \w+, expected 64-bit addresses \(uint64 or int64\); a narrower"):
         ADDRESS_CALLS[call](value)
 
@@ -171,10 +171,10 @@ def _huge(dtype=np.uint64):
 BULK_CALLS = {
     "Heap.malloc": lambda x: _open(gpudyn.Heap).malloc(x),
     "Heap.free": lambda x: _open(gpudyn.Heap).free(x),
-    "PageHeap.malloc": lambda x: _page_heap().malloc(x),
-    "PageHeap.free": lambda x: _page_heap().free(x),
-    "PageHeap.free_pages": lambda x: _page_heap().free_pages(x),
-    "WarpHeap.alloc": lambda x: _open(gpudyn.WarpHeap).alloc(x),
+    "RWHeap.malloc": lambda x: _page_heap().malloc(x),
+    "RWHeap.free": lambda x: _page_heap().free(x),
+    "RWHeap.free_pages": lambda x: _page_heap().free_pages(x),
+    "WarpHeap.malloc": lambda x: _open(gpudyn.WarpHeap).malloc(x),
     "WarpHeap.free_kept": lambda x: _open(gpudyn.WarpHeap).free_kept(x),
     "WarpHeap.tidy_up_kept": lambda x: _open(gpudyn.WarpHeap).tidy_up_kept(x),
 }
@@ -263,10 +263,10 @@ MEMORY_CASES = {
 }
 SIZE_CALLS = {
     "Heap.malloc": lambda x: _open(gpudyn.Heap).malloc(x),
-    "PageHeap.malloc": lambda x: _page_heap().malloc(x),
-    "WarpHeap.alloc": lambda x: _open(gpudyn.WarpHeap).alloc(x),
+    "RWHeap.malloc": lambda x: _page_heap().malloc(x),
+    "WarpHeap.malloc": lambda x: _open(gpudyn.WarpHeap).malloc(x),
     "Heap.free": lambda x: _open(gpudyn.Heap).free(x),
-    "PageHeap.free": lambda x: _page_heap().free(x),
+    "RWHeap.free": lambda x: _page_heap().free(x),
     "WarpHeap.tidy_up_kept": lambda x: _open(gpudyn.WarpHeap).tidy_up_kept(x),
 }
 
@@ -366,7 +366,7 @@ def test_dlpack_producers_outside_the_devices_memory_are_refused_before_import(f
 # ---- GPU: the same refusals on real structures; the context stays healthy ---------------
 def _context_is_healthy():
     """No CUDA error pending or sticky: the device synchronizes, and a copy there and back works."""
-    gpudyn.check(gpudyn.lib.gpudyn_device_synchronize())
+    _ffi.check(_ffi.lib.gpudyn_device_synchronize())
     x = np.arange(4096, dtype=np.uint32) * 7
     with DeviceBuffer.from_numpy(x) as b:
         assert np.array_equal(b.to_numpy(), x)
@@ -432,10 +432,10 @@ def test_heap_refusals_leave_the_heap_and_the_context_healthy():
 @pytest.mark.gpu
 def test_page_heap_refusals_leave_the_heap_and_the_context_healthy():
     keep = []
-    with gpudyn.PageHeap(page_count=4096) as p:
+    with gpudyn.RWHeap(page_count=4096) as p:
         pages = p.get_pages(16).to_numpy()
         ptrs = p.malloc([256] * 8).to_numpy()
-        free, info = p.free_page_count, p.info()
+        free, info = p.free_page_count, p.stats()
         refusals = [("int32 addresses", lambda: p.free(ptrs.astype(np.int32)), TypeError, "64-bit"),
                     ("2^40 broadcast sizes", lambda: p.malloc(_huge()), gpudyn.OutOfMemoryError, "entries"),
                     ("2^40 broadcast pages", lambda: p.free_pages(broadcast(BROADCAST, np.uint32, 1)),
@@ -449,33 +449,33 @@ def test_page_heap_refusals_leave_the_heap_and_the_context_healthy():
         for name, call, exc, match in refusals:
             _refused_at_once(call, exc, match)
             _context_is_healthy()
-            assert (p.free_page_count, p.info()) == (free, info), f"{name}: the page heap changed"
+            assert (p.free_page_count, p.stats()) == (free, info), f"{name}: the page heap changed"
         p.free(ptrs)
         p.free_pages(pages)
-        assert p.free_page_count == p.page_count and p.info()["bad_frees"] == 0
+        assert p.free_page_count == p.page_count and p.stats()["bad_frees"] == 0
 
 
 @pytest.mark.gpu
 def test_warp_heap_refusals_leave_the_heap_and_the_context_healthy():
     keep = []
     with gpudyn.WarpHeap(arena_bytes=16 << 20) as w:
-        first = w.alloc([48] * 64).to_numpy()
+        first = w.malloc([48] * 64).to_numpy()
         before, batches = w.stats(), w.batch_count
         refusals = [("int32 headers", lambda: w.free_kept(np.array([16, 32], np.int32)), TypeError, "64-bit"),
                     ("uint32 headers", lambda: w.tidy_up_kept(np.array([16], np.uint32)), TypeError, "64-bit"),
-                    ("2^40 broadcast sizes", lambda: w.alloc(_huge()), gpudyn.OutOfMemoryError, "entries"),
+                    ("2^40 broadcast sizes", lambda: w.malloc(_huge()), gpudyn.OutOfMemoryError, "entries"),
                     ("2^40 broadcast headers", lambda: w.free_kept(_huge()), gpudyn.OutOfMemoryError, "entries")]
         for name, obj, match in _real_hostile_inputs(np.uint64, _cupy(), keep):
-            refusals.append((f"sizes: {name}", lambda o=obj: w.alloc(o), gpudyn.InvalidArgumentError, match))
+            refusals.append((f"sizes: {name}", lambda o=obj: w.malloc(o), gpudyn.InvalidArgumentError, match))
             refusals.append((f"headers: {name}", lambda o=obj: w.tidy_up_kept(o), gpudyn.InvalidArgumentError,
                              match))
         for name, call, exc, match in refusals:
             _refused_at_once(call, exc, match)
             _context_is_healthy()
             assert (w.stats(), w.batch_count) == (before, batches), f"{name}: the warp heap changed"
-        second = w.alloc([32] * 64).to_numpy()
+        second = w.malloc([32] * 64).to_numpy()
         assert (first != 0).all() and (second != 0).all() and w.batch_count == batches + 1
-        w.release()
+        w.clear()
         assert w.batch_count == 0
 
 
@@ -526,7 +526,7 @@ def test_device_memory_of_every_kind_the_package_makes_is_accepted():
         with DeviceBuffer.from_numpy(x + 2000) as buf:
             g.extend(buf)
         block = int(h.malloc([4096]).to_numpy()[0])
-        gpudyn.check(gpudyn.lib.gpudyn_memset(ffi.cast("void*", block), 0, 4096, ffi.NULL))
+        _ffi.check(_ffi.lib.gpudyn_memset(ffi.cast("void*", block), 0, 4096, ffi.NULL))
         g.extend(Cai(block, (1024,), "<i4"))  # a heap block, read as 1024 zeros
         want = list(range(3000)) + [0] * 1024
         cp = _cupy()

@@ -1,8 +1,10 @@
-"""gpudyn.numba without a GPU: the installed device code, the kernel refs, and
-a Numba kernel calling every device function compiled to PTX and to LTO-IR
+"""gpudyn.numba without a GPU: the installed device code, the kernel arguments
+(view_arg()) and their public Numba types (ref_type), and a Numba kernel calling
+every device function compiled to PTX and to LTO-IR
 (numba.cuda.compile, for sm_90 or the first built architecture) and linked with
 the installed shims, checking that every foreign call resolves with the
 prototype the shim has.  The GPU behaviour is in test_numba_gpu.py."""
+import ctypes
 import os
 import re
 
@@ -12,21 +14,32 @@ import pytest
 numba_cuda = pytest.importorskip("numba.cuda", reason="numba-cuda is not installed (pip install 'gpudyn-cu13[numba]')")
 
 import gpudyn  # noqa: E402
+from gpudyn import _ffi  # noqa: E402
 import gpudyn.numba as gdn  # noqa: E402
-from gpudyn.numba import _link, _refs  # noqa: E402
+from gpudyn import _view  # noqa: E402
+from gpudyn.numba import _link  # noqa: E402
 from numba import cuda  # noqa: E402
 from numba.cuda import types  # noqa: E402
 from numba.cuda.typing.typeof import typeof  # noqa: E402
 
-KINDS = {cls.__name__: kind for cls, kind in _refs._kinds()}
+STRUCTURES = {c.__name__: c for c in (gpudyn.GGArray, gpudyn.StaticArray, gpudyn.VmmArray, gpudyn.Heap,
+                                      gpudyn.RWHeap, gpudyn.WarpHeap)}
+KINDS = {name: cls._kernel_view for name, cls in STRUCTURES.items()}
 ARRAY_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16,
                 np.float32, np.float64, np.complex64, np.complex128, np.bool_]
 
 
-def fake_ref(name, dtype=None):
-    """A ref of the right class with zero fields: enough to type and compile a kernel."""
-    cls = _refs.ref_class(KINDS[name], dtype)
-    return cls(*(s(0) for s in cls._gpudyn_scalars))
+def ref_type(name, dtype=None):
+    """The public Numba type of structure `name`'s view_arg(): what a kernel signature names."""
+    return gdn.ref_type(STRUCTURES[name], dtype)
+
+
+def fake_arg(name, dtype=None, view=None):
+    """A view_arg() of the right class holding the C view `view` (zeros by default), made
+    without a GPU: what a launch passes."""
+    kind = KINDS[name]
+    raw = bytes(_ffi.ffi.buffer(_ffi.ffi.new(kind.view_type + "*"))) if view is None else bytes(view)
+    return _view.make_arg(kind, dtype, raw)
 
 
 def test_kernels_compile_on_a_numpy_without_row_stack():
@@ -103,10 +116,10 @@ def test_link_mode_follows_the_nvjitlink_numba_cuda_uses(monkeypatch):
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
-def test_ref_class_mirrors_the_c_view(name):
+def test_view_arg_mirrors_the_c_view(name):
     kind = KINDS[name]
-    dtype = np.float32 if kind.array else None
-    cls = _refs.ref_class(kind, dtype)
+    dtype = np.float32 if kind.elements else None
+    cls = _view.arg_class(kind, dtype)
     # Every scalar of the C struct, nested structs (the GGArray's heap view) flattened in order.
     def leaves(ctype, prefix="", base=0):
         for f, field in ctype.fields:
@@ -114,37 +127,106 @@ def test_ref_class_mirrors_the_c_view(name):
                 yield from leaves(field.type, prefix + f + "_", base + field.offset)
             else:
                 yield prefix + f, base + field.offset
-    c_leaves = list(leaves(gpudyn.ffi.typeof(kind.view_type)))
+    c_leaves = list(leaves(_ffi.ffi.typeof(kind.view_type)))
     assert list(cls._fields) == [f for f, _ in c_leaves]
-    packed = np.dtype([(f, s) for f, s in zip(cls._fields, cls._gpudyn_scalars)], align=True)
-    assert packed.itemsize == gpudyn.ffi.sizeof(kind.view_type)
+    arg = fake_arg(name, dtype)
+    assert isinstance(arg, np.void) and type(arg) is cls and arg.dtype.names == cls._fields
+    assert arg.dtype.itemsize == _ffi.ffi.sizeof(kind.view_type)
     for f, off in c_leaves:
-        assert packed.fields[f][1] == off, f
+        assert arg.dtype.fields[f][1] == off, f
+    # numba-cuda lays a tuple of the fields out naturally aligned: that is the C layout.
+    packed = np.dtype([(f, s) for f, s in zip(cls._fields, cls._gpudyn_scalars)], align=True)
+    assert packed.itemsize == arg.dtype.itemsize and all(packed.fields[f][1] == off for f, off in c_leaves)
     # One class per structure and dtype: the Numba type tells them apart.
-    assert _refs.ref_class(kind, dtype) is cls
-    if kind.array:
-        assert _refs.ref_class(kind, np.int32) is not cls
-        assert typeof(fake_ref(name, np.int32)) != typeof(fake_ref(name, np.float32))
+    assert _view.arg_class(kind, dtype) is cls
+    assert typeof(arg) == ref_type(name, dtype)
+    if kind.elements:
+        assert _view.arg_class(kind, np.int32) is not cls
+        assert ref_type(name, np.int32) != ref_type(name, np.float32)
+        with pytest.raises(TypeError, match="needs the element dtype"):
+            ref_type(name)
+    else:
+        with pytest.raises(TypeError, match="has no element dtype"):
+            ref_type(name, np.int32)
 
 
-def test_ref_carries_the_nested_heap_view():
-    # The GGArray's view holds its heap's view (a struct in the struct): the ref
+def test_view_arg_carries_the_nested_heap_view():
+    # The GGArray's view holds its heap's view (a struct in the struct): the argument
     # carries every scalar of it, at the C layout, with the values of the view.
-    cls = _refs.ref_class(KINDS["GGArray"], np.int32)
-    v = gpudyn.ffi.new("gpudyn_ggarray_view_t*")
+    v = _ffi.ffi.new("gpudyn_ggarray_view_t*")
     v.version, v.num_lfvectors, v.sizes, v.pool_rows = 4, 7, 0x7000_0000_1000, 3
     v.heap.version, v.heap.counters = 9, 0x7000_0000_2000
-    ref = _refs.ref_of_view(cls, gpudyn.ffi.buffer(v))
-    assert (ref.version, ref.num_lfvectors, ref.sizes, ref.pool_rows) == (4, 7, 0x7000_0000_1000, 3)
-    assert (ref.heap_version, ref.heap_counters) == (9, 0x7000_0000_2000)
-    packed = np.array([tuple(ref)], dtype=np.dtype([(f, s) for f, s in zip(cls._fields, cls._gpudyn_scalars)],
-                                                   align=True))
-    assert packed.tobytes() == bytes(gpudyn.ffi.buffer(v))  # the tuple's bytes are the C struct's
+    arg = fake_arg("GGArray", np.int32, _ffi.ffi.buffer(v))
+    assert (arg.version, arg.num_lfvectors, arg.sizes, arg.pool_rows) == (4, 7, 0x7000_0000_1000, 3)
+    assert (arg.heap_version, arg.heap_counters) == (9, 0x7000_0000_2000)
+    assert bytes(arg) == bytes(_ffi.ffi.buffer(v))  # what CuPy passes: the C struct's bytes
+    assert tuple(arg) == tuple(arg[f] for f in type(arg)._fields)  # what numba-cuda iterates: the fields
 
 
-def test_ref_of_something_else():
-    with pytest.raises(TypeError, match="has no kernel ref"):
-        gdn.ref(object())
+def test_ref_type_of_something_else():
+    with pytest.raises(TypeError, match="not a gpudyn structure class"):
+        gdn.ref_type(object)
+    with pytest.raises(TypeError, match="not a gpudyn structure class"):
+        gdn.ref_type(gpudyn.DeviceBuffer)
+
+
+def test_launch_passes_every_field_by_value():
+    """numba-cuda's argument preparation (what a launch runs before cuLaunchKernel)
+    passes a view_arg() field by field, as ctypes scalars of the fields' types."""
+    from numba.cuda.dispatcher import _Kernel
+
+    class Kernel:  # the parts of a compiled kernel _prepare_args uses
+        extensions = []
+        _prepare_args = _Kernel._prepare_args
+
+    v = _ffi.ffi.new("gpudyn_warp_heap_view_t*")
+    v.version = 3
+    arg = fake_arg("WarpHeap", view=_ffi.ffi.buffer(v))
+    out = []
+    Kernel()._prepare_args(typeof(arg), arg, None, [], out)
+    assert [c.value for c in out] == [int(x) for x in tuple(arg)] and out[0].value == 3
+    assert [ctypes.sizeof(c) for c in out] == [np.dtype(s).itemsize for s in type(arg)._gpudyn_scalars]
+
+
+def test_launch_picks_the_kernel_of_each_argument_class():
+    """A launch types its arguments in numba-cuda's C dispatcher, which caches the
+    type of a structured NumPy scalar by its dtype; arrays of one layout and two
+    dtypes (or two structures) must still reach their own specializations.  The
+    kernels here are stand-ins registered as compiled overloads (no GPU)."""
+    from numba.cuda import dispatcher
+    from numba.cuda.cext import _dispatcher
+
+    def k(a):
+        gdn.size(a)
+
+    d = cuda.jit(k)
+    cases = [("GGArray", np.int32), ("GGArray", np.float32), ("StaticArray", np.int32), ("VmmArray", np.int32)]
+    for name, dtype in cases:
+        d.add_overload(f"{name} {np.dtype(dtype).name}", (ref_type(name, dtype),))
+    launch = {dispatcher._LAUNCH_CONFIG_KW: None}
+    try:
+        for _ in range(2):  # the second round hits the C dispatcher's cache
+            for name, dtype in cases:
+                got = _dispatcher.Dispatcher._cuda_call(d, fake_arg(name, dtype), **launch)
+                assert got == f"{name} {np.dtype(dtype).name}"
+    finally:
+        d.overloads.clear()  # stand-ins, not compile results: nothing for the finalizer to unload
+
+
+def test_compile_ahead_of_time_with_the_public_ref_type():
+    """The documented way to compile a kernel without a GPU: gdn.ref_type in the
+    signature, abi="numba" (numba.cuda.compile's default C ABI is for device
+    functions only)."""
+    def fill(out, n):
+        t = cuda.grid(1)
+        if t < n:
+            gdn.push_back(out, t)
+
+    sig = (gdn.ref_type(gpudyn.GGArray, np.int64), types.int64)
+    ptx, _ = cuda.compile(fill, sig, device=False, output="ptx", cc=compile_arch()[1], abi="numba")
+    _check_calls(ptx, {"gpudyn_numba_ggarray_push_back_u64"})
+    with pytest.raises(NotImplementedError, match="C ABI is not supported for kernels"):
+        cuda.compile(fill, sig, device=False, output="ptx", cc=compile_arch()[1])
 
 
 # ---- one kernel calling every device function ------------------------------------------
@@ -199,9 +281,9 @@ EXPECTED_SHIMS = {
 
 
 def _signature():
-    return (typeof(fake_ref("Heap")), typeof(fake_ref("PageHeap")), typeof(fake_ref("WarpHeap")),
-            typeof(fake_ref("GGArray", np.int32)), typeof(fake_ref("StaticArray", np.float64)),
-            typeof(fake_ref("VmmArray", np.complex128)), types.uint64[::1])
+    return (ref_type("Heap"), ref_type("RWHeap"), ref_type("WarpHeap"),
+            ref_type("GGArray", np.int32), ref_type("StaticArray", np.float64),
+            ref_type("VmmArray", np.complex128), types.uint64[::1])
 
 
 _FUNC_RE = re.compile(r"\.(extern|visible)\s+\.func\s*(?:\(\s*\.param\s+(\.\w+)\s+\w+\s*\))?\s*(\w+)\s*\(([^)]*)\)")
@@ -252,7 +334,7 @@ def push_every_way(gg, st, vm, out):
 @pytest.mark.parametrize("dtype", ARRAY_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_push_back_compiles_for_every_dtype(dtype):
     bits = np.dtype(dtype).itemsize * 8
-    sig = tuple(typeof(fake_ref(name, dtype)) for name in ("GGArray", "StaticArray", "VmmArray"))
+    sig = tuple(ref_type(name, dtype) for name in ("GGArray", "StaticArray", "VmmArray"))
     sig += (types.Array(typeof(np.zeros(1, dtype)).dtype, 1, "C"),)
     ptx, _ = cuda.compile(push_every_way, sig, device=False, output="ptx", cc=compile_arch()[1], abi="numba")
     _check_calls(ptx, {f"gpudyn_numba_{k}_push_back_u{bits}" for k in ("ggarray", "static_array", "vmm_array")}
@@ -272,7 +354,7 @@ def read_every_way(gg, st, vm, out, n):
 @pytest.mark.parametrize("dtype", ARRAY_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_reads_compile_for_every_dtype(dtype):
     bits = np.dtype(dtype).itemsize * 8
-    sig = tuple(typeof(fake_ref(name, dtype)) for name in ("GGArray", "StaticArray", "VmmArray"))
+    sig = tuple(ref_type(name, dtype) for name in ("GGArray", "StaticArray", "VmmArray"))
     sig += (types.Array(typeof(np.zeros(1, dtype)).dtype, 1, "C"), types.int64)
     ptx, _ = cuda.compile(read_every_way, sig, device=False, output="ptx", cc=compile_arch()[1], abi="numba")
     _check_calls(ptx, {f"gpudyn_numba_ggarray_at_u{bits}", f"gpudyn_numba_static_array_at_u{bits}",
@@ -328,26 +410,26 @@ def _typing_error(fn, sig, match):
 def test_wrong_structure_is_a_typing_error_naming_ref():
     def k(heap):
         gdn.get_page(heap)
-    _typing_error(k, (typeof(fake_ref("Heap")),), r"get_page: argument 'ref' must be a PageHeap\.ref")
+    _typing_error(k, (ref_type("Heap"),), r"get_page: argument 'ref' must be a RWHeap\.view_arg\(\)")
 
 
 def test_plain_tuple_is_not_a_ref():
     def k(t):
         gdn.malloc(t, 16)
-    _typing_error(k, (types.UniTuple(types.uint64, 3),), r"malloc: argument 'ref' must be a Heap\.ref or "
-                                                           r"PageHeap\.ref")
+    _typing_error(k, (types.UniTuple(types.uint64, 3),), r"malloc: argument 'ref' must be a Heap\.view_arg\(\) "
+                                                           r"or RWHeap\.view_arg\(\)")
 
 
 def test_float_size_is_a_typing_error_naming_nbytes():
     def k(heap):
         gdn.malloc(heap, 1.5)
-    _typing_error(k, (typeof(fake_ref("Heap")),), r"malloc: argument 'nbytes' must be an integer")
+    _typing_error(k, (ref_type("Heap"),), r"malloc: argument 'nbytes' must be an integer")
 
 
 def test_extend_values_must_have_the_arrays_dtype():
     def k(gg, vals):
         gdn.extend(gg, vals, 2)
-    _typing_error(k, (typeof(fake_ref("GGArray", np.int32)), types.int64[::1]),
+    _typing_error(k, (ref_type("GGArray", np.int32), types.int64[::1]),
                   r"extend: argument 'values' must be a 1-D C-contiguous array of int32")
 
 
@@ -355,39 +437,39 @@ def test_extend_values_must_have_the_arrays_dtype():
 def test_complex_value_into_a_real_array_is_a_typing_error_naming_value(dtype):
     def k(gg):
         gdn.push_back(gg, 1 + 2j)
-    _typing_error(k, (typeof(fake_ref("GGArray", dtype)),), r"push_back: argument 'value' is complex128")
+    _typing_error(k, (ref_type("GGArray", dtype),), r"push_back: argument 'value' is complex128")
 
 
 def test_push_back_into_a_heap_is_a_typing_error():
     def k(heap):
         gdn.push_back(heap, 1)
-    _typing_error(k, (typeof(fake_ref("Heap")),), r"push_back: argument 'ref' must be a GGArray\.ref or "
-                                                   r"StaticArray\.ref or VmmArray\.ref")
+    _typing_error(k, (ref_type("Heap"),), r"push_back: argument 'ref' must be a GGArray\.view_arg\(\) or "
+                                         r"StaticArray\.view_arg\(\) or VmmArray\.view_arg\(\)")
 
 
 def test_ranged_size_is_the_ggarrays_only():
     def k(st):
         gdn.ranged_size(st)
-    _typing_error(k, (typeof(fake_ref("StaticArray", np.int32)),), r"ranged_size: argument 'ref' must be a "
-                                                                    r"GGArray\.ref")
+    _typing_error(k, (ref_type("StaticArray", np.int32),), r"ranged_size: argument 'ref' must be a "
+                                                            r"GGArray\.view_arg\(\)")
 
 
 def test_float_index_is_a_typing_error_naming_i():
     def k(gg):
         gdn.at(gg, 1.5)
-    _typing_error(k, (typeof(fake_ref("GGArray", np.int32)),), r"at: argument 'i' must be an integer")
+    _typing_error(k, (ref_type("GGArray", np.int32),), r"at: argument 'i' must be an integer")
 
 
 def test_span_of_a_heap_is_a_typing_error():
     def k(heap):
         gdn.span(heap, 0, 4)
-    _typing_error(k, (typeof(fake_ref("Heap")),), r"span: argument 'ref' must be a GGArray\.ref")
+    _typing_error(k, (ref_type("Heap"),), r"span: argument 'ref' must be a GGArray\.view_arg\(\)")
 
 
 def test_array_dtype_must_be_a_numpy_type():
     def k(heap):
         gdn.array(gdn.malloc(heap, 16), 4, 3)
-    _typing_error(k, (typeof(fake_ref("Heap")),), r"array: argument 'dtype'")
+    _typing_error(k, (ref_type("Heap"),), r"array: argument 'dtype'")
 
 
 # ---- gpudyn bench numba: its host parts ---------------------------------------------------
@@ -424,7 +506,7 @@ def test_bench_numba_kernels_compile_and_call_the_shims(kernel, monkeypatch):
     fake = pytypes.SimpleNamespace(compute_capability=compile_arch()[1])
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: fake)
     emit = bench._kernels()[0][kernel]
-    sig = (typeof(fake_ref("GGArray", np.int32)), types.int64, types.int64, types.Array(types.uint64, 1, "C"))
+    sig = (ref_type("GGArray", np.int32), types.int64, types.int64, types.Array(types.uint64, 1, "C"))
     ptx, _ = cuda.compile(emit.py_func, sig, device=False, output="ptx", cc=compile_arch()[1], abi="numba")
     _check_calls(ptx, {f"gpudyn_numba_ggarray_{kernel}_u32"})
 

@@ -75,21 +75,21 @@ def test_heap_malloc_free_divergent():
     lengths = row_length(np.arange(n))
     with gpudyn.Heap(initial_bytes=256 << 20) as heap:
         addresses = cuda.device_array(n, np.uint64)
-        heap_build[(n + 255) // 256, 256](heap.ref, n, addresses)
+        heap_build[(n + 255) // 256, 256](heap.view_arg(), n, addresses)
         a = addresses.copy_to_host()
         assert ((a != 0) == (lengths > 0)).all(), "a malloc failed with memory to spare"
         check_disjoint(a[a != 0], lengths[a != 0] * 4)
         stats = heap.stats()
         assert stats["allocations"] == int((lengths > 0).sum()) and stats["failed_allocations"] == 0
         sums, freed = cuda.device_array(n, np.uint64), cuda.device_array(n, np.bool_)
-        heap_sum_and_free[(n + 255) // 256, 256](heap.ref, n, addresses, sums, freed)
+        heap_sum_and_free[(n + 255) // 256, 256](heap.view_arg(), n, addresses, sums, freed)
         i = np.arange(n, dtype=np.uint64)
         assert (sums.copy_to_host() == lengths * i + lengths * (lengths - 1) // 2).all()
         assert freed.copy_to_host().all()  # free(0) is fine too
         stats = heap.stats()
         assert stats["allocations"] == 0 and stats["bad_frees"] == 0
         # The same pointers again: double frees, refused and counted, nothing changes.
-        heap_sum_and_free[(n + 255) // 256, 256](heap.ref, n, cuda.to_device(np.where(a != 0, a, 0)), sums, freed)
+        heap_sum_and_free[(n + 255) // 256, 256](heap.view_arg(), n, cuda.to_device(np.where(a != 0, a, 0)), sums, freed)
         f = freed.copy_to_host()
         assert not f[a != 0].any() and f[a == 0].all()
         assert heap.stats()["bad_frees"] == int((a != 0).sum())
@@ -120,7 +120,7 @@ def test_heap_exhaustion_returns_zero_and_keeps_the_rest():
     nbytes, threads = 64 << 10, 1024  # 64 MiB asked of a 16 MiB heap
     with gpudyn.Heap(initial_bytes=16 << 20, max_bytes=16 << 20) as heap:
         addresses = cuda.device_array(threads, np.uint64)
-        heap_grab[threads // 128, 128](heap.ref, nbytes, addresses)
+        heap_grab[threads // 128, 128](heap.view_arg(), nbytes, addresses)
         a = addresses.copy_to_host()
         got = a[a != 0]
         assert 0 < len(got) < threads
@@ -138,7 +138,7 @@ def test_heap_exhaustion_returns_zero_and_keeps_the_rest():
         assert heap.stats()["allocations"] == len(got)
 
 
-# ---- PageHeap ------------------------------------------------------------------------------
+# ---- RWHeap ------------------------------------------------------------------------------
 @cuda.jit
 def pages_take(pages, n, out, addresses):
     i = cuda.grid(1)
@@ -166,9 +166,9 @@ def pages_give_back(pages, n, taken, owner, freed):
 
 def test_page_heap_get_and_free_pages_divergent():
     n, count, size = 3000, 4096, 256
-    with gpudyn.PageHeap(page_count=count, page_size=size) as pages:
+    with gpudyn.RWHeap(page_count=count, page_size=size) as pages:
         taken, addresses = cuda.device_array(n, np.uint32), cuda.device_array(n, np.uint64)
-        pages_take[(n + 127) // 128, 128](pages.ref, n, taken, addresses)
+        pages_take[(n + 127) // 128, 128](pages.view_arg(), n, taken, addresses)
         t, a = taken.copy_to_host(), addresses.copy_to_host()
         asked = np.arange(n) % 3 != 0
         assert (t[~asked] == gdn.INVALID_PAGE).all() and (t[asked] < count).all()
@@ -176,15 +176,15 @@ def test_page_heap_get_and_free_pages_divergent():
         assert (a[asked] == pages.pool_address + t[asked].astype(np.uint64) * size).all()
         assert pages.free_page_count == count - asked.sum()
         owner, freed = cuda.device_array(n, np.uint64), cuda.device_array(n, np.bool_)
-        pages_give_back[(n + 127) // 128, 128](pages.ref, n, taken, owner, freed)
+        pages_give_back[(n + 127) // 128, 128](pages.view_arg(), n, taken, owner, freed)
         assert (owner.copy_to_host()[asked] == np.arange(n)[asked]).all()
         f = freed.copy_to_host()
         assert f[asked].all() and not f[~asked].any()  # INVALID_PAGE is out of range: a bad free
-        info = pages.info()
+        info = pages.stats()
         assert info["free_pages"] == count and info["bad_frees"] == (~asked).sum()
         # Twice: every page is free already.
-        pages_give_back[(n + 127) // 128, 128](pages.ref, n, taken, owner, freed)
-        assert not freed.copy_to_host().any() and pages.info()["bad_frees"] == n + (~asked).sum()
+        pages_give_back[(n + 127) // 128, 128](pages.view_arg(), n, taken, owner, freed)
+        assert not freed.copy_to_host().any() and pages.stats()["bad_frees"] == n + (~asked).sum()
 
 
 @cuda.jit
@@ -194,20 +194,20 @@ def pages_all(pages, out):
 
 def test_page_heap_exhaustion():
     count, threads = 1024, 4096
-    with gpudyn.PageHeap(page_count=count, page_size=64) as pages:
+    with gpudyn.RWHeap(page_count=count, page_size=64) as pages:
         out = cuda.device_array(threads, np.uint32)
-        pages_all[threads // 256, 256](pages.ref, out)
+        pages_all[threads // 256, 256](pages.view_arg(), out)
         t = out.copy_to_host()
         got = t[t != gdn.INVALID_PAGE]
         # Bits only go from free to used here: a thread fails only after its sweep saw every page used.
         assert len(got) == count and len(np.unique(got)) == count
-        info = pages.info()
+        info = pages.stats()
         assert info["free_pages"] == 0 and info["failed_requests"] == threads - count
         # The host sees the kernel's failures once; the counters stay.
         with pytest.raises(gpudyn.OutOfMemoryError, match=rf"\b{threads - count} request\(s\) found no free page"):
             pages.check()
         pages.check()
-        assert pages.info()["failed_requests"] == threads - count
+        assert pages.stats()["failed_requests"] == threads - count
 
 
 @cuda.jit
@@ -238,17 +238,17 @@ def pages_check_free(pages, n, addresses, bad, freed):
 
 def test_page_heap_malloc_free_per_lane():
     n = 2000
-    with gpudyn.PageHeap(page_count=1 << 16, page_size=256) as pages:
+    with gpudyn.RWHeap(page_count=1 << 16, page_size=256) as pages:
         addresses = cuda.device_array(n, np.uint64)
-        pages_malloc[(n + 127) // 128, 128](pages.ref, n, addresses)
+        pages_malloc[(n + 127) // 128, 128](pages.view_arg(), n, addresses)
         a = addresses.copy_to_host()
         sizes = 16 + (np.arange(n) % 7) * 200
         assert (a != 0).all()
         check_disjoint(a, sizes)
         bad, freed = cuda.to_device(np.zeros(1, np.uint64)), cuda.device_array(n, np.bool_)
-        pages_check_free[(n + 127) // 128, 128](pages.ref, n, addresses, bad, freed)
+        pages_check_free[(n + 127) // 128, 128](pages.view_arg(), n, addresses, bad, freed)
         assert bad.copy_to_host()[0] == 0 and freed.copy_to_host().all()
-        assert pages.free_page_count == 1 << 16 and pages.info()["bad_frees"] == 0
+        assert pages.free_page_count == 1 << 16 and pages.stats()["bad_frees"] == 0
 
 
 # ---- WarpHeap -------------------------------------------------------------------------------
@@ -288,7 +288,7 @@ def test_warp_heap_collectives():
     with gpudyn.WarpHeap() as wh:
         addresses = cuda.device_array(threads, np.uint64)
         bad = cuda.to_device(np.zeros(2, np.uint64))
-        warp_blocks[threads // 128, 128](wh.ref, cuda.to_device(words), addresses, bad)
+        warp_blocks[threads // 128, 128](wh.view_arg(), cuda.to_device(words), addresses, bad)
         a = addresses.copy_to_host()
         lane = np.arange(threads) % 32
         started = lane % 3 != 2
@@ -330,7 +330,7 @@ def test_warp_heap_exhaustion():
         addresses = cuda.to_device(np.zeros((rounds, threads), np.uint64))
         start_failed = cuda.to_device(np.zeros(threads, np.bool_))
         bad = cuda.to_device(np.zeros(1, np.uint64))
-        warp_exhaust[threads // 64, 64](wh.ref, rounds, nbytes, addresses, start_failed, bad)
+        warp_exhaust[threads // 64, 64](wh.view_arg(), rounds, nbytes, addresses, start_failed, bad)
         a, sf = addresses.copy_to_host(), start_failed.copy_to_host()
         started = ~sf
         got = a[:, started]
@@ -380,7 +380,7 @@ def test_push_back_variable_counts(kind, dtype):
     n = 3000 if np.dtype(dtype).itemsize > 1 else 30  # int8: values up to 118
     with _arrays(dtype, n)[kind]() as arr:
         ok = cuda.device_array(n, np.bool_)
-        emit[(n + 127) // 128, 128](arr.ref, n, ok)
+        emit[(n + 127) // 128, 128](arr.view_arg(), n, ok)
         assert ok.copy_to_host().all()
         assert len(arr) == len(expected_values(n, dtype))
         np.testing.assert_array_equal(np.sort(arr.to_numpy()), expected_values(n, dtype))
@@ -407,14 +407,14 @@ def test_extend_and_device_size(kind):
     n = 5000
     with _arrays(np.int64, 8 * n)[kind]() as arr:
         ok = cuda.device_array(n, np.bool_)
-        emit_extend[(n + 127) // 128, 128](arr.ref, n, ok)
+        emit_extend[(n + 127) // 128, 128](arr.view_arg(), n, ok)
         assert ok.copy_to_host().all()
         t = np.arange(n)
         k = np.where(t % 9 < 8, t % 9, 0)
         want = np.sort(np.concatenate([t[k > j] * 8 + j for j in range(8)]))
         np.testing.assert_array_equal(np.sort(arr.to_numpy()), want)
         size = cuda.device_array(1, np.uint64)
-        count_size[1, 32](arr.ref, size)
+        count_size[1, 32](arr.view_arg(), size)
         assert size.copy_to_host()[0] == len(want)
 
 
@@ -444,7 +444,7 @@ def test_extend_with_n_outside_the_values_stores_nothing_for_that_thread(count_d
     k = np.where(valid, [c if 0 <= c <= 4 else 0 for c in counts], 0)
     with gpudyn.GGArray(np.int64) as arr:
         ok = cuda.device_array(n, np.bool_)
-        extend_n[n // 128, 128](arr.ref, n, cuda.to_device(np.array(counts, dtype=count_dtype)), ok)
+        extend_n[n // 128, 128](arr.view_arg(), n, cuda.to_device(np.array(counts, dtype=count_dtype)), ok)
         np.testing.assert_array_equal(ok.copy_to_host(), valid)
         want = np.sort(np.concatenate([t[k > j] * 4 + j for j in range(4)]))
         np.testing.assert_array_equal(np.sort(arr.to_numpy()), want)
@@ -465,7 +465,7 @@ def test_push_back_into_a_full_array(kind):
     with make() as arr:
         cap = arr.capacity  # the VMM array maps whole granules: maybe more
         ok = cuda.device_array(threads, np.bool_)
-        push_ids[threads // 256, 256](arr.ref, ok)
+        push_ids[threads // 256, 256](arr.view_arg(), ok)
         k = ok.copy_to_host()
         assert 0 < k.sum() <= cap and not k.all()
         assert arr.status & arr.STATUS_CAPACITY_EXCEEDED
@@ -504,15 +504,15 @@ def several_back(heap, pages, n, rows, seen):
 
 def test_several_structures_in_one_kernel():
     n = 10_000
-    with gpudyn.Heap(initial_bytes=64 << 20) as heap, gpudyn.PageHeap(page_count=1 << 14) as pages, \
+    with gpudyn.Heap(initial_bytes=64 << 20) as heap, gpudyn.RWHeap(page_count=1 << 14) as pages, \
             gpudyn.GGArray(np.int64) as out:
         rows = cuda.to_device(np.zeros((n, 2), np.uint64))
-        several[(n + 255) // 256, 256](heap.ref, pages.ref, out.ref, n, rows)
+        several[(n + 255) // 256, 256](heap.view_arg(), pages.view_arg(), out.view_arg(), n, rows)
         i = np.arange(n)
         kept = i[i % 5 != 0]
         np.testing.assert_array_equal(np.sort(out.to_numpy()), kept)
         seen = cuda.to_device(np.zeros(n, np.uint64))
-        several_back[(n + 255) // 256, 256](heap.ref, pages.ref, n, rows, seen)
+        several_back[(n + 255) // 256, 256](heap.view_arg(), pages.view_arg(), n, rows, seen)
         np.testing.assert_array_equal(seen.copy_to_host()[kept], 4 * kept)
         assert heap.stats()["allocations"] == 0 and pages.free_page_count == 1 << 14
 
@@ -535,7 +535,7 @@ def test_link_mode_runs(mode):
                 gdn.push_back(out, t)
 
         with gpudyn.GGArray(np.int32) as a:
-            k[4, 256](a.ref, 1000)
+            k[4, 256](a.view_arg(), 1000)
             assert (np.sort(a.to_numpy()) == np.arange(1, 1000, 2)).all()
         print(gdn.link_file())
     """)

@@ -1,4 +1,4 @@
-"""PageHeap (random-walk page heap) and the rw section of gpudyn.bench.theory.
+"""RWHeap (random-walk page heap) and the rw section of gpudyn.bench.theory.
 
 Host tests: the theory against hand-computed values, argument errors.  GPU
 tests: pages unique and previously free, exhaustion keeps the heap intact,
@@ -10,7 +10,7 @@ import pytest
 
 import gpudyn
 from gpudyn.bench import theory
-from gpudyn.rw_heap import PageHeap
+from gpudyn.rw_heap import RWHeap
 
 
 # ---- theory (hand-computed) -------------------------------------------------
@@ -60,11 +60,11 @@ def test_theory_errors():
 # ---- argument errors (no GPU needed: checks come before any device call) -----
 def test_bad_arguments():
     with pytest.raises(gpudyn.InvalidArgumentError, match="word_bits is 16"):
-        PageHeap(page_count=64, word_bits=16)
+        RWHeap(page_count=64, word_bits=16)
     with pytest.raises(gpudyn.InvalidArgumentError, match="page_size is 24"):
-        PageHeap(page_count=64, page_size=24)
+        RWHeap(page_count=64, page_size=24)
     with pytest.raises(ValueError, match="'page_count'"):
-        PageHeap(page_count=-1)
+        RWHeap(page_count=-1)
 
 
 # ---- GPU ---------------------------------------------------------------------
@@ -72,7 +72,7 @@ def test_bad_arguments():
 @pytest.mark.parametrize("algorithm", ["rw", "rw_bm", "corw", "crw"])
 @pytest.mark.parametrize("free", [0.5, 0.01])
 def test_pages_unique_and_free(algorithm, free):
-    with PageHeap(page_count=1 << 16, word_bits=64) as heap:
+    with RWHeap(page_count=1 << 16, word_bits=64) as heap:
         heap.occupy(1 - free, seed=3)
         A = heap.free_page_count
         assert A == (1 << 16) - round((1 - free) * (1 << 16))
@@ -86,24 +86,24 @@ def test_pages_unique_and_free(algorithm, free):
         assert heap.free_page_count == A // 2
         again = heap.get_pages(A // 2, algorithm=algorithm, seed=2).to_numpy()
         assert len(np.unique(np.concatenate([again, pages[A // 2:]]))) == A
-        assert heap.info()["bad_frees"] == 0
+        assert heap.stats()["bad_frees"] == 0
 
 
 @pytest.mark.gpu
 def test_oom_keeps_heap():
-    with PageHeap(page_count=4096) as heap:
+    with RWHeap(page_count=4096) as heap:
         heap.occupy(1 - 100 / 4096)
         assert heap.free_page_count == 100
         with pytest.raises(gpudyn.OutOfMemoryError):
             heap.get_pages(101, algorithm="corw")
         assert heap.free_page_count == 100
-        assert heap.info()["failed_requests"] >= 1
+        assert heap.stats()["failed_requests"] >= 1
 
 
 @pytest.mark.gpu
 def test_malloc_ranges():
     sizes = np.array([16, 100, 256, 1000, 4096, 8192, 0, 4100, 33] * 300, dtype=np.uint64)
-    with PageHeap(page_count=1 << 16, page_size=256) as heap:
+    with RWHeap(page_count=1 << 16, page_size=256) as heap:
         ptrs = heap.malloc(sizes, seed=5).to_numpy()
         assert np.all(ptrs[sizes == 0] == 0)
         live = sizes != 0
@@ -124,7 +124,7 @@ def test_malloc_ranges():
 @pytest.mark.parametrize("algorithm,eq", [("rw", theory.rw_tas), ("rw_bm", theory.rw_bm_tas)])
 def test_tas_matches_theory(algorithm, eq):
     T = 1 << 20
-    with PageHeap(page_count=T) as heap:
+    with RWHeap(page_count=T) as heap:
         for free in (0.5, 0.1, 0.01):
             heap.occupy(1 - free, seed=9)
             A = heap.free_page_count
@@ -140,7 +140,7 @@ def test_tas_matches_theory(algorithm, eq):
 @pytest.mark.parametrize("n", [1 << 40, 1 << 62])
 def test_get_pages_checks_n_before_allocating_the_output(n):
     # The output (n uint32) was allocated first: OutOfMemoryError, or cffi's OverflowError.
-    with PageHeap(page_count=1024) as heap:
+    with RWHeap(page_count=1024) as heap:
         with pytest.raises(gpudyn.InvalidArgumentError, match=f"'n' is {n}, more than the 1024 pages"):
             heap.get_pages(n)
         assert heap.free_page_count == 1024

@@ -568,7 +568,7 @@ class GGArrayBFS:
         self.failed = xp.zeros(1, dtype=xp.int32)
         self.k_failed = g.env.k(self.failed)
         self.host_reads = self.levels = 0
-        self.ref_seconds = 0.0                       # host time in .ref (get_view) calls
+        self.ref_seconds = 0.0                       # host time in view_arg() (get_view) calls
         self.arrays, self.refs = [], []
         if open_arrays:
             self.open()
@@ -578,14 +578,14 @@ class GGArrayBFS:
         import gpudyn
 
         self.arrays = [gpudyn.GGArray(np.int32) for _ in range(2)]
-        self.refs = [a.ref for a in self.arrays]     # push refs: an array's views stay valid
+        self.refs = [a.view_arg() for a in self.arrays]     # push refs: an array's views stay valid
 
     def close(self) -> None:
         for a in self.arrays:
             a.close()
 
     def memory(self) -> dict:
-        stats = [a.memory_stats() for a in self.arrays]
+        stats = [a.stats() for a in self.arrays]
         out = {"allocated_bytes": sum(s["allocated_bytes"] for s in stats),
                "status": [int(a.status) for a in self.arrays]}
         try:
@@ -605,7 +605,7 @@ class GGArrayBFS:
         while True:
             nxt = 1 - cur
             t0 = time.perf_counter()
-            self.refs[cur] = self.arrays[cur].ref      # get_view: at() sees what the last level pushed
+            self.refs[cur] = self.arrays[cur].view_arg()  # get_view: at() sees what the last level pushed
             self.ref_seconds += time.perf_counter() - t0
             self.kernel[grid, BLOCK](self.refs[cur], self.unused, self.refs[nxt], self.unused, g.k_row, g.k_col,
                                      g.k_parent, g.k_level, np.int32(depth), self.k_active, self.k_failed)

@@ -17,7 +17,7 @@ Series, per mean and kernel, in one run on one GGArray(int32) reserved once:
                 time is not counted);
   cpp_ms        the same kernel in CUDA C++ (ggarray_ref<int>::push_back; a CuPy
                 RawModule compiled by NVRTC with gpudyn.nvrtc_options()), timed alike;
-  numba_e2e_ms  what a user's loop costs: clear() + launch with arr.ref + len(arr)
+  numba_e2e_ms  what a user's loop costs: clear() + launch with arr.view_arg() + len(arr)
                 (host wall clock, ends with the count on the host);
 and once per mean:
   two_pass_ms   the Numba way without gpudyn: count kernel, cupy.cumsum, total to
@@ -249,9 +249,7 @@ def run(ctx) -> dict:
         with gpudyn.GGArray(np.int32) as arr:
             # Buckets for the output mapped up front (1.25x: LFVectors fill unevenly).
             arr.reserve(int(want["count"] * 1.25) + 1024 * 512)
-            ref = arr.ref
-            view = arr.view_bytes()
-            view_arg = np.frombuffer(view, dtype=np.dtype((np.void, len(view))))[0]
+            ref = view_arg = arr.view_arg()
             failed = cuda.to_device(np.zeros(1, np.uint64))
             cpp_failed = cp.zeros(1, dtype=cp.uint64)
             for kernel in KERNELS:
@@ -265,7 +263,7 @@ def run(ctx) -> dict:
 
                 def e2e():
                     arr.clear()
-                    nb[grid, BLOCK](arr.ref, n, mode, failed)
+                    nb[grid, BLOCK](arr.view_arg(), n, mode, failed)
                     return len(arr)
 
                 for name, launch in ((f"numba_{kernel}", numba_launch), (f"cpp_{kernel}", cpp_launch)):
@@ -285,7 +283,7 @@ def run(ctx) -> dict:
                         series[name].append(ms)
                 results[name] = _summary(cp, arr.flatten())
                 progress(f"{label}: numba {kernel} end to end")
-            held = arr.memory_stats()["allocated_bytes"]
+            held = arr.stats()["allocated_bytes"]
             failures = int(failed.copy_to_host()[0]) + int(cpp_failed.get()[0])
 
         counts = cp.empty(n, dtype=cp.int32)

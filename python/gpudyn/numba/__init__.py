@@ -1,8 +1,8 @@
 """gpudyn.numba: gpudyn's structures inside Numba ``@cuda.jit`` kernels.
 
 Install with ``pip install 'gpudyn-cu13[numba]'`` (numba-cuda).  A kernel gets a
-structure through its ``.ref`` attribute, passed as a kernel argument, and
-calls the functions below on it::
+structure through its ``view_arg()``, passed as a kernel argument (the same
+object a CuPy ``RawKernel`` takes), and calls the functions below on it::
 
     import numpy as np
     from numba import cuda
@@ -17,20 +17,34 @@ calls the functions below on it::
                 gdn.push_back(out, t * 10 + k)
 
     arr = gpudyn.GGArray(np.int64)
-    multiples[40, 256](arr.ref, 10_000)    # .ref: the array's view, taken now
+    multiples[40, 256](arr.view_arg(), 10_000)   # the array's view, taken now
     values = arr.to_numpy()
 
-``obj.ref`` is the structure's C view (``gpudyn_*_view_t``) as a named tuple
-of NumPy scalars: numba-cuda passes it by value, like the C++ API passes the
-view, and types it by its class, which names the structure and the element
-dtype.  Take it when launching (``kernel[g, b](arr.ref, ...)``): it reflects
-the structure at that moment (a later ``reserve``/``grow`` is seen by refs
-taken after it).  Taking it does not wait for the device: an array's ref only
-queues, on the array's stream, the kernel that indexes its elements for
-``at``/``span`` (the status is checked by the next host call that waits).  The structure must stay open while a kernel uses it: a
-ref holds raw device addresses, so a kernel launched with the ref of a closed
-structure uses freed memory, as a freed pointer would (numba-cuda types a
-ref by its class once and caches it, so no launch can check it).
+``obj.view_arg()`` is the structure's C view (``gpudyn_*_view_t``) as a
+structured NumPy scalar whose class names the structure and the element
+dtype; importing gpudyn.numba registers those classes with numba-cuda, which
+types the argument as a named tuple of the view's fields and passes it by
+value, like the C++ API passes the view (a CuPy kernel gets the same bytes).
+Take it when launching (``kernel[g, b](arr.view_arg(), ...)``): it reflects
+the structure at that moment (a later ``reserve``/``grow`` is seen by
+arguments taken after it).  Taking it does not wait for the device: an
+array's ``view_arg()`` only queues, on the array's stream, the kernel that
+indexes its elements for ``at``/``span`` (the status is checked by the next
+host call that waits).  The structure must stay open while a kernel uses it:
+the argument holds raw device addresses, so a kernel launched with the
+argument of a closed structure uses freed memory, as a freed pointer would
+(numba-cuda types the argument by its class once and caches it, so no launch
+can check it).  The device functions call their first parameter ``ref``.
+
+Compiling ahead of time (no GPU, no object): :func:`ref_type` gives the Numba
+type of a structure's argument for a ``numba.cuda.compile`` signature::
+
+    sig = (gdn.ref_type(gpudyn.GGArray, np.int64), numba.cuda.types.int64)
+    ptx, _ = numba.cuda.compile(multiples, sig, device=False, output="ptx", cc=(9, 0), abi="numba")
+
+``abi="numba"`` is needed because ``numba.cuda.compile`` defaults to
+``abi="c"``, which numba-cuda (0.30) supports for device functions only; a
+kernel (``device=False``) is compiled with the Numba ABI.
 
 A kernel calling ``malloc`` takes about 72 registers a thread: launched with
 blocks of more than 896 threads it needs ``@cuda.jit(launch_bounds=threads)``
@@ -58,8 +72,8 @@ Device functions (any thread, under any divergence, unless said otherwise):
   ``lo += len(span)``), and for a GGArray ``ranged_size(ref) -> uint64``
   (the count ``at`` and ``span`` reach, one load: the loop bound for every
   thread; ``size`` sums the LFVectors).  A GGArray's ref covers the elements
-  stored by the work queued on its stream before the ref was taken: taking
-  ``.ref`` queues the kernel that indexes them, it does not wait::
+  stored by the work queued on its stream before its argument was taken:
+  ``view_arg()`` queues the kernel that indexes them, it does not wait::
 
       @cuda.jit
       def consume(src, dst):                # grid-stride over src, pushes into dst
@@ -69,12 +83,12 @@ Device functions (any thread, under any divergence, unless said otherwise):
               if x % 2 == 0:
                   gdn.push_back(dst, x // 2)
 
-      produce[64, 256, s](a.ref)            # a, out: GGArrays on stream s
-      consume[64, 256, s](a.ref, out.ref)   # a.ref taken after produce: sees its elements
+      produce[64, 256, s](a.view_arg())                   # a, out: GGArrays on stream s
+      consume[64, 256, s](a.view_arg(), out.view_arg())   # taken after produce: sees its elements
       a.clear()                             # stream-ordered too: no host wait anywhere
 * Heap: ``malloc(ref, nbytes) -> address`` (uint64, 0 when exhausted),
   ``free(ref, address) -> bool``.
-* PageHeap: ``get_page(ref) -> page`` (uint32, ``INVALID_PAGE`` when none is
+* RWHeap: ``get_page(ref) -> page`` (uint32, ``INVALID_PAGE`` when none is
   free), ``free_page(ref, page) -> bool``, ``page_address(ref, page) -> address``;
   ``malloc``/``free`` as for Heap (RW_malloc by each lane alone).
 * WarpHeap (warp collectives, FDGMalloc's rules): ``warp_start(ref, mask) ->
@@ -90,7 +104,7 @@ Device functions (any thread, under any divergence, unless said otherwise):
   page_address or warp_alloc (does not own it).
 
 Failures are return values (0 / False / INVALID_PAGE) and are recorded where
-the host reads them (the heaps' ``stats()`` / ``info()``; an array's
+the host reads them (the heaps' ``stats()``; an array's
 ``status``, and its next host call raises OutOfMemoryError); nothing stored
 before is lost.
 
@@ -128,7 +142,8 @@ from ._device import (INVALID_PAGE, array, at, extend, free, free_page, get_page
                       page_address, push_back, ranged_size, size, span, warp_alloc, warp_end, warp_start,
                       warp_tidy_up)
 from ._link import build_info, link_file  # noqa: E402
-from ._refs import kernel_ref as ref  # noqa: E402
+from ._refs import kernel_ref as ref  # noqa: E402,F401  (deprecated: obj.view_arg())
+from ._refs import ref_type  # noqa: E402
 
-__all__ = ["ref", "push_back", "extend", "size", "at", "span", "ranged_size", "malloc", "free", "get_page", "free_page", "page_address", "INVALID_PAGE",
+__all__ = ["ref_type", "push_back", "extend", "size", "at", "span", "ranged_size", "malloc", "free", "get_page", "free_page", "page_address", "INVALID_PAGE",
            "warp_start", "warp_alloc", "warp_tidy_up", "warp_end", "array", "build_info", "link_file"]

@@ -18,28 +18,28 @@ from numba.cuda.np.numpy_support import from_dtype
 
 from . import _link
 from .._ffi import ffi
+from .._view import KINDS
 
 ARRAYS = ("ggarray", "static_array", "vmm_array")
 ALLOCATORS = ("heap", "rw_heap")  # malloc / free
-_NAMES = {"ggarray": "GGArray", "static_array": "StaticArray", "vmm_array": "VmmArray", "heap": "Heap",
-          "rw_heap": "PageHeap", "warp_heap": "WarpHeap"}
 INVALID_PAGE = 0xFFFFFFFF  # get_page on exhaustion (GPUDYN_RW_HEAP_INVALID_PAGE)
 
 
 # ---- typing helpers -------------------------------------------------------------------
 def _kind(ty):
-    """(kind, element dtype or None) of a ref's Numba type, or None."""
+    """(kind name, element dtype or None) of a kernel argument's Numba type (a
+    structure's ``view_arg()``, gpudyn/_view.py), or None."""
     if isinstance(ty, types.BaseNamedTuple):
         kind = getattr(ty.instance_class, "_gpudyn_kind", None)
         if kind is not None:
-            return kind, ty.instance_class._gpudyn_dtype
+            return kind.name, ty.instance_class._gpudyn_dtype
     return None
 
 
 def _ref(fn: str, ty, kinds):
     k = _kind(ty)
     if k is None or k[0] not in kinds:
-        want = " or ".join(f"{_NAMES[x]}.ref" for x in kinds)
+        want = " or ".join(f"{KINDS[x].title}.view_arg()" for x in kinds)
         raise TypingError(f"gpudyn.numba.{fn}: argument 'ref' must be a {want} (passed to the kernel), got {ty}")
     return k
 
@@ -53,7 +53,7 @@ def _integer(fn: str, name: str, ty):
 def _view_pointer(context, builder, refty, ref):
     """The address of a stack copy of the ref: the view struct the shims read."""
     llty = context.get_value_type(refty)
-    want = ffi.sizeof(refty.instance_class._gpudyn_view_type)
+    want = ffi.sizeof(refty.instance_class._gpudyn_kind.view_type)
     if context.get_abi_sizeof(llty) != want:  # _refs checked the offsets; LLVM must agree on the size
         raise TypingError(f"gpudyn.numba: {refty} lowers to {context.get_abi_sizeof(llty)} bytes, "
                           f"the C view has {want}")
@@ -100,7 +100,7 @@ def _element_words(context, builder, elem, bits, value):
 def push_back(typingctx, ref, value):
     """``push_back(ref, value) -> bool``: appends `value` (converted to the
     array's dtype as NumPy's casting would) to the GGArray / StaticArray /
-    VmmArray whose ``.ref`` the kernel got.  Any thread, under any divergence;
+    VmmArray whose ``view_arg()`` the kernel got.  Any thread, under any divergence;
     the lanes that call together share one reservation.  False when the array
     cannot take it (full, or no memory for a GGArray bucket): nothing stored,
     the array's status records it (its next host call raises
@@ -163,7 +163,7 @@ def extend(typingctx, ref, values, n):
 
 # ---- reading an array in place ------------------------------------------------------------
 _READS_DOC = """Which elements a kernel reads: a GGArray's as of the ref's view (taking
-``.ref`` recomputes the array's ranges in a kernel on the array's stream, so a
+``view_arg()`` recomputes the array's ranges in a kernel on the array's stream, so a
 kernel launched after it on that stream reads every element the kernels
 queued before stored -- no host wait); a StaticArray's / VmmArray's up to
 its size then.  Global index i runs LFVector after LFVector: the order of
@@ -303,20 +303,20 @@ one load -- call that from every thread, this one from few.""")
 ranged_size = _device_function("ranged_size", ("ggarray",), "gpudyn_numba_ggarray_ranged_size", [], _U64,
                                """``ranged_size(ref) -> uint64``: the GGArray's elements that ``at`` and
 ``span`` reach: its size when the ref was taken, in stream order (taking
-``.ref`` queues the kernel that computes it after the array's earlier work: no
+``view_arg()`` queues the kernel that computes it after the array's earlier work: no
 host wait).  One load: the bound for loops of every thread of a consumer.""")
 
-# Heap and PageHeap
+# Heap and RWHeap
 malloc = _device_function("malloc", ALLOCATORS, "gpudyn_numba_{kind}_malloc", [("nbytes", _U64)], _U64, """``malloc(ref, nbytes) -> uint64``: device address of `nbytes` bytes (16-byte
 aligned), 0 when memory is exhausted (counted; the host sees it in stats()).
 Heap: any thread, any divergence, lanes that call together are aggregated.
-PageHeap: RW_malloc by the calling lane alone.""")
+RWHeap: RW_malloc by the calling lane alone.""")
 free = _device_function("free", ALLOCATORS, "gpudyn_numba_{kind}_free", [("address", _U64)], types.boolean, """``free(ref, address) -> bool``: frees an address malloc returned (any thread,
 any kernel; 0 is fine).  False for a double, foreign or interior free, which
 changes nothing and is counted as a bad free.""")
 
-# PageHeap pages
-get_page = _device_function("get_page", ("rw_heap",), "gpudyn_numba_rw_heap_get_page", [], _U32, """``get_page(ref) -> uint32``: a free page of the PageHeap (random walk, RW-BM),
+# RWHeap pages
+get_page = _device_function("get_page", ("rw_heap",), "gpudyn_numba_rw_heap_get_page", [], _U32, """``get_page(ref) -> uint32``: a free page of the RWHeap (random walk, RW-BM),
 or INVALID_PAGE when none was found.  Any thread, any divergence.""")
 free_page = _device_function("free_page", ("rw_heap",), "gpudyn_numba_rw_heap_free_page", [("page", _U32)],
                              types.boolean, """``free_page(ref, page) -> bool``: gives a page from get_page back (any thread).
