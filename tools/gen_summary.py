@@ -59,8 +59,8 @@ def _section(gpu: str, name: str, data: dict) -> list[str]:
     lines = [
         f"### {gpu}/{name}: {met} of {len(targets)} met{quick}",
         "",
-        f"{_cell(data.get('device', '?'))}, commit `{data.get('git_commit', '?')}`, {data.get('date', '?')}, "
-        f"gpudyn {data.get('gpudyn_version', '?')}: [`{name}`]({gpu}/{name})",
+        (f"{_cell(data.get('device', '?'))}, commit `{data.get('git_commit', '?')}`, {data.get('date', '?')}, "
+         f"gpudyn {data.get('gpudyn_version', '?')}: [`{name}`]({gpu}/{name})"),
         "",
         "| target | measured | goal | met |",
         "|---|---|---|---|",
@@ -118,7 +118,10 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     text = render()
     if args.check:
-        old = open(OUT, encoding="utf-8").read() if os.path.exists(OUT) else ""
+        old = ""
+        if os.path.exists(OUT):
+            with open(OUT, encoding="utf-8") as f:
+                old = f.read()
         if old != text:
             sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), text.splitlines(True),
                                                        "SUMMARY.md (committed)", "SUMMARY.md (from the JSONs)"))

@@ -40,12 +40,12 @@ def _guides():
 
 def _fences(text: str):
     """(language or directive, rest of the info line, body) of every fenced block."""
-    return re.findall(r"^```(\S*)[ \t]*([^\n]*)\n(.*?)^```", text, re.S | re.M)
+    return re.findall(r"^```(\S*)[ \t]*([^\n]*)\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
 
 
 def _prose(text: str) -> str:
     """The text without code: fenced blocks and inline code spans removed."""
-    return re.sub(r"`[^`\n]*`", "", re.sub(r"^```.*?^```", "", text, flags=re.S | re.M))
+    return re.sub(r"`[^`\n]*`", "", re.sub(r"^```.*?^```", "", text, flags=re.DOTALL | re.MULTILINE))
 
 
 def _includes():

@@ -23,7 +23,7 @@ def _text() -> str:
 
 
 def _blocks(lang: str) -> list:
-    return re.findall(rf"^```{lang}\n(.*?)^```", _text(), re.S | re.M)
+    return re.findall(rf"^```{lang}\n(.*?)^```", _text(), re.DOTALL | re.MULTILINE)
 
 
 def _block(lang: str) -> str:
@@ -33,7 +33,7 @@ def _block(lang: str) -> str:
 
 
 def test_every_code_block_is_a_quickstart_or_a_command():
-    fences = re.findall(r"^```(\S*)$", _text(), re.M)
+    fences = re.findall(r"^```(\S*)$", _text(), re.MULTILINE)
     opening = fences[0::2]
     assert len(fences) % 2 == 0, "unclosed code block"
     assert sorted(opening) == sorted(TESTED + EXEMPT * opening.count("sh")), opening
@@ -48,7 +48,7 @@ def test_readme_is_a_guide():
 
 def test_readme_links_resolve():
     missing = []
-    prose = re.sub(r"`[^`\n]*`", "", re.sub(r"^```.*?^```", "", _text(), flags=re.S | re.M))
+    prose = re.sub(r"`[^`\n]*`", "", re.sub(r"^```.*?^```", "", _text(), flags=re.DOTALL | re.MULTILINE))
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", prose):
         if "://" in target:
             continue
