@@ -115,7 +115,7 @@ def _numba_type(spec: str):
 
 
 def test_every_numba_sample_has_its_kernel_types():
-    uses_numba = {p.name for p in PY_SAMPLES if "@cuda.jit" in p.read_text(encoding="utf-8")}
+    uses_numba = {p.name for p in PY_SAMPLES if "@cuda.jit" in p.read_text(encoding="utf-8")}  # launched ones
     assert uses_numba == set(KERNELS)
 
 
@@ -128,8 +128,21 @@ def test_numba_sample_kernels_compile(name):
         assert "gpudyn_numba_" in ptx, kernel
 
 
+# Samples that need no GPU: they run everywhere (numba-cuda compiles without a device).
+NO_GPU = {"numba_compile_ahead.py"}
+
+
+@pytest.mark.parametrize("name", sorted(NO_GPU))
+def test_python_sample_runs_without_a_gpu(name):
+    pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
+    r = subprocess.run([sys.executable, str(SAMPLES / name)], capture_output=True, text=True, timeout=300,
+                       cwd=SAMPLES, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines()[-1].startswith("ok"), r.stdout
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("path", PY_SAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in PY_SAMPLES if p.name not in NO_GPU], ids=lambda p: p.name)
 def test_python_sample_runs(path):
     if "numba" in path.read_text(encoding="utf-8"):
         pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
