@@ -102,6 +102,7 @@ class Comm:
         import torch.distributed as dist
         self.torch, self.dist, self.device = torch, dist, device
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.host_waits = 0                     # reads of the size matrix (sizes())
         # torch >= 2.13 names it all_gather_single (all_gather_into_tensor is deprecated there).
         self._all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 
@@ -113,6 +114,7 @@ class Comm:
 
     def sizes(self, row) -> np.ndarray:
         """Every rank's size row, to the host: the one host wait of a level."""
+        self.host_waits += 1
         return self.all_gather(row).cpu().numpy()
 
     def all_to_all(self, send, send_splits, recv_splits):
@@ -287,9 +289,10 @@ def run_variant(kind: str, graph: Graph, comm: Comm, part: Partition) -> dict:
     backend = make_backend(kind, graph, comm, part)
     gpu = comm.device.type == "cuda"
     search(backend, comm, part, int(graph.keys[0]))          # warm-up: compiles and loads every kernel
-    ms, levels, errors = [], [], []
+    ms, levels, waits, errors = [], [], [], []
     for i, root in enumerate(graph.keys):
         comm.barrier()
+        comm.host_waits = 0
         if gpu:
             start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
@@ -303,6 +306,7 @@ def run_variant(kind: str, graph: Graph, comm: Comm, part: Partition) -> dict:
             t = start.elapsed_time(stop)
         else:
             t = (time.perf_counter() - t0) * 1e3
+        waits.append(comm.host_waits)           # before anything outside the search reads
         ms.append(comm.max(t))
         levels.append(depth)
         parent, level = gather_result(comm, part, *backend.result())
@@ -316,8 +320,11 @@ def run_variant(kind: str, graph: Graph, comm: Comm, part: Partition) -> dict:
             if any(err.values()):
                 errors.append({"key": int(root), **err})
     backend.close()
+    # Host waits in a search: one size matrix a level, the last one empty (the stop).
     out = {"backend": kind, "ms": ms, "median_ms": _median(ms), "levels": levels,
-           "host_waits_per_level": 1, "checks": getattr(backend, "checks", {})}
+           "host_waits_per_search": waits, "checks": getattr(backend, "checks", {})}
+    if any(w != d + 1 for w, d in zip(waits, levels)):
+        errors.append({"host_waits": waits, "levels": levels})
     if comm.rank == 0:
         out["teps"] = [e / (t * 1e-3) for e, t in zip(graph.component_edges, ms)]
         out["harmonic_mean_teps"] = _harmonic(out["teps"])
@@ -333,9 +340,9 @@ def git_commit() -> str:
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         c = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
-                           timeout=10).stdout.strip()
+                           timeout=10, check=False).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+                               capture_output=True, text=True, timeout=10, check=False).stdout.strip()
         return c + ("-dirty" if dirty and c else "") or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -348,10 +355,8 @@ def device_info(comm: Comm) -> dict:
         p = torch.cuda.get_device_properties(comm.device)
         info.update(gpu=p.name, sms=p.multi_processor_count, memory_bytes=int(p.total_memory),
                     cuda=torch.version.cuda)
-        try:
-            info["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
-        except Exception:  # a build without NCCL: the run would not have started
-            pass
+        v = torch.cuda.nccl.version()
+        info["nccl"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
     else:
         info["gpu"] = None
     return info
@@ -375,15 +380,15 @@ def main(argv=None) -> int:
         print("bfs.py: --backend cpu runs alone (gloo, host memory)", file=sys.stderr)
         return 2
     try:
-        import torch  # noqa: F401
+        import torch
     except ImportError as e:
         print(f"bfs.py: needs PyTorch ({e}); skipped", file=sys.stderr)
         return 77
     if kinds != ["cpu"]:
         try:
-            import cupy  # noqa: F401
+            import cupy
             import gpudyn
-            import gpudyn.numba  # noqa: F401
+            import gpudyn.numba
             gpudyn.device_count()
         except Exception as e:  # ImportError, NoDeviceError
             print(f"bfs.py: the GPU backends need a CUDA device, numba-cuda and CuPy ({e}); skipped",

@@ -33,12 +33,11 @@ A module of bfs.py, not a program: run bfs.py.
 """
 from __future__ import annotations
 
-import numpy as np
-from numba import cuda
-
 import gpudyn
 import gpudyn.numba as gdn
+import numpy as np
 from gpudyn.bench.apps import BLOCK, BLOCKS_PER_SM, WARP
+from numba import cuda
 
 UNVISITED = np.int32(-1)
 FULL = np.uint32(0xFFFFFFFF)
@@ -272,7 +271,8 @@ class _Rank:
 class GpudynBackend(_Rank):
     def __init__(self, graph, comm, part):
         super().__init__(graph, comm, part)
-        new = lambda: gpudyn.GGArray(np.int64, stream=self.stream)   # noqa: E731
+        def new():
+            return gpudyn.GGArray(np.int64, stream=self.stream)
         self.fronts = [new(), new()]
         self.remote = [None if d == self.rank else new() for d in range(self.world)]
         # Push arguments stay valid (a GGArray's pushes do not need a fresh view);

@@ -50,11 +50,11 @@ def free_port() -> int:
 
 def main() -> int:
     try:
+        import gpudyn
+        import gpudyn.numba as gdn
         import torch
         import torch.distributed as dist
         from numba import cuda
-        import gpudyn
-        import gpudyn.numba as gdn
         gpudyn.device_count()
         if not (torch.cuda.is_available() and dist.is_nccl_available()):
             raise RuntimeError("PyTorch sees no CUDA device or has no NCCL")

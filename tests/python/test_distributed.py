@@ -32,7 +32,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (CI: pip i
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "distributed"
 sys.path.insert(0, str(EXAMPLES))
-import bfs  # noqa: E402
+import bfs
 
 SANITIZER = os.environ.get("GPUDYN_SANITIZER")
 
