@@ -66,7 +66,7 @@
 /// (grow_prefix, raise_prefix) was chosen for none (checked with -Xptxas -v).
 /// Kernels that hold many items a thread (16 flags and values) take 64-80;
 /// blocks of up to 768 threads launch as they are, a kernel launched with
-/// larger blocks needs __launch_bounds__(threads), else the launch fails with
+/// larger blocks needs `__launch_bounds__(threads)`, else the launch fails with
 /// cudaErrorLaunchOutOfResources.
 /// Compiles under nvcc and NVRTC.
 #pragma once
@@ -153,7 +153,7 @@ __device__ inline bool arena_wait_mapped(arena_record* a, unsigned long long end
 /// A bucket of `bytes` from the arena at `record`; nullptr when it does not fit
 /// (the request is recorded in `refused`; `taken` stays past it, so the rest of
 /// the launch's requests fail too, until the host resets it to `end`).
-/// *held = the bytes it takes.
+/// `*held` = the bytes it takes.
 __device__ inline void* arena_bucket(unsigned long long record, unsigned long long bytes, unsigned long long* held) {
     if (record == 0) return nullptr;
     arena_record* a = reinterpret_cast<arena_record*>(record);
@@ -336,9 +336,9 @@ public:
         const unsigned b = bucket_of(local);
         return bucket(l, b)[local - bucket_first(b)];
     }
-    /// The first span of [lo, hi) ∩ [0, ranged_size()): p with p[0..*n) the
-    /// global elements [lo, lo + *n), all in one bucket of one LFVector; *n = 0
-    /// and nullptr when lo >= min(hi, ranged_size()).  Stepping lo by *n visits
+    /// The first span of [lo, hi) ∩ [0, ranged_size()): p with p[0..`*n`) the
+    /// global elements [lo, lo + `*n`), all in one bucket of one LFVector; `*n` = 0
+    /// and nullptr when lo >= min(hi, ranged_size()).  Stepping lo by `*n` visits
     /// [lo, hi) as for_each_span does, in a loop a caller writes itself (Numba):
     /// @code{.cpp}
     /// for (unsigned long long n = 0; lo < hi; lo += n) { const T* p = a.span(lo, hi, &n); if (n == 0) break; ... }
@@ -825,7 +825,7 @@ private:
             const unsigned b = a->bucket_of(i);
             reinterpret_cast<T*>(w.word[b])[i - a->bucket_first(b)] = v;
         }
-        /// The bucket holding i: local indices [*first, *end), its pointer from the window.
+        /// The bucket holding i: local indices [`*first`, `*end`), its pointer from the window.
         __device__ T* extent(const sink_window& w, unsigned long long i, unsigned long long* first,
                              unsigned long long* end) const {
             const unsigned b = a->bucket_of(i);

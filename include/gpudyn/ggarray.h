@@ -164,7 +164,7 @@ typedef struct gpudyn_ggarray_view_t {
                                         plus b + log2_first_bucket + 1 for bucket b in the low 6 bits */
 } gpudyn_ggarray_view_t;
 
-/** Fills *options with the defaults listed beside each field (struct_size included). */
+/** Fills `*options` with the defaults listed beside each field (struct_size included). */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_options_init(gpudyn_ggarray_options_t* options);
 /** Creates an empty GGArray (no bucket yet) and reserves the pool's virtual range.
  * The growth arena is taken (budget_bytes) only when first needed.
@@ -253,7 +253,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_s
  * (as for destroy).  A GGArray with a given heap or without VMM only releases
  * the reserve. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_trim(gpudyn_ggarray_t array, gpudyn_stream_t stream);
-/** Fills *view and recomputes `ranges` on `stream`; at() and spans of kernels
+/** Fills `*view` and recomputes `ranges` on `stream`; at() and spans of kernels
  * launched after it on that stream see the elements present at that point.
  * Makes the growth arena ready first: the own one is allocated the first time
  * (OUT_OF_MEMORY naming budget_bytes when the device has not the memory); with
@@ -277,7 +277,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uin
  * raise it to.  Host-side values, no synchronization; either pointer may be NULL. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_budget(gpudyn_ggarray_t array, uint64_t* budget_bytes,
                                                      uint64_t* max_budget_bytes);
-/** *status = the array's status bits (gpudyn_array_status_bits_t; 0: no push from
+/** `*status` = the array's status bits (gpudyn_array_status_bits_t; 0: no push from
  * a kernel has failed since create / clear_status / clear).  Synchronizes `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_status(gpudyn_ggarray_t array, uint32_t* status,
                                                      gpudyn_stream_t stream);
@@ -304,11 +304,11 @@ typedef struct gpudyn_static_array_view_t {
     uint64_t status;                 /**< device uint32: gpudyn_array_status_bits_t */
     uint64_t failed_at;              /**< device uint64: lowest start of a reservation that did not fit
                                         (UINT64_MAX when none); the number of elements is
-                                        min(*size, *failed_at): every range below it was stored, every
+                                        min(`*size`, `*failed_at`): every range below it was stored, every
                                         range at or above it failed and stored nothing */
 } gpudyn_static_array_view_t;
 
-/** Fills *options with the defaults (element_size 4; capacity must still be set). */
+/** Fills `*options` with the defaults (element_size 4; capacity must still be set). */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_options_init(gpudyn_static_array_options_t* options);
 /** Allocates `capacity` elements once (stream-ordered); size 0. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* array,
@@ -351,10 +351,10 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten_async(gpudyn_static_array
                                                              gpudyn_stream_t stream);
 /** Size 0 and status bits zeroed (stream-ordered); the storage is kept. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_clear(gpudyn_static_array_t array, gpudyn_stream_t stream);
-/** Fills *view for kernels (`gpudyn::static_array_ref<T>`). */
+/** Fills `*view` for kernels (`gpudyn::static_array_ref<T>`). */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_get_view(gpudyn_static_array_t array,
                                                         gpudyn_static_array_view_t* view);
-/** *status = the status bits (gpudyn_array_status_bits_t) kernels' pushes set since
+/** `*status` = the status bits (gpudyn_array_status_bits_t) kernels' pushes set since
  * create / clear_status / clear.  Synchronizes `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_get_status(gpudyn_static_array_t array, uint32_t* status,
                                                           gpudyn_stream_t stream);
@@ -384,7 +384,7 @@ typedef struct gpudyn_vmm_array_view_t {
     uint64_t failed_at;              /**< device uint64, as the static array */
 } gpudyn_vmm_array_view_t;
 
-/** Fills *options with the defaults listed beside each field. */
+/** Fills `*options` with the defaults listed beside each field. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_options_init(gpudyn_vmm_array_options_t* options);
 /** Reserves the virtual range and maps initial_capacity elements; NOT_SUPPORTED when the
  * driver has no virtual memory management. */
@@ -427,7 +427,7 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_flatten_async(gpudyn_vmm_array_t arr
                                                           uint64_t* size, gpudyn_stream_t stream);
 /** Size 0 and status bits zeroed (stream-ordered); the mapping is kept. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_clear(gpudyn_vmm_array_t array, gpudyn_stream_t stream);
-/** Fills *view for kernels (`gpudyn::vmm_array_ref<T>`); capacity as of this call. */
+/** Fills `*view` for kernels (`gpudyn::vmm_array_ref<T>`); capacity as of this call. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_view(gpudyn_vmm_array_t array, gpudyn_vmm_array_view_t* view);
 /** As gpudyn_static_array_get_status: the status bits; synchronizes `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_status(gpudyn_vmm_array_t array, uint32_t* status,

@@ -11,6 +11,7 @@
  *   - option structs begin with `struct_size` and have an initializer function;
  *   - host calls that touch device memory take a gpudyn_stream_t (a
  *     cudaStream_t; NULL is the legacy default stream) and are stream-ordered.
+ *
  * Preprocessor lines must stay on lines of their own: the Python binding drops
  * every line that starts with '#' and the GPUDYN_API token.
  */
@@ -169,7 +170,7 @@ GPUDYN_API gpudyn_status_t gpudyn_stream_get_device(gpudyn_stream_t stream, int3
  * where the query fails). */
 GPUDYN_API gpudyn_status_t gpudyn_pointer_get_device(const void* ptr, int32_t* device);
 
-/** Fills *info for `device` (info->struct_size must be set by the caller to
+/** Fills `*info` for `device` (info->struct_size must be set by the caller to
  * sizeof(gpudyn_device_info_t), its only published layout). */
 GPUDYN_API gpudyn_status_t gpudyn_get_device_info(int32_t device, gpudyn_device_info_t* info);
 
@@ -204,7 +205,7 @@ GPUDYN_API gpudyn_status_t gpudyn_device_synchronize(void);
 /** Gives back to the driver the device memory gpudyn keeps for reuse on
  * `device`: the reserve of unmapped chunks that GGArrays' growth arenas gave
  * back (trim, destroy) and take again when they grow.  The library's host
- * thread also releases a chunk once it has been unused for a second.  *bytes
+ * thread also releases a chunk once it has been unused for a second.  `*bytes`
  * (may be NULL) = the bytes released.  No synchronization. */
 GPUDYN_API gpudyn_status_t gpudyn_trim(int32_t device, uint64_t* bytes);
 /** Makes later work on `stream` wait until the work queued on `producer` so far

@@ -40,8 +40,8 @@
 ///    current slabs than there are SMs, each SM's warps spread over several:
 ///    few partly filled slabs for a small class, less contention on one slab
 ///    for a large one).
-///    malloc groups the lanes that arrive together (__activemask) at one heap by class
-///    (__match_any_sync).  A fast pass serves every group of the warp in the
+///    malloc groups the lanes that arrive together (`__activemask`) at one heap by class
+///    (`__match_any_sync`).  A fast pass serves every group of the warp in the
 ///    same instructions (a mixed-size warp's twenty-odd groups do not wait on
 ///    each other's loads): the group's leader loads its SM's current slab, lane
 ///    r of the group reads word start + r of it (a group-uniform random start),
@@ -66,7 +66,7 @@
 ///    that found no free slot (or at once when the class has no slab) does the
 ///    group's leader attach a slab: pages from the page bitmap, slot bits
 ///    initialised with the group's slots already taken, page records written,
-///    __threadfence, then the directory entry is published (count first, entry
+///    `__threadfence`, then the directory entry is published (count first, entry
 ///    second; readers load the entry with a relaxed GPU-scope load, read what
 ///    it names only at addresses computed from it, and skip the 0xFFFFFFFF of
 ///    an entry not yet written) and the slab becomes current.  Attaches of a
@@ -126,7 +126,7 @@
 /// class whatever the heap's size (1.1 MiB with 64 KiB pages, 1.8 MiB with 2 MiB).
 ///
 /// Memory ordering: a slot's bit is set (atomicOr) before its pointer is handed
-/// out; a slab is initialised and fenced (__threadfence) before its directory
+/// out; a slab is initialised and fenced (`__threadfence`) before its directory
 /// entry or a current slab is stored; readers load those with a relaxed
 /// gpu-scope load and read what they name only through L2, at addresses
 /// computed from the loaded value (load_published), so a reader that sees an
@@ -136,13 +136,13 @@
 ///
 /// Contract: every call may be made by any thread at any time, diverged or not;
 /// lanes that arrive together are aggregated inside (the mask is the lanes of
-/// the __activemask() taken at entry that call the same heap, and every lane of
+/// the `__activemask()` taken at entry that call the same heap, and every lane of
 /// it runs every collective step).
 /// Pointers are 16-byte aligned; malloc_aligned gives alignments up to P.  Bytes
 /// are not zeroed.  Needs sm_70+ (match, nanosleep, ld.relaxed); CUDA 13 is sm_75+.
 /// Registers: a kernel calling malloc takes about 72 a thread (sm_90, nvcc 13.0),
 /// so blocks of up to 896 threads launch as they are; a kernel launched with
-/// larger blocks needs __launch_bounds__(threads) (ptxas then fits 64, with a
+/// larger blocks needs `__launch_bounds__(threads)` (ptxas then fits 64, with a
 /// stack frame and no spills on sm_90), else the launch fails with
 /// cudaErrorLaunchOutOfResources.
 #pragma once
@@ -401,7 +401,7 @@ __host__ __device__ __forceinline__ heap_class heap_class_geometry(unsigned c, u
 /// (CCTL.IVALL), a large share of a burst of mallocs.  What the word
 /// names is only read with loads that go to L2 (load_word), at addresses
 /// computed from the loaded value, so they cannot be performed before it; the
-/// publisher fences (__threadfence) before its store.
+/// publisher fences (`__threadfence`) before its store.
 __device__ __forceinline__ unsigned load_published(const unsigned* p) {
     unsigned v;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -418,7 +418,7 @@ __device__ __forceinline__ unsigned load_hint(const unsigned* p) {
 
 /// Release fence at GPU scope: this thread's earlier writes are visible to any
 /// thread that later observes one of its later writes (lighter than the
-/// sequentially consistent __threadfence).
+/// sequentially consistent `__threadfence`).
 __device__ __forceinline__ void release_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
 /// The SM the thread runs on.
@@ -1028,7 +1028,7 @@ private:
     /// random free bit, since lone callers of one SM share the slab) and the
     /// group's lanes take them by rank.  All groups do this in the
     /// same instructions.  nullptr: not served here (the rounds go on);
-    /// *full_cur: the cursor value of a current slab the group read whole and
+    /// `*full_cur`: the cursor value of a current slab the group read whole and
     /// found full (0: none).  (Not kept: lanes beyond the slab's words reading
     /// the next cursors' slabs, which made warps of different SMs race for one
     /// slab; the cursor count read through L1 here and in the rounds.)

@@ -87,7 +87,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
  * synchronizes the device); NULL is accepted. */
 GPUDYN_API gpudyn_status_t gpudyn_heap_destroy(gpudyn_heap_t heap);
 
-/** Fills *view for kernels; valid until destroy (also across grow). */
+/** Fills `*view` for kernels; valid until destroy (also across grow). */
 GPUDYN_API gpudyn_status_t gpudyn_heap_get_view(gpudyn_heap_t heap, gpudyn_heap_view_t* view);
 
 /** Maps physical memory until at least new_mapped_bytes (rounded up to the

@@ -4,14 +4,14 @@
 /// among the block's inserting threads, plus the block's total, so a structure
 /// reserves the whole block's range with one operation.
 ///
-///   atomic       each inserting thread takes its slot with atomicAdd on a
-///                block-shared counter (slot order is arbitrary);
-///   warp_scan    exclusive prefix sum with __shfl_up_sync per warp, then over
-///                the warp totals (slots in thread-rank order);
-///   tensor_scan  the prefix sum as 16x16 half-precision matrix products on
-///                tensor cores (WMMA), after Dakkak et al. (ICS 2019): a tile of
-///                256 flags is A; A·U (U upper-triangular ones) scans each row,
-///                (L·A)·1 (L strictly lower ones) adds the sums of earlier rows.
+/// - `atomic`: each inserting thread takes its slot with atomicAdd on a
+///   block-shared counter (slot order is arbitrary);
+/// - `warp_scan`: exclusive prefix sum with `__shfl_up_sync` per warp, then over
+///   the warp totals (slots in thread-rank order);
+/// - `tensor_scan`: the prefix sum as 16x16 half-precision matrix products on
+///   tensor cores (WMMA), after Dakkak et al. (ICS 2019): a tile of
+///   256 flags is A; A·U (U upper-triangular ones) scans each row,
+///   (L·A)·1 (L strictly lower ones) adds the sums of earlier rows.
 ///
 /// Deviation from the paper, on purpose: its "atomic" variant does one global
 /// atomicAdd per element, which cannot give all-or-nothing insertion at a
@@ -53,7 +53,7 @@ struct block_rank<insert_algo::atomic, MaxThreads> {
         unsigned counter;
     };
     /// Slot of the calling thread among the block's flagged threads (meaningful
-    /// when flag is true); *total gets the number of flagged threads.
+    /// when flag is true); `*total` gets the number of flagged threads.
     __device__ static unsigned rank(TempStorage& s, bool flag, unsigned* total) {
         if (detail::block_thread_rank() == 0) s.counter = 0;
         __syncthreads();
@@ -416,6 +416,7 @@ struct sink_window {
 
 /// Sink (provided by the structure): warp_push.cuh's claim side (hint, claim,
 /// fast, settle, advance: one thread reserves with detail::reserve_range), and
+/// @code{.cpp}
 ///   void open(sink_window& w, unsigned long long base, unsigned long long n)
 ///        called by the same thread after a successful reservation with n > 0;
 ///   void store(const sink_window& w, unsigned long long index, const T& value)  any thread,
@@ -424,10 +425,11 @@ struct sink_window {
 ///             unsigned long long* end)  any thread: the piece of contiguous memory holding
 ///        index: indices [*first, *end) of the opened range live at the returned pointer
 ///        onward (it points at index *first).
+/// @endcode
 /// Source of a block's chunk (push_chunk), all members uniform except flag/value:
 /// @code{.cpp}
-/// bool all_flagged() const          true when every candidate is inserted (no counting pass);
-/// bool flag(unsigned long long j) const, T value(unsigned long long j) const  for j < n.
+///   bool all_flagged() const          true when every candidate is inserted (no counting pass);
+///   bool flag(unsigned long long j) const, T value(unsigned long long j) const  for j < n.
 /// @endcode
 template <insert_algo Algo, unsigned MaxThreads = kMaxBlockThreads>
 struct block_inserter {
@@ -714,7 +716,7 @@ __host__ __device__ inline bulk_plan plan_bulk_insert(unsigned long long count, 
     return p;
 }
 
-/// Input range [*lo, *hi) of part p (see above).
+/// Input range [`*lo`, `*hi`) of part p (see above).
 __host__ __device__ inline void bulk_part_range(unsigned long long count, const bulk_plan& plan, unsigned long long p,
                                                 unsigned long long* lo, unsigned long long* hi) {
     const unsigned long long T = plan.targets, each = plan.parts / T;

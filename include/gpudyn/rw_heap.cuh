@@ -23,7 +23,7 @@
 ///     any thread at any time, diverged or not.
 ///   - Warp collectives (get_page_corw, malloc) take a lane mask: exactly the lanes
 ///     in `mask` call, with the same mask, converged or not (no lockstep assumed;
-///     data moves through *_sync intrinsics and __syncwarp(mask)).
+///     data moves through `*_sync` intrinsics and `__syncwarp(mask)`).
 ///   - Exhaustion returns kRwInvalidPage / nullptr after a bounded search (random
 ///     steps, then one sweep over the bitmap, or over regions for malloc) and
 ///     counts a failed request; nothing traps, loops forever or prints.
@@ -115,7 +115,7 @@ static_assert(__builtin_offsetof(rw_heap_view, live_starts) ==
               "rw_heap_view must mirror the C view");
 #endif
 
-/// Per-warp scratch of RW_malloc: in __shared__ memory (one per warp) or, when
+/// Per-warp scratch of RW_malloc: in `__shared__` memory (one per warp) or, when
 /// the mask has a single lane, a local variable.
 struct rw_malloc_storage {
     unsigned long long region[kRwRegionWords];  ///< bitmap region; then the planned claims

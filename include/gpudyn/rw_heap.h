@@ -90,7 +90,7 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
  * them first"), the heap intact. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_destroy(gpudyn_rw_heap_t heap);
 
-/** Fills *view for kernels; valid until destroy. */
+/** Fills `*view` for kernels; valid until destroy. */
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_view(gpudyn_rw_heap_t heap, gpudyn_rw_heap_view_t* view);
 
 /** One GETPAGE per request, one request per thread: `pages` (device, n uint32,

@@ -112,7 +112,7 @@ typedef struct gpudyn_warp_heap_stats_t {
 
 typedef struct gpudyn_warp_heap_s* gpudyn_warp_heap_t;
 
-/** Fills *options with the defaults (struct_size included). */
+/** Fills `*options` with the defaults (struct_size included). */
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_options_init(gpudyn_warp_heap_options_t* options);
 
 /** Creates a warp heap: allocates its statistics (zeroed, stream-ordered) and,
@@ -126,7 +126,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap,
  * and never ended are not known to the heap and stay allocated. */
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_destroy(gpudyn_warp_heap_t heap);
 
-/** Fills *view for kernels (gpudyn::warp_heap_ref wraps it); valid until destroy. */
+/** Fills `*view` for kernels (gpudyn::warp_heap_ref wraps it); valid until destroy. */
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_view(gpudyn_warp_heap_t heap, gpudyn_warp_heap_view_t* view);
 
 /** Arena allocation for callers without kernels: element i of `pointers`
@@ -145,7 +145,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_release(gpudyn_warp_heap_t heap, gpu
 /** Number of batches held (not yet released); host-side, no synchronization. */
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_batch_count(gpudyn_warp_heap_t heap, uint64_t* count);
 
-/** Copies the device counters to *stats after synchronizing `stream`. */
+/** Copies the device counters to `*stats` after synchronizing `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_stats(gpudyn_warp_heap_t heap, gpudyn_warp_heap_stats_t* stats,
                                                       gpudyn_stream_t stream);
 

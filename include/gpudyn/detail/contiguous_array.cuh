@@ -109,7 +109,7 @@ public:
     __device__ T& operator[](unsigned long long i) const { return data_[i]; }
     /// Element 0: the elements are contiguous (nullptr when refused).
     __host__ __device__ T* data() const { return data_; }
-    /// The elements [lo, hi) ∩ [0, size()) as one span: p[0..*n) (*n = 0 and
+    /// The elements [lo, hi) ∩ [0, size()) as one span: p[0..`*n`) (`*n` = 0 and
     /// nullptr when empty), as ggarray_ref::span.
     __device__ T* span(unsigned long long lo, unsigned long long hi, unsigned long long* n) const {
         *n = 0;

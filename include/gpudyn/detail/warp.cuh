@@ -6,7 +6,7 @@
 /// A warp collective here takes `mask`: exactly the lanes set in `mask` must
 /// call it, with the same `mask`, and the calling lane must be in it.  Nothing
 /// assumes lockstep execution (independent thread scheduling, Volta+): data
-/// moves only through *_sync intrinsics, which also synchronize the lanes.
+/// moves only through `*_sync` intrinsics, which also synchronize the lanes.
 /// Compiles under nvcc and NVRTC (no host headers).
 #pragma once
 
@@ -63,7 +63,7 @@ __device__ __forceinline__ unsigned block_warp_mask() {
 // ---- lane masks ----
 /// `mask` (which holds the calling lane) with the calling lane's bit set again:
 /// the same value, which ptxas cannot take for warp-uniform.  A mask from a vote
-/// or __activemask() is uniform among the lanes that computed it together, and
+/// or `__activemask()` is uniform among the lanes that computed it together, and
 /// ptxas then checks a later collective's convergence against one lane's copy
 /// of it only: lanes of another call with another mask, running the same
 /// instructions at that moment, passed the check and shuffled from lanes that
@@ -74,7 +74,7 @@ __device__ __forceinline__ unsigned member_mask(unsigned mask) {
     asm("mov.u32 %0, %%lanemask_eq;" : "=r"(self));
     return mask | self;
 }
-/// __activemask() as a member mask (see member_mask).
+/// `__activemask()` as a member mask (see member_mask).
 __device__ __forceinline__ unsigned active_lanes() { return member_mask(__activemask()); }
 
 /// Highest set lane of a non-empty mask: the "worker" of FDGMalloc (the paper
@@ -85,7 +85,7 @@ __device__ __forceinline__ unsigned highest_lane(unsigned mask) { return 31u - u
 __device__ __forceinline__ unsigned nth_set_lane(unsigned mask, unsigned k) { return nth_set_bit(mask, k); }
 
 // ---- warp collectives over `mask` ----
-/// The lanes of `mask` whose predicate holds.  __ballot_sync's own result has a
+/// The lanes of `mask` whose predicate holds.  `__ballot_sync`'s own result has a
 /// bit for every *active* lane whose predicate holds (CUDA's definition), and
 /// under independent thread scheduling lanes of another group (another call,
 /// another class) can run the same instruction in convergence: unmasked, their
@@ -98,8 +98,8 @@ __device__ __forceinline__ unsigned ballot(unsigned mask, bool predicate) {
 /// The lanes of `mask` whose `key` equals the calling lane's (every lane of
 /// mask calls with the same mask).  Lanes that arrive together at one call may
 /// name different structures (bucketing: ref{views[bin]}.push_back(x)), and
-/// only lanes of one structure may share a claim.  One __match_all_sync when
-/// every lane has the same key (the usual case), __match_any_sync else; the
+/// only lanes of one structure may share a claim.  One `__match_all_sync` when
+/// every lane has the same key (the usual case), `__match_any_sync` else; the
 /// match-all alone measured ~4 % faster in a push-heavy kernel than a shuffle
 /// of the first lane's key and a vote.
 __device__ __forceinline__ unsigned peers_with(unsigned mask, unsigned long long key) {
@@ -123,7 +123,7 @@ __device__ __forceinline__ V contiguous_lanes_inclusive_sum(unsigned mask, V val
 }
 
 /// Inclusive prefix sum of `value` over the lanes of any `mask`, in lane order.
-/// T is unsigned or unsigned long long (types __shfl_*_sync move natively).
+/// T is unsigned or unsigned long long (types `__shfl_*_sync` move natively).
 template <class T>
 __device__ __forceinline__ T masked_inclusive_sum(unsigned mask, T value) {
     const unsigned lane = lane_index();

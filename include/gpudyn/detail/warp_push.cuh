@@ -3,12 +3,12 @@
 ///
 /// Any thread may call, at any time, under any divergence.  The lanes that
 /// arrive together at one call and push into the same structure (`peers`:
-/// the lanes of __activemask() with the same target, detail::peers_with) share ONE counter
+/// the lanes of `__activemask()` with the same target, detail::peers_with) share ONE counter
 /// update: the leader claims the group's total with one atomic and hands the
 /// base out with a shuffle; each lane stores at base + its rank (lanes in lane
 /// order, so the stores of a full warp are one coalesced 128-byte line per
 /// 4-byte element type).  No shared memory, no block barrier.  All data moves
-/// through *_sync intrinsics over `peers`; every lane of `peers` must call with
+/// through `*_sync` intrinsics over `peers`; every lane of `peers` must call with
 /// the same `peers`.
 ///
 /// Why the leader's part is short (claim) and every lane settles itself: a
@@ -50,7 +50,7 @@ inline namespace v0 {
 namespace detail {
 
 /// The group's claim: lane `claimer` takes [base, base + total) of the counter,
-/// every lane of `peers` gets base and finds the range's storage itself: *p
+/// every lane of `peers` gets base and finds the range's storage itself: `*p`
 /// with element i at p[i - base] when the range is one piece (the hint's fast
 /// path, else settle then span), nullptr when it is not (store element by
 /// element).  Returns false when the range failed (the same in every lane).
@@ -73,7 +73,7 @@ __device__ __forceinline__ bool claim_group(unsigned peers, const Sink& sink, un
 }
 
 /// The same claim by one thread alone (the block-level inserters of insert.cuh):
-/// [*base, *base + n) is the caller's when it returns true.
+/// [`*base`, `*base` + n) is the caller's when it returns true.
 template <class Sink>
 __device__ __forceinline__ bool reserve_range(const Sink& sink, unsigned long long n, unsigned long long* base) {
     const unsigned long long h = sink.hint();

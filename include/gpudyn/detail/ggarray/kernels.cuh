@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(kPushThreads, kPushBlocksPerSm)
     push_back_parts<kPushItems>(temp, ref, count, plan, sources);
 }
 
-/// Nonzero flags of mask[0..n) added to *out (grid-stride; one atomic per warp).
+/// Nonzero flags of mask[0..n) added to `*out` (grid-stride; one atomic per warp).
 /// Blocks are whole warps.
 template <class Flag>
 __global__ void count_kernel(const Flag* mask, unsigned long long n, unsigned long long* out) {
@@ -90,7 +90,7 @@ __global__ void contiguous_fold_kernel(Word* meta) {
     meta[kMetaFailedAt] = detail::kNoFailure;
 }
 
-/// One thread: *out = the elements held (size_async: the count stays on the device).
+/// One thread: `*out` = the elements held (size_async: the count stays on the device).
 template <class Word>
 __global__ void contiguous_size_kernel(const Word* meta, Word* out) {
     *out = detail::held_elements(meta[kMetaCounter], meta[kMetaFailedAt]);
@@ -115,7 +115,7 @@ __global__ void capacity_kernel(gpudyn_ggarray_view_t view, unsigned long long* 
 }
 
 /// One block: the ranges (exclusive prefix sum of the LFVector sizes), or with
-/// total != nullptr only the number of elements into *total (ranges untouched).
+/// total != nullptr only the number of elements into `*total` (ranges untouched).
 /// T: any element type (the counters are read alike; the library uses unsigned char).
 template <class T, class View>
 __global__ void ranges_kernel(View view, unsigned long long* total) {
@@ -311,7 +311,7 @@ __device__ unsigned long long flatten_count(const detail::contiguous_array_ref<T
 
 /// dst[0..n) = the elements of any array (Ref), n = flatten_count(ref), when
 /// n <= capacity (elements dst holds); else dst is not written and block 0
-/// sets kArrayDestinationTooSmall in *status.  Block 0 writes n to *size (when
+/// sets kArrayDestinationTooSmall in `*status`.  Block 0 writes n to `*size` (when
 /// not null).  Every block reads n itself (the stream ordered the pushes
 /// before this kernel: they all read the same), and copies nothing past it.
 template <class T, class Ref>

@@ -18,7 +18,7 @@ namespace warp_heap_detail {
 
 /// Each warp of the grid serves 32 consecutive sizes per grid-stride step with one
 /// warp heap and keeps its header in headers[warp] (NULL for warps without work);
-/// sets *failed when a non-zero size got no memory.  Blocks are whole warps.
+/// sets `*failed` when a non-zero size got no memory.  Blocks are whole warps.
 template <class View>
 __global__ void alloc_batch_kernel(View view, const uint64_t* sizes, uint64_t n, void** pointers, void** headers,
                                    unsigned* failed) {
