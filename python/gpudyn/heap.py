@@ -27,18 +27,22 @@ class Heap(OwnedHandle):
     """A device heap: one virtual range reserved at creation, physical memory
     mapped into it up front and by :meth:`grow`.
 
-    Parameters
-    ----------
-    initial_bytes: memory mapped now (None: the library's default, 1 GiB or
-        half the device's free memory when that is less, at most ``max_bytes``).
-    max_bytes: the most :meth:`grow` may reach; the range and the metadata are
-        sized for it (None: ``initial_bytes`` x 8, at most the device's memory).
-    page_size: bytes per page, a power of two from 4 KiB to 2 MiB (None: 64 KiB).
-    stream: CUDA stream for every call (None: the default stream).
-
     The heap belongs to the device of ``stream``, or to the device that is
     current when it is created for the default streams (:attr:`device`); it
     works whatever device is current later.
+
+    Parameters
+    ----------
+    initial_bytes
+        memory mapped now (None: the library's default, 1 GiB or
+        half the device's free memory when that is less, at most ``max_bytes``).
+    max_bytes
+        the most :meth:`grow` may reach; the range and the metadata are
+        sized for it (None: ``initial_bytes`` x 8, at most the device's memory).
+    page_size
+        bytes per page, a power of two from 4 KiB to 2 MiB (None: 64 KiB).
+    stream
+        CUDA stream for every call (None: the default stream).
     """
 
     _kernel_view = _view.declare("heap", "Heap", "gpudyn_heap_view_t", elements=False)

@@ -31,22 +31,28 @@ _PAGE_COUNT_MAX = 1 << 31  # gpudyn_rw_heap_options_t.page_count: 1 .. 2^31
 class RWHeap(OwnedHandle):
     """A random-walk page heap in device memory.
 
+    Page ids and addresses are kept apart: :meth:`get_pages` / :meth:`free_pages`
+    take uint32 page ids (0 .. page_count-1), :meth:`malloc` / :meth:`free` uint64
+    device addresses inside the pool; passing one kind to the other call raises.
+
     Parameters
     ----------
-    page_count: pages in the pool (1 .. 2^31; default 2^20, the paper's T = 1M).
-    page_size: bytes per page, a multiple of 16 (default 256).
-    word_bits: bitmap word width, 32 or 64.
-    use_lockmap: lock a bitmap word before claiming bits (the LockMap of SIV-A).
-    max_random_steps: random steps before the bounded fallback sweep.
-    stream: CUDA stream for every call (None: the legacy default stream; an
+    page_count
+        pages in the pool (1 .. 2^31; default 2^20, the paper's T = 1M).
+    page_size
+        bytes per page, a multiple of 16 (default 256).
+    word_bits
+        bitmap word width, 32 or 64.
+    use_lockmap
+        lock a bitmap word before claiming bits (the LockMap of SIV-A).
+    max_random_steps
+        random steps before the bounded fallback sweep.
+    stream
+        CUDA stream for every call (None: the legacy default stream; an
         int handle, a ``__cuda_stream__`` object, a CuPy/PyTorch/Numba stream).
         Device arrays passed in are read after their producer's stream (CAI v3
         ``stream``; CuPy/PyTorch arrays naming none: that library's current
         stream); NumPy inputs are copied on this stream.
-
-    Page ids and addresses are kept apart: :meth:`get_pages` / :meth:`free_pages`
-    take uint32 page ids (0 .. page_count-1), :meth:`malloc` / :meth:`free` uint64
-    device addresses inside the pool; passing one kind to the other call raises.
     """
 
     _kernel_view = _view.declare("rw_heap", "RWHeap", "gpudyn_rw_heap_view_t", elements=False)

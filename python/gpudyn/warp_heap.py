@@ -39,23 +39,31 @@ class WarpHeap(OwnedHandle):
 
     Parameters
     ----------
-    backing: where its memory comes from: ``"arena"`` (default: a pool of
+    backing
+        where its memory comes from: ``"arena"`` (default: a pool of
         ``arena_bytes`` allocated now, cut into slots taken with one atomic),
         ``"cuda_malloc"`` (CUDA device malloc, the paper's configuration), or a
         :class:`gpudyn.RWHeap` (pages of a random-walk page heap; this heap
         keeps it alive, and ``RWHeap.close()`` is refused while this heap is open).
-    arena_bytes: pool size of the arena backing.
-    max_superblock_run: arena backing: superblocks a warp takes at once at most
+    arena_bytes
+        pool size of the arena backing.
+    max_superblock_run
+        arena backing: superblocks a warp takes at once at most
         (1, 2, 4, ... doubling up to this; 1 = one at a time).
-    superblock_bytes: bytes per superblock (0: no superblocks, every warp request
+    superblock_bytes
+        bytes per superblock (0: no superblocks, every warp request
         goes to the backing allocator).
-    min_block_bytes: allocation granularity, a power of two >= 16.
-    list_capacity: entries per SuperBlock list before it chains a new one.
-    device_heap_bytes: raise CUDA's device malloc heap (process-wide,
+    min_block_bytes
+        allocation granularity, a power of two >= 16.
+    list_capacity
+        entries per SuperBlock list before it chains a new one.
+    device_heap_bytes
+        raise CUDA's device malloc heap (process-wide,
         ``cudaLimitMallocHeapSize``) to at least this many bytes; 0 leaves it
         (CUDA's default is 8 MiB).  Must happen before the process's first
         kernel that uses device malloc.
-    stream: CUDA stream for every call (None: the legacy default stream; an
+    stream
+        CUDA stream for every call (None: the legacy default stream; an
         int handle, a ``__cuda_stream__`` object, a CuPy/PyTorch/Numba stream).
         Device arrays passed in are read after their producer's stream (CAI v3
         ``stream``; CuPy/PyTorch arrays naming none: that library's current

@@ -162,12 +162,14 @@ def extend(typingctx, ref, values, n):
 
 
 # ---- reading an array in place ------------------------------------------------------------
-_READS_DOC = """Which elements a kernel reads: a GGArray's as of the ref's view (taking
-``view_arg()`` recomputes the array's ranges in a kernel on the array's stream, so a
-kernel launched after it on that stream reads every element the kernels
-queued before stored -- no host wait); a StaticArray's / VmmArray's up to
-its size then.  Global index i runs LFVector after LFVector: the order of
-``to_numpy()`` and ``flatten()``."""
+# (Indented as the docstrings it ends, so that it reads as their last paragraph.)
+_READS_DOC = """
+    Which elements a kernel reads: a GGArray's as of the ref's view (taking
+    ``view_arg()`` recomputes the array's ranges in a kernel on the array's stream, so a
+    kernel launched after it on that stream reads every element the kernels
+    queued before stored -- no host wait); a StaticArray's / VmmArray's up to
+    its size then.  Global index i runs LFVector after LFVector: the order of
+    ``to_numpy()`` and ``flatten()``."""
 
 
 def _u8_pointer(builder, slot):
