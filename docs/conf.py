@@ -73,7 +73,9 @@ autodoc_typehints = "signature"
 autodoc_typehints_format = "short"
 autodoc_preserve_defaults = True
 autodoc_inherit_docstrings = True
-napoleon_google_docstring = True
+# The docstrings use NumPy sections (Parameters); a Google-style reading would take
+# "A CUDA stream: None, ..." in an attribute comment for a type.
+napoleon_google_docstring = False
 napoleon_numpy_docstring = True
 
 # ---- C ABI and device API (Doxygen XML through Breathe) ----------------------

@@ -6,14 +6,21 @@
 * Constants a module imports and lists in ``__all__`` (``gpudyn.numba.INVALID_PAGE``,
   ``gpudyn.library_path``): autodoc documents data only where the module assigns it;
   these are documented with their value, never with their type's docstring.
-* Deprecated aliases (their docstring starts with "Deprecated:") are left out.
+* Deprecated aliases (their docstring starts with "Deprecated:") are left out, and
+  base classes from private modules are not named.
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 import types
 
+from docutils import nodes
+from docutils.statemachine import StringList
 from sphinx.ext.autodoc import DataDocumenter, FunctionDocumenter, ModuleDocumenter
+from sphinx.util.docutils import SphinxDirective
+
+TYPING_MODULE = "gpudyn._typing"
 
 
 def _is_intrinsic(obj) -> bool:
@@ -65,9 +72,69 @@ def _skip_deprecated(app, what, name, obj, skip, options):
     return None
 
 
+def _public_bases(app, name, obj, options, bases):
+    # A structure's base class is plumbing (gpudyn._handle.OwnedHandle): its public
+    # methods are documented on the structure (inherited-members), the base is not named.
+    def private(b) -> bool:
+        return any(part.startswith("_") for part in (getattr(b, "__module__", "") or "").split("."))
+
+    public: list = []
+    todo = list(bases)
+    while todo:
+        b = todo.pop(0)
+        if private(b) and isinstance(b, type):
+            todo[:0] = list(b.__bases__)  # named by what it derives from (object)
+        elif b not in public:
+            public.append(b)
+    bases[:] = public
+
+
+def _typing_names() -> list[str]:
+    try:
+        module = importlib.import_module(TYPING_MODULE)
+    except ImportError:
+        return []
+    return list(getattr(module, "__all__", ()))
+
+
+class TypeAliases(SphinxDirective):
+    """The names the signatures use for what a call accepts (StreamLike, ArrayLike,
+    ...; gpudyn/_typing.py), each with its comment; nothing where the installed
+    package has no such module."""
+
+    has_content = False
+
+    def run(self):
+        names = _typing_names()
+        if not names:
+            return []
+        from sphinx.pycode import ModuleAnalyzer
+
+        # The #: comments as written (autodata would hand them to napoleon, which reads
+        # "A CUDA stream: None, ..." as a type and its description).
+        docs = ModuleAnalyzer.for_module(TYPING_MODULE).find_attr_docs()
+        lines = []
+        for name in names:
+            lines += [f".. py:data:: {TYPING_MODULE}.{name}", ""]
+            lines += ["   " + line for line in docs.get(("", name), [])] + [""]
+        container = nodes.container()
+        self.state.nested_parse(StringList(lines, source=self.get_source_info()[0]), self.content_offset, container)
+        return list(container.children)
+
+
+def _config_inited(app, config):
+    # Signatures name the aliases (stream: StreamLike), linked to TypeAliases' entries,
+    # rather than what they stand for (Any).
+    config.autodoc_type_aliases = {**{n: f"{TYPING_MODULE}.{n}" for n in _typing_names()},
+                                   **config.autodoc_type_aliases}
+
+
 def setup(app):
     app.setup_extension("sphinx.ext.autodoc")
+    app.add_directive("gpudyn-type-aliases", TypeAliases)
+    app.connect("config-inited", _config_inited)
     app.connect("autodoc-skip-member", _skip_deprecated)
+    app.connect("autodoc-process-bases", _public_bases)
     app.add_autodocumenter(IntrinsicDocumenter)
     app.add_autodocumenter(ExportedDataDocumenter)
     return {"parallel_read_safe": True}
