@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import types
+import zlib
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -31,13 +33,32 @@ pytestmark = pytest.mark.skipif(
     reason="the docs site is not built (bash .ci/docs.sh, or sphinx-build -W -b html docs build/docs/html)")
 
 
-def _inventory() -> dict[str, set[str]]:
-    from sphinx.util.inventory import InventoryFile
+def _stale_note() -> str:
+    """A hint for a failure: the site is older than a source it documents."""
+    built = os.path.getmtime(INVENTORY)
+    for folder in (os.path.join(ROOT, "python", "gpudyn"), os.path.join(ROOT, "include", "gpudyn")):
+        for dirpath, _, files in os.walk(folder):
+            for f in files:
+                if f.endswith((".py", ".h", ".cuh")) and os.path.getmtime(os.path.join(dirpath, f)) > built:
+                    return (f" (the site in build/docs/html is older than {os.path.relpath(os.path.join(dirpath, f), ROOT)}:"
+                            " rebuild it with bash .ci/docs.sh after reinstalling the package)")
+    return ""
 
+
+def _inventory() -> dict[str, set[str]]:
+    """{domain:role: names} of objects.inv (Sphinx's inventory format 2, read here so
+    the check needs no Sphinx: four header lines, then zlib-compressed lines
+    "name domain:role priority uri dispname")."""
     with open(INVENTORY, "rb") as f:
-        inv = InventoryFile.load(f, "", os.path.join)
-    items = inv.data if hasattr(inv, "data") else inv  # Sphinx >= 8.2 returns an object in some versions
-    return {domain: set(entries) for domain, entries in items.items()}
+        header = [f.readline() for _ in range(4)]
+        assert header[0].startswith(b"# Sphinx inventory version 2"), header[0]
+        body = zlib.decompress(f.read()).decode("utf-8")
+    out: dict[str, set[str]] = {}
+    for line in body.splitlines():
+        m = re.match(r"(.+?)\s+(\S+:\S+)\s+(-?\d+)\s+(\S*)\s+(.*)", line.rstrip())
+        if m:
+            out.setdefault(m.group(2), set()).add(m.group(1))
+    return out
 
 
 def _deprecated(obj) -> bool:
@@ -83,7 +104,8 @@ def test_every_public_python_name_is_documented():
     documented = set().union(*(v for k, v in inv.items() if k.startswith("py:")))
     missing = [n for n in _public_names() if n not in documented]
     assert not missing, ("public names missing from the docs (docs/reference/python.md documents "
-                         "gpudyn.__all__ with autodoc; a name here lacks an entry): " + ", ".join(missing))
+                         "gpudyn.__all__ with autodoc; a name here lacks an entry): " + ", ".join(missing)
+                         + _stale_note())
 
 
 def test_no_deprecated_alias_is_documented():
@@ -128,7 +150,7 @@ def test_every_public_device_class_is_documented():
             "gpudyn::warp_heap_ref", "gpudyn::static_array_ref", "gpudyn::vmm_array_ref",
             "gpudyn::push_storage"} <= set(classes)
     missing = [c for c in classes if c not in documented]
-    assert not missing, "device classes missing from docs/reference/device_api.md: " + ", ".join(missing)
+    assert not missing, "device classes missing from docs/reference/device_api.md: " + ", ".join(missing) + _stale_note()
 
 
 def test_device_api_documents_members_and_hides_internals():
@@ -159,4 +181,4 @@ def test_c_api_documents_every_function():
                         declared.add(line.split("(")[0].split()[-1].lstrip("*"))
     assert len(declared) > 50
     missing = sorted(declared - functions)
-    assert not missing, "C functions missing from docs/reference/c_api.md: " + ", ".join(missing)
+    assert not missing, "C functions missing from docs/reference/c_api.md: " + ", ".join(missing) + _stale_note()
