@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -109,7 +110,7 @@ def host_integers(where: str, name: str, values, dtype) -> np.ndarray | None:
     broadcast view's one element, not its 2**40 entries); bound the count first
     (buffer.check_count, buffer.host_input): the copy takes every entry."""
     if isinstance(values, (list, tuple, range)) or np.isscalar(values):
-        given = values
+        given: Any = values
         if isinstance(values, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in values):
             # NumPy would read True as 1: a flag is not a size or an address
             raise TypeError(f"gpudyn: {where} argument '{name}' holds a bool, expected integers")

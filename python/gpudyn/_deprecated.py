@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -14,7 +15,8 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 def _stacklevel() -> int:
     """The stack level of the first frame outside the gpudyn package (the
     caller that used the old name), for warnings.warn."""
-    level, frame = 1, sys._getframe(1)
+    level = 1
+    frame: Optional[types.FrameType] = sys._getframe(1)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
         frame = frame.f_back
         level += 1

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import inspect
 import threading
+from typing import Any, Iterator, TypeVar
 
 from ._ffi import check, ffi
 from .errors import InvalidArgumentError
@@ -43,9 +44,9 @@ def _retry_deferred() -> None:
             _retry_lock.release()
 
 
-def _finalizer(destroy):
+def _finalizer(destroy: Any) -> Any:
     """The garbage collector's destroy of a handle: a refused destroy is deferred."""
-    def finalize(h, destroy=destroy, deferred=_deferred, retry=_retry_deferred):
+    def finalize(h: Any, destroy: Any = destroy, deferred: Any = _deferred, retry: Any = _retry_deferred) -> None:
         if destroy(h) != 0:
             deferred.append((destroy, h))
             return
@@ -62,10 +63,10 @@ _UNGUARDED = frozenset({"__init__", "__new__", "__init_subclass__", "__del__", "
                         "__exit__", "close", "_own", "_h", "_enter", "_leave", "_using"})
 
 
-def _guarded(fn):
+def _guarded(fn: Any) -> Any:
     """`fn` as a call in flight on its object: close() waits for it to return."""
     @functools.wraps(fn)
-    def call(self, *args, **kwargs):
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         entered = self._enter()
         try:
             return fn(self, *args, **kwargs)
@@ -73,6 +74,9 @@ def _guarded(fn):
             if entered:
                 self._leave()
     return call
+
+
+_Self = TypeVar("_Self", bound="OwnedHandle")
 
 
 class OwnedHandle:
@@ -86,25 +90,27 @@ class OwnedHandle:
     ValueError from :meth:`_h` once it succeeded).  Nested calls on one thread
     count once."""
 
-    _handle = None
+    _handle: Any = None
     #: The CUDA device the structure belongs to, set at creation (None: never created).
-    device = None
+    device: Any = None
+    #: The stream the structure's calls run on (None: the legacy default stream).
+    stream: Any = None
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for name, value in list(vars(cls).items()):
             if name in _UNGUARDED:
                 continue
             if isinstance(value, property):
-                setattr(cls, name, property(*(f and _guarded(f) for f in (value.fget, value.fset, value.fdel)),
+                setattr(cls, name, property(*(f and _guarded(f) for f in (value.fget, value.fset, value.fdel)),  # type: ignore[call-arg]
                                             value.__doc__))
             elif inspect.isfunction(value):
                 setattr(cls, name, _guarded(value))
 
-    def _own(self, handle, destroy) -> None:
+    def _own(self, handle: Any, destroy: Any) -> None:
         self._destroy = destroy
         self._calls = 0  # calls in flight (outermost ones; nested calls count in _tls.depth)
-        self._closer = None  # the thread inside close(), or None
+        self._closer: int | None = None  # the thread inside close(), or None
         self._tls = threading.local()
         self._cond = threading.Condition(threading.Lock())
         self._handle = ffi.gc(handle, _finalizer(destroy))
@@ -133,7 +139,7 @@ class OwnedHandle:
                     self._cond.notify_all()
 
     @contextlib.contextmanager
-    def _using(self):
+    def _using(self) -> Iterator[Any]:
         """The handle, as a call in flight for the block (another object's
         create that passes this one's handle to the library: a close on
         another thread waits until the create returned, then sees its user)."""
@@ -144,7 +150,7 @@ class OwnedHandle:
             if entered:
                 self._leave()
 
-    def _h(self):
+    def _h(self) -> Any:
         """The handle; ValueError once closed."""
         if self._handle is None:
             raise InvalidArgumentError(f"gpudyn: this {type(self).__name__} is closed")
@@ -185,10 +191,10 @@ class OwnedHandle:
                 cond.notify_all()
         _retry_deferred()
 
-    def __enter__(self):
+    def __enter__(self: _Self) -> _Self:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc is None:
             self.close()
             return

@@ -41,7 +41,7 @@ class KernelView:
 
     __slots__ = ("name", "title", "view_type", "elements")
 
-    def __init__(self, name: str, title: str, view_type: str, elements: bool):
+    def __init__(self, name: str, title: str, view_type: str, elements: bool) -> None:
         self.name, self.title, self.view_type, self.elements = name, title, view_type, elements
 
     def __repr__(self) -> str:
@@ -60,7 +60,7 @@ def declare(name: str, title: str, view_type: str, elements: bool) -> KernelView
     return kind
 
 
-class ViewArg(np.void):
+class ViewArg(np.void):  # type: ignore[misc]  # numpy marks void final in its stubs, subclasses it itself (np.record)
     """Base class of every structure's kernel argument (see the module doc):
     a structured NumPy scalar holding the structure's C view.  Its fields are
     readable as attributes (``arg.version``); ``bytes(arg)`` is the C struct."""

@@ -9,11 +9,13 @@ import math
 import numbers
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 
 from . import _args
 from ._ffi import check, ffi, lib, stream_handle, stream_value, wait_for
+from ._typing import ArrayLike, DTypeLike, ShapeLike, StreamLike
 from .errors import InvalidArgumentError, OutOfMemoryError
 
 # DLPack (unversioned ABI, understood by every current consumer).
@@ -50,7 +52,7 @@ _export_ids = itertools.count(1)
 
 
 @_DELETER
-def _dl_deleter(managed_ptr):
+def _dl_deleter(managed_ptr: Any) -> None:
     ctx = managed_ptr.contents.manager_ctx
     with _exports_lock:
         _exports.pop(ctx, None)
@@ -69,7 +71,7 @@ _CAPSULE_NAME = b"dltensor"
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(capsule):
+def _capsule_destructor(capsule: Any) -> None:
     # A capsule never consumed still owns the tensor: release it.  A consumed
     # one was renamed "used_dltensor" and the consumer calls the deleter.
     cap = ctypes.cast(capsule, ctypes.py_object)
@@ -79,7 +81,7 @@ def _capsule_destructor(capsule):
         managed.contents.deleter(managed)
 
 
-def element_dtype(where: str, dtype, sizes=None) -> np.dtype:
+def element_dtype(where: str, dtype: DTypeLike, sizes: Any = None) -> np.dtype:
     """``dtype`` as a NumPy dtype a device array can hold: booleans, integers,
     floats or complex numbers in native byte order (DLPack and the CUDA array
     interface describe nothing else), of ``sizes`` bytes when given.  TypeError
@@ -111,7 +113,7 @@ def current_device() -> int:
     return int(dev[0])
 
 
-def stream_device(stream) -> int:
+def stream_device(stream: Any) -> int:
     """The device that memory or a structure made on ``stream`` (a
     gpudyn_stream_t) belongs to: the stream's device, or the current device
     for the default streams (the library's rule, gpudyn_stream_get_device)."""
@@ -142,7 +144,8 @@ def device_memory(device: int) -> int:
     return total
 
 
-def check_count(where: str, name: str, values, itemsize: int, device, count: int | None = None) -> int | None:
+def check_count(where: str, name: str, values: ArrayLike, itemsize: int, device: int | None,
+                count: int | None = None) -> int | None:
     """Refuses, in constant time and before anything is read, copied or queued,
     an input of more entries than ``device`` can hold: ``count`` (or the count
     of host input ``values``, see :func:`gpudyn._args.element_count`: a
@@ -165,7 +168,8 @@ def check_count(where: str, name: str, values, itemsize: int, device, count: int
     return n
 
 
-def host_input(where: str, name: str, values, dtype, device, *, addresses: bool = False,
+def host_input(where: str, name: str, values: ArrayLike, dtype: DTypeLike, device: int | None, *,
+               addresses: bool = False,
                hint: str = "") -> np.ndarray | None:
     """The checks every bulk call makes first, before any device call: the count
     (:func:`check_count`, constant time), then the values of host input
@@ -189,28 +193,28 @@ class on_device:
 
     __slots__ = ("device", "_before")
 
-    def __init__(self, device: int):
+    def __init__(self, device: int | None) -> None:
         self.device = device
 
-    def __enter__(self):
+    def __enter__(self) -> on_device:
         self._before = current_device()
         if self._before != self.device:
             check(lib.gpudyn_set_device(self.device))
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if self._before != self.device:
             status = lib.gpudyn_set_device(self._before)
             if exc_type is None:  # never hide the block's own exception
                 check(status)
 
 
-def _uses_memory(fn):
+def _uses_memory(fn: Any) -> Any:
     """A DeviceBuffer method that reads, writes or exports its memory: ValueError
     once the buffer, or the structure it is a view of, is closed; while it runs,
     that structure's close() on another thread waits (see _handle.OwnedHandle)."""
     @functools.wraps(fn)
-    def call(self, *args, **kwargs):
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         owner = self._owner
         entered = owner is not None and hasattr(owner, "_enter") and owner._enter()
         try:
@@ -227,7 +231,7 @@ def _uses_memory(fn):
     return call
 
 
-def _raw_handle(stream) -> bool:
+def _raw_handle(stream: StreamLike) -> bool:
     """True for a stream given as an integer handle other than the default
     streams' spellings (0, 1, 2): nothing keeps that stream alive."""
     return isinstance(stream, (int, np.integer)) and not isinstance(stream, (bool, np.bool_)) and int(stream) > 2
@@ -254,13 +258,14 @@ class DeviceBuffer:
     :meth:`close` (or ``with``) frees stream-ordered while the stream exists.
     """
 
-    def __init__(self, shape, dtype=np.uint8, stream=None):
+    def __init__(self, shape: ShapeLike, dtype: DTypeLike = np.uint8, stream: StreamLike = None) -> None:
+        dims: Any = shape
         if isinstance(shape, (int, np.integer, float, np.floating, bool, np.bool_)):
-            shape = (shape,)
+            dims = (shape,)
         elif isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
             raise TypeError(f"gpudyn: DeviceBuffer argument 'shape' is {shape!r}, expected an integer or a "
                             "sequence of integers")
-        self.shape = tuple(_args.integer("DeviceBuffer", "shape", s, 0, 1 << 62) for s in shape)
+        self.shape = tuple(_args.integer("DeviceBuffer", "shape", s, 0, 1 << 62) for s in dims)
         self.dtype = element_dtype("DeviceBuffer", dtype)
         self.stream = stream
         self._stream = stream_handle(stream)
@@ -283,7 +288,7 @@ class DeviceBuffer:
         self._owner = None
 
     @classmethod
-    def _wrap(cls, ptr: int, shape, dtype, owner, stream=None) -> "DeviceBuffer":
+    def _wrap(cls, ptr: int, shape: tuple, dtype: DTypeLike, owner: Any, stream: StreamLike = None) -> "DeviceBuffer":
         """A non-owning view of memory kept alive by ``owner`` (used by structures)."""
         self = cls.__new__(cls)
         self.shape = tuple(int(s) for s in shape)
@@ -311,7 +316,7 @@ class DeviceBuffer:
         except Exception:  # noqa: BLE001 -- a closed stream may raise anything when asked
             return True
 
-    def _free_off_stream(self, ptr) -> None:
+    def _free_off_stream(self, ptr: int) -> None:
         """Frees `ptr` once all of the device's work is done, on none of the user's streams."""
         with on_device(self.device):
             check(lib.gpudyn_device_synchronize())
@@ -339,16 +344,16 @@ class DeviceBuffer:
             self.nbytes = 0
             self._closed = True
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self._release(finalizing=True)
         except Exception:
             pass
 
-    def __enter__(self):
+    def __enter__(self) -> DeviceBuffer:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     # ---- properties -------------------------------------------------------
@@ -371,7 +376,7 @@ class DeviceBuffer:
 
     # ---- NumPy by copy ----------------------------------------------------
     @classmethod
-    def from_numpy(cls, array, stream=None) -> "DeviceBuffer":
+    def from_numpy(cls, array: ArrayLike, stream: StreamLike = None) -> "DeviceBuffer":
         """A copy of ``array`` (queued on ``stream``; non-native byte order is
         converted to native, values unchanged).  An array of more bytes than the
         stream's device has memory (a broadcast view of 2**40 entries, say) is
@@ -387,7 +392,7 @@ class DeviceBuffer:
         return buf
 
     @_uses_memory
-    def copy_from_host(self, array) -> None:
+    def copy_from_host(self, array: ArrayLike) -> None:
         """Copies ``array`` (a NumPy array or anything ``np.asarray`` takes, as
         many elements as the buffer) into the buffer; returns once it is copied.
         No value changes silently: the array's dtype is the buffer's, or one
@@ -441,7 +446,7 @@ class DeviceBuffer:
         with on_device(self.device):
             check(lib.gpudyn_memset(self._ptr, value, self.nbytes, self._stream))
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         # As CuPy does: device memory never becomes a NumPy array implicitly (a silent
         # device-to-host copy, or a 0-d object array, would both surprise).
         raise TypeError("gpudyn: a DeviceBuffer lives in device memory and is not converted to a NumPy "
@@ -467,7 +472,8 @@ class DeviceBuffer:
         return (_KDL_CUDA, self.device)
 
     @_uses_memory
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: bool | None = None) -> Any:
         if copy:
             raise BufferError("gpudyn: DeviceBuffer exports without copying only (copy=True requested)")
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
@@ -498,7 +504,7 @@ class DeviceBuffer:
                             ctypes.cast(_capsule_destructor, ctypes.c_void_p))
 
 
-def _producer_stream(obj, cai) -> int | None:
+def _producer_stream(obj: Any, cai: dict) -> int | None:
     """The stream the producer of ``obj`` queued its writes on, or None when no
     synchronization is needed.  CAI v3 ``stream``: 1 legacy default, 2 per-thread
     default, else a handle; an explicit None means none.  Without the field
@@ -525,7 +531,7 @@ _DL_DEVICE_NAMES = {1: "host memory (kDLCPU)", 2: "CUDA device memory (kDLCUDA)"
 _NOT_DEVICE_MEMORY = "host, pinned or managed memory, or an address CUDA does not know"
 
 
-def _layout(where: str, name: str, cai) -> tuple[int, int, np.dtype, int]:
+def _layout(where: str, name: str, cai: dict) -> tuple[int, int, np.dtype, int]:
     """(ptr, n, dtype, nbytes) of a ``__cuda_array_interface__``, checked to
     describe a C-contiguous array that fits the address space: ``shape`` of
     non-negative integers, ``strides`` None or those of a C-contiguous array
@@ -550,7 +556,7 @@ def _layout(where: str, name: str, cai) -> tuple[int, int, np.dtype, int]:
                         "convert it to native byte order first")
     bad = f"gpudyn: {where} argument '{name}' has a __cuda_array_interface__ whose"
 
-    def ints(field, value):
+    def ints(field: str, value: Any) -> Any:
         if not isinstance(value, (tuple, list)) or not all(
                 isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in value):
             raise InvalidArgumentError(f"{bad} {field} is {value!r}, expected a tuple of integers")
@@ -589,7 +595,7 @@ def _layout(where: str, name: str, cai) -> tuple[int, int, np.dtype, int]:
     return ptr, n, dt, nbytes
 
 
-def stated_count(obj) -> int | None:
+def stated_count(obj: Any) -> int | None:
     """The entries of a NumPy array or of a device array's
     ``__cuda_array_interface__`` (its shape; nothing read), or None when that
     does not tell (DLPack only, a malformed interface: refused later, by
@@ -603,7 +609,7 @@ def stated_count(obj) -> int | None:
         return None
 
 
-def _dlpack_device(where: str, name: str, obj, device) -> None:
+def _dlpack_device(where: str, name: str, obj: Any, device: int | None) -> None:
     """Refuses a DLPack producer whose ``__dlpack_device__`` is not CUDA device
     memory of ``device``, before it is imported."""
     ask = getattr(obj, "__dlpack_device__", None)
@@ -640,7 +646,8 @@ def _device_memory_of(where: str, name: str, ptr: int, nbytes: int, device: int)
                                    f"in device {device}'s memory")
 
 
-def as_device_array(obj, stream=None, dtype=None, where="", name="values", device=None, accept=None):
+def as_device_array(obj: Any, stream: StreamLike = None, dtype: DTypeLike | None = None, where: str = "",
+                    name: str = "values", device: int | None = None, accept: Any = None) -> tuple:
     """(ptr, n, dtype, keepalive) for a 1-D C-contiguous array given as a
     DeviceBuffer, anything with ``__cuda_array_interface__`` (CuPy, Numba,
     PyTorch CUDA tensors) or DLPack-only objects, ready to be read by work
@@ -716,7 +723,8 @@ def as_device_array(obj, stream=None, dtype=None, where="", name="values", devic
     return ptr, n, dt, obj
 
 
-def as_integer_array(obj, stream, dtype, where: str, name: str, device=None):
+def as_integer_array(obj: Any, stream: StreamLike, dtype: DTypeLike, where: str, name: str,
+                     device: int | None = None) -> tuple:
     """:func:`as_device_array` for unsigned integer inputs (sizes, addresses): host
     data (list, NumPy) is checked first, negative or too large entries refused
     rather than wrapped; device arrays must have ``dtype`` (and be on ``device``)."""
@@ -725,7 +733,8 @@ def as_integer_array(obj, stream, dtype, where: str, name: str, device=None):
                            device=device)
 
 
-def as_address_array(obj, stream, where: str, name: str, device=None, hint: str = ""):
+def as_address_array(obj: Any, stream: StreamLike, where: str, name: str, device: int | None = None,
+                     hint: str = "") -> tuple:
     """:func:`as_device_array` for device addresses (pointers, warp headers): one
     rule for every call that takes them, 64-bit integer dtypes only (uint64 or
     int64, host and device arrays alike: an int32 array would hold truncated
@@ -750,16 +759,16 @@ class device_inputs:
     buffer, closed the same way when the block raises.  Enter it with the
     structure's device current (:class:`on_device`)."""
 
-    def __init__(self, stream, device):
+    def __init__(self, stream: StreamLike, device: int | None) -> None:
         self.stream, self.device = stream, device
-        self._keep = []  # device inputs (and DLPack views): alive until the block ends
-        self._temps = []
-        self._outputs = []
+        self._keep: list[Any] = []  # device inputs (and DLPack views): alive until the block ends
+        self._temps: list[Any] = []
+        self._outputs: list[Any] = []
 
     def __enter__(self) -> "device_inputs":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         temps, self._temps, self._keep = self._temps, [], []
         if exc_type is not None:  # the result of a failed call is nobody's
             temps += self._outputs
@@ -773,7 +782,7 @@ class device_inputs:
         if failure is not None and exc_type is None:  # never hide the block's own exception
             raise failure
 
-    def _track(self, obj, result):
+    def _track(self, obj: Any, result: Any) -> Any:
         ptr, n, dt, keep = result
         if keep is not obj and isinstance(keep, DeviceBuffer):
             self._temps.append(keep)
@@ -781,20 +790,21 @@ class device_inputs:
             self._keep.append(keep)
         return ptr, n, dt
 
-    def array(self, obj, dtype=None, where="", name="values", accept=None):
+    def array(self, obj: Any, dtype: DTypeLike | None = None, where: str = "", name: str = "values",
+              accept: Any = None) -> tuple:
         """:func:`as_device_array` of ``obj``: (ptr, n, dtype)."""
         return self._track(obj, as_device_array(obj, self.stream, dtype=dtype, where=where, name=name,
                                                 device=self.device, accept=accept))
 
-    def integers(self, obj, dtype, where: str, name: str):
+    def integers(self, obj: Any, dtype: DTypeLike, where: str, name: str) -> tuple:
         """:func:`as_integer_array` of ``obj``: (ptr, n, dtype)."""
         return self._track(obj, as_integer_array(obj, self.stream, dtype, where, name, device=self.device))
 
-    def addresses(self, obj, where: str, name: str, hint: str = ""):
+    def addresses(self, obj: Any, where: str, name: str, hint: str = "") -> tuple:
         """:func:`as_address_array` of ``obj``: (ptr, n, dtype)."""
         return self._track(obj, as_address_array(obj, self.stream, where, name, device=self.device, hint=hint))
 
-    def output(self, shape, dtype) -> DeviceBuffer:
+    def output(self, shape: ShapeLike, dtype: DTypeLike) -> DeviceBuffer:
         """A DeviceBuffer on the stream for the call's result, closed if the block raises."""
         buf = DeviceBuffer(shape, dtype, stream=self.stream)
         self._outputs.append(buf)

@@ -10,7 +10,7 @@ class GpudynError(RuntimeError):
     status = -1
     status_name = "GPUDYN_STATUS_UNKNOWN"
 
-    def __init__(self, message: str, status: int | None = None, status_name: str | None = None):
+    def __init__(self, message: str, status: int | None = None, status_name: str | None = None) -> None:
         super().__init__(message)
         if status is not None:
             self.status = status

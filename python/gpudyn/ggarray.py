@@ -34,6 +34,7 @@ NumPy inputs are copied on the array's stream.
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +44,10 @@ from ._handle import OwnedHandle
 from .buffer import (DeviceBuffer, check_count, device_inputs, element_dtype, on_device, stated_count,
                      stream_device)
 from .errors import GpudynError, InvalidArgumentError, OutOfMemoryError
+from ._typing import ArrayLike, DeviceArrayLike, DTypeLike, StreamLike
+
+if TYPE_CHECKING:
+    from .heap import Heap
 
 ALGORITHMS = {"atomic": 0, "warp_scan": 1, "tensor_scan": 2}
 _ELEMENT_SIZES = (1, 2, 4, 8, 16)
@@ -83,7 +88,7 @@ def status_error(where: str, status: int) -> GpudynError:
     return cls(f"gpudyn: {where}: {'; and '.join(causes)} (status {status}); the status is now cleared")
 
 
-def _dtype(where: str, dtype) -> np.dtype:
+def _dtype(where: str, dtype: DTypeLike) -> np.dtype:
     return element_dtype(where, dtype, _ELEMENT_SIZES)
 
 
@@ -92,7 +97,7 @@ def _mask_dtype(where: str, dt: np.dtype) -> None:
         raise TypeError(f"gpudyn: {where} argument 'mask' has dtype {dt}, expected bool or uint8")
 
 
-def _exact(where: str, value, dt: np.dtype) -> np.ndarray:
+def _exact(where: str, value: Any, dt: np.dtype) -> np.ndarray:
     """``value`` as a 1-D array of ``dt``, refused unless ``dt`` holds it exactly:
     integer and bool dtypes take whole numbers in their range only (1.5, or 300
     into uint8: ValueError), float dtypes real numbers (rounded as NumPy does; a
@@ -138,13 +143,15 @@ class _Array(OwnedHandle):
 
     _p = ""
     _kernel_view: _view.KernelView
+    _stream: Any  # the cffi gpudyn_stream_t of `stream`
+    dtype: np.dtype
     _stream_size = True  # size() takes a stream
     STATUS_ALLOCATION_FAILED = STATUS_ALLOCATION_FAILED
     STATUS_CAPACITY_EXCEEDED = STATUS_CAPACITY_EXCEEDED
     STATUS_WRONG_ELEMENT_SIZE = STATUS_WRONG_ELEMENT_SIZE
     STATUS_DESTINATION_TOO_SMALL = STATUS_DESTINATION_TOO_SMALL
 
-    def _init(self, handle_type: str, create, options, dtype, stream):
+    def _init(self, handle_type: str, create: Any, options: Any, dtype: np.dtype, stream: StreamLike) -> None:
         self.dtype = dtype
         self.stream = stream
         out = ffi.new(handle_type + "*")
@@ -153,11 +160,11 @@ class _Array(OwnedHandle):
         #: The CUDA device the array belongs to: the stream's, else the one current at creation.
         self.device = stream_device(self._stream)
 
-    def _fn(self, name):
+    def _fn(self, name: str) -> Any:
         self._h()  # ValueError once closed
         return getattr(lib, self._p + name)
 
-    def _call(self, name):
+    def _call(self, name: str) -> Any:
         """The ABI function `name`, after :meth:`check` (a kernel's failed push raises here)."""
         self.check()
         return self._fn(name)
@@ -212,7 +219,7 @@ class _Array(OwnedHandle):
     view_bytes = _deprecated.method(None, "view_bytes", "view_arg", bytes, " (bytes(arg) for the struct's bytes)")
     memory_stats = _deprecated.method(None, "memory_stats", "stats")
 
-    def append(self, value) -> None:
+    def append(self, value: Any) -> None:
         """Appends one element, which the array's dtype must hold exactly (as
         :meth:`extend` refuses other dtypes): into integer and bool arrays whole
         numbers in their range only (1.5, or 300 into uint8: ValueError), into
@@ -224,7 +231,7 @@ class _Array(OwnedHandle):
                             "(extend appends an array)")
         self.extend(_exact(where, value, self.dtype))
 
-    def extend(self, values, mask=None, algorithm="warp_scan") -> None:
+    def extend(self, values: ArrayLike, mask: ArrayLike | None = None, algorithm: str | int = "warp_scan") -> None:
         """Appends every element of the 1-D array `values` (NumPy: copied to the
         device first), or those whose `mask` entry is nonzero (bool/uint8 array of
         the same length).  All or nothing: :class:`OutOfMemoryError` leaves the array unchanged.
@@ -265,7 +272,7 @@ class _Array(OwnedHandle):
                 mptr = ffi.cast("const uint8_t*", mp)
             check(self._call("push_back")(self._handle, ffi.cast("const void*", ptr), n, mptr, algo, self._stream))
 
-    def _holds(self, where: str, dt) -> None:
+    def _holds(self, where: str, dt: np.dtype) -> None:
         if dt != self.dtype:
             raise TypeError(f"gpudyn: {where} argument 'values' has dtype {dt}, this array holds {self.dtype}")
 
@@ -284,7 +291,8 @@ class _Array(OwnedHandle):
                                            self._stream))
         return out
 
-    def flatten(self, out=None, stream=None, size=None):
+    def flatten(self, out: DeviceArrayLike | None = None, stream: StreamLike = None,
+                size: DeviceArrayLike | None = None) -> Any:
         """The elements, copied into contiguous device memory in the order of
         :meth:`to_numpy` (a GGArray's LFVector after LFVector).  Always a copy
         (the copy's result is then shared zero-copy with CuPy, PyTorch or Numba
@@ -322,13 +330,14 @@ class _Array(OwnedHandle):
             return buf
         return self._flatten_async(where, out, stream, size)
 
-    def _flatten_async(self, where: str, out, stream, size):
+    def _flatten_async(self, where: str, out: DeviceArrayLike, stream: StreamLike,
+                       size: DeviceArrayLike | None) -> Any:
         for name, arg in (("out", out), ("size", size)):
             if isinstance(arg, np.ndarray):
                 raise TypeError(f"gpudyn: {where} argument '{name}' is a NumPy array: flatten(out=...) writes "
                                 "device memory (to_numpy() gives a host copy)")
 
-        def same_dtype(dt):
+        def same_dtype(dt: np.dtype) -> None:
             if dt != self.dtype:
                 raise TypeError(f"gpudyn: {where} argument 'out' has dtype {dt}, this array holds {self.dtype}")
 
@@ -343,7 +352,7 @@ class _Array(OwnedHandle):
         return out
 
     @staticmethod
-    def _size_out(inputs, where: str, size):
+    def _size_out(inputs: device_inputs, where: str, size: DeviceArrayLike) -> Any:
         """The device address of `size`'s first uint64 (a device array of one or more)."""
         if isinstance(size, np.ndarray):
             raise TypeError(f"gpudyn: {where} argument 'size' is a NumPy array: the count is written on the "
@@ -353,7 +362,7 @@ class _Array(OwnedHandle):
             raise InvalidArgumentError(f"gpudyn: {where} argument 'size' has no entries, expected at least one uint64")
         return ffi.cast("uint64_t*", ptr)
 
-    def size_async(self, out=None, stream=None):
+    def size_async(self, out: DeviceArrayLike | None = None, stream: StreamLike = None) -> Any:
         """The number of elements, written into device memory without a host
         wait: into the first entry of `out` (a device array of uint64), else into
         a new one-element uint64 :class:`DeviceBuffer`, stream-ordered on
@@ -424,8 +433,9 @@ class GGArray(_Array):
     _p = "gpudyn_ggarray_"
     _kernel_view = _view.declare("ggarray", "GGArray", "gpudyn_ggarray_view_t", elements=True)
 
-    def __init__(self, dtype=np.int32, num_lfvectors=512, first_bucket=1024, *, pool_bytes=0, budget=None,
-                 max_budget=None, heap=None, stream=None):
+    def __init__(self, dtype: DTypeLike = np.int32, num_lfvectors: int = 512, first_bucket: int = 1024, *,
+                 pool_bytes: int | None = 0, budget: int | None = None, max_budget: int | None = None,
+                 heap: Heap | None = None, stream: StreamLike = None) -> None:
         w = "GGArray"
         dt = _dtype(w, dtype)
         num_lfvectors = _args.integer(w, "num_lfvectors", num_lfvectors, 1, _args.U32_MAX)
@@ -476,7 +486,7 @@ class GGArray(_Array):
         return self._budget()[0]
 
     @budget.setter
-    def budget(self, value) -> None:
+    def budget(self, value: int) -> None:
         value = _args.integer("GGArray.budget", "budget", value, 1)
         now, mx = self._budget()
         if value < now:
@@ -529,6 +539,8 @@ class GGArray(_Array):
 
 
 class _Contiguous(_Array):
+    _view_type: str
+
     def _data(self) -> int:
         out = ffi.new("void**")
         check(self._call("data")(self._handle, out))
@@ -564,11 +576,11 @@ class _Contiguous(_Array):
         keeps this array alive; valid until the array changes)."""
         return DeviceBuffer._wrap(self._data(), (len(self),), self.dtype, self, stream=self.stream)
 
-    def __dlpack__(self, *args, **kwargs):
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         """DLPack export of the current elements, zero-copy (see :meth:`as_buffer`)."""
         return self.as_buffer().__dlpack__(*args, **kwargs)
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> tuple[int, int]:
         return self.as_buffer().__dlpack_device__()
 
     def _view_bytes(self) -> bytes:
@@ -585,7 +597,7 @@ class StaticArray(_Contiguous):
     _view_type = "gpudyn_static_array_view_t"
     _kernel_view = _view.declare("static_array", "StaticArray", _view_type, elements=True)
 
-    def __init__(self, capacity: int, dtype=np.int32, stream=None):
+    def __init__(self, capacity: int, dtype: DTypeLike = np.int32, stream: StreamLike = None) -> None:
         dt = _dtype("StaticArray", dtype)
         capacity = _args.integer("StaticArray", "capacity", capacity, 1)
         self._stream = stream_handle(stream)
@@ -604,7 +616,8 @@ class VmmArray(_Contiguous):
     _view_type = "gpudyn_vmm_array_view_t"
     _kernel_view = _view.declare("vmm_array", "VmmArray", _view_type, elements=True)
 
-    def __init__(self, dtype=np.int32, initial_capacity=0, max_capacity=0, stream=None):
+    def __init__(self, dtype: DTypeLike = np.int32, initial_capacity: int = 0, max_capacity: int = 0,
+                 stream: StreamLike = None) -> None:
         dt = _dtype("VmmArray", dtype)
         initial_capacity = _args.integer("VmmArray", "initial_capacity", initial_capacity)
         max_capacity = _args.integer("VmmArray", "max_capacity", max_capacity)

@@ -18,6 +18,7 @@ from . import _args, _deprecated, _view
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
 from .buffer import DeviceBuffer, device_inputs, host_input, on_device, stream_device
+from ._typing import ArrayLike, StreamLike
 
 _STAT_FIELDS = ("bytes_mapped", "bytes_max", "bytes_held", "bytes_allocated", "allocations", "failed_allocations",
                 "bad_frees", "largest_free_bytes")
@@ -48,7 +49,7 @@ class Heap(OwnedHandle):
     _kernel_view = _view.declare("heap", "Heap", "gpudyn_heap_view_t", elements=False)
 
     def __init__(self, initial_bytes: int | None = None, max_bytes: int | None = None,
-                 page_size: int | None = None, stream=None):
+                 page_size: int | None = None, stream: StreamLike = None) -> None:
         opts = ffi.new("gpudyn_heap_options_t*")
         check(lib.gpudyn_heap_options_init(opts))
         # None keeps the library's default (0 is its spelling of "default": refused here).
@@ -71,7 +72,7 @@ class Heap(OwnedHandle):
         self.page_size = int(opts.page_size)
 
     # ---- allocations ------------------------------------------------------------
-    def malloc(self, sizes) -> DeviceBuffer:
+    def malloc(self, sizes: ArrayLike) -> DeviceBuffer:
         """One device malloc per entry of ``sizes`` (bytes: an int, a sequence, a
         NumPy array or a 1-D uint64 device array).  Returns a DeviceBuffer of uint64
         device pointers, 16-byte aligned, 0 where the size is 0.  Raises
@@ -97,7 +98,7 @@ class Heap(OwnedHandle):
                                              self._stream))
         return out
 
-    def free(self, pointers) -> None:
+    def free(self, pointers: ArrayLike) -> None:
         """Frees pointers from :meth:`malloc` or from kernels (a sequence of Python
         ints, or a NumPy or device array of a 64-bit integer dtype, uint64 or int64:
         an int32 array is refused, TypeError, as its addresses would be truncated;

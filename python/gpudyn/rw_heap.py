@@ -20,6 +20,7 @@ from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
 from .buffer import DeviceBuffer, check_count, device_inputs, host_input, on_device, stream_device
 from .errors import InvalidArgumentError
+from ._typing import ArrayLike, StreamLike
 
 #: GETPAGE algorithms by name (values of gpudyn_rw_heap_algorithm_t).
 ALGORITHMS = {"rw": 1, "rw_bm": 2, "corw": 3, "crw": 4}
@@ -58,7 +59,7 @@ class RWHeap(OwnedHandle):
     _kernel_view = _view.declare("rw_heap", "RWHeap", "gpudyn_rw_heap_view_t", elements=False)
 
     def __init__(self, page_count: int = 1 << 20, page_size: int = 256, word_bits: int = 32,
-                 use_lockmap: bool = False, max_random_steps: int = 4096, stream=None):
+                 use_lockmap: bool = False, max_random_steps: int = 4096, stream: StreamLike = None) -> None:
         w = "RWHeap"
         page_count = _args.integer(w, "page_count", page_count, 1, _PAGE_COUNT_MAX)
         page_size = _args.integer(w, "page_size", page_size, 1)
@@ -144,7 +145,7 @@ class RWHeap(OwnedHandle):
             self.last_stats["algorithm"] = algorithm
         return out
 
-    def free_pages(self, pages) -> None:
+    def free_pages(self, pages: ArrayLike) -> None:
         """FREEPAGE for each page id: a uint32 device array (as :meth:`get_pages`
         returns) or host integers (list, NumPy), each < ``page_count`` or
         INVALID_PAGE (skipped).  Unknown or already free ids in a device array are
@@ -168,7 +169,7 @@ class RWHeap(OwnedHandle):
                 check(lib.gpudyn_rw_heap_free_pages(h, ffi.cast("const uint32_t*", ptr), n, self._stream))
 
     @staticmethod
-    def _page_ids(where: str, dt) -> None:
+    def _page_ids(where: str, dt: np.dtype) -> None:
         if dt != np.uint32:
             raise TypeError(f"gpudyn: {where} argument 'pages' has dtype {dt}, expected uint32 page ids; "
                             "uint64 addresses from malloc() are freed with free()")
@@ -180,7 +181,7 @@ class RWHeap(OwnedHandle):
         check(lib.gpudyn_rw_heap_max_malloc_size(self._h(), out))
         return int(out[0])
 
-    def malloc(self, sizes, seed: int | None = None) -> DeviceBuffer:
+    def malloc(self, sizes: ArrayLike, seed: int | None = None) -> DeviceBuffer:
         """RW_malloc of each size (bytes): a DeviceBuffer of uint64 device
         addresses, 16-byte aligned, 0 where the size is 0.  Raises
         ``OutOfMemoryError`` (the heap keeps what it had) or
@@ -206,7 +207,7 @@ class RWHeap(OwnedHandle):
 
     _ids_hint = "; uint32 page ids are freed with free_pages()"
 
-    def free(self, pointers) -> None:
+    def free(self, pointers: ArrayLike) -> None:
         """Frees addresses returned by :meth:`malloc`: a uint64 (or int64) device or
         NumPy array, or a list of Python ints (0 entries skipped), each inside the
         pool (the rule of every call taking addresses: 64-bit integer dtypes only).

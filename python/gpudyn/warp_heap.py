@@ -11,6 +11,8 @@ Kernels written against ``<gpudyn/warp_heap.cuh>`` (CuPy ``RawModule`` with
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from . import _args, _deprecated, _view
@@ -18,6 +20,10 @@ from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
 from .buffer import DeviceBuffer, device_inputs, host_input, on_device, stream_device
 from .errors import InvalidArgumentError
+from ._typing import ArrayLike, StreamLike
+
+if TYPE_CHECKING:
+    from .rw_heap import RWHeap
 
 # The paper's defaults (sec. 5.1 and 3.3), also what gpudyn_warp_heap_options_init sets.
 DEFAULT_SUPERBLOCK_BYTES = 32768
@@ -75,8 +81,8 @@ class WarpHeap(OwnedHandle):
     def __init__(self, superblock_bytes: int = DEFAULT_SUPERBLOCK_BYTES,
                  min_block_bytes: int = DEFAULT_MIN_BLOCK_BYTES,
                  list_capacity: int = DEFAULT_LIST_CAPACITY,
-                 device_heap_bytes: int = 0, stream=None, backing="arena",
-                 arena_bytes: int = DEFAULT_ARENA_BYTES, max_superblock_run: int = DEFAULT_MAX_SUPERBLOCK_RUN):
+                 device_heap_bytes: int = 0, stream: StreamLike = None, backing: str | RWHeap = "arena",
+                 arena_bytes: int = DEFAULT_ARENA_BYTES, max_superblock_run: int = DEFAULT_MAX_SUPERBLOCK_RUN) -> None:
         w = "WarpHeap"
         u32 = _args.U32_MAX
         sizes = {}
@@ -129,7 +135,7 @@ class WarpHeap(OwnedHandle):
         self.device = stream_device(self._stream)
 
     # ---- arena --------------------------------------------------------------
-    def malloc(self, sizes) -> DeviceBuffer:
+    def malloc(self, sizes: ArrayLike) -> DeviceBuffer:
         """One block per entry of ``sizes`` (bytes; a sequence, NumPy array or 1-D
         uint64 device array).  Returns a DeviceBuffer of uint64 device pointers
         (0 where the size is 0), valid until :meth:`clear` (the C call is
@@ -211,13 +217,13 @@ class WarpHeap(OwnedHandle):
                                     " (bytes(arg) for the struct's bytes)")
     ref = _deprecated.attribute("WarpHeap", "ref", "view_arg()", lambda self: self.view_arg())
 
-    def free_kept(self, headers) -> None:
+    def free_kept(self, headers: ArrayLike) -> None:
         """Frees warp headers that a kernel kept (``warp_heap::keep``) and will not
         resume; ``headers`` is a device array of uint64 header pointers (or int64;
         a list or NumPy array is copied; 0 skipped)."""
         self._on_kept_headers("WarpHeap.free_kept", lib.gpudyn_warp_heap_free_kept, headers)
 
-    def tidy_up_kept(self, headers) -> None:
+    def tidy_up_kept(self, headers: ArrayLike) -> None:
         """Tidies up warp headers that a kernel kept (``warp_heap::keep``) and will
         resume later, as ``warp_heap::tidy_up`` by each warp: every superblock and
         large block they hold goes back to the backing allocator, the header blocks
@@ -230,7 +236,7 @@ class WarpHeap(OwnedHandle):
         array is a TypeError)."""
         self._on_kept_headers("WarpHeap.tidy_up_kept", lib.gpudyn_warp_heap_tidy_up_kept, headers)
 
-    def _on_kept_headers(self, where: str, call, headers) -> None:
+    def _on_kept_headers(self, where: str, call: Any, headers: ArrayLike) -> None:
         """`call` (free_kept or tidy_up_kept) on a device array of header pointers."""
         # count, dtype (64-bit addresses) and values checked before any device call
         host = host_input(where, "headers", headers, np.uint64, self.device, addresses=True)

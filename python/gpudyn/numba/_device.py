@@ -199,7 +199,7 @@ def at(typingctx, ref, i):
     return elem(ref, i), codegen
 
 
-at.__doc__ += _READS_DOC
+at.__doc__ = (at.__doc__ or "") + _READS_DOC
 at = intrinsic(at)
 
 
@@ -247,7 +247,7 @@ def span(typingctx, ref, lo, hi):
     return arrty(ref, lo, hi), codegen
 
 
-span.__doc__ += _READS_DOC
+span.__doc__ = (span.__doc__ or "") + _READS_DOC
 span = intrinsic(span)
 
 
@@ -280,13 +280,13 @@ def _device_function(name: str, kinds, shim: str, params, result, doc: str):
         def definition(typingctx, ref):
             return typer(ref, ())
     elif len(params) == 1:
-        def definition(typingctx, ref, a):
+        def definition(typingctx, ref, a):  # type: ignore[misc]  # one arity each
             return typer(ref, (a,))
     elif len(params) == 2:
-        def definition(typingctx, ref, a, b):
+        def definition(typingctx, ref, a, b):  # type: ignore[misc]  # one arity each
             return typer(ref, (a, b))
     else:
-        def definition(typingctx, ref, a, b, c):
+        def definition(typingctx, ref, a, b, c):  # type: ignore[misc]  # one arity each
             return typer(ref, (a, b, c))
     definition.__name__ = definition.__qualname__ = name
     definition.__doc__ = doc

@@ -16,6 +16,8 @@ built that the current device runs (the highest built without a device).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import functools
 import json
 import os
@@ -54,7 +56,7 @@ def shim_path(arch: str, mode: str) -> str:
     return path
 
 
-def pick_arch(cc) -> str:
+def pick_arch(cc: tuple[int, int] | None) -> str:
     """The highest built architecture that a device of compute capability `cc`
     ((major, minor), or None: no device) runs; arch-specific builds ("90a")
     only on exactly their device."""
@@ -69,7 +71,7 @@ def pick_arch(cc) -> str:
     return max(fits, key=lambda a: (int(a.rstrip("af")), a))
 
 
-def nvjitlink_version():
+def nvjitlink_version() -> tuple[int, int] | None:
     """(major, minor) of the nvJitLink numba-cuda links with, or None when it
     has none (it then uses the driver's linker)."""
     try:
@@ -117,7 +119,7 @@ def link_file() -> str:
 _declared: dict = {}
 
 
-def extern(name: str, restype, argtypes):
+def extern(name: str, restype: Any, argtypes: Any) -> Any:
     """The numba-cuda declaration of shim `name` (declared on first use, so
     importing gpudyn.numba neither touches the device nor reads the files)."""
     fn = _declared.get(name)
