@@ -272,7 +272,8 @@ constexpr unsigned kHeapAttachShare = 16;
 /// arrive together mostly missed it (4 % of a 1M x 4 KiB burst's lanes served
 /// by the fast pass).
 /// An i >= active picks a cursor by a multiplicative hash, not i % active (an
-/// integer division is ~20 instructions of a lone caller's ~190).
+/// integer division is ~20 instructions of a lone caller's ~190;
+/// benchmarks/results/h200/NOTES.md has the timings).
 constexpr unsigned kHeapStateLineWords = 32;
 constexpr unsigned kHeapCursorLines = 128;
 constexpr unsigned kHeapCursorStride = 4;  ///< words between cursors of one line

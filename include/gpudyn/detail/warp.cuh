@@ -100,8 +100,8 @@ __device__ __forceinline__ unsigned ballot(unsigned mask, bool predicate) {
 /// name different structures (bucketing: ref{views[bin]}.push_back(x)), and
 /// only lanes of one structure may share a claim.  One `__match_all_sync` when
 /// every lane has the same key (the usual case), `__match_any_sync` else; the
-/// match-all alone measured ~4 % faster in a push-heavy kernel than a shuffle
-/// of the first lane's key and a vote.
+/// match-all alone measured faster in a push-heavy kernel than a shuffle of the
+/// first lane's key and a vote (benchmarks/results/h200/NOTES.md).
 __device__ __forceinline__ unsigned peers_with(unsigned mask, unsigned long long key) {
     mask = member_mask(mask);
     int all = 0;
