@@ -4,23 +4,21 @@
 # needs from PyPI.  Every check runs; the failures are listed at the end (exit 1).
 #   1 recipe        recipe/meta.yaml rendered (Jinja, selectors, YAML) for CUDA 12 and 13
 #                   and its structure checked (.ci/render_recipe.py)
-#   2 api doc       docs/api.md matches the header comments (tools/gen_api_doc.py --check),
-#                   docs/device_api.md the .cuh comments (tools/gen_device_doc.py --check)
-#   3 conda build   each output's build script run as conda-build would (SRC_DIR a copy
+#   2 conda build   each output's build script run as conda-build would (SRC_DIR a copy
 #                   of the source, PREFIX a fresh environment, PYTHON, CUDAARCHS,
 #                   RECIPE_DIR set), in order libgpudyn then gpudyn, into one prefix
-#   4 conda tests   each output's test imports and commands run against that prefix in a
+#   3 conda tests   each output's test imports and commands run against that prefix in a
 #                   scratch folder holding its source_files: pkg-config and CMake
 #                   consumers of examples/, `gpudyn info`, version and library checks
-#   5 examples      every example program is listed in both consumer projects
-#   6 headers       every installed header compiles on its own with nvcc (and the C ABI
-#                   headers with cc -std=c99 -pedantic and c++)
-#   7 nvrtc         every installed device header, and the examples' NVRTC kernels,
+#   4 examples      every example program is listed in both consumer projects
+#   5 headers       every installed header compiles on its own with nvcc (and the C ABI
+#                   headers with cc -std=c99 -pedantic and c++), in parallel
+#   6 nvrtc         every installed device header, and the examples' NVRTC kernels,
 #                   compile with NVRTC (pip nvidia-cuda-nvrtc) using exactly
 #                   gpudyn.nvrtc_options()
-#   8 abi policy    the installed SONAME, the CMake version file's answers and the conda
+#   7 abi policy    the installed SONAME, the CMake version file's answers and the conda
 #                   pin follow docs/versioning.md (tools/check_abi_policy.py)
-#   9 wheel         `pip wheel .` gives one gpudyn_cu<CUDA major>-<v>-py3-none-linux_x86_64
+#   8 wheel         `pip wheel .` gives one gpudyn_cu<CUDA major>-<v>-py3-none-linux_x86_64
 #                   wheel holding libgpudyn.so, every header and the Numba shims, and no
 #                   benchmark programs, drivers or models; `auditwheel repair` tags it
 #                   py3-none-manylinux_2_X, grafting nothing (CUDA runtime static, driver
@@ -57,11 +55,11 @@ step() {
   fi
 }
 
-# ---- 1, 2: recipe rendering and the API reference ---------------------------
+# ---- 1: recipe rendering -----------------------------------------------------
 "$PYTHON" -m pip install "${pipopts[@]}" jinja2 pyyaml
 step recipe "$PYTHON" .ci/render_recipe.py --json "$W/recipe.json"
 
-# ---- 3: staged conda build --------------------------------------------------
+# ---- 2: staged conda build --------------------------------------------------
 SRC_DIR=$W/src
 PREFIX=$W/prefix
 stage_build() {
@@ -98,8 +96,8 @@ stage_build() {
            lib/cmake/gpudyn/gpudynConfigVersion.cmake include/gpudyn/gpudyn.h bin/gpudyn; do
     [ -e "$PREFIX/$f" ] || { echo "staged prefix lacks $f"; ok=1; }
   done
-  for h in include/gpudyn/*.h include/gpudyn/*.cuh include/gpudyn/detail/*.cuh; do
-    [ -e "$h" ] && { [ -f "$PREFIX/$h" ] || { echo "staged prefix lacks $h"; ok=1; }; }
+  for h in $(find include/gpudyn -name '*.h' -o -name '*.cuh'); do
+    [ -f "$PREFIX/$h" ] || { echo "staged prefix lacks $h"; ok=1; }
   done
   [ -f "$site/gpudyn/__init__.py" ] || { echo "gpudyn package not in $site"; ok=1; }
   # conda's pip name is plain gpudyn (-Ccuda-suffix=false); wheels are gpudyn-cuNN
@@ -127,7 +125,7 @@ stage_build() {
 }
 step conda-build stage_build
 
-# ---- 4: the recipe's tests against the staged prefix --------------------------
+# ---- 3: the recipe's tests against the staged prefix --------------------------
 stage_tests() {
   [ -x "$PREFIX/bin/python" ] && [ -f "$PREFIX/lib/libgpudyn.so" ] || { echo "no staged prefix"; return 1; }
   "$PYTHON" - "$W/recipe.json" "$W/tests" <<'EOF' || return 1
@@ -172,7 +170,7 @@ EOF
 }
 step conda-tests stage_tests
 
-# ---- 5: every example is in both consumer projects ----------------------------
+# ---- 4: every example is in both consumer projects ----------------------------
 examples_listed() {
   local ok=0
   for src in examples/*/*.c examples/*/*.cu; do
@@ -186,15 +184,13 @@ examples_listed() {
 }
 step examples examples_listed
 
-# ---- 6: every installed header compiles on its own ----------------------------
-headers_alone() {
-  local inc=$PREFIX/include ok=0 tu=$W/hdr
-  [ -f "$inc/gpudyn/gpudyn.h" ] || { echo "no staged headers"; return 1; }
-  rm -rf "$tu"; mkdir -p "$tu"
-  local hs; hs=$(cd "$inc" && ls gpudyn/*.h gpudyn/*.cuh gpudyn/detail/*.cuh 2>/dev/null)
-  for h in $hs; do
-    local base=${h//\//_}
-    printf '#include <%s>\n#include <%s>\n' "$h" "$h" > "$tu/$base.cu"   # twice: include guards
+# ---- 5: every installed header compiles on its own ----------------------------
+# one header: nvcc (twice included: include guards), and a C ABI header with cc and c++;
+# writes $tu/<header>.report, exit status 1 on a failure (run in parallel below)
+header_alone() {
+  local h=$1 base=${1//\//_} ok=0
+  printf '#include <%s>\n#include <%s>\n' "$h" "$h" > "$tu/$base.cu"
+  {
     if nvcc -std=c++17 -arch="sm_$first_arch" -I"$inc" -c "$tu/$base.cu" -o "$tu/$base.o" > "$tu/$base.log" 2>&1; then
       echo "   ok    nvcc $h"
     else
@@ -209,12 +205,23 @@ headers_alone() {
         echo "   FAIL  cc/c++ $h"; head -n 20 "$tu/$base.clog"; ok=1
       fi
     fi
-  done
+  } > "$tu/$base.report"
+  return $ok
+}
+headers_alone() {
+  local inc=$PREFIX/include ok=0 tu=$W/hdr
+  [ -f "$inc/gpudyn/gpudyn.h" ] || { echo "no staged headers"; return 1; }
+  rm -rf "$tu"; mkdir -p "$tu"
+  # every installed header, subfolders included (detail/<name>/kernels.cuh, experimental/)
+  local hs; hs=$(cd "$inc" && find gpudyn -name '*.h' -o -name '*.cuh' | LC_ALL=C sort)
+  export -f header_alone; export inc tu first_arch
+  printf '%s\n' $hs | xargs -P "$(nproc)" -I{} bash -c 'header_alone "$1"' _ {} || ok=1
+  local h; for h in $hs; do cat "$tu/${h//\//_}.report"; done
   return $ok
 }
 step headers headers_alone
 
-# ---- 7: NVRTC ------------------------------------------------------------------
+# ---- 6: NVRTC ------------------------------------------------------------------
 nvrtc_headers() {
   [ -x "$PREFIX/bin/python" ] || { echo "no staged prefix"; return 1; }
   local cuda_mm; cuda_mm=$(nvcc --version | sed -n 's/.*release \([0-9]*\.[0-9]*\).*/\1/p')
@@ -230,10 +237,10 @@ nvrtc_headers() {
 }
 step nvrtc nvrtc_headers
 
-# ---- 8: the ABI policy ------------------------------------------------------------
+# ---- 7: the ABI policy ------------------------------------------------------------
 step abi-policy "$PYTHON" tools/check_abi_policy.py --prefix "$PREFIX" --recipe-json "$W/recipe.json"
 
-# ---- 9: wheel --------------------------------------------------------------------
+# ---- 8: wheel --------------------------------------------------------------------
 wheel_check() {
   rm -rf "$W/wheel" "$W/wheel-venv"
   "$PYTHON" -m pip install "${pipopts[@]}" auditwheel || return 1
