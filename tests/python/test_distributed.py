@@ -5,7 +5,9 @@ logic with its NumPy backend over gloo, world sizes 2 and 3 (one process a
 rank): every search's levels equal the host reference's and its parent tree
 passes the Graph500 rules (the validation of the one-GPU BFS, gpudyn.bench.apps);
 the variable-size exchange is exact, a rank with nothing to send included.
-The GPU kernels of the BFS compile to PTX (numba.cuda.compile, no GPU).
+The GPU kernels of the BFS compile to PTX (numba.cuda.compile, no GPU), and the
+GPU backends (their host code as it is, their kernels' Python bodies under a
+small warp simulator) run the same searches, validated, with three ranks.
 
 On a GPU (marked gpu): the guide's example and the BFS (gpudyn and two-pass
 backends, NCCL) as a world of size 1, every search validated; with two or more
@@ -211,6 +213,234 @@ def test_bfs_kernels_compile(monkeypatch):
         for name, sig in sigs.items():
             ptx, _ = cuda.compile(getattr(g, name).py_func, sig, device=False, output="ptx", cc=cc, abi="numba")
             assert ("gpudyn_numba_ggarray_" in ptx) == name.endswith("gpudyn"), name
+
+
+# ---- the GPU backends' kernels and host code, without a GPU ----------------------------------
+class WarpSim:
+    """The parts of numba.cuda that bfs_gpu.py's kernels use, run in Python.  A
+    launch runs the kernel's Python body (py_func), block after block: a kernel
+    with warp collectives on one Python thread per CUDA thread (shfl_down_sync and
+    ballot_sync meet at a barrier of the warp's 32 threads, syncthreads at one of
+    the block's); one without them runs its threads one after another, one valid
+    schedule of its atomics (its only syncthreads publishes thread 0's shared
+    value to the later threads).  Atomics under a lock.  Enough to run the real
+    kernels' logic (claims, counts, offsets, pushes) on a small graph; nothing
+    about speed or memory ordering."""
+
+    WARP = 32
+
+    def __init__(self):
+        import threading
+        self._threading = threading
+        self._tl = threading.local()
+        self._lock = threading.Lock()
+        self.local = pytypes.SimpleNamespace(array=lambda n, dtype: np.zeros(n, dtype))
+        self.shared = pytypes.SimpleNamespace(array=self._shared)
+        self.atomic = pytypes.SimpleNamespace(cas=self._cas, add=self._add)
+
+    # per thread
+    @property
+    def laneid(self):
+        return self._tl.tid % self.WARP
+
+    @property
+    def threadIdx(self):  # noqa: N802 (numba's name)
+        return pytypes.SimpleNamespace(x=self._tl.tid)
+
+    def grid(self, ndim):
+        return self._tl.bid * self._tl.bdim + self._tl.tid
+
+    def gridsize(self, ndim):
+        return self._tl.gdim * self._tl.bdim
+
+    def syncthreads(self):
+        if self._tl.block.barrier is not None:
+            self._tl.block.barrier.wait()
+
+    def _shared(self, n, dtype):
+        blk, k = self._tl.block, self._tl.shared_calls
+        self._tl.shared_calls += 1
+        with blk.lock:
+            while len(blk.shared) <= k:
+                blk.shared.append(np.zeros(n, dtype))
+            return blk.shared[k]
+
+    def _cas(self, arr, i, old, new):
+        with self._lock:
+            cur = arr[i]
+            if cur == old:
+                arr[i] = new
+            return cur
+
+    def _add(self, arr, i, v):
+        with self._lock:
+            cur = arr[i]
+            arr[i] += v
+            return cur
+
+    def _exchange(self, value):
+        w = self._tl.warp
+        w.slots[self.laneid] = value
+        w.barrier.wait()
+        got = list(w.slots)
+        w.barrier.wait()
+        return got
+
+    def shfl_down_sync(self, mask, value, offset):
+        assert mask == 0xFFFFFFFF
+        got, lane = self._exchange(value), self.laneid
+        return got[lane + offset] if lane + offset < self.WARP else value
+
+    def ballot_sync(self, mask, pred):
+        assert mask == 0xFFFFFFFF
+        return sum(1 << i for i, p in enumerate(self._exchange(bool(pred))) if p)
+
+    def lanemask_lt(self):
+        return (1 << self.laneid) - 1
+
+    @staticmethod
+    def popc(x):
+        return bin(int(x) & 0xFFFFFFFF).count("1")
+
+    # host side
+    @staticmethod
+    def external_stream(handle):
+        return None
+
+    @staticmethod
+    def as_cuda_array(t):
+        return t.numpy()          # a torch CPU tensor's memory, shared
+
+    def launch(self, fn, grid, block, args, lockstep):
+        threading, errors = self._threading, []
+        if not lockstep:
+            tl = self._tl
+            for bid in range(grid):
+                blk = pytypes.SimpleNamespace(barrier=None, lock=threading.Lock(), shared=[])
+                for tid in range(block):
+                    tl.tid, tl.bid, tl.bdim, tl.gdim, tl.block, tl.warp, tl.shared_calls = \
+                        tid, bid, block, grid, blk, None, 0
+                    fn(*args)
+            return
+        for bid in range(grid):
+            blk = pytypes.SimpleNamespace(barrier=threading.Barrier(block), lock=threading.Lock(), shared=[])
+            warps = [pytypes.SimpleNamespace(barrier=threading.Barrier(min(self.WARP, block - w)),
+                                             slots=[None] * self.WARP) for w in range(0, block, self.WARP)]
+
+            def body(tid, bid=bid, blk=blk, warps=warps):
+                tl = self._tl
+                tl.tid, tl.bid, tl.bdim, tl.gdim, tl.block = tid, bid, block, grid, blk
+                tl.warp, tl.shared_calls = warps[tid // self.WARP], 0
+                try:
+                    fn(*args)
+                except Exception as e:  # re-raised below; free the others waiting at a barrier
+                    errors.append(e)
+                    blk.barrier.abort()
+                    for w in warps:
+                        w.barrier.abort()
+            threads = [threading.Thread(target=body, args=(t,)) for t in range(block)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            real = [e for e in errors if not isinstance(e, threading.BrokenBarrierError)]
+            if errors:
+                raise (real or errors)[0]
+
+
+class SimGGArray:
+    """A GGArray as the simulated kernels see it (a list; push_back, at, size)."""
+
+    def __init__(self, dtype, stream=None):
+        import threading
+        self.items, self.lock, self.dtype = [], threading.Lock(), dtype
+
+    def push(self, v):
+        with self.lock:
+            self.items.append(int(v))
+        return True
+
+    def view_arg(self):
+        return self
+
+    def clear(self):
+        self.items = []
+
+    def flatten(self, out, stream=None):
+        n = len(self.items)
+        assert out.numel() >= n, (out.numel(), n)
+        out[:n] = torch.tensor(self.items, dtype=out.dtype)
+        return out
+
+    def check(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def simulate_gpu_backends(bfs_gpu, block=64):
+    """Points bfs_gpu's kernels, Numba, gpudyn and torch.cuda at the simulator (a
+    world on the CPU, gloo): the backends' host code runs as it is."""
+    sim = WarpSim()
+    gdn = pytypes.SimpleNamespace(push_back=lambda a, v: a.push(v), at=lambda a, i: a.items[i],
+                                  size=lambda a: len(a.items), ranged_size=lambda a: len(a.items), ref_type=None)
+    names = ["seed_gpudyn", "expand_gpudyn", "sizes_gpudyn", "claim_gpudyn", "count_two_pass", "write_two_pass",
+             "claim_two_pass"]
+    lockstep = {"count_two_pass", "write_two_pass"}           # the kernels with warp collectives
+    env = dict(vars(bfs_gpu), cuda=sim, gdn=gdn, owner=bfs_gpu.owner.py_func, _ranged_size=gdn.ranged_size)
+
+    class Kernel:
+        def __init__(self, f, lockstep):
+            self.f = pytypes.FunctionType(f.py_func.__code__, env, f.py_func.__name__)
+            self.lockstep = lockstep
+
+        def __getitem__(self, config):
+            return lambda *args: sim.launch(self.f, config[0], config[1], args, self.lockstep)
+    for name in names:
+        setattr(bfs_gpu, name, Kernel(getattr(bfs_gpu, name), name in lockstep))
+    bfs_gpu.cuda, bfs_gpu.gdn = sim, gdn
+    bfs_gpu.gpudyn = pytypes.SimpleNamespace(GGArray=SimGGArray)
+    bfs_gpu.BLOCK, bfs_gpu.BLOCKS_PER_SM = block, 1
+    torch.cuda.current_stream = lambda *a, **k: pytypes.SimpleNamespace(cuda_stream=0)
+    torch.cuda.get_device_properties = lambda *a, **k: pytypes.SimpleNamespace(multi_processor_count=1)
+
+
+SIM_WORKER = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    sys.path.insert(0, TESTS)
+    import bfs, bfs_gpu
+    import test_distributed
+    test_distributed.simulate_gpu_backends(bfs_gpu)
+
+    comm, _ = bfs.init("cpu")
+    part = bfs.Partition(1 << SCALE, comm.world)
+    graph = bfs.Graph(np, SCALE, part, comm.rank, KEYS)
+    report = {}
+    for kind in ("gpudyn", "two_pass"):
+        res = bfs.run_variant(kind, graph, comm, part)
+        report[kind] = {k: res.get(k) for k in ("validated", "errors", "levels", "host_waits_per_search")}
+    print("REPORT " + json.dumps(report))
+    comm.dist.destroy_process_group()
+""")
+
+
+def test_gpu_backends_under_a_warp_simulator():
+    """bfs_gpu.py's two backends -- their host code as it is, their Numba kernels'
+    Python bodies under WarpSim, gloo between the ranks -- on a scale-7 graph: every
+    search validated on rank 0, one host wait a level.  Three ranks: destinations
+    below, at and above a rank (every offset case of the two-pass write kernel)."""
+    world = 3
+    pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
+    script = f"SCALE, KEYS, TESTS = 7, 1, {str(pathlib.Path(__file__).parent)!r}\n" + SIM_WORKER
+    out = _spawn(script, world, timeout=300)
+    for rank, (rc, o, e) in enumerate(out):
+        assert rc == 0, f"rank {rank} exited {rc}:\n{o}\n{e[-4000:]}"
+    report = json.loads(next(line for line in out[0][1].splitlines() if line.startswith("REPORT "))[7:])
+    for kind, r in report.items():
+        assert r["validated"], (kind, r["errors"])
+        assert r["host_waits_per_search"] == [d + 1 for d in r["levels"]], (kind, r)
 
 
 # ---- GPU: world size 1, then torchrun on 2+ GPUs -------------------------------------------
