@@ -71,7 +71,8 @@ autodoc_default_options = {
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_typehints_format = "short"
-autodoc_preserve_defaults = True
+# (preserve_defaults fails on some signatures in Sphinx 8.2: "pop from empty list")
+autodoc_preserve_defaults = False
 autodoc_inherit_docstrings = True
 # The docstrings use NumPy sections (Parameters); a Google-style reading would take
 # "A CUDA stream: None, ..." in an attribute comment for a type.

@@ -119,7 +119,7 @@ class GpudynHeader(SphinxDirective):
         for _, kind, name, _el in entities:
             if kind == "function":
                 seen_functions[name] = seen_functions.get(name, 0) + 1
-        seen = self.env.temp_data.setdefault("gpudyn_rendered_ids", set())
+        seen = self.env.temp_data.setdefault("gpudyn_rendered_ids", {})  # member id -> class shown
         for _, kind, name, el in entities:
             if kind in ("class", "struct", "union"):
                 ids = _member_ids(xml_dir, el)
@@ -129,15 +129,19 @@ class GpudynHeader(SphinxDirective):
                     # (their TempStorage, which push_storage holds for the user).
                     names = sorted({n for _, n in _member_names(el)})
                     lines += [f".. doxygen{kind}:: {name}", "   :members: " + ", ".join(names), ""]
-                elif ids & seen:
+                elif ids & seen.keys():
                     # Members it inherits from a class already on the page (push_storage from
                     # block_inserter::TempStorage, vmm_array_ref the API static_array_ref shows):
-                    # its own members only, each id once.
+                    # its own members only, each id once, and where the others are.
                     names = sorted({n for i, n in _member_names(el) if i not in seen})
                     lines += [f".. doxygen{kind}:: {name}", "   :members: " + ", ".join(names), ""]
+                    shown = sorted({seen[i] for i in ids if i in seen})
+                    lines += [f"``{name.rpartition('::')[2]}``: its other members are those documented for " +
+                              ", ".join(f"``{c.rpartition('::')[2]}``" for c in shown) + " above.", ""]
                 else:
                     lines += [f".. doxygen{kind}:: {name}", "   :members:", "   :undoc-members:", ""]
-                seen |= ids
+                for i in ids:
+                    seen.setdefault(i, name)
             elif kind == "function":
                 target = name + (_function_signature(el) if seen_functions[name] > 1 else "")
                 lines += [f".. doxygenfunction:: {target}", ""]
