@@ -93,8 +93,7 @@ class OwnedHandle:
     _handle: Any = None
     #: The CUDA device the structure belongs to, set at creation (None: never created).
     device: Any = None
-    #: The stream the structure's calls run on (None: the legacy default stream).
-    stream: Any = None
+    stream: Any  # the stream the structure's calls run on, set at creation (a subclass documents it)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
