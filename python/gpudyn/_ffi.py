@@ -143,14 +143,6 @@ def version_number(version: str) -> int:
 ffi, lib, library_path = _load()
 
 
-def kernel_arg(raw) -> np.void:
-    """A view struct's bytes (``bytes`` or a uint8 array) as a NumPy ``void`` scalar:
-    what a CuPy ``RawKernel`` passes by value to a ``gpudyn_*_view_t`` parameter
-    (a uint8 array would be passed as a pointer, and CuPy refuses it)."""
-    raw = bytes(raw)
-    return np.frombuffer(raw, dtype=np.dtype((np.void, len(raw))))[0]
-
-
 def last_error_message() -> str:
     return ffi.string(lib.gpudyn_last_error_message()).decode("utf-8", "replace")
 
