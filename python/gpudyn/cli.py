@@ -11,13 +11,15 @@ NO_BENCHMARKS = ("gpudyn bench: this gpudyn has no benchmarks (user packages car
 
 def _bench_package():
     """gpudyn.bench, or None where it is not installed."""
+    import importlib
+
+    name = __package__ + ".bench"
     try:
-        from . import bench
+        return importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name not in ("gpudyn.bench", __package__ + ".bench"):
+        if exc.name != name:  # gpudyn.bench is there but something it imports is not
             raise
         return None
-    return bench
 
 
 def cmd_info(args) -> int:

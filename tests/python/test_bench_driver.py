@@ -218,8 +218,12 @@ def test_every_benchmark_module_is_listed():
 
 
 _NO_BENCH = """
-import sys
-sys.modules["gpudyn.bench"] = None  # as in an install without the benchmarks
+import importlib.abc, sys
+class NoBench(importlib.abc.MetaPathFinder):  # as in an install without the benchmarks
+    def find_spec(self, name, path, target=None):
+        if name == "gpudyn.bench":
+            raise ModuleNotFoundError("No module named 'gpudyn.bench'", name=name)
+sys.meta_path.insert(0, NoBench())
 from gpudyn import cli
 sys.exit(cli.main(sys.argv[1:]))
 """
