@@ -9,6 +9,7 @@ with exactly ``gpudyn.nvrtc_options()`` (NVRTC's default architecture) and
 An empty kernel must compile and a deliberately broken source must fail, so the check cannot pass vacuously.
 Exit status 1 when any compile fails.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,6 +26,7 @@ def find_nvrtc() -> str:
     candidates = []
     try:
         import nvidia  # namespace package of the nvidia-cuda-nvrtc wheel
+
         for base in nvidia.__path__:
             for pattern in ("cu13/lib/libnvrtc.so.*", "cuda_nvrtc/lib/libnvrtc.so.*"):
                 candidates += sorted(glob.glob(os.path.join(base, pattern)))
@@ -37,8 +39,10 @@ def find_nvrtc() -> str:
     for p in candidates:
         if "alt" not in os.path.basename(p) and "builtins" not in os.path.basename(p):
             return p
-    raise SystemExit("nvrtc_check: libnvrtc not found (pip install nvidia-cuda-nvrtc, put the CUDA toolkit's nvcc "
-                     "on PATH, or set NVRTC_LIBRARY)")
+    raise SystemExit(
+        "nvrtc_check: libnvrtc not found (pip install nvidia-cuda-nvrtc, put the CUDA toolkit's nvcc "
+        "on PATH, or set NVRTC_LIBRARY)"
+    )
 
 
 class Nvrtc:
@@ -86,8 +90,12 @@ def probe_source(header: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", action="append", default=[], help="also compile for compute_ARCH (repeatable)")
-    ap.add_argument("--source", action="append", default=[],
-                    help="also compile this kernel source file (examples' NVRTC kernels; repeatable)")
+    ap.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        help="also compile this kernel source file (examples' NVRTC kernels; repeatable)",
+    )
     args = ap.parse_args()
 
     import gpudyn
@@ -95,8 +103,10 @@ def main() -> int:
 
     nv = Nvrtc(find_nvrtc())
     root = gpudyn.get_include()
-    headers = sorted(os.path.relpath(p, root).replace(os.sep, "/")
-                     for p in glob.glob(os.path.join(root, "gpudyn", "**", "*.cuh"), recursive=True))
+    headers = sorted(
+        os.path.relpath(p, root).replace(os.sep, "/")
+        for p in glob.glob(os.path.join(root, "gpudyn", "**", "*.cuh"), recursive=True)
+    )
     if not headers:
         print(f"nvrtc_check: no device headers under {root}/gpudyn", file=sys.stderr)
         return 1
@@ -123,7 +133,9 @@ def main() -> int:
                 print(f"  ok    {h} ({arch})")
             else:
                 failures += 1
-                print(f"  FAIL  {h} ({arch})\n" + "\n".join("        " + line for line in log.strip().splitlines()[:40]))
+                print(
+                    f"  FAIL  {h} ({arch})\n" + "\n".join("        " + line for line in log.strip().splitlines()[:40])
+                )
     for path in args.source:
         for opts in option_sets:
             ok, log, ptx = nv.compile(open(path, encoding="utf-8").read(), os.path.basename(path), opts)
@@ -132,7 +144,10 @@ def main() -> int:
                 print(f"  ok    {path} ({arch})")
             else:
                 failures += 1
-                print(f"  FAIL  {path} ({arch})\n" + "\n".join("        " + line for line in log.strip().splitlines()[:40]))
+                print(
+                    f"  FAIL  {path} ({arch})\n"
+                    + "\n".join("        " + line for line in log.strip().splitlines()[:40])
+                )
     print(f"NVRTC: {len(headers)} device headers and {len(args.source)} source(s), {failures} failure(s)")
     return 1 if failures else 0
 

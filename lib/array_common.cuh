@@ -6,7 +6,7 @@
 
 #include "internal.hpp"
 
-#include <cuda.h>  // driver types only (entry points come from driver_entry_point)
+#include <cuda.h> // driver types only (entry points come from driver_entry_point)
 
 #include <utility>
 #include <vector>
@@ -130,7 +130,7 @@ void launch_flatten_async(const Ref& ref, void* dst, uint64_t dst_bytes, uint64_
     const unsigned grid = grid_for(parts * kFlattenThreads, kFlattenThreads, kFlattenBlocksPerSm);
     flatten_async_kernel<T><<<grid, kFlattenThreads, 0, stream>>>(
         ref, static_cast<T*>(dst), capacity, reinterpret_cast<unsigned long long*>(size),
-        reinterpret_cast<unsigned*>(status));  // the status word's low 32 bits
+        reinterpret_cast<unsigned*>(status)); // the status word's low 32 bits
     GPUDYN_CHECK_LAUNCH("flatten_async_kernel");
 }
 
@@ -138,7 +138,7 @@ void launch_flatten_async(const Ref& ref, void* dst, uint64_t dst_bytes, uint64_
 uint32_t read_status(const uint32_t* status_dev, cudaStream_t stream);
 uint64_t read_u64(const uint64_t* dev, cudaStream_t stream);
 
-}  // namespace gpudyn::detail
+} // namespace gpudyn::detail
 
 namespace gpudyn::detail {
 
@@ -168,8 +168,8 @@ void array_clear_status(Handle* array, gpudyn_stream_t stream) {
 struct contiguous_state {
     uint32_t element_size = 0;
     void* data = nullptr;
-    uint64_t capacity = 0;   // elements usable now
-    uint64_t bytes = 0;      // device bytes held for the elements (allocated_bytes)
+    uint64_t capacity = 0; // elements usable now
+    uint64_t bytes = 0;    // device bytes held for the elements (allocated_bytes)
     uint64_t* meta = nullptr;
 };
 
@@ -194,7 +194,7 @@ void contiguous_fill_view(const contiguous_state& a, View* view, uint32_t versio
 
 // The handle of the static and the VMM array (each adds its own state).
 struct contiguous_handle {
-    handle_state hs;  // device, call ordering, lock
+    handle_state hs; // device, call ordering, lock
     contiguous_state a;
 
     // For array_get_status / array_clear_status.
@@ -241,9 +241,9 @@ void get_view(contiguous_handle* array, View* view, uint32_t version) {
     handle_call call(array->hs);
     contiguous_fill_view(array->a, view, version);
 }
-}  // namespace contiguous_abi
+} // namespace contiguous_abi
 
-}  // namespace gpudyn::detail
+} // namespace gpudyn::detail
 
 namespace gpudyn::detail {
 
@@ -272,10 +272,10 @@ CUmemAllocationProp device_prop(int device);
 struct vmm_range {
     int device = 0;
     CUdeviceptr base = 0;
-    uint64_t reserved = 0;     // bytes of virtual range
-    uint64_t mapped = 0;       // bytes of the physically backed prefix
-    uint64_t granularity = 0;  // physical allocations are multiples of this
-    std::vector<std::pair<CUmemGenericAllocationHandle, uint64_t>> chunks;  // handle, bytes
+    uint64_t reserved = 0;                                                 // bytes of virtual range
+    uint64_t mapped = 0;                                                   // bytes of the physically backed prefix
+    uint64_t granularity = 0;                                              // physical allocations are multiples of this
+    std::vector<std::pair<CUmemGenericAllocationHandle, uint64_t>> chunks; // handle, bytes
 
     // NOT_SUPPORTED without VMM; `bytes` 0 means the device's total memory.
     // A size that cannot be reserved raises INVALID_ARGUMENT (rounding overflows)
@@ -320,4 +320,4 @@ void growth_arena_close(growth_arena* a, cudaStream_t stream);
 // The device's reserve of unmapped chunks: gpudyn_trim releases it
 // (growth_reserve_release, internal.hpp).
 
-}  // namespace gpudyn::detail
+} // namespace gpudyn::detail

@@ -2,11 +2,11 @@
 // device information and raw stream-ordered device memory.
 #include "internal.hpp"
 
-#include <cuda.h>  // driver types and enums only; libcuda is never linked
+#include <cuda.h> // driver types and enums only; libcuda is never linked
 
 #if __has_include("gpudyn_build_archs.h")
-#include "gpudyn_build_archs.h"  // written by lib/meson.build: GPUDYN_BUILD_SASS_ARCHS, GPUDYN_BUILD_PTX_ARCH
-#else  // compiled outside meson (.ci/archs.sh's PTX check): nothing to name
+#include "gpudyn_build_archs.h" // written by lib/meson.build: GPUDYN_BUILD_SASS_ARCHS, GPUDYN_BUILD_PTX_ARCH
+#else                           // compiled outside meson (.ci/archs.sh's PTX check): nothing to name
 #define GPUDYN_BUILD_SASS_ARCHS ""
 #define GPUDYN_BUILD_PTX_ARCH ""
 #endif
@@ -25,7 +25,7 @@
 #include <vector>
 
 namespace gpudyn {
-inline namespace v0 {  // the device headers' versioned namespace: one gpudyn::detail
+inline namespace v0 { // the device headers' versioned namespace: one gpudyn::detail
 namespace detail {
 
 namespace {
@@ -44,12 +44,13 @@ gpudyn_status_t fail(const char* function, gpudyn_status_t status, const std::st
         if (message.empty())
             set_last_error(std::string(function) + ": failed with " + gpudyn_status_string(status) +
                            " (no further detail)");
-        else
-            set_last_error(std::string(function) + ": " + message);
+        else set_last_error(std::string(function) + ": " + message);
     } catch (...) {
         // No host memory even for the message: the static text cannot fail.
         last_error_message.clear();
-        try { last_error_message = "gpudyn: host memory exhausted while recording an error"; } catch (...) {}
+        try {
+            last_error_message = "gpudyn: host memory exhausted while recording an error";
+        } catch (...) {}
     }
     return status;
 }
@@ -91,12 +92,13 @@ std::string format_cuda_version(int version) {
 std::string driver_problem(cudaError_t err) {
     int runtime = 0, driver = 0;
     if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
-    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;  // 0 also means "no driver" when it succeeds
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0; // 0 also means "no driver" when it succeeds
     cudaGetLastError();
     // Minor-version compatibility: a driver of CUDA M.0 runs any M.x runtime.
     int needed = runtime / 1000 * 1000;
-    if (driver >= needed && err == cudaErrorInsufficientDriver) needed = runtime;  // the runtime says even that is too old
-    if (needed == 0) return std::string();  // unknown runtime version: nothing to compare against
+    // the runtime says even that is too old
+    if (driver >= needed && err == cudaErrorInsufficientDriver) needed = runtime;
+    if (needed == 0) return std::string(); // unknown runtime version: nothing to compare against
     if (driver == 0)
         return "no NVIDIA driver found (this library needs one supporting CUDA " + format_cuda_version(needed) +
                " or newer)";
@@ -105,16 +107,15 @@ std::string driver_problem(cudaError_t err) {
                format_cuda_version(needed) + " or newer (update the driver)";
     return std::string();
 }
-}  // namespace
+} // namespace
 
 void check_cuda(cudaError_t err, const char* what) {
     if (err == cudaSuccess) return;
     gpudyn_status_t status = status_of(err);
     if (status == GPUDYN_ERROR_NO_DEVICE) {
-        cudaGetLastError();  // a missing device is not sticky; clear it
+        cudaGetLastError(); // a missing device is not sticky; clear it
         const std::string problem = driver_problem(err);
-        if (!problem.empty())
-            raise(status, "%s [%s: %s]", problem.c_str(), what, cudaGetErrorName(err));
+        if (!problem.empty()) raise(status, "%s [%s: %s]", problem.c_str(), what, cudaGetErrorName(err));
         raise(status, "no CUDA device: %s (%s: %s)", what, cudaGetErrorName(err), cudaGetErrorString(err));
     }
     // Cleared whatever it is (a sticky error stays sticky anyway): left pending, it
@@ -127,8 +128,9 @@ void check_cuda(cudaError_t err, const char* what) {
             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
             cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
             cudaGetLastError();
-        raise(status, "%s", arch_mismatch_message(device, major, minor, err, what, GPUDYN_BUILD_SASS_ARCHS,
-                                                  GPUDYN_BUILD_PTX_ARCH).c_str());
+        raise(status, "%s",
+              arch_mismatch_message(device, major, minor, err, what, GPUDYN_BUILD_SASS_ARCHS, GPUDYN_BUILD_PTX_ARCH)
+                  .c_str());
     }
     raise(status, "%s failed: %s (%s)", what, cudaGetErrorName(err), cudaGetErrorString(err));
 }
@@ -136,19 +138,20 @@ void check_cuda(cudaError_t err, const char* what) {
 void device_alloc(void** ptr, uint64_t bytes, cudaStream_t stream, const std::string& what) {
     *ptr = nullptr;
     if (bytes > uint64_t(SIZE_MAX))
-        raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%s: %llu bytes do not fit in size_t", what.c_str(), (unsigned long long)bytes);
+        raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%s: %llu bytes do not fit in size_t", what.c_str(),
+              (unsigned long long)bytes);
     const cudaError_t err = cudaMallocAsync(ptr, size_t(bytes), stream);
     if (err == cudaSuccess) return;
     *ptr = nullptr;
     // With a valid stream, an invalid value can only be the size: as unsatisfiable as too large.
     const gpudyn_status_t status = err == cudaErrorInvalidValue ? GPUDYN_ERROR_OUT_OF_MEMORY : status_of(err);
-    cudaGetLastError();  // never left pending (see check_cuda)
+    cudaGetLastError(); // never left pending (see check_cuda)
     raise(status, "%s: %llu bytes of device memory could not be allocated (%s: %s)", what.c_str(),
           (unsigned long long)bytes, cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
-void report_since_check(uint64_t failed, uint64_t bad, check_marks* seen, const char* failed_what,
-                        const char* bad_what, const std::string& hint) {
+void report_since_check(uint64_t failed, uint64_t bad, check_marks* seen, const char* failed_what, const char* bad_what,
+                        const std::string& hint) {
     const uint64_t new_failed = failed - std::min(seen->failed, failed), new_bad = bad - std::min(seen->bad, bad);
     seen->failed = failed;
     seen->bad = bad;
@@ -159,8 +162,8 @@ void report_since_check(uint64_t failed, uint64_t bad, check_marks* seen, const 
               failed_what, also, hint.c_str());
     }
     if (new_bad != 0)
-        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "%llu %s since the last check; nothing changed", (unsigned long long)new_bad,
-              bad_what);
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "%llu %s since the last check; nothing changed",
+              (unsigned long long)new_bad, bad_what);
 }
 
 void raise_device_malloc_heap(uint64_t bytes, const char* option) {
@@ -172,7 +175,7 @@ void raise_device_malloc_heap(uint64_t bytes, const char* option) {
     size_t now = 0;
     if (err == cudaSuccess) GPUDYN_CUDA(cudaDeviceGetLimit(&now, cudaLimitMallocHeapSize));
     if (err == cudaSuccess && now >= bytes) return;
-    if (err != cudaSuccess) cudaGetLastError();  // not sticky: clear it
+    if (err != cudaSuccess) cudaGetLastError(); // not sticky: clear it
     raise(err == cudaErrorMemoryAllocation ? GPUDYN_ERROR_OUT_OF_MEMORY : GPUDYN_ERROR_NOT_SUPPORTED,
           "%s is %llu but the device malloc heap (cudaLimitMallocHeapSize) is %zu bytes and can no longer grow "
           "(%s): a kernel using device malloc has already run in this process. Raise it before the first such "
@@ -193,7 +196,7 @@ int device_count() {
     raise(GPUDYN_ERROR_NO_DEVICE, "no CUDA device (%s)",
           err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports 0 devices");
 }
-}  // namespace
+} // namespace
 
 int require_device() {
     device_count();
@@ -207,7 +210,7 @@ namespace {
 // fill an entry, every writer stores the same value.
 constexpr int kCachedDevices = 64;
 std::atomic<int> sm_counts[kCachedDevices];
-}  // namespace
+} // namespace
 
 int sm_count(int device) {
     if (device >= 0 && device < kCachedDevices) {
@@ -216,7 +219,7 @@ int sm_count(int device) {
     }
     int count = 0;
     if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || count <= 0) {
-        cudaGetLastError();  // not sticky: a grid of one SM's worth still works
+        cudaGetLastError(); // not sticky: a grid of one SM's worth still works
         return 1;
     }
     if (device >= 0 && device < kCachedDevices) sm_counts[device].store(count, std::memory_order_relaxed);
@@ -259,7 +262,7 @@ int stream_device(cudaStream_t stream, const char* arg) {
               static_cast<void*>(stream), cudaGetErrorName(err));
     return -1;
 }
-}  // namespace
+} // namespace
 
 void require_stream_on(int device, cudaStream_t stream, const char* arg) {
     const int owner = stream_device(stream, arg);
@@ -278,7 +281,7 @@ int create_device(cudaStream_t stream) {
 
 cudaStream_t internal_stream(int device) {
     static std::mutex mutex;
-    static std::vector<cudaStream_t> streams;  // by device ordinal; never destroyed
+    static std::vector<cudaStream_t> streams; // by device ordinal; never destroyed
     std::lock_guard<std::mutex> lock(mutex);
     if (device < 0) raise(GPUDYN_ERROR_INTERNAL, "internal_stream of device %d", device);
     if (size_t(device) >= streams.size()) streams.resize(size_t(device) + 1, nullptr);
@@ -360,7 +363,7 @@ const char* handle_kind_name(handle_kind k) {
     }
     return "handle";
 }
-}  // namespace
+} // namespace
 
 void require_handle(const void* handle, handle_kind kind, const char* arg) {
     require_address(handle, arg);
@@ -397,8 +400,8 @@ void require_known_struct_size(uint32_t struct_size, const char* name, const siz
         used += size_t(std::snprintf(sizes + used, sizeof(sizes) - used, "%s%zu",
                                      i == 0 ? "" : (i + 1 == count ? " or " : ", "), known[i]));
     raise(GPUDYN_ERROR_INVALID_ARGUMENT,
-          "%s->struct_size is %u, expected %s%s (the size of %s published layout; use the initializer or sizeof)",
-          name, unsigned(struct_size), count > 1 ? "exactly " : "", sizes, count > 1 ? "a" : "its");
+          "%s->struct_size is %u, expected %s%s (the size of %s published layout; use the initializer or sizeof)", name,
+          unsigned(struct_size), count > 1 ? "exactly " : "", sizes, count > 1 ? "a" : "its");
 }
 
 uint64_t buffer_bytes(uint64_t count, uint64_t element_bytes, const char* count_arg, const char* arg) {
@@ -425,14 +428,14 @@ const char* memory_type_name(cudaMemoryType t) {
 // cudaDevAttrPageableMemoryAccess of `device` (cached; 0 when it cannot be read).
 bool pageable_access(int device) {
     constexpr int kCached = 64;
-    static std::atomic<int> cache[kCached];  // 0: not asked yet, 1: no, 2: yes
+    static std::atomic<int> cache[kCached]; // 0: not asked yet, 1: no, 2: yes
     if (device >= 0 && device < kCached) {
         const int c = cache[device].load(std::memory_order_relaxed);
         if (c != 0) return c == 2;
     }
     int v = 0;
     if (cudaDeviceGetAttribute(&v, cudaDevAttrPageableMemoryAccess, device) != cudaSuccess) {
-        cudaGetLastError();  // not sticky: read as "no"
+        cudaGetLastError(); // not sticky: read as "no"
         v = 0;
     }
     if (device >= 0 && device < kCached) cache[device].store(v ? 2 : 1, std::memory_order_relaxed);
@@ -461,7 +464,7 @@ bool allocation_of(uint64_t address, uint64_t* base, uint64_t* bytes) {
     CUdeviceptr b = 0;
     size_t n = 0;
     const CUresult r = fn(&b, &n, CUdeviceptr(address));
-    cudaGetLastError();  // the driver call sets no runtime error; cleared anyway (see check_cuda)
+    cudaGetLastError(); // the driver call sets no runtime error; cleared anyway (see check_cuda)
     if (r != CUDA_SUCCESS || n == 0 || uint64_t(b) > address || address - uint64_t(b) >= n) return false;
     *base = uint64_t(b);
     *bytes = uint64_t(n);
@@ -495,8 +498,9 @@ bool vmm_mapping(uint64_t address) {
     }();
     if (f.retain == nullptr || f.release == nullptr || f.attribute == nullptr) return false;
     CUmemoryPool pool = nullptr;
-    if (f.attribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, CUdeviceptr(address)) != CUDA_SUCCESS || pool != nullptr)
-        return false;  // a pool's allocations are its own ranges, whatever backs them
+    if (f.attribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, CUdeviceptr(address)) != CUDA_SUCCESS ||
+        pool != nullptr)
+        return false; // a pool's allocations are its own ranges, whatever backs them
     CUmemGenericAllocationHandle h{};
     if (f.retain(&h, reinterpret_cast<void*>(address)) != CUDA_SUCCESS) return false;
     f.release(h);
@@ -510,7 +514,7 @@ void require_extent(uint64_t address, uint64_t bytes, const void* ptr, uint64_t 
                     const char* arg, const char* count_arg) {
     uint64_t base = 0, size = 0;
     if (!allocation_of(address, &base, &size)) return;
-    const uint64_t want_end = address + bytes;  // no wrap: checked by the caller
+    const uint64_t want_end = address + bytes; // no wrap: checked by the caller
     uint64_t end = base + size;
     // A VMM range is mapped in chunks, each its own range for the driver: follow
     // them while they touch (bounded: past the limit the rest is not checked).
@@ -524,13 +528,13 @@ void require_extent(uint64_t address, uint64_t bytes, const void* ptr, uint64_t 
             end = next_base + next_size;
         }
     }
-    cudaGetLastError();  // the driver calls set no runtime error; cleared anyway
+    cudaGetLastError(); // the driver calls set no runtime error; cleared anyway
     if (end >= want_end || steps > kMaxRanges) return;
     raise(GPUDYN_ERROR_INVALID_ARGUMENT,
           "argument '%s' is %llu, but '%s' (%p) has %llu bytes up to the end of its allocation (%llu bytes at "
           "0x%llx), fewer than the %llu bytes %llu elements of %llu bytes need",
-          count_arg, (unsigned long long)count, arg, ptr, (unsigned long long)(end - address),
-          (unsigned long long)size, (unsigned long long)base, (unsigned long long)bytes, (unsigned long long)count,
+          count_arg, (unsigned long long)count, arg, ptr, (unsigned long long)(end - address), (unsigned long long)size,
+          (unsigned long long)base, (unsigned long long)bytes, (unsigned long long)count,
           (unsigned long long)element_bytes);
 }
 
@@ -545,7 +549,7 @@ void require_host_mapped(uint64_t address, uint64_t bytes, const void* ptr, uint
         return p > 0 ? uint64_t(p) : uint64_t(4096);
     }();
     const uint64_t first = address / page * page;
-    const uint64_t end = (address + bytes + page - 1) / page * page;  // no wrap: address + bytes <= 2^64 - page
+    const uint64_t end = (address + bytes + page - 1) / page * page; // no wrap: address + bytes <= 2^64 - page
     if (msync(reinterpret_cast<void*>(first), size_t(end - first), MS_ASYNC) == 0 || errno != ENOMEM) return;
     raise(GPUDYN_ERROR_INVALID_ARGUMENT,
           "argument '%s' is %llu, but '%s' (%p) is host memory of which part of the %llu bytes from there is not "
@@ -553,7 +557,7 @@ void require_host_mapped(uint64_t address, uint64_t bytes, const void* ptr, uint
           count_arg, (unsigned long long)count, arg, ptr, (unsigned long long)bytes);
 }
 
-}  // namespace
+} // namespace
 
 void require_buffer(const void* ptr, uint64_t count, uint64_t element_bytes, uint64_t alignment, memory_use use,
                     int device, const char* arg, const char* count_arg) {
@@ -561,10 +565,10 @@ void require_buffer(const void* ptr, uint64_t count, uint64_t element_bytes, uin
     require_address(ptr, arg);
     const uint64_t address = reinterpret_cast<uintptr_t>(ptr);
     if (alignment > 1 && address % alignment != 0)
-        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' (%p) is not aligned to %llu bytes (its elements' %s)",
-              arg, ptr, (unsigned long long)alignment, alignment == element_bytes ? "size" : "alignment");
+        raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' (%p) is not aligned to %llu bytes (its elements' %s)", arg,
+              ptr, (unsigned long long)alignment, alignment == element_bytes ? "size" : "alignment");
     const uint64_t bytes = buffer_bytes(count, element_bytes, count_arg, arg);
-    constexpr uint64_t kTop = ~uint64_t(0) - (uint64_t(1) << 30);  // room for the page rounding below
+    constexpr uint64_t kTop = ~uint64_t(0) - (uint64_t(1) << 30); // room for the page rounding below
     if (address > kTop || bytes > kTop - address)
         raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument '%s' is %llu: '%s' (%p) plus %llu bytes wraps the address space",
               count_arg, (unsigned long long)count, arg, ptr, (unsigned long long)bytes);
@@ -575,15 +579,15 @@ void require_buffer(const void* ptr, uint64_t count, uint64_t element_bytes, uin
     std::memset(&attr, 0, sizeof(attr));
     const cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
     if (err != cudaSuccess) {
-        cudaGetLastError();  // never left pending (see check_cuda)
+        cudaGetLastError(); // never left pending (see check_cuda)
         // Memory CUDA cannot tell about: the host's, where it is mapped.
         if (use == memory_use::host || (use == memory_use::device && pageable_access(device)))
             return require_host_mapped(address, bytes, ptr, count, arg, count_arg);
         raise(GPUDYN_ERROR_INVALID_ARGUMENT,
-              "argument '%s' (%p) is not memory CUDA knows (cudaPointerGetAttributes: %s), expected device memory",
-              arg, ptr, cudaGetErrorName(err));
+              "argument '%s' (%p) is not memory CUDA knows (cudaPointerGetAttributes: %s), expected device memory", arg,
+              ptr, cudaGetErrorName(err));
     }
-    uint64_t extent_address = address;  // the address the driver knows the allocation by
+    uint64_t extent_address = address; // the address the driver knows the allocation by
     switch (attr.type) {
         case cudaMemoryTypeDevice:
             if (use == memory_use::host)
@@ -598,7 +602,7 @@ void require_buffer(const void* ptr, uint64_t count, uint64_t element_bytes, uin
         case cudaMemoryTypeManaged: break;
         case cudaMemoryTypeHost:
             if (use == memory_use::host) {
-                if (attr.devicePointer == nullptr) return;  // not mapped: no extent to ask for
+                if (attr.devicePointer == nullptr) return; // not mapped: no extent to ask for
                 extent_address = reinterpret_cast<uintptr_t>(attr.devicePointer);
                 break;
             }
@@ -638,9 +642,9 @@ void require_vmm(int device) {
         raise(GPUDYN_ERROR_NOT_SUPPORTED, "device %d does not support virtual memory management", device);
 }
 
-}  // namespace detail
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace detail
+} // namespace v0
+} // namespace gpudyn
 
 using namespace gpudyn::detail;
 
@@ -681,8 +685,8 @@ GPUDYN_API gpudyn_status_t gpudyn_get_device(int32_t* device) {
 GPUDYN_API gpudyn_status_t gpudyn_set_device(int32_t device) {
     GPUDYN_ABI({
         const int count = device_count();
-        GPUDYN_REQUIRE(device >= 0 && device < count, "argument 'device' is %d, expected 0 <= device < %d",
-                       int(device), count);
+        GPUDYN_REQUIRE(device >= 0 && device < count, "argument 'device' is %d, expected 0 <= device < %d", int(device),
+                       count);
         GPUDYN_CUDA(cudaSetDevice(device));
     });
 }
@@ -702,8 +706,8 @@ GPUDYN_API gpudyn_status_t gpudyn_pointer_get_device(const void* ptr, int32_t* d
         if (ptr == nullptr) return;
         require_device();
         cudaPointerAttributes attr;
-        if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {  // memory CUDA cannot tell about: -1
-            cudaGetLastError();  // never left pending (see check_cuda)
+        if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) { // memory CUDA cannot tell about: -1
+            cudaGetLastError();                                    // never left pending (see check_cuda)
             return;
         }
         if (attr.type == cudaMemoryTypeDevice) *device = attr.device;
@@ -716,7 +720,7 @@ GPUDYN_API gpudyn_status_t gpudyn_get_cuda_versions(int32_t* runtime_version, in
         GPUDYN_REQUIRE_NOT_NULL(driver_version);
         int rt = 0, drv = 0;
         GPUDYN_CUDA(cudaRuntimeGetVersion(&rt));
-        if (cudaDriverGetVersion(&drv) != cudaSuccess) drv = 0;  // 0 means "no driver"
+        if (cudaDriverGetVersion(&drv) != cudaSuccess) drv = 0; // 0 means "no driver"
         *runtime_version = rt;
         *driver_version = drv;
     });
@@ -729,8 +733,8 @@ GPUDYN_API gpudyn_status_t gpudyn_trim(int32_t device, uint64_t* bytes) {
             *bytes = 0;
         }
         const int count = device_count();
-        GPUDYN_REQUIRE(device >= 0 && device < count, "argument 'device' is %d, expected 0 <= device < %d",
-                       int(device), count);
+        GPUDYN_REQUIRE(device >= 0 && device < count, "argument 'device' is %d, expected 0 <= device < %d", int(device),
+                       count);
         const uint64_t n = growth_reserve_release(device);
         if (bytes) *bytes = n;
     });
@@ -740,8 +744,8 @@ GPUDYN_API gpudyn_status_t gpudyn_get_device_info(int32_t device, gpudyn_device_
     GPUDYN_ABI({
         require_struct_size(info, "info");
         const int count = device_count();
-        GPUDYN_REQUIRE(device >= 0 && device < count, "argument 'device' is %d, expected 0 <= device < %d",
-                       int(device), count);
+        GPUDYN_REQUIRE(device >= 0 && device < count, "argument 'device' is %d, expected 0 <= device < %d", int(device),
+                       count);
         cudaDeviceProp prop;
         GPUDYN_CUDA(cudaGetDeviceProperties(&prop, device));
         clear_out_struct(info);
@@ -767,7 +771,8 @@ GPUDYN_API gpudyn_status_t gpudyn_get_device_info(int32_t device, gpudyn_device_
         info->driver_version = drv;
         int vmm = 0;
         // The runtime has no enumerator for this driver attribute; its value is shared.
-        if (cudaDeviceGetAttribute(&vmm, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED),
+        if (cudaDeviceGetAttribute(&vmm,
+                                   static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED),
                                    device) != cudaSuccess) {
             cudaGetLastError();
             vmm = 0;
@@ -826,7 +831,7 @@ GPUDYN_API gpudyn_status_t gpudyn_memset(void* dst, int32_t value, uint64_t byte
         if (bytes == 0) return;
         GPUDYN_REQUIRE(dst != nullptr, "argument 'dst' is NULL");
         GPUDYN_REQUIRE(value >= 0 && value <= 255, "argument 'value' is %d, expected a byte 0..255", int(value));
-        GPUDYN_REQUIRE_NOT_NULL(dst);  // not garbage below 64 KiB either (checked after the value)
+        GPUDYN_REQUIRE_NOT_NULL(dst); // not garbage below 64 KiB either (checked after the value)
         buffer_bytes(bytes, 1, "bytes", "dst");
         // Device memory of the stream's device (the current one for the default streams).
         const int device = create_device(to_cuda(stream));
@@ -868,4 +873,4 @@ GPUDYN_API gpudyn_status_t gpudyn_stream_wait(gpudyn_stream_t stream, gpudyn_str
     });
 }
 
-}  // extern "C"
+} // extern "C"

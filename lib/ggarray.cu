@@ -12,7 +12,7 @@
 
 using namespace gpudyn;
 using namespace gpudyn::detail;
-using namespace gpudyn::ggarray_detail;  // the bulk kernels
+using namespace gpudyn::ggarray_detail; // the bulk kernels
 
 namespace {
 
@@ -44,41 +44,41 @@ static_assert(kOptionsV1Size == 40 && sizeof(gpudyn_ggarray_options_t) == 56, "t
 
 unsigned blocks_for(unsigned long long n, unsigned threads) { return unsigned((n + threads - 1) / threads); }
 
-}  // namespace
+} // namespace
 
 struct gpudyn_ggarray_s {
-    handle_state hs;  // device, call ordering, lock
+    handle_state hs; // device, call ordering, lock
     uint32_t element_size = 0;
     uint32_t lfvectors = 0;
     uint32_t log2_first = 0;
-    void* block = nullptr;  // one allocation for all bookkeeping below
-    uint64_t* sizes = nullptr;     // [L] reservation counters
-    uint64_t* failed = nullptr;    // [L] lowest failed start (~0: none)
-    uint64_t* ranges = nullptr;    // [L+1]
-    uint64_t* snapshot = nullptr;  // [L] sizes before a push, for rollback
-    uint64_t* buckets = nullptr;   // [L*kMaxBuckets]
-    uint32_t* state = nullptr;     // [L*kMaxBuckets]
-    uint32_t* growth = nullptr;    // [L] ready prefix | seal
-    uint64_t* status = nullptr;    // [1] (low 32 bits used): users' kernels
-    uint64_t* host_status = nullptr;  // [1] the host's own pushes and reserves (reported by their return)
-    uint64_t* allocated = nullptr; // [1]
-    uint64_t* scratch = nullptr;   // [1] capacity sum, element count, kept count
-    uint64_t* arena = nullptr;     // [kArenaWords + kArenaIoWords] the growth arena's record
-    uint64_t* window = nullptr;    // [L] the bucket each LFVector's pushes go to (0: none)
-    vmm_range pool;                // bucket pool (pool.base == 0: none)
-    uint32_t pool_max_rows = 0;    // bucket rows that fit the pool's virtual range
-    uint32_t pool_rows = 0;        // bucket rows mapped
-    uint64_t known_size = 0;       // the size as of the last host call that read or set it
-    uint64_t device_bytes = 0;     // the device's memory (fixed: reserve checks against it without a driver query)
-    gpudyn_heap_t heap = nullptr;  // a heap the array shares (options.heap), else nullptr: an own arena
-    uint64_t budget = 0;           // own arena: bytes of its runs (before the first: what it will take)
-    uint64_t max_budget = 0;       // own arena: the most set_budget may raise `budget` to
-    std::vector<uint64_t> runs;    // the runs taken as arenas (the last is current): the device's
-                                   // stream-ordered pool's (own arena) or the given heap's
-    uint64_t last_run = 0;         // bytes of the current run
-    bool grows = false;            // own arena mapped as kernels reach it (VMM), else one run of the budget
-    bool budget_up_front = false;  // growing arena with budget_bytes given: the budget is mapped when opened
-    growth_arena* growing = nullptr;  // that arena once a kernel could need it
+    void* block = nullptr;           // one allocation for all bookkeeping below
+    uint64_t* sizes = nullptr;       // [L] reservation counters
+    uint64_t* failed = nullptr;      // [L] lowest failed start (~0: none)
+    uint64_t* ranges = nullptr;      // [L+1]
+    uint64_t* snapshot = nullptr;    // [L] sizes before a push, for rollback
+    uint64_t* buckets = nullptr;     // [L*kMaxBuckets]
+    uint32_t* state = nullptr;       // [L*kMaxBuckets]
+    uint32_t* growth = nullptr;      // [L] ready prefix | seal
+    uint64_t* status = nullptr;      // [1] (low 32 bits used): users' kernels
+    uint64_t* host_status = nullptr; // [1] the host's own pushes and reserves (reported by their return)
+    uint64_t* allocated = nullptr;   // [1]
+    uint64_t* scratch = nullptr;     // [1] capacity sum, element count, kept count
+    uint64_t* arena = nullptr;       // [kArenaWords + kArenaIoWords] the growth arena's record
+    uint64_t* window = nullptr;      // [L] the bucket each LFVector's pushes go to (0: none)
+    vmm_range pool;                  // bucket pool (pool.base == 0: none)
+    uint32_t pool_max_rows = 0;      // bucket rows that fit the pool's virtual range
+    uint32_t pool_rows = 0;          // bucket rows mapped
+    uint64_t known_size = 0;         // the size as of the last host call that read or set it
+    uint64_t device_bytes = 0;       // the device's memory (fixed: reserve checks against it without a driver query)
+    gpudyn_heap_t heap = nullptr;    // a heap the array shares (options.heap), else nullptr: an own arena
+    uint64_t budget = 0;             // own arena: bytes of its runs (before the first: what it will take)
+    uint64_t max_budget = 0;         // own arena: the most set_budget may raise `budget` to
+    std::vector<uint64_t> runs;      // the runs taken as arenas (the last is current): the device's
+                                     // stream-ordered pool's (own arena) or the given heap's
+    uint64_t last_run = 0;           // bytes of the current run
+    bool grows = false;              // own arena mapped as kernels reach it (VMM), else one run of the budget
+    bool budget_up_front = false;    // growing arena with budget_bytes given: the budget is mapped when opened
+    growth_arena* growing = nullptr; // that arena once a kernel could need it
     gpudyn_heap_view_t heap_view{};
 
     // Bytes of bucket rows 0..rows-1 in the pool: element_size * first * L * (2^rows - 1).
@@ -170,8 +170,8 @@ struct gpudyn_ggarray_s {
                 try {
                     if (budget_up_front) map_budget(budget, "the array's budget");
                     // arena_record: taken, base, size (the budget), refused, end, refusals, mailbox, mapped.
-                    const uint64_t rec[kArenaWords] = {0, uint64_t(growth_arena_base(growing)), budget, 0, 0, 0,
-                                                       growth_arena_mailbox(growing), 0};
+                    const uint64_t rec[kArenaWords] = {0, uint64_t(growth_arena_base(growing)), budget, 0, 0,
+                                                       0, growth_arena_mailbox(growing),        0};
                     GPUDYN_CUDA(cudaMemcpyAsync(arena, rec, sizeof(rec), cudaMemcpyHostToDevice, stream));
                 } catch (...) {
                     // As before the first arena: the array stays without one, the next call tries again.
@@ -202,7 +202,7 @@ struct gpudyn_ggarray_s {
         const uint64_t share = free_b / (heap_arena_share(heap, 0) + (runs.empty() ? 0u : 1u) + 1u);
         const uint64_t floor = std::max({kMinBudget, need, 2 * rec[3]});
         uint64_t want = std::min(std::max(share, floor), st.largest_free_bytes);
-        if (want < floor) return false;  // no such run now: kernels fail their buckets, the status says so
+        if (want < floor) return false; // no such run now: kernels fail their buckets, the status says so
         uint64_t got = 0;
         // A run as large as the share (at most the largest the heap can give),
         // else smaller ones down to the floor (work on other streams may take
@@ -215,7 +215,7 @@ struct gpudyn_ggarray_s {
             if (got != 0 || want == floor) break;
             want = std::max(floor, want / 2);
         }
-        if (got == 0) return false;  // kernels fail their buckets; the status says so
+        if (got == 0) return false; // kernels fail their buckets; the status says so
         if (runs.empty()) heap_arena_share(heap, +1);
         start_run(stream, got, want);
         return rec[3] != 0;
@@ -249,7 +249,7 @@ struct gpudyn_ggarray_s {
     void start_run(cudaStream_t stream, uint64_t base, uint64_t bytes) {
         runs.push_back(base);
         last_run = bytes;
-        const uint64_t fresh[kArenaWords - 1] = {0, base, bytes, 0, 0};  // arena_record up to `refusals`
+        const uint64_t fresh[kArenaWords - 1] = {0, base, bytes, 0, 0}; // arena_record up to `refusals`
         GPUDYN_CUDA(cudaMemcpyAsync(arena, fresh, sizeof(fresh), cudaMemcpyHostToDevice, stream));
     }
     // Upper bound on the arena bytes that buckets of rows [pool rows, rows) of
@@ -296,7 +296,8 @@ struct gpudyn_ggarray_s {
     }
     // Elements held now (sum over the LFVectors); synchronizes.
     uint64_t count_elements(cudaStream_t s) {
-        ranges_kernel<unsigned char><<<1, kRangesThreads, 0, s>>>(view(), reinterpret_cast<unsigned long long*>(scratch));
+        ranges_kernel<unsigned char>
+            <<<1, kRangesThreads, 0, s>>>(view(), reinterpret_cast<unsigned long long*>(scratch));
         GPUDYN_CHECK_LAUNCH("ranges_kernel");
         known_size = read_u64(scratch, s);
         return known_size;
@@ -338,7 +339,7 @@ gpudyn_ggarray_options_t read_options(const gpudyn_ggarray_options_t* options) {
     return o;
 }
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
@@ -376,9 +377,9 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
         GPUDYN_REQUIRE(o->max_budget_bytes == 0 || o->budget_bytes <= o->max_budget_bytes,
                        "options->budget_bytes is %llu, more than options->max_budget_bytes (%llu)",
                        (unsigned long long)o->budget_bytes, (unsigned long long)o->max_budget_bytes);
-        if (o->heap != nullptr) require_handle(o->heap, handle_kind::heap, "options->heap");  // not dereferenced else
+        if (o->heap != nullptr) require_handle(o->heap, handle_kind::heap, "options->heap"); // not dereferenced else
         cudaStream_t s = to_cuda(stream);
-        const int device = create_device(s);  // the stream's device, else the current one
+        const int device = create_device(s); // the stream's device, else the current one
         device_guard on_device(device);
         uint64_t budget = o->budget_bytes, max_budget = o->max_budget_bytes;
         const bool grows = o->heap == nullptr && vmm_supported(device);
@@ -392,7 +393,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
             GPUDYN_REQUIRE(max_budget <= total_b,
                            "options->max_budget_bytes is %llu, more than the device's memory (%zu bytes)",
                            (unsigned long long)max_budget, total_b);
-            GPUDYN_REQUIRE(budget <= total_b, "options->budget_bytes is %llu, more than the device's memory (%zu bytes)",
+            GPUDYN_REQUIRE(budget <= total_b,
+                           "options->budget_bytes is %llu, more than the device's memory (%zu bytes)",
                            (unsigned long long)budget, total_b);
             if (budget != 0) budget = std::max(budget, kMinBudget);
             if (max_budget != 0) max_budget = std::max(max_budget, kMinBudget);
@@ -403,7 +405,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
                 if (max_budget == 0) max_budget = total_b;
                 if (budget == 0) budget = max_budget;
             } else {
-                heap_resolve_sizes(kOwnHeapPage, &budget, &max_budget);  // the heap's defaults for that page
+                heap_resolve_sizes(kOwnHeapPage, &budget, &max_budget); // the heap's defaults for that page
             }
         }
         auto* h = new gpudyn_ggarray_s{};
@@ -423,26 +425,33 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
             device_alloc(&h->block, bytes, s, "the GGArray's bookkeeping");
             GPUDYN_CUDA(cudaMemsetAsync(h->block, 0, bytes, s));
             uint64_t* p = static_cast<uint64_t*>(h->block);
-            h->sizes = p; p += L;
-            h->failed = p; p += L;
-            h->ranges = p; p += L + 1;
-            h->snapshot = p; p += L;
-            h->buckets = p; p += L * kMaxBuckets;
+            h->sizes = p;
+            p += L;
+            h->failed = p;
+            p += L;
+            h->ranges = p;
+            p += L + 1;
+            h->snapshot = p;
+            p += L;
+            h->buckets = p;
+            p += L * kMaxBuckets;
             h->status = p++;
             h->host_status = p++;
             h->allocated = p++;
             h->scratch = p++;
-            h->arena = p; p += kArenaWords + kArenaIoWords;
-            h->window = p; p += L;  // zero: no window until a fold or a push sets one
+            h->arena = p;
+            p += kArenaWords + kArenaIoWords;
+            h->window = p;
+            p += L; // zero: no window until a fold or a push sets one
             h->state = reinterpret_cast<uint32_t*>(p);
             h->growth = h->state + L * kMaxBuckets;
-            GPUDYN_CUDA(cudaMemsetAsync(h->failed, 0xff, L * sizeof(uint64_t), s));  // no failure
+            GPUDYN_CUDA(cudaMemsetAsync(h->failed, 0xff, L * sizeof(uint64_t), s)); // no failure
             if (o->pool_bytes != kNoPool) {
                 try {
                     h->pool.reserve(device, o->pool_bytes, "options->pool_bytes");
                 } catch (const error& e) {
                     if (e.status != GPUDYN_ERROR_NOT_SUPPORTED) throw;
-                    h->pool = vmm_range{};  // no VMM: every bucket from the heap
+                    h->pool = vmm_range{}; // no VMM: every bucket from the heap
                 }
                 while (h->pool_max_rows < kMaxBuckets && h->pool_row_end(h->pool_max_rows + 1) <= h->pool.reserved)
                     ++h->pool_max_rows;
@@ -482,7 +491,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_create(gpudyn_ggarray_t* array, const 
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_destroy(gpudyn_ggarray_t array) {
     GPUDYN_ABI_RELEASE({
         if (array == nullptr) return;
-        require_handle(array, handle_kind::ggarray, "array");  // destroyed, foreign, garbage: refused
+        require_handle(array, handle_kind::ggarray, "array"); // destroyed, foreign, garbage: refused
         {
             handle_call call(array->hs);
             cudaStream_t s = array->hs.release_stream();
@@ -549,11 +558,12 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
         // More bytes than the device has can never be reserved: say so before any
         // kernel (the heap or the pool would fail only after a kernel or a mapping).
         if (capacity > array->device_bytes / array->element_size)
-            raise(GPUDYN_ERROR_OUT_OF_MEMORY, "argument 'capacity' is %llu elements of %u bytes, more than the device's %llu bytes",
+            raise(GPUDYN_ERROR_OUT_OF_MEMORY,
+                  "argument 'capacity' is %llu elements of %u bytes, more than the device's %llu bytes",
                   (unsigned long long)capacity, unsigned(array->element_size), (unsigned long long)array->device_bytes);
         const uint32_t need = array->rows_for(per);
         try {
-            array->map_pool_rows(need);  // host calls only; OOM keeps everything
+            array->map_pool_rows(need); // host calls only; OOM keeps everything
         } catch (const error& e) {
             raise(e.status, "argument 'capacity' is %llu: %s", (unsigned long long)capacity, e.message.c_str());
         }
@@ -561,7 +571,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_reserve(gpudyn_ggarray_t array, uint64
         // first: a sealed LFVector may use the new rows, and the grow kernel
         // below would otherwise refuse its buckets at the seal.
         array->fold(s, fold_mode::keep);
-        if (array->pool_covers(need)) return;  // all in the pool: no kernel
+        if (array->pool_covers(need)) return; // all in the pool: no kernel
         try {
             array->ensure_arena(s, array->arena_bytes_for(need));
         } catch (const error& e) {
@@ -618,7 +628,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
         }
         const unsigned long long per = array->per_lfvector(array->known_size + kept);
         try {
-            if (array->buckets_hold(per)) array->map_pool_rows(array->rows_for(per));  // no pool: nothing
+            if (array->buckets_hold(per)) array->map_pool_rows(array->rows_for(per)); // no pool: nothing
         } catch (const error& e) {
             // No physical memory for the rows: the kernel still tries the heap.
             if (e.status != GPUDYN_ERROR_OUT_OF_MEMORY) throw;
@@ -638,7 +648,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_push_back(gpudyn_ggarray_t array, cons
             using T = typename decltype(tag)::type;
             launch_push<T>(ggarray_ref<T>{array->host_view()}, values, mask, count, algorithm, plan, s);
         });
-        array->count_elements(s);  // synchronizes: the status below is final
+        array->count_elements(s); // synchronizes: the status below is final
         const uint32_t st = read_status(reinterpret_cast<const uint32_t*>(array->host_status), s);
         if (st != 0) {
             // Blocks that reserved before the failure stored their elements: restore the sizes.
@@ -665,8 +675,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_size(gpudyn_ggarray_t array, uint64_t*
     });
 }
 
-GPUDYN_API gpudyn_status_t gpudyn_ggarray_capacity(gpudyn_ggarray_t array, uint64_t* capacity,
-                                                   gpudyn_stream_t stream) {
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_capacity(gpudyn_ggarray_t array, uint64_t* capacity, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         require_handle(array, handle_kind::ggarray, "array");
         GPUDYN_REQUIRE_NOT_NULL(capacity);
@@ -689,7 +698,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array
         require_handle(array, handle_kind::ggarray, "array");
         GPUDYN_REQUIRE_NOT_NULL(bytes);
         handle_call call(array->hs, stream);
-        const uint64_t buckets = read_u64(array->allocated, call.stream());  // synchronizes
+        const uint64_t buckets = read_u64(array->allocated, call.stream()); // synchronizes
         // A growing arena holds what it maps (at least its buckets' bytes); a
         // budget mapped up front counts its buckets, as a fixed run does.
         *bytes = (array->growing && !array->budget_up_front ? growth_arena_mapped(array->growing) : buckets) +
@@ -701,7 +710,7 @@ namespace {
 void ggarray_copy_out(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes, bool to_host, cudaStream_t s) {
     // A given dst holds dst_bytes (before any kernel; NULL is refused below unless there is nothing to copy).
     require_copy_dst(array->hs.device, dst, dst_bytes, array->element_size, to_host);
-    array->update_ranges(s);  // the flatten kernel walks these
+    array->update_ranges(s); // the flatten kernel walks these
     const uint64_t n = read_u64(array->ranges + array->lfvectors, s);
     const uint64_t bytes = n * array->element_size;
     if (bytes == 0) return;
@@ -726,11 +735,14 @@ void ggarray_copy_out(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes, boo
             GPUDYN_CUDA(cudaStreamSynchronize(s));
         }
     } catch (...) {
-        if (to_host) { cudaFreeAsync(target, s); cudaStreamSynchronize(s); }
+        if (to_host) {
+            cudaFreeAsync(target, s);
+            cudaStreamSynchronize(s);
+        }
         throw;
     }
 }
-}  // namespace
+} // namespace
 
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_flatten(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes,
                                                   gpudyn_stream_t stream) {
@@ -783,7 +795,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_s
         require_handle(array, handle_kind::ggarray, "array");
         handle_call call(array->hs, stream);
         cudaStream_t s = call.stream();
-        array->fold(s, fold_mode::clear);  // also zeroes the ranges and the status
+        array->fold(s, fold_mode::clear); // also zeroes the ranges and the status
         array->known_size = 0;
     });
 }
@@ -794,7 +806,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_trim(gpudyn_ggarray_t array, gpudyn_st
         handle_call call(array->hs, stream);
         cudaStream_t s = call.stream();
         if (array->growing) {
-            if (array->count_elements(s) == 0) {  // synchronizes
+            if (array->count_elements(s) == 0) { // synchronizes
                 with_type(array, [&](auto tag) {
                     using T = typename decltype(tag)::type;
                     drop_kernel<T><<<blocks_for(array->lfvectors, kThreads), kThreads, 0, s>>>(array->view());
@@ -805,7 +817,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_trim(gpudyn_ggarray_t array, gpudyn_st
             } else {
                 // The mapping past the last bucket handed out.
                 growth_arena_trim(array->growing, read_u64(array->arena + 4, s));
-                const uint64_t zero = 0;  // the device's lower bound of what is mapped
+                const uint64_t zero = 0; // the device's lower bound of what is mapped
                 GPUDYN_CUDA(cudaMemcpyAsync(array->arena + 7, &zero, sizeof(zero), cudaMemcpyHostToDevice, s));
             }
         }
@@ -853,16 +865,16 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uin
             }
             array->budget = want;
             if (array->growing) {
-                GPUDYN_CUDA(cudaMemcpyAsync(array->arena + 2, &array->budget, sizeof(uint64_t),
-                                            cudaMemcpyHostToDevice, call.stream()));
-                array->fold(call.stream(), fold_mode::keep);          // lifts the seals the old bound left
+                GPUDYN_CUDA(cudaMemcpyAsync(array->arena + 2, &array->budget, sizeof(uint64_t), cudaMemcpyHostToDevice,
+                                            call.stream()));
+                array->fold(call.stream(), fold_mode::keep); // lifts the seals the old bound left
             }
             return;
         }
         if (!array->heap) {
             const uint64_t want = std::max(budget_bytes, kMinBudget);
             if (array->runs.empty()) {
-                array->budget = want;  // taken when the arena is first needed
+                array->budget = want; // taken when the arena is first needed
                 return;
             }
             // Another run of the difference becomes the arena: kernels queued after
@@ -872,7 +884,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_set_budget(gpudyn_ggarray_t array, uin
             snprintf(what, sizeof(what), "argument 'budget_bytes' is %llu", (unsigned long long)budget_bytes);
             array->add_own_run(call.stream(), want - array->budget, what);
             array->budget = want;
-            array->fold(call.stream(), fold_mode::keep);  // also resumes the arena
+            array->fold(call.stream(), fold_mode::keep); // also resumes the arena
             return;
         }
         // The heap's grow orders itself with the heap's calls (and, through `stream`, after ours).
@@ -899,8 +911,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_budget(gpudyn_ggarray_t array, uin
     });
 }
 
-GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_status(gpudyn_ggarray_t array, uint32_t* status,
-                                                     gpudyn_stream_t stream) {
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_status(gpudyn_ggarray_t array, uint32_t* status, gpudyn_stream_t stream) {
     GPUDYN_ABI({
         require_handle(array, handle_kind::ggarray, "array");
         array_get_status(array, status, stream);
@@ -914,4 +925,4 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear_status(gpudyn_ggarray_t array, g
     });
 }
 
-}  // extern "C"
+} // extern "C"

@@ -3,7 +3,7 @@
 // driver_entry_point), owns the metadata, and launches the bulk kernels of
 // include/gpudyn/detail/heap/kernels.cuh (no second copy of an algorithm
 // lives here).
-#include "array_common.cuh"  // vmm_range
+#include "array_common.cuh" // vmm_range
 
 #include <gpudyn/detail/heap/kernels.cuh>
 #include <gpudyn/heap.cuh>
@@ -14,7 +14,7 @@
 
 using namespace gpudyn;
 using namespace gpudyn::detail;
-using namespace gpudyn::heap_detail;  // the bulk kernels
+using namespace gpudyn::heap_detail; // the bulk kernels
 
 namespace {
 
@@ -36,28 +36,28 @@ constexpr uint64_t kMetaAlign = 256;
 
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
-}  // namespace
+} // namespace
 
 struct gpudyn_heap_s {
-    handle_state hs;             // device, call ordering, lock
+    handle_state hs; // device, call ordering, lock
     bool vmm = false;
-    vmm_range range;             // VMM backing
-    void* plain = nullptr;       // cudaMalloc backing without VMM
+    vmm_range range;       // VMM backing
+    void* plain = nullptr; // cudaMalloc backing without VMM
     uint64_t page_size = 0;
     unsigned page_shift = 0;
-    uint64_t max_pages = 0;      // pages of the reserved range
-    uint64_t mapped_pages = 0;   // host copy of the device count
-    uint64_t words = 0;          // page bitmap words (max_pages / 64, rounded up)
+    uint64_t max_pages = 0;    // pages of the reserved range
+    uint64_t mapped_pages = 0; // host copy of the device count
+    uint64_t words = 0;        // page bitmap words (max_pages / 64, rounded up)
     uint64_t dir_entries = 0;
     unsigned class_count = 0;
     std::vector<heap_class> classes;
-    void* meta = nullptr;        // every metadata array, one allocation
+    void* meta = nullptr; // every metadata array, one allocation
     uint64_t meta_bytes = 0;
     unsigned long long* scratch = nullptr;
     gpudyn_heap_view_t view{};
-    uint32_t users = 0;          // GGArrays taking their buckets from this heap (under hs.mutex)
-    uint32_t arena_holders = 0;  // of them, those holding a run of it as their growth arena (under hs.mutex)
-    check_marks seen;            // the counters at the last gpudyn_heap_check (zeroed with them)
+    uint32_t users = 0;         // GGArrays taking their buckets from this heap (under hs.mutex)
+    uint32_t arena_holders = 0; // of them, those holding a run of it as their growth arena (under hs.mutex)
+    check_marks seen;           // the counters at the last gpudyn_heap_check (zeroed with them)
 
     void* at(uint64_t address) const { return reinterpret_cast<void*>(address); }
     // rw_heap's live-start bits: one per kRwMallocAlign bytes of the range, in uint32 words.
@@ -137,7 +137,7 @@ void allocate_meta(gpudyn_heap_s* h, cudaStream_t s) {
     v.counters = m + o_counters;
 }
 
-}  // namespace
+} // namespace
 
 namespace gpudyn::detail {
 
@@ -177,7 +177,7 @@ void heap_sizes(gpudyn_heap_t heap, uint64_t* mapped_bytes, uint64_t* max_bytes)
     *max_bytes = heap->max_pages * heap->page_size;
 }
 
-}  // namespace gpudyn::detail
+} // namespace gpudyn::detail
 
 extern "C" {
 
@@ -201,10 +201,9 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
         const auto& o = *options;
         GPUDYN_REQUIRE(o.reserved == 0, "options->reserved is %u, expected 0", unsigned(o.reserved));
         const uint64_t P = o.page_size;
-        GPUDYN_REQUIRE(P >= (uint64_t(1) << kHeapMinPageShift) && P <= (uint64_t(1) << kHeapMaxPageShift) &&
-                           (P & (P - 1)) == 0,
-                       "options->page_size is %llu, expected a power of two from 4096 to 2097152",
-                       (unsigned long long)P);
+        GPUDYN_REQUIRE(
+            P >= (uint64_t(1) << kHeapMinPageShift) && P <= (uint64_t(1) << kHeapMaxPageShift) && (P & (P - 1)) == 0,
+            "options->page_size is %llu, expected a power of two from 4096 to 2097152", (unsigned long long)P);
         GPUDYN_REQUIRE(o.initial_bytes == 0 || o.initial_bytes >= P,
                        "options->initial_bytes is %llu, expected 0 (default) or >= page_size (%llu)",
                        (unsigned long long)o.initial_bytes, (unsigned long long)P);
@@ -214,14 +213,15 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
         GPUDYN_REQUIRE(o.max_bytes == 0 || o.initial_bytes <= o.max_bytes,
                        "options->max_bytes is %llu, expected 0 (default) or >= initial_bytes (%llu)",
                        (unsigned long long)o.max_bytes, (unsigned long long)o.initial_bytes);
-        GPUDYN_REQUIRE(o.initial_bytes / P <= kMaxPages,
-                       "options->initial_bytes / page_size is more than 2^31 pages (initial_bytes %llu, page_size %llu)",
-                       (unsigned long long)o.initial_bytes, (unsigned long long)P);
+        GPUDYN_REQUIRE(
+            o.initial_bytes / P <= kMaxPages,
+            "options->initial_bytes / page_size is more than 2^31 pages (initial_bytes %llu, page_size %llu)",
+            (unsigned long long)o.initial_bytes, (unsigned long long)P);
         GPUDYN_REQUIRE(o.max_bytes / P <= kMaxPages,
                        "options->max_bytes / page_size is more than 2^31 pages (max_bytes %llu, page_size %llu)",
                        (unsigned long long)o.max_bytes, (unsigned long long)P);
         cudaStream_t s = to_cuda(stream);
-        const int device = create_device(s);  // the stream's device, else the current one
+        const int device = create_device(s); // the stream's device, else the current one
         device_guard on_device(device);
         uint64_t initial = o.initial_bytes, max_bytes = o.max_bytes;
         heap_resolve_sizes(P, &initial, &max_bytes);
@@ -291,8 +291,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
         } catch (...) {
             try {
                 h->release(s);
-            } catch (...) {
-            }
+            } catch (...) {}
             h->hs.release();
             delete h;
             throw;
@@ -304,7 +303,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_create(gpudyn_heap_t* heap, const gpudyn_
 GPUDYN_API gpudyn_status_t gpudyn_heap_destroy(gpudyn_heap_t heap) {
     GPUDYN_ABI_RELEASE({
         if (heap == nullptr) return;
-        require_heap(heap);  // a destroyed, foreign or garbage handle is refused, not dereferenced
+        require_heap(heap); // a destroyed, foreign or garbage handle is refused, not dereferenced
         {
             handle_call call(heap->hs);
             GPUDYN_REQUIRE(heap->users == 0, "argument 'heap' holds the buckets of %u GGArray(s); destroy them first",
@@ -337,7 +336,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_grow(gpudyn_heap_t heap, uint64_t new_map
                        (unsigned long long)new_mapped_bytes, (unsigned long long)max_bytes);
         handle_call call(heap->hs, stream);
         if (new_mapped_bytes <= heap->mapped_pages * heap->page_size) return;
-        heap->range.map_to(new_mapped_bytes);  // OUT_OF_MEMORY leaves everything as it was
+        heap->range.map_to(new_mapped_bytes); // OUT_OF_MEMORY leaves everything as it was
         const uint64_t pages = std::min<uint64_t>(heap->range.mapped / heap->page_size, heap->max_pages);
         heap->map_pages(heap->mapped_pages, pages, call.stream());
         heap->mapped_pages = pages;
@@ -360,7 +359,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_get_stats(gpudyn_heap_t heap, gpudyn_heap
         std::vector<uint64_t> bits((pages + 63) / 64);
         GPUDYN_CUDA(cudaMemcpyAsync(bits.data(), heap->at(heap->view.page_bitmap), bits.size() * sizeof(uint64_t),
                                     cudaMemcpyDeviceToHost, s));
-        GPUDYN_CUDA(cudaMemcpyAsync(counters, heap->at(heap->view.counters), sizeof(counters), cudaMemcpyDeviceToHost, s));
+        GPUDYN_CUDA(
+            cudaMemcpyAsync(counters, heap->at(heap->view.counters), sizeof(counters), cudaMemcpyDeviceToHost, s));
         GPUDYN_CUDA(cudaMemcpyAsync(sc, heap->scratch, sizeof(sc), cudaMemcpyDeviceToHost, s));
         GPUDYN_CUDA(cudaStreamSynchronize(s));
         // Held pages, the longest free run of pages and of all-free words.
@@ -368,7 +368,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_get_stats(gpudyn_heap_t heap, gpudyn_heap
         for (uint64_t w = 0; w < bits.size(); ++w) {
             uint64_t word = bits[w];
             const uint64_t valid = pages - w * 64 >= 64 ? 64 : pages - w * 64;
-            if (valid < 64) word &= (uint64_t(1) << valid) - 1;  // unmapped pages are not held
+            if (valid < 64) word &= (uint64_t(1) << valid) - 1; // unmapped pages are not held
             held += uint64_t(__builtin_popcountll(word));
             for (uint64_t b = 0; b < valid; ++b) {
                 if ((word >> b) & 1) {
@@ -403,8 +403,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_clear_status(gpudyn_heap_t heap, gpudyn_s
     GPUDYN_ABI({
         require_heap(heap);
         handle_call call(heap->hs, stream);
-        GPUDYN_CUDA(cudaMemsetAsync(heap->at(heap->view.counters), 0, kHeapCounterCount * sizeof(uint64_t),
-                                    call.stream()));
+        GPUDYN_CUDA(
+            cudaMemsetAsync(heap->at(heap->view.counters), 0, kHeapCounterCount * sizeof(uint64_t), call.stream()));
         heap->seen = {};
     });
 }
@@ -427,22 +427,22 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_check(gpudyn_heap_t heap, gpudyn_stream_t
     });
 }
 
-GPUDYN_API gpudyn_status_t gpudyn_heap_malloc(gpudyn_heap_t heap, const uint64_t* sizes, uint64_t* pointers,
-                                              uint64_t n, gpudyn_stream_t stream) {
+GPUDYN_API gpudyn_status_t gpudyn_heap_malloc(gpudyn_heap_t heap, const uint64_t* sizes, uint64_t* pointers, uint64_t n,
+                                              gpudyn_stream_t stream) {
     GPUDYN_ABI({
         require_heap(heap);
         if (n == 0) return;
         GPUDYN_REQUIRE_NOT_NULL(sizes);
         GPUDYN_REQUIRE_NOT_NULL(pointers);
-        buffer_bytes(n, sizeof(uint64_t), "n", "sizes");  // n x 8 bytes cannot wrap (the rollback's memset below)
+        buffer_bytes(n, sizeof(uint64_t), "n", "sizes"); // n x 8 bytes cannot wrap (the rollback's memset below)
         handle_call call(heap->hs, stream);
         require_device_array(heap->hs.device, sizes, n, "sizes", "n");
         require_device_array(heap->hs.device, pointers, n, "pointers", "n");
         cudaStream_t s = call.stream();
         auto* out = reinterpret_cast<unsigned long long*>(pointers);
         GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, sizeof(uint64_t), s));
-        malloc_kernel<<<grid_for(n, kBlock), kBlock, 0, s>>>(heap->view, reinterpret_cast<const unsigned long long*>(sizes),
-                                                             out, n, heap->scratch);
+        malloc_kernel<<<grid_for(n, kBlock), kBlock, 0, s>>>(
+            heap->view, reinterpret_cast<const unsigned long long*>(sizes), out, n, heap->scratch);
         GPUDYN_CHECK_LAUNCH("malloc_kernel");
         const unsigned long long failed = read_u64(reinterpret_cast<const uint64_t*>(heap->scratch), s);
         if (failed != 0) {
@@ -483,4 +483,4 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_reset(gpudyn_heap_t heap, gpudyn_stream_t
     });
 }
 
-}  // extern "C"
+} // extern "C"

@@ -21,7 +21,7 @@
 #include <string>
 
 namespace gpudyn {
-inline namespace v0 {  // the device headers' versioned namespace: one gpudyn::detail
+inline namespace v0 { // the device headers' versioned namespace: one gpudyn::detail
 namespace detail {
 
 struct error {
@@ -32,8 +32,7 @@ struct error {
 // Records `message` as this thread's last error (empty on success).
 void set_last_error(const std::string& message);
 
-[[noreturn]] void raise(gpudyn_status_t status, const char* fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+[[noreturn]] void raise(gpudyn_status_t status, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // Status for a CUDA runtime error: allocation failures are OUT_OF_MEMORY (kept
 // apart from other CUDA errors, as RMM does), a missing device/driver NO_DEVICE.
@@ -60,13 +59,17 @@ inline bool is_arch_error(cudaError_t err) {
 // What code of a build runs on a device of compute capability major.minor: SASS
 // sm_XY runs on X.Y' for Y' >= Y (same major; an arch-specific "90a" only on 9.0),
 // PTX compute_P is JIT-compiled by the driver for any compute capability >= P.
-enum class arch_fit { sass, ptx, none };
+enum class arch_fit {
+    sass,
+    ptx,
+    none
+};
 inline arch_fit arch_fit_of(int major, int minor, const char* sass, const char* ptx) {
     const int device = major * 10 + minor;
     for (const char* p = sass; p && *p;) {
         int arch = 0;
         while (*p >= '0' && *p <= '9') arch = arch * 10 + (*p++ - '0');
-        const bool specific = *p == 'a';  // sm_90a: that compute capability only
+        const bool specific = *p == 'a'; // sm_90a: that compute capability only
         while (*p && *p != ',') ++p;
         if (*p == ',') ++p;
         if (arch != 0 && arch / 10 == major && (specific ? arch == device : arch % 10 <= minor)) return arch_fit::sass;
@@ -125,7 +128,8 @@ inline std::string arch_mismatch_message(int device, int major, int minor, cudaE
     } else {
         std::snprintf(head, sizeof(head),
                       "; build gpudyn for this GPU: pip install . -Csetup-args=-Dgpu_archs=%d%d "
-                      "(docs/guides/packaging.md)", major, minor);
+                      "(docs/guides/packaging.md)",
+                      major, minor);
         out += head;
     }
     return out;
@@ -159,15 +163,11 @@ gpudyn_status_t abi_call(const char* function, F&& body) noexcept {
         if (!KeepMessageOnSuccess) set_last_error(std::string());
         body();
         return GPUDYN_SUCCESS;
-    } catch (const error& e) {
-        return fail(function, e.status, e.message);
-    } catch (const std::bad_alloc&) {
+    } catch (const error& e) { return fail(function, e.status, e.message); } catch (const std::bad_alloc&) {
         return fail(function, GPUDYN_ERROR_OUT_OF_MEMORY, "host memory exhausted");
     } catch (const std::exception& e) {
         return fail(function, GPUDYN_ERROR_INTERNAL, std::string("internal error: ") + e.what());
-    } catch (...) {
-        return fail(function, GPUDYN_ERROR_INTERNAL, "internal error: unknown exception");
-    }
+    } catch (...) { return fail(function, GPUDYN_ERROR_INTERNAL, "internal error: unknown exception"); }
 }
 // Body of an exported function: GPUDYN_ABI({ ...statements... })
 #define GPUDYN_ABI(...) return ::gpudyn::detail::abi_call(__func__, [&]() __VA_ARGS__)
@@ -192,7 +192,14 @@ void require_address(const void* ptr, const char* arg);
 // `arg`) a handle that is destroyed, of another kind (a heap passed as a
 // GGArray) or garbage (a host address that is no handle) without
 // dereferencing it.  NULL and addresses below kMinAddress as require_address.
-enum class handle_kind : uint8_t { heap, rw_heap, warp_heap, ggarray, static_array, vmm_array };
+enum class handle_kind : uint8_t {
+    heap,
+    rw_heap,
+    warp_heap,
+    ggarray,
+    static_array,
+    vmm_array
+};
 void require_handle(const void* handle, handle_kind kind, const char* arg);
 // Registers a handle at the end of its create (may throw bad_alloc: inside the
 // create's cleanup scope) and forgets it when destroy has freed it.
@@ -201,9 +208,9 @@ void unregister_handle(const void* handle) noexcept;
 
 // Argument checks: the message names the argument and the offending value.
 #define GPUDYN_REQUIRE_NOT_NULL(arg) ::gpudyn::detail::require_address((arg), #arg)
-#define GPUDYN_REQUIRE(cond, ...)                                                           \
-    do {                                                                                    \
-        if (!(cond)) ::gpudyn::detail::raise(GPUDYN_ERROR_INVALID_ARGUMENT, __VA_ARGS__);   \
+#define GPUDYN_REQUIRE(cond, ...)                                                         \
+    do {                                                                                  \
+        if (!(cond)) ::gpudyn::detail::raise(GPUDYN_ERROR_INVALID_ARGUMENT, __VA_ARGS__); \
     } while (0)
 
 // Checks a struct's size field (options and out-structs) against the sizes of
@@ -251,7 +258,7 @@ public:
     device_guard& operator=(const device_guard&) = delete;
 
 private:
-    int previous_ = -1;  // the caller's device when it differed, else -1
+    int previous_ = -1; // the caller's device when it differed, else -1
 };
 
 // Raises INVALID_ARGUMENT naming `arg` unless `stream` may be used on `device`:
@@ -352,8 +359,8 @@ void raise_device_malloc_heap(uint64_t bytes, const char* option);
 struct check_marks {
     uint64_t failed = 0, bad = 0;
 };
-void report_since_check(uint64_t failed, uint64_t bad, check_marks* seen, const char* failed_what,
-                        const char* bad_what, const std::string& hint);
+void report_since_check(uint64_t failed, uint64_t bad, check_marks* seen, const char* failed_what, const char* bad_what,
+                        const std::string& hint);
 
 // Driver entry point by name, resolved at run time through the runtime so the
 // library never links libcuda (machines without a driver can still load it).
@@ -418,6 +425,6 @@ void require_device_array(int device, const T* ptr, uint64_t count, const char* 
     require_buffer(ptr, count, sizeof(T), alignof(T), memory_use::device, device, arg, count_arg);
 }
 
-}  // namespace detail
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace detail
+} // namespace v0
+} // namespace gpudyn

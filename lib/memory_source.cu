@@ -33,7 +33,7 @@ constexpr auto kHotPoll = std::chrono::microseconds(20);
 constexpr auto kIdlePoll = std::chrono::microseconds(500);
 // Reserve chunks unused this long go back to the driver.
 constexpr auto kReserveIdle = std::chrono::seconds(1);
-constexpr unsigned kSlotsPerSlab = 256;  // mailboxes per pinned slab
+constexpr unsigned kSlotsPerSlab = 256; // mailboxes per pinned slab
 // Mapped before the first launch (growth_arena_prepare).
 constexpr uint64_t kMinAhead = uint64_t(2) << 20;
 constexpr uint64_t kNoLimit = ~uint64_t(0);
@@ -44,22 +44,24 @@ struct chunk {
 };
 
 uint64_t load(const unsigned long long* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-void store(unsigned long long* p, uint64_t v) { __atomic_store_n(p, static_cast<unsigned long long>(v), __ATOMIC_RELEASE); }
+void store(unsigned long long* p, uint64_t v) {
+    __atomic_store_n(p, static_cast<unsigned long long>(v), __ATOMIC_RELEASE);
+}
 
-}  // namespace
+} // namespace
 
 struct growth_arena {
-    std::mutex m;  // the host thread and the array's host calls
+    std::mutex m; // the host thread and the array's host calls
     int device = 0;
     CUdeviceptr base = 0;
     uint64_t reserved = 0;
     uint64_t granularity = 0;
     uint64_t mapped = 0;
-    std::vector<chunk> chunks;      // mapped back to back from base
-    growth_mailbox* mb = nullptr;   // pinned, mapped into the device's address space
+    std::vector<chunk> chunks;    // mapped back to back from base
+    growth_mailbox* mb = nullptr; // pinned, mapped into the device's address space
     uint64_t mb_device = 0;
-    uint64_t failed_want = 0;       // a request that could not be mapped (not retried until prepare)
-    cudaEvent_t closing = nullptr;  // set by close: give back once it completed
+    uint64_t failed_want = 0;      // a request that could not be mapped (not retried until prepare)
+    cudaEvent_t closing = nullptr; // set by close: give back once it completed
 };
 
 namespace {
@@ -114,11 +116,12 @@ public:
         std::lock_guard<std::mutex> g(m_);
         if (free_slots_.empty()) {
             void* p = nullptr;
-            const cudaError_t e = cudaHostAlloc(&p, sizeof(growth_mailbox) * kSlotsPerSlab,
-                                                cudaHostAllocMapped | cudaHostAllocPortable);
+            const cudaError_t e =
+                cudaHostAlloc(&p, sizeof(growth_mailbox) * kSlotsPerSlab, cudaHostAllocMapped | cudaHostAllocPortable);
             if (e != cudaSuccess) {
                 cudaGetLastError();
-                raise(GPUDYN_ERROR_OUT_OF_MEMORY, "no pinned host memory for a growth mailbox: %s", cudaGetErrorString(e));
+                raise(GPUDYN_ERROR_OUT_OF_MEMORY, "no pinned host memory for a growth mailbox: %s",
+                      cudaGetErrorString(e));
             }
             for (unsigned i = 0; i < kSlotsPerSlab; ++i) free_slots_.push_back(static_cast<growth_mailbox*>(p) + i);
         }
@@ -204,13 +207,13 @@ private:
                     if (!kv.second.empty()) devices.push_back(kv.first);
             }
             for (int d : devices) release(d, steady::now() - kReserveIdle);
-            const bool hot = grew || steady::now().time_since_epoch().count() < hot_until_.load(std::memory_order_relaxed);
+            const bool hot =
+                grew || steady::now().time_since_epoch().count() < hot_until_.load(std::memory_order_relaxed);
             std::unique_lock<std::mutex> g(m_);
             if (stop_) return;
             if (open_.empty() && closing_.empty() && devices.empty())
                 cv_.wait(g, [this] { return stop_ || !open_.empty() || !closing_.empty(); });
-            else
-                cv_.wait_for(g, hot ? kHotPoll : kIdlePoll);
+            else cv_.wait_for(g, hot ? kHotPoll : kIdlePoll);
         }
     }
 
@@ -225,11 +228,10 @@ private:
         // again, each request covering every bucket waiting by then.
         try {
             map_to(a, want);
-        } catch (const error&) {
-        }
+        } catch (const error&) {}
         if (a->mapped < want) {
             a->failed_want = want;
-            store(&a->mb->limit, a->mapped);  // waiting buckets past it are refused
+            store(&a->mb->limit, a->mapped); // waiting buckets past it are refused
         }
         return true;
     }
@@ -294,19 +296,19 @@ public:
     }
 
 private:
-    std::mutex m_;          // open_, closing_, free_slots_, stop_ (never held while taking another lock)
-    std::mutex reserve_m_;  // reserve_ (a leaf lock)
+    std::mutex m_;         // open_, closing_, free_slots_, stop_ (never held while taking another lock)
+    std::mutex reserve_m_; // reserve_ (a leaf lock)
     std::condition_variable cv_;
     bool stop_ = false;
     std::vector<growth_arena*> open_, closing_;
     std::vector<growth_mailbox*> free_slots_;
     std::map<int, std::vector<entry>> reserve_;
     std::atomic<int64_t> hot_until_{0};
-    std::thread* thread_ = nullptr;  // started by the first arena; joined at exit by the process that started it
+    std::thread* thread_ = nullptr; // started by the first arena; joined at exit by the process that started it
     pid_t owner_ = 0;
 };
 
-}  // namespace
+} // namespace
 
 growth_arena* growth_arena_open(int device, uint64_t va_bytes) {
     require_vmm(device);
@@ -350,7 +352,7 @@ uint64_t premap_bytes() {
     }();
     return n;
 }
-}  // namespace
+} // namespace
 
 bool growth_arena_prepare(growth_arena* a) {
     bool lifted = false;
@@ -363,7 +365,7 @@ bool growth_arena_prepare(growth_arena* a) {
         if (target > a->mapped) {
             try {
                 memory_source::get().map_to(a, target);
-            } catch (const error&) {  // kernels ask for what they need
+            } catch (const error&) { // kernels ask for what they need
             }
         }
         if (load(&a->mb->limit) != kNoLimit) {
@@ -397,12 +399,13 @@ void growth_arena_close(growth_arena* a, cudaStream_t stream) {
         cudaGetLastError();
     }
     cudaEvent_t e = nullptr;
-    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess || cudaEventRecord(e, stream) != cudaSuccess) {
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventRecord(e, stream) != cudaSuccess) {
         cudaGetLastError();
         if (e) cudaEventDestroy(e);
-        cudaStreamSynchronize(stream);  // no event: wait here instead
+        cudaStreamSynchronize(stream); // no event: wait here instead
         cudaGetLastError();
-        cudaEventCreateWithFlags(&e, cudaEventDisableTiming);  // recorded nowhere: complete
+        cudaEventCreateWithFlags(&e, cudaEventDisableTiming); // recorded nowhere: complete
     }
     a->closing = e;
     src.close(a);
@@ -410,4 +413,4 @@ void growth_arena_close(growth_arena* a, cudaStream_t stream) {
 
 uint64_t growth_reserve_release(int device) { return memory_source::get().release(device); }
 
-}  // namespace gpudyn::detail
+} // namespace gpudyn::detail

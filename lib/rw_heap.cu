@@ -18,7 +18,7 @@ struct gpudyn_rw_heap_s {
     void* bitmap = nullptr;
     void* lockmap = nullptr;
     void* meta = nullptr;
-    void* live = nullptr;  // live-start bitmap: 1 bit per 16-byte granule (view.live_starts)
+    void* live = nullptr; // live-start bitmap: 1 bit per 16-byte granule (view.live_starts)
     unsigned long long* counters = nullptr;
     unsigned long long* scratch = nullptr;
     uint64_t bitmap_bytes = 0;
@@ -65,8 +65,7 @@ void get_pages_algo(const gpudyn_rw_heap_view_t& v, unsigned* pages, unsigned lo
     const unsigned long long threads = (n + per_thread - 1) / per_thread;
     if (stats)
         get_pages_kernel<Algo, true><<<blocks_for(threads), kBlock, 0, s>>>(v, pages, n, per_thread, seed, scratch);
-    else
-        get_pages_kernel<Algo, false><<<blocks_for(threads), kBlock, 0, s>>>(v, pages, n, per_thread, seed, scratch);
+    else get_pages_kernel<Algo, false><<<blocks_for(threads), kBlock, 0, s>>>(v, pages, n, per_thread, seed, scratch);
 }
 
 cudaError_t launch_set_tail(const gpudyn_rw_heap_view_t& v, cudaStream_t s) {
@@ -92,10 +91,18 @@ cudaError_t launch_get_pages(const gpudyn_rw_heap_view_t& v, gpudyn_rw_heap_algo
                              unsigned long long n, unsigned per_thread, unsigned long long seed, bool stats,
                              unsigned long long* scratch, cudaStream_t s) {
     switch (algorithm) {
-        case GPUDYN_RW_HEAP_RW: get_pages_algo<rw_algorithm::rw>(v, pages, n, per_thread, seed, stats, scratch, s); break;
-        case GPUDYN_RW_HEAP_RW_BM: get_pages_algo<rw_algorithm::rw_bm>(v, pages, n, per_thread, seed, stats, scratch, s); break;
-        case GPUDYN_RW_HEAP_CORW: get_pages_algo<rw_algorithm::corw>(v, pages, n, per_thread, seed, stats, scratch, s); break;
-        case GPUDYN_RW_HEAP_CRW: get_pages_algo<rw_algorithm::crw>(v, pages, n, per_thread, seed, stats, scratch, s); break;
+        case GPUDYN_RW_HEAP_RW:
+            get_pages_algo<rw_algorithm::rw>(v, pages, n, per_thread, seed, stats, scratch, s);
+            break;
+        case GPUDYN_RW_HEAP_RW_BM:
+            get_pages_algo<rw_algorithm::rw_bm>(v, pages, n, per_thread, seed, stats, scratch, s);
+            break;
+        case GPUDYN_RW_HEAP_CORW:
+            get_pages_algo<rw_algorithm::corw>(v, pages, n, per_thread, seed, stats, scratch, s);
+            break;
+        case GPUDYN_RW_HEAP_CRW:
+            get_pages_algo<rw_algorithm::crw>(v, pages, n, per_thread, seed, stats, scratch, s);
+            break;
         default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
@@ -142,7 +149,12 @@ void clear_heap(gpudyn_rw_heap_t h, cudaStream_t s) {
 // Stream-ordered frees on `s`; each pointer is cleared once its free is queued
 // (a failure leaves the rest owned by the handle).
 void release_all(gpudyn_rw_heap_t h, cudaStream_t s) {
-    void** ptrs[] = {&h->pool, &h->bitmap, &h->lockmap, &h->meta, &h->live, reinterpret_cast<void**>(&h->counters),
+    void** ptrs[] = {&h->pool,
+                     &h->bitmap,
+                     &h->lockmap,
+                     &h->meta,
+                     &h->live,
+                     reinterpret_cast<void**>(&h->counters),
                      reinterpret_cast<void**>(&h->scratch)};
     for (void** p : ptrs) {
         if (*p) GPUDYN_CUDA(cudaFreeAsync(*p, s));
@@ -166,7 +178,7 @@ void read_back(T* host, const void* dev, size_t count, cudaStream_t s) {
     GPUDYN_CUDA(cudaStreamSynchronize(s));
 }
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
@@ -204,7 +216,7 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
                        "options->page_size * page_count overflows (%llu * %llu)", (unsigned long long)o.page_size,
                        (unsigned long long)o.page_count);
         cudaStream_t s = to_cuda(stream);
-        const int device = create_device(s);  // the stream's device, else the current one
+        const int device = create_device(s); // the stream's device, else the current one
         device_guard on_device(device);
         auto* h = new gpudyn_rw_heap_s;
         h->options = o;
@@ -253,7 +265,9 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
             GPUDYN_CUDA(cudaEventRecord(h->hs.done, s));
             register_handle(h, handle_kind::rw_heap);
         } catch (...) {
-            try { release_all(h, s); } catch (...) {}
+            try {
+                release_all(h, s);
+            } catch (...) {}
             h->hs.release();
             delete h;
             throw;
@@ -265,7 +279,7 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_create(gpudyn_rw_heap_t* heap, const g
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_destroy(gpudyn_rw_heap_t heap) {
     GPUDYN_ABI_RELEASE({
         if (heap == nullptr) return;
-        require_heap(heap);  // a destroyed, foreign or garbage handle is refused, not dereferenced
+        require_heap(heap); // a destroyed, foreign or garbage handle is refused, not dereferenced
         {
             handle_call call(heap->hs);
             require_no_backing_users(heap);
@@ -314,11 +328,11 @@ void get_pages(gpudyn_rw_heap_t heap, uint32_t* pages, uint64_t n, gpudyn_rw_hea
     handle_call call(heap->hs, stream);
     require_device_array(heap->hs.device, pages, n, "pages", "n");
     cudaStream_t s = call.stream();
-    const uint64_t walk_seed = seed ? *seed : next_seed(heap);  // under the heap's lock
+    const uint64_t walk_seed = seed ? *seed : next_seed(heap); // under the heap's lock
     GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, kScratchCount * sizeof(unsigned long long), s));
-    check_cuda(launch_get_pages(heap->view, algorithm, pages, n, per_thread, walk_seed, stats != nullptr,
-                                heap->scratch, s),
-               "launch of get_pages_kernel");
+    check_cuda(
+        launch_get_pages(heap->view, algorithm, pages, n, per_thread, walk_seed, stats != nullptr, heap->scratch, s),
+        "launch of get_pages_kernel");
     unsigned long long sc[kScratchCount];
     read_back(sc, heap->scratch, kScratchCount, s);
     if (stats) {
@@ -355,7 +369,7 @@ void rw_malloc(gpudyn_rw_heap_t heap, const uint64_t* sizes, uint64_t* pointers,
     require_device_array(heap->hs.device, sizes, n, "sizes", "n");
     require_device_array(heap->hs.device, pointers, n, "pointers", "n");
     cudaStream_t s = call.stream();
-    const uint64_t walk_seed = seed ? *seed : next_seed(heap);  // under the heap's lock
+    const uint64_t walk_seed = seed ? *seed : next_seed(heap); // under the heap's lock
     GPUDYN_CUDA(cudaMemsetAsync(heap->scratch, 0, kScratchCount * sizeof(unsigned long long), s));
     auto* out = reinterpret_cast<unsigned long long*>(pointers);
     check_cuda(launch_malloc(heap->view, reinterpret_cast<const unsigned long long*>(sizes), out, n, walk_seed,
@@ -374,12 +388,12 @@ void rw_malloc(gpudyn_rw_heap_t heap, const uint64_t* sizes, uint64_t* pointers,
                   "(32 words x %u bits x %llu-byte pages)",
                   sc[kOversize], max_bytes, unsigned(heap->options.word_bits),
                   (unsigned long long)heap->options.page_size);
-        raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%llu of %llu malloc requests found no free run",
-              sc[kFailedHere], (unsigned long long)n);
+        raise(GPUDYN_ERROR_OUT_OF_MEMORY, "%llu of %llu malloc requests found no free run", sc[kFailedHere],
+              (unsigned long long)n);
     }
 }
 
-}  // namespace
+} // namespace
 
 GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_pages(gpudyn_rw_heap_t heap, uint32_t* pages, uint64_t n,
                                                     gpudyn_rw_heap_algorithm_t algorithm, gpudyn_stream_t stream) {
@@ -488,8 +502,8 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_get_info(gpudyn_rw_heap_t heap, gpudyn
         info->page_size = heap->options.page_size;
         info->page_count = heap->options.page_count;
         info->free_pages = free_pages;
-        info->failed_requests = c[0];  // kRwCounterFailed
-        info->bad_frees = c[1];  // kRwCounterBadFree
+        info->failed_requests = c[0]; // kRwCounterFailed
+        info->bad_frees = c[1];       // kRwCounterBadFree
         info->use_lockmap = heap->options.use_lockmap;
         info->max_random_steps = heap->options.max_random_steps;
     });
@@ -501,12 +515,12 @@ GPUDYN_API gpudyn_status_t gpudyn_rw_heap_check(gpudyn_rw_heap_t heap, gpudyn_st
         handle_call call(heap->hs, stream);
         unsigned long long c[kCounterCount];
         read_back(c, heap->counters, kCounterCount, call.stream());
-        report_since_check(c[0], c[1], &heap->seen, "request(s) found no free page",  // kRwCounterFailed
-                           "bad free(s)", "");                                        // kRwCounterBadFree
+        report_since_check(c[0], c[1], &heap->seen, "request(s) found no free page", // kRwCounterFailed
+                           "bad free(s)", "");                                       // kRwCounterBadFree
     });
 }
 
-}  // extern "C"
+} // extern "C"
 
 namespace gpudyn::detail {
 
@@ -517,4 +531,4 @@ void rw_heap_add_backing_user(gpudyn_rw_heap_t heap, int delta) {
     heap->backing_users = uint32_t(int64_t(heap->backing_users) + delta);
 }
 
-}  // namespace gpudyn::detail
+} // namespace gpudyn::detail

@@ -21,7 +21,7 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* arr
         GPUDYN_REQUIRE(options->capacity <= (UINT64_MAX / 16), "options->capacity is %llu, too large",
                        (unsigned long long)options->capacity);
         cudaStream_t s = to_cuda(stream);
-        const int device = create_device(s);  // the stream's device, else the current one
+        const int device = create_device(s); // the stream's device, else the current one
         device_guard on_device(device);
         auto* h = new gpudyn_static_array_s{};
         h->a.element_size = options->element_size;
@@ -51,7 +51,7 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_create(gpudyn_static_array_t* arr
 GPUDYN_API gpudyn_status_t gpudyn_static_array_destroy(gpudyn_static_array_t array) {
     GPUDYN_ABI_RELEASE({
         if (array == nullptr) return;
-        require_handle(array, handle_kind::static_array, "array");  // destroyed, foreign, garbage: refused
+        require_handle(array, handle_kind::static_array, "array"); // destroyed, foreign, garbage: refused
         {
             handle_call call(array->hs);
             cudaStream_t s = array->hs.release_stream();
@@ -111,8 +111,8 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten(gpudyn_static_array_t arr
     });
 }
 
-GPUDYN_API gpudyn_status_t gpudyn_static_array_copy_to_host(gpudyn_static_array_t array, void* dst,
-                                                            uint64_t dst_bytes, gpudyn_stream_t stream) {
+GPUDYN_API gpudyn_status_t gpudyn_static_array_copy_to_host(gpudyn_static_array_t array, void* dst, uint64_t dst_bytes,
+                                                            gpudyn_stream_t stream) {
     GPUDYN_ABI({
         require_handle(array, handle_kind::static_array, "array");
         contiguous_abi::copy_out(array, dst, dst_bytes, cudaMemcpyDeviceToHost, stream);
@@ -157,12 +157,11 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_clear_status(gpudyn_static_array_
     });
 }
 
-GPUDYN_API gpudyn_status_t gpudyn_static_array_get_view(gpudyn_static_array_t array,
-                                                        gpudyn_static_array_view_t* view) {
+GPUDYN_API gpudyn_status_t gpudyn_static_array_get_view(gpudyn_static_array_t array, gpudyn_static_array_view_t* view) {
     GPUDYN_ABI({
         require_handle(array, handle_kind::static_array, "array");
         contiguous_abi::get_view(array, view, GPUDYN_STATIC_ARRAY_VIEW_VERSION);
     });
 }
 
-}  // extern "C"
+} // extern "C"

@@ -10,8 +10,8 @@ using namespace gpudyn;
 using namespace gpudyn::detail;
 
 struct gpudyn_vmm_array_s : contiguous_handle {
-    vmm_range range;            // the virtual range and its physically mapped prefix
-    uint64_t max_elements = 0;  // options->max_capacity (the range is rounded up to the granularity)
+    vmm_range range;           // the virtual range and its physically mapped prefix
+    uint64_t max_elements = 0; // options->max_capacity (the range is rounded up to the granularity)
 
     // Maps physical memory until capacity >= elements.
     void grow(uint64_t elements) {
@@ -31,8 +31,7 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_options_init(gpudyn_vmm_array_option
     GPUDYN_ABI({ contiguous_abi::options_init(options); });
 }
 
-GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
-                                                   const gpudyn_vmm_array_options_t* options,
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array, const gpudyn_vmm_array_options_t* options,
                                                    gpudyn_stream_t stream) {
     GPUDYN_ABI({
         contiguous_abi::begin_create(array, options);
@@ -42,7 +41,7 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
         GPUDYN_REQUIRE(options->max_capacity <= (1ull << 50), "options->max_capacity is %llu, expected <= 2^50",
                        (unsigned long long)options->max_capacity);
         cudaStream_t s = to_cuda(stream);
-        const int device = create_device(s);  // the stream's device, else the current one
+        const int device = create_device(s); // the stream's device, else the current one
         device_guard on_device(device);
         auto* h = new gpudyn_vmm_array_s{};
         h->a.element_size = options->element_size;
@@ -50,8 +49,8 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
             h->hs.init();
             h->range.reserve(device, options->max_capacity * options->element_size,
                              "options->max_capacity * element_size");
-            h->max_elements = options->max_capacity != 0 ? options->max_capacity
-                                                          : h->range.reserved / options->element_size;
+            h->max_elements =
+                options->max_capacity != 0 ? options->max_capacity : h->range.reserved / options->element_size;
             h->a.data = reinterpret_cast<void*>(h->range.base);
             contiguous_init(h->a, s);
             try {
@@ -78,7 +77,7 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_destroy(gpudyn_vmm_array_t array) {
     GPUDYN_ABI_RELEASE({
         if (array == nullptr) return;
-        require_handle(array, handle_kind::vmm_array, "array");  // destroyed, foreign, garbage: refused
+        require_handle(array, handle_kind::vmm_array, "array"); // destroyed, foreign, garbage: refused
         {
             handle_call call(array->hs);
             cudaStream_t s = array->hs.release_stream();
@@ -206,4 +205,4 @@ GPUDYN_API gpudyn_status_t gpudyn_vmm_array_get_view(gpudyn_vmm_array_t array, g
     });
 }
 
-}  // extern "C"
+} // extern "C"

@@ -25,9 +25,9 @@ constexpr uint32_t kDefaultListCapacity = 126;
 // many times over), a quarter of it for header slots, runs of up to 8
 // superblocks (growth 1, 2, 4, 8: at most half of a warp's run sits unused).
 constexpr uint64_t kDefaultArenaBytes = 512ull << 20;
-constexpr uint64_t kArenaHeaderShare = 4;  // header slots fill arena_bytes / 4
+constexpr uint64_t kArenaHeaderShare = 4; // header slots fill arena_bytes / 4
 constexpr uint32_t kDefaultMaxSuperblockRun = 8;
-constexpr uint32_t kMaxSuperblockRun = 32;   // one bitmap word
+constexpr uint32_t kMaxSuperblockRun = 32; // one bitmap word
 // Chunk slot without superblocks (every warp request is a block of its own).
 constexpr uint64_t kNoSuperblockChunkBytes = 4096;
 constexpr unsigned kArenaWordBits = 32;
@@ -46,27 +46,27 @@ constexpr unsigned kBulkBlock = 256;
 constexpr uint64_t kBatchSizesPerWarp = 512;
 
 struct batch {
-    void** headers;   // device array: one kept header per warp of the launch (or NULL)
+    void** headers; // device array: one kept header per warp of the launch (or NULL)
     uint64_t count;
 };
 
 bool is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
-}  // namespace
+} // namespace
 
 struct gpudyn_warp_heap_s {
-    gpudyn::detail::handle_state hs;            // device, call ordering, lock
+    gpudyn::detail::handle_state hs; // device, call ordering, lock
     gpudyn_warp_heap_view_t view{};
-    void* arena = nullptr;                      // device: ARENA pool
-    unsigned* arena_bits = nullptr;             // device: ARENA bitmap
+    void* arena = nullptr;          // device: ARENA pool
+    unsigned* arena_bits = nullptr; // device: ARENA bitmap
     uint64_t arena_words = 0;
-    gpudyn_rw_heap_t page_heap = nullptr;       // PAGE_HEAP: the caller's heap (not owned)
-    void* page_heap_view = nullptr;             // device copy of its view
-    gpudyn_warp_heap_stats_t* stats = nullptr;  // device
-    unsigned* failed = nullptr;                 // device: alloc_batch's flag; tidy_up_kept's refused
-                                                // entries and lowest refused index (2 words)
+    gpudyn_rw_heap_t page_heap = nullptr;      // PAGE_HEAP: the caller's heap (not owned)
+    void* page_heap_view = nullptr;            // device copy of its view
+    gpudyn_warp_heap_stats_t* stats = nullptr; // device
+    unsigned* failed = nullptr;                // device: alloc_batch's flag; tidy_up_kept's refused
+                                               // entries and lowest refused index (2 words)
     std::vector<batch> batches;
-    gpudyn::detail::check_marks seen;           // failed_allocations and misuse at the last check
+    gpudyn::detail::check_marks seen; // failed_allocations and misuse at the last check
 };
 
 using namespace gpudyn::detail;
@@ -87,8 +87,8 @@ struct warp_heap_call {
 
 void launch_free_kept(gpudyn_warp_heap_s* heap, void* const* headers, uint64_t n, cudaStream_t stream) {
     if (n == 0) return;
-    gpudyn::warp_heap_detail::kept_headers_kernel<false><<<grid_for(n, kBulkBlock), kBulkBlock, 0, stream>>>(
-        heap->view, headers, n, nullptr);
+    gpudyn::warp_heap_detail::kept_headers_kernel<false>
+        <<<grid_for(n, kBulkBlock), kBulkBlock, 0, stream>>>(heap->view, headers, n, nullptr);
     GPUDYN_CHECK_LAUNCH("kept_headers_kernel (free)");
 }
 
@@ -101,7 +101,7 @@ void release_batches(gpudyn_warp_heap_s* heap, cudaStream_t stream) {
     }
 }
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
@@ -130,9 +130,10 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
         *heap = nullptr;
         require_struct_size(options, "options");
         const gpudyn_warp_heap_options_t o = *options;
-        GPUDYN_REQUIRE(o.backing == GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC || o.backing == GPUDYN_WARP_HEAP_BACKING_ARENA ||
-                           o.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP,
-                       "options->backing is %u, expected CUDA_MALLOC (0), ARENA (1) or PAGE_HEAP (2)", unsigned(o.backing));
+        GPUDYN_REQUIRE(
+            o.backing == GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC || o.backing == GPUDYN_WARP_HEAP_BACKING_ARENA ||
+                o.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP,
+            "options->backing is %u, expected CUDA_MALLOC (0), ARENA (1) or PAGE_HEAP (2)", unsigned(o.backing));
         GPUDYN_REQUIRE(o.backing != GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP || o.page_heap != nullptr,
                        "options->page_heap is NULL, expected a gpudyn_rw_heap_t for the PAGE_HEAP backing");
         if (o.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP)
@@ -159,20 +160,21 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
             GPUDYN_WARP_HEAP_ALIGNMENT);
         uint64_t chunk_bytes = 0, header_slots = 0, chunk_slots = 0;
         if (o.backing == GPUDYN_WARP_HEAP_BACKING_ARENA) {
-            chunk_bytes = o.arena_chunk_bytes != 0 ? o.arena_chunk_bytes
-                          : o.superblock_bytes != 0 ? o.superblock_bytes : kNoSuperblockChunkBytes;
+            chunk_bytes = o.arena_chunk_bytes != 0  ? o.arena_chunk_bytes
+                          : o.superblock_bytes != 0 ? o.superblock_bytes
+                                                    : kNoSuperblockChunkBytes;
             GPUDYN_REQUIRE(chunk_bytes % GPUDYN_WARP_HEAP_ALIGNMENT == 0 && chunk_bytes >= o.superblock_bytes,
                            "options->arena_chunk_bytes is %llu, expected 0 or a multiple of 16 of at least "
                            "superblock_bytes (%llu)",
                            (unsigned long long)o.arena_chunk_bytes, (unsigned long long)o.superblock_bytes);
-            header_slots = o.arena_header_slots != 0 ? o.arena_header_slots
-                                                     : o.arena_bytes / kArenaHeaderShare / header_bytes;
-            GPUDYN_REQUIRE(header_slots >= 1 && header_slots <= kMaxArenaSlots &&
-                               header_slots * header_bytes < o.arena_bytes,
-                           "options->arena_bytes is %llu with arena_header_slots %llu: expected room for at least "
-                           "one header slot (%llu bytes) and one chunk slot (%llu bytes)",
-                           (unsigned long long)o.arena_bytes, (unsigned long long)o.arena_header_slots,
-                           (unsigned long long)header_bytes, (unsigned long long)chunk_bytes);
+            header_slots =
+                o.arena_header_slots != 0 ? o.arena_header_slots : o.arena_bytes / kArenaHeaderShare / header_bytes;
+            GPUDYN_REQUIRE(
+                header_slots >= 1 && header_slots <= kMaxArenaSlots && header_slots * header_bytes < o.arena_bytes,
+                "options->arena_bytes is %llu with arena_header_slots %llu: expected room for at least "
+                "one header slot (%llu bytes) and one chunk slot (%llu bytes)",
+                (unsigned long long)o.arena_bytes, (unsigned long long)o.arena_header_slots,
+                (unsigned long long)header_bytes, (unsigned long long)chunk_bytes);
             chunk_slots = (o.arena_bytes - header_slots * header_bytes) / chunk_bytes;
             if (chunk_slots > kMaxArenaSlots) chunk_slots = kMaxArenaSlots;
             GPUDYN_REQUIRE(chunk_slots >= 1,
@@ -182,7 +184,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
                            (unsigned long long)header_slots, (unsigned long long)header_bytes);
         }
         cudaStream_t s = to_cuda(stream);
-        const int device = create_device(s);  // the stream's device, else the current one
+        const int device = create_device(s); // the stream's device, else the current one
         device_guard on_device(device);
         if (o.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) {
             const int page_device = rw_heap_state(static_cast<gpudyn_rw_heap_t>(o.page_heap)).device;
@@ -223,7 +225,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
                 if (chunk_slots % kArenaWordBits) bits[h->arena_words - 1] = ~0u << (chunk_slots % kArenaWordBits);
                 device_alloc(reinterpret_cast<void**>(&h->arena_bits), h->arena_words * 4, s, "the arena bitmap");
                 GPUDYN_CUDA(cudaMemcpyAsync(h->arena_bits, bits.data(), h->arena_words * 4, cudaMemcpyHostToDevice, s));
-                GPUDYN_CUDA(cudaStreamSynchronize(s));  // `bits` is a host temporary
+                GPUDYN_CUDA(cudaStreamSynchronize(s)); // `bits` is a host temporary
                 h->view.arena_base = h->arena;
                 h->view.arena_bitmap = h->arena_bits;
                 h->view.arena_header_bytes = header_bytes;
@@ -239,14 +241,14 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
                 }
                 device_alloc(&h->page_heap_view, sizeof(pv), s, "the page heap's view");
                 GPUDYN_CUDA(cudaMemcpyAsync(h->page_heap_view, &pv, sizeof(pv), cudaMemcpyHostToDevice, s));
-                GPUDYN_CUDA(cudaStreamSynchronize(s));  // `pv` is a host temporary
+                GPUDYN_CUDA(cudaStreamSynchronize(s)); // `pv` is a host temporary
                 h->view.page_heap = h->page_heap_view;
             }
             // Launched once with no work (see preload_kernels): these kernels can call CUDA's
             // device malloc (a backing), and the first launch of such a kernel also sets up
             // that heap, which waits for every stream's work as a kernel load does.
-            gpudyn::warp_heap_detail::alloc_batch_kernel<<<1, kBulkBlock, 0, s>>>(h->view, nullptr, 0, nullptr,
-                                                                                   nullptr, nullptr);
+            gpudyn::warp_heap_detail::alloc_batch_kernel<<<1, kBulkBlock, 0, s>>>(h->view, nullptr, 0, nullptr, nullptr,
+                                                                                  nullptr);
             gpudyn::warp_heap_detail::kept_headers_kernel<false><<<1, kBulkBlock, 0, s>>>(h->view, nullptr, 0, nullptr);
             gpudyn::warp_heap_detail::kept_headers_kernel<true><<<1, kBulkBlock, 0, s>>>(h->view, nullptr, 0, nullptr);
             GPUDYN_CHECK_LAUNCH("the warp heap's kernels (no work)");
@@ -273,7 +275,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, con
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_destroy(gpudyn_warp_heap_t heap) {
     GPUDYN_ABI_RELEASE({
         if (heap == nullptr) return;
-        require_handle(heap, handle_kind::warp_heap, "heap");  // destroyed, foreign, garbage: refused
+        require_handle(heap, handle_kind::warp_heap, "heap"); // destroyed, foreign, garbage: refused
         {
             handle_call call(heap->hs);
             cudaStream_t s = heap->hs.release_stream();
@@ -320,16 +322,16 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_alloc_batch(gpudyn_warp_heap_t heap,
         require_device_array(heap->hs.device, pointers, count, "pointers", "count");
         cudaStream_t s = call.stream();
         const uint64_t want_warps = (count + kBatchSizesPerWarp - 1) / kBatchSizesPerWarp;
-        const unsigned grid = std::min(grid_for(count, kBulkBlock),
-                                       unsigned((want_warps * kWarpLanes + kBulkBlock - 1) / kBulkBlock));
+        const unsigned grid =
+            std::min(grid_for(count, kBulkBlock), unsigned((want_warps * kWarpLanes + kBulkBlock - 1) / kBulkBlock));
         const uint64_t warps = uint64_t(grid) * kBulkBlock / kWarpLanes;
         batch b{nullptr, warps};
         GPUDYN_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&b.headers), warps * sizeof(void*), s));
         try {
             GPUDYN_CUDA(cudaMemsetAsync(b.headers, 0, warps * sizeof(void*), s));
             GPUDYN_CUDA(cudaMemsetAsync(heap->failed, 0, sizeof(unsigned), s));
-            gpudyn::warp_heap_detail::alloc_batch_kernel<<<grid, kBulkBlock, 0, s>>>(heap->view, sizes, count,
-                                                                                     pointers, b.headers, heap->failed);
+            gpudyn::warp_heap_detail::alloc_batch_kernel<<<grid, kBulkBlock, 0, s>>>(heap->view, sizes, count, pointers,
+                                                                                     b.headers, heap->failed);
             GPUDYN_CHECK_LAUNCH("alloc_batch_kernel");
             unsigned failed = 0;
             GPUDYN_CUDA(cudaMemcpyAsync(&failed, heap->failed, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
@@ -391,9 +393,8 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_check(gpudyn_warp_heap_t heap, gpudy
         gpudyn_warp_heap_stats_t st{};
         GPUDYN_CUDA(cudaMemcpyAsync(&st, heap->stats, sizeof(st), cudaMemcpyDeviceToHost, s));
         GPUDYN_CUDA(cudaStreamSynchronize(s));
-        report_since_check(st.failed_allocations, st.misuse, &heap->seen,
-                           "lane(s) got NULL for want of memory", "contract violation(s) (see warp_heap.cuh)",
-                           "; its backing allocator had no more memory");
+        report_since_check(st.failed_allocations, st.misuse, &heap->seen, "lane(s) got NULL for want of memory",
+                           "contract violation(s) (see warp_heap.cuh)", "; its backing allocator had no more memory");
     });
 }
 
@@ -403,12 +404,13 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_backing_free_bytes(gpudyn_warp_heap_
         require_handle(heap, handle_kind::warp_heap, "heap");
         GPUDYN_REQUIRE_NOT_NULL(bytes);
         *bytes = 0;
-        handle_call call(heap->hs, stream);  // the page heap's own call orders itself
+        handle_call call(heap->hs, stream); // the page heap's own call orders itself
         cudaStream_t s = call.stream();
         const gpudyn_warp_heap_view_t& v = heap->view;
         if (v.backing == GPUDYN_WARP_HEAP_BACKING_ARENA) {
             std::vector<unsigned> bits(heap->arena_words);
-            GPUDYN_CUDA(cudaMemcpyAsync(bits.data(), heap->arena_bits, heap->arena_words * 4, cudaMemcpyDeviceToHost, s));
+            GPUDYN_CUDA(
+                cudaMemcpyAsync(bits.data(), heap->arena_bits, heap->arena_words * 4, cudaMemcpyDeviceToHost, s));
             GPUDYN_CUDA(cudaStreamSynchronize(s));
             const uint64_t header_words = (uint64_t(v.arena_header_slots) + kArenaWordBits - 1) / kArenaWordBits;
             uint64_t free_headers = 0, free_chunks = 0;
@@ -444,8 +446,8 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_free_kept(gpudyn_warp_heap_t heap, v
     });
 }
 
-GPUDYN_API gpudyn_status_t gpudyn_warp_heap_tidy_up_kept(gpudyn_warp_heap_t heap, void* const* headers,
-                                                         uint64_t count, gpudyn_stream_t stream) {
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_tidy_up_kept(gpudyn_warp_heap_t heap, void* const* headers, uint64_t count,
+                                                         gpudyn_stream_t stream) {
     GPUDYN_ABI({
         require_handle(heap, handle_kind::warp_heap, "heap");
         if (count == 0) return;
@@ -457,12 +459,12 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_tidy_up_kept(gpudyn_warp_heap_t heap
         // refused[0]: entries that cannot be a header of this heap; refused[1]: the lowest such index.
         const unsigned init[2] = {0u, 0xffffffffu};
         GPUDYN_CUDA(cudaMemcpyAsync(heap->failed, init, sizeof(init), cudaMemcpyHostToDevice, s));
-        gpudyn::warp_heap_detail::kept_headers_kernel<true><<<grid_for(count, kBulkBlock), kBulkBlock, 0, s>>>(
-            heap->view, headers, count, heap->failed);
+        gpudyn::warp_heap_detail::kept_headers_kernel<true>
+            <<<grid_for(count, kBulkBlock), kBulkBlock, 0, s>>>(heap->view, headers, count, heap->failed);
         GPUDYN_CHECK_LAUNCH("kept_headers_kernel (tidy up)");
         unsigned refused[2] = {0u, 0u};
         GPUDYN_CUDA(cudaMemcpyAsync(refused, heap->failed, sizeof(refused), cudaMemcpyDeviceToHost, s));
-        GPUDYN_CUDA(cudaStreamSynchronize(s));  // `init` and `refused` are host temporaries
+        GPUDYN_CUDA(cudaStreamSynchronize(s)); // `init` and `refused` are host temporaries
         if (refused[0] != 0)
             raise(GPUDYN_ERROR_INVALID_ARGUMENT,
                   "argument 'headers': %u of %llu entries are not warp headers of this heap (the first at index "
@@ -471,4 +473,4 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_tidy_up_kept(gpudyn_warp_heap_t heap
     });
 }
 
-}  // extern "C"
+} // extern "C"

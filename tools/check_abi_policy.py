@@ -15,6 +15,7 @@ older.  Checked here (each check reads what users get, not the source text):
 
 Exit status 1 with every disagreement listed.  Run by .ci/packaging.sh (step abi-policy).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from read_version import read_version  # noqa: E402
 
-
 # ---- the policy, written once for the checks ------------------------------------
+
 
 def _parts(version: str) -> list[int]:
     return [int(x) for x in version.split(".")] + [0] * (3 - len(version.split(".")))
@@ -66,13 +67,22 @@ def header_version() -> str:
 
 # ---- cmake -----------------------------------------------------------------------
 
+
 def requests_for(have: str) -> list[tuple[str, str | None, bool]]:
     """find_package requests around `have`: (lowest, highest or None, include highest)."""
     major, minor, patch = _parts(have)
-    reqs = [("", None, True), (have, None, True), (f"{major}", None, True), (f"{major}.{minor}", None, True),
-            (f"{major}.{minor}.{patch + 1}", None, True), (f"{major}.{minor + 1}", None, True),
-            (f"{major + 1}.0", None, True), (f"{major}.{minor}", f"{major + 2}.0", True),
-            (f"{major}.{minor}", have, False), (f"{major}.{minor}", have, True)]
+    reqs = [
+        ("", None, True),
+        (have, None, True),
+        (f"{major}", None, True),
+        (f"{major}.{minor}", None, True),
+        (f"{major}.{minor}.{patch + 1}", None, True),
+        (f"{major}.{minor + 1}", None, True),
+        (f"{major + 1}.0", None, True),
+        (f"{major}.{minor}", f"{major + 2}.0", True),
+        (f"{major}.{minor}", have, False),
+        (f"{major}.{minor}", have, True),
+    ]
     if minor > 0:
         reqs.append((f"{major}.{minor - 1}", None, True))
     if patch > 0:
@@ -84,24 +94,26 @@ def requests_for(have: str) -> list[tuple[str, str | None, bool]]:
 
 def cmake_answers(version_file: str, reqs: list[tuple[str, str | None, bool]]) -> dict:
     """What the version file says to each request (cmake -P, as find_package sets the variables)."""
-    lines = ["function(ask lowest highest mode)",
-             "  if(lowest STREQUAL \"-\")",
-             "    set(lowest \"\")",
-             "  endif()",
-             "  set(PACKAGE_FIND_VERSION \"${lowest}\")",
-             "  if(highest)",
-             "    set(PACKAGE_FIND_VERSION_RANGE \"${lowest}...${highest}\")",
-             "    set(PACKAGE_FIND_VERSION_MIN ${lowest})",
-             "    set(PACKAGE_FIND_VERSION_MAX ${highest})",
-             "    set(PACKAGE_FIND_VERSION_RANGE_MAX ${mode})",
-             "  endif()",
-             f"  include(\"{version_file}\")",
-             "  if(PACKAGE_VERSION_COMPATIBLE AND NOT PACKAGE_VERSION_UNSUITABLE)",
-             "    message(\"answer -${lowest} ${highest} ${mode} yes\")",
-             "  else()",
-             "    message(\"answer -${lowest} ${highest} ${mode} no\")",
-             "  endif()",
-             "endfunction()"]
+    lines = [
+        "function(ask lowest highest mode)",
+        "  if(lowest STREQUAL \"-\")",
+        "    set(lowest \"\")",
+        "  endif()",
+        "  set(PACKAGE_FIND_VERSION \"${lowest}\")",
+        "  if(highest)",
+        "    set(PACKAGE_FIND_VERSION_RANGE \"${lowest}...${highest}\")",
+        "    set(PACKAGE_FIND_VERSION_MIN ${lowest})",
+        "    set(PACKAGE_FIND_VERSION_MAX ${highest})",
+        "    set(PACKAGE_FIND_VERSION_RANGE_MAX ${mode})",
+        "  endif()",
+        f"  include(\"{version_file}\")",
+        "  if(PACKAGE_VERSION_COMPATIBLE AND NOT PACKAGE_VERSION_UNSUITABLE)",
+        "    message(\"answer -${lowest} ${highest} ${mode} yes\")",
+        "  else()",
+        "    message(\"answer -${lowest} ${highest} ${mode} no\")",
+        "  endif()",
+        "endfunction()",
+    ]
     for lowest, highest, inc in reqs:
         lines.append(f"ask({lowest or '-'} \"{highest or ''}\" {'INCLUDE' if inc else 'EXCLUDE'})")
     with tempfile.NamedTemporaryFile("w", suffix=".cmake", delete=False) as f:
@@ -141,12 +153,15 @@ def check_version_file(path: str, have: str, errs: list[str], what: str) -> int:
         got = answers.get((lowest, highest, inc))
         if got != want:
             req = lowest if highest is None else f"{lowest}...{'' if inc else '<'}{highest}"
-            errs.append(f"cmake: {what} ({have}) answers find_package(gpudyn {req}) with {got}, "
-                        f"the policy says {'compatible' if want else 'not compatible'}")
+            errs.append(
+                f"cmake: {what} ({have}) answers find_package(gpudyn {req}) with {got}, "
+                f"the policy says {'compatible' if want else 'not compatible'}"
+            )
     return len(reqs)
 
 
 # ---- main ------------------------------------------------------------------------
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -12,6 +12,7 @@ Files without targets (vmm_probe.json, a probe's raw numbers) are named at the e
 Rerun it after refreshing committed results (bash benchmarks/run.sh --out-dir
 benchmarks/results/<gpu>); tests/python/test_summary.py fails while it is stale.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,10 @@ def _section(gpu: str, name: str, data: dict) -> list[str]:
     lines = [
         f"### {gpu}/{name}: {met} of {len(targets)} met{quick}",
         "",
-        (f"{_cell(data.get('device', '?'))}, commit `{data.get('git_commit', '?')}`, {data.get('date', '?')}, "
-         f"gpudyn {data.get('gpudyn_version', '?')}: [`{name}`]({gpu}/{name})"),
+        (
+            f"{_cell(data.get('device', '?'))}, commit `{data.get('git_commit', '?')}`, {data.get('date', '?')}, "
+            f"gpudyn {data.get('gpudyn_version', '?')}: [`{name}`]({gpu}/{name})"
+        ),
         "",
         "| target | measured | goal | met |",
         "|---|---|---|---|",
@@ -69,8 +72,10 @@ def _section(gpu: str, name: str, data: dict) -> list[str]:
         unit = _unit(t.get("unit"))
         goal = f"{_COMPARISONS.get(t.get('comparison'), t.get('comparison', ''))} {_number(t.get('goal'))}{unit}"
         where = f" ({_cell(t['where'])})" if t.get("where") else ""
-        lines.append(f"| {_cell(t['name'])}{where} | {_number(t.get('value'))}{unit} | {goal.strip()} | "
-                     f"{'yes' if t.get('met') else '**no**'} |")
+        lines.append(
+            f"| {_cell(t['name'])}{where} | {_number(t.get('value'))}{unit} | {goal.strip()} | "
+            f"{'yes' if t.get('met') else '**no**'} |"
+        )
     lines.append("")
     return lines
 
@@ -91,8 +96,11 @@ def render(results: str = RESULTS) -> str:
             met += sum(1 for t in data["targets"] if t.get("met"))
             sections += _section(gpu, name, data)
         if sections:
-            notes = f" Notes: [`{gpu}/NOTES.md`]({gpu}/NOTES.md)." if os.path.exists(
-                os.path.join(results, gpu, "NOTES.md")) else ""
+            notes = (
+                f" Notes: [`{gpu}/NOTES.md`]({gpu}/NOTES.md)."
+                if os.path.exists(os.path.join(results, gpu, "NOTES.md"))
+                else ""
+            )
             body += [f"## {gpu}", "", f"Each benchmark's targets as its JSON records them.{notes}", ""] + sections
     head = [
         "# Benchmark targets",
@@ -123,8 +131,11 @@ def main(argv=None) -> int:
             with open(OUT, encoding="utf-8") as f:
                 old = f.read()
         if old != text:
-            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), text.splitlines(True),
-                                                       "SUMMARY.md (committed)", "SUMMARY.md (from the JSONs)"))
+            sys.stdout.writelines(
+                difflib.unified_diff(
+                    old.splitlines(True), text.splitlines(True), "SUMMARY.md (committed)", "SUMMARY.md (from the JSONs)"
+                )
+            )
             print("benchmarks/results/SUMMARY.md is stale: run python3 tools/gen_summary.py", file=sys.stderr)
             return 1
         return 0

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Print the version in include/gpudyn/gpudyn.h (meson and Python read it from there)."""
+
 import re
 import sys
 
@@ -7,8 +8,9 @@ import sys
 def read_version(header: str) -> str:
     """MAJOR.MINOR.PATCH from the GPUDYN_VERSION_* macros of `header` (gpudyn.h)."""
     text = open(header, encoding="utf-8").read()
-    return ".".join(re.search(r"#define GPUDYN_VERSION_%s (\d+)" % k, text).group(1)
-                    for k in ("MAJOR", "MINOR", "PATCH"))
+    return ".".join(
+        re.search(r"#define GPUDYN_VERSION_%s (\d+)" % k, text).group(1) for k in ("MAJOR", "MINOR", "PATCH")
+    )
 
 
 if __name__ == "__main__":

@@ -56,19 +56,19 @@
 #include <string>
 #include <vector>
 
-#include "../bench_check.hpp"  // CUDA(), GD()
+#include "../bench_check.hpp" // CUDA(), GD()
 
 using u64 = unsigned long long;
 
 namespace {
 
 // ---- configuration (defaults in one place; the Python driver has the same) --------
-constexpr unsigned kBlock = 256;       // threads a block, every kernel
+constexpr unsigned kBlock = 256; // threads a block, every kernel
 constexpr unsigned kWarp = 32;
 // Grid of the grid-stride kernels: blocks of 256 threads per SM filling the 2048
 // resident threads of an sm_80/sm_90 SM (more blocks only queue).
 constexpr unsigned kBlocksPerSm = 8;
-constexpr int kCheckEvery = 4;         // levels between host reads of the stop word
+constexpr int kCheckEvery = 4; // levels between host reads of the stop word
 constexpr char kMagic[8] = {'G', 'D', 'B', 'F', 'S', '0', '0', '1'};
 
 int g_sms = 0;
@@ -147,8 +147,7 @@ __global__ void __launch_bounds__(kBlock) expand(Src src, Sink sink, const long 
             }
         }
     }
-    if (active != nullptr && __any_sync(0xffffffffu, claimed) && threadIdx.x % kWarp == 0)
-        atomicMax(active, depth + 1);
+    if (active != nullptr && __any_sync(0xffffffffu, claimed) && threadIdx.x % kWarp == 0) atomicMax(active, depth + 1);
 }
 
 // ---- two-pass ----------------------------------------------------------------------
@@ -179,9 +178,9 @@ __global__ void __launch_bounds__(kBlock) count_pass(const int* front, u64 n, co
 }
 // The CSR has no duplicates: v is written once, by the u that claimed it.
 template <bool Warp>
-__global__ void __launch_bounds__(kBlock) write_pass(const int* front, u64 n, const unsigned* ends,
-                                                     const unsigned* counts, const long long* row, const int* col,
-                                                     const int* parent, int* out) {
+__global__ void __launch_bounds__(kBlock)
+    write_pass(const int* front, u64 n, const unsigned* ends, const unsigned* counts, const long long* row,
+               const int* col, const int* parent, int* out) {
     const unsigned lane = threadIdx.x % kWarp;
     const u64 step = Warp ? kWarp : 1;
     const u64 stride = u64(gridDim.x) * blockDim.x / step;
@@ -190,7 +189,7 @@ __global__ void __launch_bounds__(kBlock) write_pass(const int* front, u64 n, co
         unsigned o = ends[i] - counts[i];
         const long long end = row[u + 1];
         if (Warp) {
-            for (long long e0 = row[u]; e0 < end; e0 += kWarp) {  // the same trip count in every lane
+            for (long long e0 = row[u]; e0 < end; e0 += kWarp) { // the same trip count in every lane
                 const long long e = e0 + lane;
                 const int v = e < end ? col[e] : 0;
                 const bool mine = e < end && parent[v] == u;
@@ -209,9 +208,9 @@ __global__ void __launch_bounds__(kBlock) write_pass(const int* front, u64 n, co
 struct check_counts {
     unsigned long long levels_differ, parent_out_of_range, tree_edge_missing, tree_level, edge_span;
 };
-__global__ void __launch_bounds__(kBlock) validate_kernel(const long long* row, const int* col, const int* parent,
-                                                          const int* level, const int* ref, u64 n, int root,
-                                                          check_counts* out) {
+__global__ void __launch_bounds__(kBlock)
+    validate_kernel(const long long* row, const int* col, const int* parent, const int* level, const int* ref, u64 n,
+                    int root, check_counts* out) {
     for (u64 v = blockIdx.x * u64(blockDim.x) + threadIdx.x; v < n; v += u64(gridDim.x) * blockDim.x) {
         const int lv = level[v];
         if (lv != ref[v]) atomicAdd(&out->levels_differ, 1ull);
@@ -223,7 +222,7 @@ __global__ void __launch_bounds__(kBlock) validate_kernel(const long long* row, 
                 atomicAdd(&out->parent_out_of_range, 1ull);
             } else {
                 if (level[p] + 1 != lv) atomicAdd(&out->tree_level, 1ull);
-                long long lo = row[p], hi = row[p + 1];  // v among p's sorted neighbours
+                long long lo = row[p], hi = row[p + 1]; // v among p's sorted neighbours
                 while (lo < hi) {
                     const long long mid = (lo + hi) / 2;
                     if (col[mid] < int(v)) lo = mid + 1;
@@ -247,7 +246,7 @@ struct graph {
     int* parent = nullptr;
     int* level = nullptr;
     std::vector<int> keys;
-    int* ref = nullptr;  // k x n reference levels
+    int* ref = nullptr; // k x n reference levels
 };
 
 void reset(const graph& g, int root) {
@@ -267,7 +266,7 @@ unsigned grid_for(u64 items, u64 per_item) {
 template <class T>
 T read_scalar(const T* p) {
     T x;
-    CUDA(cudaMemcpy(&x, p, sizeof(T), cudaMemcpyDeviceToHost));  // the host waits here
+    CUDA(cudaMemcpy(&x, p, sizeof(T), cudaMemcpyDeviceToHost)); // the host waits here
     return x;
 }
 
@@ -332,7 +331,7 @@ struct gg_bfs {
         seed_frontier<<<1, 1>>>(view[0], root);
         CUDA(cudaGetLastError());
         for (int cur = 0, depth = 0;; cur = 1 - cur) {
-            GD(gpudyn_ggarray_get_view(a[cur], &view[cur], nullptr));  // ranges for at(): stream-ordered
+            GD(gpudyn_ggarray_get_view(a[cur], &view[cur], nullptr)); // ranges for at(): stream-ordered
             if (warp) level<true>(cur, depth);
             else level<false>(cur, depth);
             CUDA(cudaGetLastError());
@@ -351,7 +350,7 @@ struct worst_bfs {
     bool warp, plain;
     int check_every;
     int* buf[2] = {nullptr, nullptr};
-    unsigned* cnt = nullptr;  // two counters
+    unsigned* cnt = nullptr; // two counters
     tally t;
     worst_bfs(const graph& g_, bool w, bool p, int every) : g(g_), warp(w), plain(p), check_every(every) {
         for (auto& b : buf) CUDA(cudaMalloc(&b, g.n * sizeof(int)));
@@ -381,7 +380,7 @@ struct worst_bfs {
                 ++t.host_reads;
                 if (read_scalar(cnt + 1 - cur) == 0) break;
             }
-            CUDA(cudaMemsetAsync(cnt + cur, 0, sizeof(unsigned)));  // after the launch that read it
+            CUDA(cudaMemsetAsync(cnt + cur, 0, sizeof(unsigned))); // after the launch that read it
         }
     }
 };
@@ -402,26 +401,29 @@ struct two_pass_bfs {
             unsigned *counts = nullptr, *ends = nullptr;
             CUDA(cudaMallocAsync(&counts, n * sizeof(unsigned), nullptr));
             CUDA(cudaMallocAsync(&ends, n * sizeof(unsigned), nullptr));
-            if (warp) count_pass<true><<<grid_for(n, per), kBlock>>>(front, n, g.row, g.col, g.parent, g.level,
-                                                                       int(depth), counts);
-            else count_pass<false><<<grid_for(n, per), kBlock>>>(front, n, g.row, g.col, g.parent, g.level,
-                                                                   int(depth), counts);
+            if (warp)
+                count_pass<true>
+                    <<<grid_for(n, per), kBlock>>>(front, n, g.row, g.col, g.parent, g.level, int(depth), counts);
+            else
+                count_pass<false>
+                    <<<grid_for(n, per), kBlock>>>(front, n, g.row, g.col, g.parent, g.level, int(depth), counts);
             CUDA(cudaGetLastError());
             size_t temp_bytes = 0;
             CUDA(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, counts, ends, int(n)));
             void* temp = nullptr;
             CUDA(cudaMallocAsync(&temp, temp_bytes, nullptr));
             CUDA(cub::DeviceScan::InclusiveSum(temp, temp_bytes, counts, ends, int(n)));
-            const u64 total = read_scalar(ends + n - 1);  // to the host, to size the output
+            const u64 total = read_scalar(ends + n - 1); // to the host, to size the output
             ++t.host_reads;
             int* out = nullptr;
             CUDA(cudaMallocAsync(&out, std::max<u64>(total, 1) * sizeof(int), nullptr));
             peak = std::max<u64>(peak, sizeof(int) * (3 * n + total) + temp_bytes);
             if (total) {
-                if (warp) write_pass<true><<<grid_for(n, per), kBlock>>>(front, n, ends, counts, g.row, g.col,
-                                                                           g.parent, out);
-                else write_pass<false><<<grid_for(n, per), kBlock>>>(front, n, ends, counts, g.row, g.col, g.parent,
-                                                                       out);
+                if (warp)
+                    write_pass<true><<<grid_for(n, per), kBlock>>>(front, n, ends, counts, g.row, g.col, g.parent, out);
+                else
+                    write_pass<false>
+                        <<<grid_for(n, per), kBlock>>>(front, n, ends, counts, g.row, g.col, g.parent, out);
                 CUDA(cudaGetLastError());
             }
             CUDA(cudaFreeAsync(temp, nullptr));
@@ -452,7 +454,7 @@ std::string jlist(const std::vector<double>& v) {
 template <class V>
 std::string measure(const char* name, const graph& g, V& v, const std::string& extra_before,
                     std::string (*extra_after)(V&) = nullptr) {
-    v.search(g.keys[0]);  // warm-up (module load, pool, buckets)
+    v.search(g.keys[0]); // warm-up (module load, pool, buckets)
     CUDA(cudaDeviceSynchronize());
     v.t.zero();
     cudaEvent_t start, stop;
@@ -471,8 +473,8 @@ std::string measure(const char* name, const graph& g, V& v, const std::string& e
         CUDA(cudaEventElapsedTime(&t, start, stop));
         ms.push_back(t);
         CUDA(cudaMemset(dc, 0, sizeof(check_counts)));
-        validate_kernel<<<grid_for(g.n, 1), kBlock>>>(g.row, g.col, g.parent, g.level, g.ref + k * g.n, g.n,
-                                                      g.keys[k], dc);
+        validate_kernel<<<grid_for(g.n, 1), kBlock>>>(g.row, g.col, g.parent, g.level, g.ref + k * g.n, g.n, g.keys[k],
+                                                      dc);
         CUDA(cudaGetLastError());
         check_counts c;
         CUDA(cudaMemcpy(&c, dc, sizeof(c), cudaMemcpyDeviceToHost));
@@ -482,9 +484,11 @@ std::string measure(const char* name, const graph& g, V& v, const std::string& e
         if (c.levels_differ || c.parent_out_of_range || c.tree_edge_missing || c.tree_level || c.edge_span ||
             bad_root) {
             char b[256];
-            snprintf(b, sizeof b, "key %d: levels_differ %llu, root %d, parent_out_of_range %llu, tree_edge_missing "
-                     "%llu, tree_level %llu, edge_span %llu", root, c.levels_differ, int(bad_root),
-                     c.parent_out_of_range, c.tree_edge_missing, c.tree_level, c.edge_span);
+            snprintf(b, sizeof b,
+                     "key %d: levels_differ %llu, root %d, parent_out_of_range %llu, tree_edge_missing "
+                     "%llu, tree_level %llu, edge_span %llu",
+                     root, c.levels_differ, int(bad_root), c.parent_out_of_range, c.tree_edge_missing, c.tree_level,
+                     c.edge_span);
             if (errors.size() < 1500) errors += (errors.empty() ? "" : "; ") + std::string(b);
         }
     }
@@ -495,8 +499,9 @@ std::string measure(const char* name, const graph& g, V& v, const std::string& e
     const double keys = double(g.keys.size());
     std::string s = "{\"variant\": \"" + std::string(name) + "\", \"ms\": " + jlist(ms) +
                     ", \"host_reads_per_search\": " + jnum(v.t.host_reads / keys) +
-                    ", \"levels_per_search\": " + jnum(v.t.levels / keys) + ", \"validated\": " +
-                    (errors.empty() ? "true" : "false") + ", \"errors\": \"" + errors + "\"" + extra_before;
+                    ", \"levels_per_search\": " + jnum(v.t.levels / keys) +
+                    ", \"validated\": " + (errors.empty() ? "true" : "false") + ", \"errors\": \"" + errors + "\"" +
+                    extra_before;
     if (extra_after) s += extra_after(v);
     progress(name);
     return s + "}";
@@ -515,13 +520,13 @@ std::string gg_after(gg_bfs& v) {
     }
     const unsigned failed = read_scalar(v.failed);
     if (failed || status_any)
-        g_failures.push_back("gpudyn: " + std::to_string(failed) + " pushes refused, status " + std::to_string(status_any));
+        g_failures.push_back("gpudyn: " + std::to_string(failed) + " pushes refused, status " +
+                             std::to_string(status_any));
     return ", \"allocated_bytes\": " + std::to_string(alloc) + ", \"budget_bytes\": " + std::to_string(budget) +
            ", \"push_failures\": " + std::to_string(failed) + ", \"status\": " + std::to_string(status_any);
 }
 
-bool read_graph(const char* path, graph& g, std::vector<long long>& row, std::vector<int>& col,
-                std::vector<int>& ref) {
+bool read_graph(const char* path, graph& g, std::vector<long long>& row, std::vector<int>& col, std::vector<int>& ref) {
     FILE* f = fopen(path, "rb");
     if (!f) return false;
     char magic[8];
@@ -540,7 +545,7 @@ bool read_graph(const char* path, graph& g, std::vector<long long>& row, std::ve
     return ok;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     const char* out = nullptr;
@@ -591,7 +596,7 @@ int main(int argc, char** argv) {
     int dev = 0;
     CUDA(cudaGetDevice(&dev));
     CUDA(cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, dev));
-    cudaMemPool_t pool;  // the two-pass's buffers: memory kept between levels, as a CUB user would
+    cudaMemPool_t pool; // the two-pass's buffers: memory kept between levels, as a CUB user would
     CUDA(cudaDeviceGetDefaultMemPool(&pool, dev));
     u64 keep = ~0ull;
     CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
@@ -616,8 +621,8 @@ int main(int argc, char** argv) {
             v.open();
             const std::string name = "gpudyn_" + m;
             // The arrays' device memory, read after the searches (clear keeps buckets: held = peak).
-            std::string s = measure(name.c_str(), g, v, mapping + ", \"check_every\": " + std::to_string(check_every),
-                                    &gg_after);
+            std::string s =
+                measure(name.c_str(), g, v, mapping + ", \"check_every\": " + std::to_string(check_every), &gg_after);
             const u64 free1 = free_device_bytes();
             uint64_t alloc = 0, bytes = 0;
             for (auto* a : v.a) {
@@ -626,9 +631,9 @@ int main(int argc, char** argv) {
             }
             const uint64_t delta = free0 > free1 ? free0 - free1 : 0;
             s.pop_back();
-            s += ", \"device_bytes_delta\": " + std::to_string(delta) + ", \"held_bytes\": " +
-                 std::to_string(std::max(delta, alloc)) + ", \"peak_bytes\": " + std::to_string(std::max(delta, alloc)) +
-                 "}";
+            s += ", \"device_bytes_delta\": " + std::to_string(delta) +
+                 ", \"held_bytes\": " + std::to_string(std::max(delta, alloc)) +
+                 ", \"peak_bytes\": " + std::to_string(std::max(delta, alloc)) + "}";
             parts.push_back("\"" + name + "\": " + s);
         }
         for (int plain = 0; plain < 2; ++plain) {
@@ -636,8 +641,9 @@ int main(int argc, char** argv) {
             const std::string name = (plain ? "worst_plain_" : "worst_") + m;
             const std::string held = std::to_string(v.held_bytes());
             parts.push_back("\"" + name + "\": " +
-                            measure(name.c_str(), g, v, mapping + ", \"check_every\": " + std::to_string(check_every) +
-                                                            ", \"held_bytes\": " + held + ", \"peak_bytes\": " + held));
+                            measure(name.c_str(), g, v,
+                                    mapping + ", \"check_every\": " + std::to_string(check_every) +
+                                        ", \"held_bytes\": " + held + ", \"peak_bytes\": " + held));
         }
         {
             two_pass_bfs v(g, warp);
@@ -664,8 +670,9 @@ int main(int argc, char** argv) {
         fprintf(stderr, "gpudyn_bench_apps: cannot write %s\n", out);
         return 1;
     }
-    fprintf(f, "{\"quick\": %s, \"n\": %llu, \"nnz\": %llu, \"keys\": %zu, \"sms\": %d, \"block\": %u, "
-               "\"blocks_per_sm\": %u, \"check_every\": %d, \"validated\": %s, \"failures\": %s, \"variants\": %s}\n",
+    fprintf(f,
+            "{\"quick\": %s, \"n\": %llu, \"nnz\": %llu, \"keys\": %zu, \"sms\": %d, \"block\": %u, "
+            "\"blocks_per_sm\": %u, \"check_every\": %d, \"validated\": %s, \"failures\": %s, \"variants\": %s}\n",
             quick ? "true" : "false", g.n, g.nnz, g.keys.size(), g_sms, kBlock, kBlocksPerSm, check_every,
             g_failures.empty() ? "true" : "false", fl.c_str(), vs.c_str());
     fclose(f);

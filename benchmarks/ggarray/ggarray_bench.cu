@@ -23,7 +23,7 @@
 // each pass is its own launch, so no compiler can fold passes together, and the
 // kernel body (add_one_span over each span) is the same for every structure.
 // Every time comes with the bytes the structure holds for the work.
-#include <gpudyn/detail/ggarray/kernels.cuh>  // the library's insertion kernel and span loops
+#include <gpudyn/detail/ggarray/kernels.cuh> // the library's insertion kernel and span loops
 #include <gpudyn/ggarray.cuh>
 #include <gpudyn/vmm_array.cuh>
 
@@ -36,17 +36,31 @@
 #include <thread>
 #include <vector>
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); exit(2); } } while (0)
-#define GK(x) do { gpudyn_status_t s_ = (x); if (s_ != GPUDYN_SUCCESS) { fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, gpudyn_last_error_message()); exit(2); } } while (0)
+#define CK(x)                                                                                  \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(2);                                                                           \
+        }                                                                                      \
+    } while (0)
+#define GK(x)                                                                                       \
+    do {                                                                                            \
+        gpudyn_status_t s_ = (x);                                                                   \
+        if (s_ != GPUDYN_SUCCESS) {                                                                 \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, gpudyn_last_error_message()); \
+            exit(2);                                                                                \
+        }                                                                                           \
+    } while (0)
 
 using namespace gpudyn;
 using u32 = unsigned;
 using u64 = unsigned long long;
 
-constexpr int kRwPasses = 30;                // paper §VI-C: "adds +1, 30 times"
-constexpr unsigned kThreads = 512;           // block size of the read/write kernels
-constexpr u64 kStart = 1000000;              // paper: 1e6 doubled 10 times
-constexpr int kRepeats = 5;                  // median of these for repeatable measurements
+constexpr int kRwPasses = 30;      // paper §VI-C: "adds +1, 30 times"
+constexpr unsigned kThreads = 512; // block size of the read/write kernels
+constexpr u64 kStart = 1000000;    // paper: 1e6 doubled 10 times
+constexpr int kRepeats = 5;        // median of these for repeatable measurements
 // The grow target compares two host-side driver sequences of ~0.1 ms whose
 // run-to-run spread is ~20%: more samples for its median.
 constexpr int kGrowRepeats = 11;
@@ -83,7 +97,7 @@ struct gg_spans {
 // (for_each_part_span), with its vector loop: 16-byte vectors where aligned,
 // kRwUnroll loads issued before their stores (a thread keeps 64 bytes of
 // reads in flight).
-constexpr u64 kRwPart = 16384;  // elements (64 KiB of u32)
+constexpr u64 kRwPart = 16384; // elements (64 KiB of u32)
 constexpr int kRwUnroll = 4;
 __device__ void add_one_span(u32* p, u64 n) {
     const u64 head = ggarray_detail::elements_before_vector(p, n);
@@ -93,7 +107,10 @@ __device__ void add_one_span(u32* p, u64 n) {
     ggarray_detail::block_vector_loop<kRwUnroll>(
         nv, [&](u64 j) { return v[j]; },
         [&](u64 j, uint4 x) {
-            x.x += 1; x.y += 1; x.z += 1; x.w += 1;
+            x.x += 1;
+            x.y += 1;
+            x.z += 1;
+            x.w += 1;
             v[j] = x;
         });
     for (u64 i = head + nv * 4 + threadIdx.x; i < n; i += blockDim.x) p[i] += 1;
@@ -104,8 +121,7 @@ __global__ void __launch_bounds__(kThreads) add_one(Spans s, u64 n) {
 }
 // rw_g: one thread per global element, located by binary search (paper's rw_g).
 __global__ void add_one_global(ggarray_ref<u32> a, u64 n) {
-    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
-        a.at(i) += 1;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) a.at(i) += 1;
 }
 // Sum and sum of squares (mod 2^64) of every element: what the Fig. 6 runs
 // check against the values they must hold (insertion order differs per structure).
@@ -128,13 +144,13 @@ __global__ void checksum(Spans s, u64 n, u64* out) {
 // plan_bulk_insert, each reserved once, ranked tile by tile with algorithm A
 // and stored), from these sources instead of a values array.
 struct iota_source {
-    u64 first;  // value of candidate j
+    u64 first; // value of candidate j
     __device__ bool all_flagged() const { return true; }
     __device__ bool flag(u64) const { return true; }
     __device__ u32 value(u64 j) const { return u32(first + j); }
 };
 struct iota_sources {
-    u64 first;  // value of candidate 0
+    u64 first; // value of candidate 0
     __device__ iota_source operator()(u64 lo) const { return iota_source{first + lo}; }
 };
 
@@ -149,7 +165,7 @@ struct iota_sources {
 constexpr unsigned kPerElementThreads = 256;
 template <bool Aggregable>
 __global__ void __launch_bounds__(kPerElementThreads)
-push_per_element_atomic(gpudyn_static_array_view_t v, u64 n, u64 first, u64 never) {
+    push_per_element_atomic(gpudyn_static_array_view_t v, u64 n, u64 first, u64 never) {
     const u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;
     if (i >= n) return;
     u64* size = reinterpret_cast<u64*>(v.size);
@@ -185,24 +201,46 @@ __global__ void count_not_iota(const u32* p, u64 n, u32 add, u64* bad) {
 // ---- timing ----
 struct ev_timer {
     cudaEvent_t a, b;
-    ev_timer() { CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b)); }
-    ~ev_timer() { cudaEventDestroy(a); cudaEventDestroy(b); }
+    ev_timer() {
+        CK(cudaEventCreate(&a));
+        CK(cudaEventCreate(&b));
+    }
+    ~ev_timer() {
+        cudaEventDestroy(a);
+        cudaEventDestroy(b);
+    }
     void start() { CK(cudaEventRecord(a)); }
-    double stop() { CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b)); float ms = 0; CK(cudaEventElapsedTime(&ms, a, b)); return ms; }
+    double stop() {
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        return ms;
+    }
 };
 static double wall_ms(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
-static double median(std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
+static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
 
 // ---- JSON ----
 static std::string jarr(const std::vector<double>& v) {
     std::string s = "[";
     char b[64];
-    for (size_t i = 0; i < v.size(); ++i) { snprintf(b, sizeof b, "%s%.6g", i ? ", " : "", v[i]); s += b; }
+    for (size_t i = 0; i < v.size(); ++i) {
+        snprintf(b, sizeof b, "%s%.6g", i ? ", " : "", v[i]);
+        s += b;
+    }
     return s + "]";
 }
-static std::string jnum(double x) { char b[64]; snprintf(b, sizeof b, "%.6g", x); return b; }
+static std::string jnum(double x) {
+    char b[64];
+    snprintf(b, sizeof b, "%.6g", x);
+    return b;
+}
 static std::string ju64(u64 x) { return std::to_string(x); }
 static std::string jarr_u64(const std::vector<u64>& v) {
     std::string s = "[";
@@ -210,38 +248,38 @@ static std::string jarr_u64(const std::vector<u64>& v) {
     return s + "]";
 }
 static std::string jbool(bool b) { return b ? "true" : "false"; }
-static std::string jstr(const std::string& s) { return "\"" + s + "\""; }  // our own ASCII labels only
+static std::string jstr(const std::string& s) { return "\"" + s + "\""; } // our own ASCII labels only
 
 static int g_done = 0, g_total = 1;
 static void progress(const char* label) { fprintf(stderr, "progress %d %d %s\n", ++g_done, g_total, label); }
 
 // ---- structures under test ----
 enum class kind {
-    static_async,   // the library's static array: cudaMallocAsync from the default pool
-    static_malloc,  // a static array whose storage the benchmark takes with cudaMalloc
-    vmm,            // the VMM array, grown by reserve at each doubling
-    vmm_once,       // the VMM array mapped once to its capacity: a static array in one cuMemCreate mapping
+    static_async,  // the library's static array: cudaMallocAsync from the default pool
+    static_malloc, // a static array whose storage the benchmark takes with cudaMalloc
+    vmm,           // the VMM array, grown by reserve at each doubling
+    vmm_once,      // the VMM array mapped once to its capacity: a static array in one cuMemCreate mapping
     ggarray,
 };
 static const char* allocation_of(kind k) {
     switch (k) {
-    case kind::static_async: return "cudaMallocAsync (gpudyn_static_array_create, the device's default pool)";
-    case kind::static_malloc: return "cudaMalloc";
-    case kind::vmm: return "cuMemCreate + cuMemMap per reserve (gpudyn_vmm_array, 2 MiB granularity)";
-    case kind::vmm_once: return "one cuMemCreate + cuMemMap of the whole capacity (gpudyn_vmm_array reserved once)";
-    default: return "GGArray buckets (pool rows mapped with cuMemCreate at reserve)";
+        case kind::static_async: return "cudaMallocAsync (gpudyn_static_array_create, the device's default pool)";
+        case kind::static_malloc: return "cudaMalloc";
+        case kind::vmm: return "cuMemCreate + cuMemMap per reserve (gpudyn_vmm_array, 2 MiB granularity)";
+        case kind::vmm_once: return "one cuMemCreate + cuMemMap of the whole capacity (gpudyn_vmm_array reserved once)";
+        default: return "GGArray buckets (pool rows mapped with cuMemCreate at reserve)";
     }
 }
 struct subject {
     std::string name;
     kind k;
     unsigned lfv = 0;
-    u64 shift = 0;  // static_malloc: bytes the data starts after the cudaMalloc pointer
+    u64 shift = 0; // static_malloc: bytes the data starts after the cudaMalloc pointer
     gpudyn_static_array_t s = nullptr;
     gpudyn_vmm_array_t v = nullptr;
     gpudyn_ggarray_t g = nullptr;
-    void* raw = nullptr;             // static_malloc storage
-    u64* meta = nullptr;             // static_malloc cells: size, status (u32), failed_at
+    void* raw = nullptr; // static_malloc storage
+    u64* meta = nullptr; // static_malloc cells: size, status (u32), failed_at
     gpudyn_static_array_view_t own{};
     u64 raw_bytes = 0;
 };
@@ -250,13 +288,15 @@ static bool is_vmm(const subject& x) { return x.k == kind::vmm || x.k == kind::v
 
 static void create(subject& x, u64 max_n) {
     if (x.k == kind::static_async) {
-        gpudyn_static_array_options_t o; gpudyn_static_array_options_init(&o); o.capacity = max_n;
+        gpudyn_static_array_options_t o;
+        gpudyn_static_array_options_init(&o);
+        o.capacity = max_n;
         GK(gpudyn_static_array_create(&x.s, &o, nullptr));
     } else if (x.k == kind::static_malloc) {
         x.raw_bytes = max_n * 4 + x.shift;
         CK(cudaMalloc(&x.raw, x.raw_bytes));
         CK(cudaMalloc(&x.meta, 3 * sizeof(u64)));
-        const u64 cells[3] = {0, 0, ~0ull};  // size 0, status 0, no failed reservation
+        const u64 cells[3] = {0, 0, ~0ull}; // size 0, status 0, no failed reservation
         CK(cudaMemcpy(x.meta, cells, sizeof cells, cudaMemcpyHostToDevice));
         x.own.version = GPUDYN_STATIC_ARRAY_VIEW_VERSION;
         x.own.element_size = 4;
@@ -266,26 +306,36 @@ static void create(subject& x, u64 max_n) {
         x.own.status = reinterpret_cast<uint64_t>(x.meta + 1);
         x.own.failed_at = reinterpret_cast<uint64_t>(x.meta + 2);
     } else if (is_vmm(x)) {
-        gpudyn_vmm_array_options_t o; gpudyn_vmm_array_options_init(&o);
+        gpudyn_vmm_array_options_t o;
+        gpudyn_vmm_array_options_init(&o);
         o.max_capacity = x.k == kind::vmm ? 2 * max_n : max_n;
         GK(gpudyn_vmm_array_create(&x.v, &o, nullptr));
         if (x.k == kind::vmm_once) GK(gpudyn_vmm_array_reserve(x.v, max_n, nullptr));
     } else {
-        gpudyn_ggarray_options_t o; gpudyn_ggarray_options_init(&o); o.num_lfvectors = x.lfv;
+        gpudyn_ggarray_options_t o;
+        gpudyn_ggarray_options_init(&o);
+        o.num_lfvectors = x.lfv;
         GK(gpudyn_ggarray_create(&x.g, &o, nullptr));
     }
     CK(cudaDeviceSynchronize());
 }
 static void destroy(subject& x) {
-    GK(gpudyn_static_array_destroy(x.s)); GK(gpudyn_vmm_array_destroy(x.v)); GK(gpudyn_ggarray_destroy(x.g));
+    GK(gpudyn_static_array_destroy(x.s));
+    GK(gpudyn_vmm_array_destroy(x.v));
+    GK(gpudyn_ggarray_destroy(x.g));
     if (x.raw) CK(cudaFree(x.raw));
     if (x.meta) CK(cudaFree(x.meta));
-    x.s = nullptr; x.v = nullptr; x.g = nullptr; x.raw = nullptr; x.meta = nullptr;
-    CK(cudaDeviceSynchronize());  // stream-ordered frees done before the next subject's allocation
+    x.s = nullptr;
+    x.v = nullptr;
+    x.g = nullptr;
+    x.raw = nullptr;
+    x.meta = nullptr;
+    CK(cudaDeviceSynchronize()); // stream-ordered frees done before the next subject's allocation
 }
 static gpudyn_static_array_view_t static_view(subject& x) {
     if (x.k == kind::static_malloc) return x.own;
-    gpudyn_static_array_view_t v; GK(gpudyn_static_array_get_view(x.s, &v));
+    gpudyn_static_array_view_t v;
+    GK(gpudyn_static_array_get_view(x.s, &v));
     return v;
 }
 // Element 0 of a contiguous array.
@@ -328,10 +378,17 @@ static double grow(subject& x, u64 cap) {
     return wall_ms(t0);
 }
 static u64* size_cells(subject& x, size_t* count) {
-    if (x.k == kind::ggarray) { gpudyn_ggarray_view_t v; GK(gpudyn_ggarray_get_view(x.g, &v, nullptr)); *count = v.num_lfvectors; return reinterpret_cast<u64*>(v.sizes); }
+    if (x.k == kind::ggarray) {
+        gpudyn_ggarray_view_t v;
+        GK(gpudyn_ggarray_get_view(x.g, &v, nullptr));
+        *count = v.num_lfvectors;
+        return reinterpret_cast<u64*>(v.sizes);
+    }
     *count = 1;
     if (is_static(x)) return reinterpret_cast<u64*>(static_view(x).size);
-    gpudyn_vmm_array_view_t v; GK(gpudyn_vmm_array_get_view(x.v, &v)); return reinterpret_cast<u64*>(v.size);
+    gpudyn_vmm_array_view_t v;
+    GK(gpudyn_vmm_array_get_view(x.v, &v));
+    return reinterpret_cast<u64*>(v.size);
 }
 template <insert_algo A>
 static void launch_insert(subject& x, u64 n, u64 first) {
@@ -341,17 +398,19 @@ static void launch_insert(subject& x, u64 n, u64 first) {
     using ggarray_detail::kPushItems;
     using ggarray_detail::kPushThreads;
     using ggarray_detail::push_kernel;
-    const bulk_plan plan = plan_bulk_insert(n, grid_fill(kPushBlocksPerSm), targets,
-                                            (u64)kPushThreads * kPushItems, unsigned(first % targets));
+    const bulk_plan plan = plan_bulk_insert(n, grid_fill(kPushBlocksPerSm), targets, (u64)kPushThreads * kPushItems,
+                                            unsigned(first % targets));
     if (plan.grid == 0) return;
     const iota_sources src{first};
     if (x.k == kind::ggarray) {
-        gpudyn_ggarray_view_t v; GK(gpudyn_ggarray_get_view(x.g, &v, nullptr));
+        gpudyn_ggarray_view_t v;
+        GK(gpudyn_ggarray_get_view(x.g, &v, nullptr));
         push_kernel<A><<<plan.grid, kPushThreads>>>(ggarray_ref<u32>{v}, src, n, plan);
     } else if (is_static(x)) {
         push_kernel<A><<<plan.grid, kPushThreads>>>(static_array_ref<u32>{static_view(x)}, src, n, plan);
     } else {
-        gpudyn_vmm_array_view_t v; GK(gpudyn_vmm_array_get_view(x.v, &v));
+        gpudyn_vmm_array_view_t v;
+        GK(gpudyn_vmm_array_get_view(x.v, &v));
         push_kernel<A><<<plan.grid, kPushThreads>>>(vmm_array_ref<u32>{v}, src, n, plan);
     }
     CK(cudaGetLastError());
@@ -393,7 +452,8 @@ static double timed_rw(subject& x, u64 n, bool global_index = false) {
     const unsigned grid = grid_fill(4);
     auto pass = [&]() {
         if (x.k == kind::ggarray) {
-            gpudyn_ggarray_view_t v; GK(gpudyn_ggarray_get_view(x.g, &v, nullptr));
+            gpudyn_ggarray_view_t v;
+            GK(gpudyn_ggarray_get_view(x.g, &v, nullptr));
             if (global_index) add_one_global<<<grid_fill(8), 256>>>(ggarray_ref<u32>{v}, n);
             else add_one<<<grid, kThreads>>>(gg_spans{ggarray_ref<u32>{v}}, n);
         } else {
@@ -401,9 +461,10 @@ static double timed_rw(subject& x, u64 n, bool global_index = false) {
         }
         CK(cudaGetLastError());
     };
-    pass();  // warm-up
+    pass(); // warm-up
     CK(cudaDeviceSynchronize());
-    ev_timer e; e.start();
+    ev_timer e;
+    e.start();
     for (int p = 0; p < kRwPasses; ++p) pass();
     return e.stop();
 }
@@ -420,7 +481,11 @@ __global__ void count_mismatch(const u32* before, const u32* after, u64 n, u32 a
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
         if (after[i] != before[i] + add) atomicAdd(bad, 1ull);
 }
-static u64 read_u64(const u64* d) { u64 h = 0; CK(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost)); return h; }
+static u64 read_u64(const u64* d) {
+    u64 h = 0;
+    CK(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost));
+    return h;
+}
 
 // ---- host check: the n values in p are exactly 0..n-1, each once ----
 struct once_check {
@@ -432,7 +497,7 @@ struct once_check {
 static once_check check_each_once(const u32* p, u64 n) {
     once_check c;
     std::vector<u64> seen((n + 63) / 64, 0);
-    const u64 chunk = std::min<u64>(n, 64ull << 20);  // elements per copy: 256 MiB
+    const u64 chunk = std::min<u64>(n, 64ull << 20); // elements per copy: 256 MiB
     u32* stage = nullptr;
     CK(cudaMallocHost(&stage, std::max<u64>(chunk, 1) * 4));
     const unsigned workers = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
@@ -445,7 +510,10 @@ static once_check check_each_once(const u32* p, u64 n) {
             pool.emplace_back([&, w] {
                 for (u64 i = m * w / workers; i < m * (w + 1) / workers; ++i) {
                     const u64 v = stage[i];
-                    if (v >= n) { ++oor[w]; continue; }
+                    if (v >= n) {
+                        ++oor[w];
+                        continue;
+                    }
                     const u64 bit = 1ull << (v % 64);
                     if (__atomic_fetch_or(&seen[v / 64], bit, __ATOMIC_RELAXED) & bit) ++dup[w];
                 }
@@ -455,7 +523,10 @@ static once_check check_each_once(const u32* p, u64 n) {
     CK(cudaFreeHost(stage));
     u64 distinct = 0;
     for (u64 w : seen) distinct += __builtin_popcountll(w);
-    for (unsigned w = 0; w < workers; ++w) { c.out_of_range += oor[w]; c.duplicates += dup[w]; }
+    for (unsigned w = 0; w < workers; ++w) {
+        c.out_of_range += oor[w];
+        c.duplicates += dup[w];
+    }
     c.missing = n - distinct;
     return c;
 }
@@ -472,22 +543,30 @@ static void expected_sums(u64 n, u64 w, u64* s1, u64* s2) {
 int main(int argc, char** argv) {
     const char* out = nullptr;
     bool quick = false;
-    const char* only = nullptr;  // one section alone (profiling runs); `gpudyn bench` runs all
-    const char* usage = "usage: %s --out FILE.json [--quick] [--only fig4|grow|fig5|baselines|lfvectors|flatten|fig6]\n";
+    const char* only = nullptr; // one section alone (profiling runs); `gpudyn bench` runs all
+    const char* usage =
+        "usage: %s --out FILE.json [--quick] [--only fig4|grow|fig5|baselines|lfvectors|flatten|fig6]\n";
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-        else { fprintf(stderr, usage, argv[0]); return 2; }
+        else {
+            fprintf(stderr, usage, argv[0]);
+            return 2;
+        }
     }
     const char* sections[] = {"fig4", "grow", "fig5", "baselines", "lfvectors", "flatten", "fig6"};
-    if (only && std::none_of(std::begin(sections), std::end(sections), [&](const char* s) { return !strcmp(s, only); })) {
+    if (only &&
+        std::none_of(std::begin(sections), std::end(sections), [&](const char* s) { return !strcmp(s, only); })) {
         fprintf(stderr, "--only %s: no such section\n", only);
         fprintf(stderr, usage, argv[0]);
         return 2;
     }
     auto section = [&](const char* name) { return only == nullptr || !strcmp(only, name); };
-    if (!out) { fprintf(stderr, "--out FILE.json is required\n"); return 2; }
+    if (!out) {
+        fprintf(stderr, "--out FILE.json is required\n");
+        return 2;
+    }
     int dev = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, dev));
@@ -495,7 +574,8 @@ int main(int argc, char** argv) {
     const int doublings = quick ? 4 : 10;
     const u64 start = quick ? 100000 : kStart;
     const u64 final_n = start << doublings;
-    std::vector<unsigned> lfv_sweep = quick ? std::vector<unsigned>{32, 512} : std::vector<unsigned>{32, 64, 128, 256, 512, 1024, 2048};
+    std::vector<unsigned> lfv_sweep =
+        quick ? std::vector<unsigned>{32, 512} : std::vector<unsigned>{32, 64, 128, 256, 512, 1024, 2048};
     const std::vector<int> fig6_work = {1, 10, 100, 1000};
     // Fig. 6 final sizes: the paper's is 1e9 (5 doublings from 1e9 / 32).
     const std::vector<u64> fig6_sizes = quick ? std::vector<u64>{1ull << 20, 1ull << 22}
@@ -510,9 +590,12 @@ int main(int argc, char** argv) {
     constexpr int kAlgos = 5;
     const char* algo_names[kAlgos] = {"atomic", "warp_scan", "tensor_scan", "per_element_atomic",
                                       "per_element_atomic_as_compiled"};
-    std::vector<subject> fig5_subs = {{"static_cudaMallocAsync", kind::static_async}, {"static_cudaMalloc", kind::static_malloc},
-                                      {"static_cuMemCreate", kind::vmm_once}, {"vmm", kind::vmm},
-                                      {"ggarray32", kind::ggarray, 32}, {"ggarray512", kind::ggarray, 512}};
+    std::vector<subject> fig5_subs = {{"static_cudaMallocAsync", kind::static_async},
+                                      {"static_cudaMalloc", kind::static_malloc},
+                                      {"static_cuMemCreate", kind::vmm_once},
+                                      {"vmm", kind::vmm},
+                                      {"ggarray32", kind::ggarray, 32},
+                                      {"ggarray512", kind::ggarray, 512}};
     const int baseline_rows = 5;
     g_total = 0;
     if (section("fig4")) g_total += kAlgos * (doublings + 1);
@@ -524,7 +607,8 @@ int main(int argc, char** argv) {
     if (section("fig6")) g_total += int(fig6_sizes.size() * fig6_work.size());
     std::vector<double> sizes;
     for (int s = 0; s <= doublings; ++s) sizes.push_back(double(start << s));
-    std::string json = "{\n  \"quick\": " + jbool(quick) + ",\n  \"rw_passes\": " + std::to_string(kRwPasses) + ",\n  \"sizes\": " + jarr(sizes) + ",\n";
+    std::string json = "{\n  \"quick\": " + jbool(quick) + ",\n  \"rw_passes\": " + std::to_string(kRwPasses) +
+                       ",\n  \"sizes\": " + jarr(sizes) + ",\n";
 
     // ---- Fig. 4 col. 1: insertion algorithms on the static array + write baseline ----
     // The static array and the plain-write buffer both come from cudaMalloc (like for like).
@@ -546,24 +630,31 @@ int main(int argc, char** argv) {
             for (int s = 0; s <= doublings; ++s) {
                 const u64 add = s == 0 ? start : n;
                 const int r = a == 3 && add > kPerElementOneRunAbove ? 1 : kRepeats;
-                double ms = a == 0 ? timed_insert<insert_algo::atomic>(x, add, n, r)
-                          : a == 1 ? timed_insert<insert_algo::warp_scan>(x, add, n, r)
-                          : a == 2 ? timed_insert<insert_algo::tensor_scan>(x, add, n, r)
-                          : a == 3 ? timed_insert_with(x, r, [&] { launch_per_element_atomic<false>(x, add, n); })
-                                   : timed_insert_with(x, r, [&] { launch_per_element_atomic<true>(x, add, n); });
+                double ms = a == 0   ? timed_insert<insert_algo::atomic>(x, add, n, r)
+                            : a == 1 ? timed_insert<insert_algo::warp_scan>(x, add, n, r)
+                            : a == 2 ? timed_insert<insert_algo::tensor_scan>(x, add, n, r)
+                            : a == 3 ? timed_insert_with(x, r, [&] { launch_per_element_atomic<false>(x, add, n); })
+                                     : timed_insert_with(x, r, [&] { launch_per_element_atomic<true>(x, add, n); });
                 t_algo[a].push_back(ms);
                 reps[a].push_back(r);
                 if (a == 0) {
-                    std::vector<double> w, w4; ev_timer e;
+                    std::vector<double> w, w4;
+                    ev_timer e;
                     for (int k = 0; k < kRepeats; ++k) {
-                        e.start(); write_n<<<grid_fill(8), 256>>>(plain, add, n); w.push_back(e.stop());
-                        e.start(); write_n_vec4<<<grid_fill(8), 256>>>(plain, add, n); w4.push_back(e.stop());
+                        e.start();
+                        write_n<<<grid_fill(8), 256>>>(plain, add, n);
+                        w.push_back(e.stop());
+                        e.start();
+                        write_n_vec4<<<grid_fill(8), 256>>>(plain, add, n);
+                        w4.push_back(e.stop());
                     }
                     t_write.push_back(median(w));
                     t_write4.push_back(median(w4));
                 }
                 n += add;
-                char l[96]; snprintf(l, sizeof l, "fig4 insert %s size %llu", algo_names[a], n); progress(l);
+                char l[96];
+                snprintf(l, sizeof l, "fig4 insert %s size %llu", algo_names[a], n);
+                progress(l);
             }
             // Every value 0..n-1 inserted exactly once (host check), and the size says n.
             const auto t_check = std::chrono::steady_clock::now();
@@ -574,9 +665,10 @@ int main(int argc, char** argv) {
             verify_s += wall_ms(t_check) / 1e3;
             const bool ok = c.ok() && counter == n && failed == ~0ull;
             all_once = all_once && ok;
-            verified += std::string(a ? ", " : "") + jstr(algo_names[a]) + ": {\"ok\": " + jbool(ok) + ", \"elements\": " + ju64(n) +
-                        ", \"size_counter\": " + ju64(counter) + ", \"out_of_range\": " + ju64(c.out_of_range) +
-                        ", \"duplicates\": " + ju64(c.duplicates) + ", \"missing\": " + ju64(c.missing) + "}";
+            verified += std::string(a ? ", " : "") + jstr(algo_names[a]) + ": {\"ok\": " + jbool(ok) +
+                        ", \"elements\": " + ju64(n) + ", \"size_counter\": " + ju64(counter) +
+                        ", \"out_of_range\": " + ju64(c.out_of_range) + ", \"duplicates\": " + ju64(c.duplicates) +
+                        ", \"missing\": " + ju64(c.missing) + "}";
             destroy(x);
         }
         CK(cudaFree(plain));
@@ -584,15 +676,21 @@ int main(int argc, char** argv) {
         for (int a = 0; a < kAlgos; ++a) json += jstr(algo_names[a]) + ": " + jarr(t_algo[a]) + ", ";
         json += "\"plain_write\": " + jarr(t_write) + ", \"plain_write_vec4\": " + jarr(t_write4) + "},\n";
         json += "  \"fig4_insert_repeats\": {";
-        for (int a = 0; a < kAlgos; ++a) json += std::string(a ? ", " : "") + jstr(algo_names[a]) + ": " + jarr(reps[a]);
+        for (int a = 0; a < kAlgos; ++a)
+            json += std::string(a ? ", " : "") + jstr(algo_names[a]) + ": " + jarr(reps[a]);
         json += ", \"plain_write\": " + std::to_string(kRepeats) + "},\n";
-        json += "  \"fig4_notes\": {\"allocation\": \"cudaMalloc (static array and plain-write buffer)\", "
-                "\"atomic\": \"the library's atomic: one atomicAdd per block part, ranks by atomics in shared memory\", "
-                "\"per_element_atomic\": \"the paper's scheme: each element its own atomicAdd on the size, one thread per element (compiler aggregation defeated)\", "
-                "\"per_element_atomic_as_compiled\": \"the paper's source as nvcc builds it: ptxas merges a warp's same-address atomicAdds into one\", "
-                "\"repeats\": \"median of fig4_insert_repeats runs; per_element_atomic runs once above " + ju64(kPerElementOneRunAbove) + " elements\"},\n";
-        json += "  \"fig4_bytes_held\": {\"static\": " + ju64(static_bytes) + ", \"plain_write\": " + ju64(plain_elems * 4) + "},\n";
-        json += "  \"fig4_verified\": {" + verified.substr(1) + ", \"all\": " + jbool(all_once) + ", \"check\": \"host: each value 0..n-1 exactly once, size counter n\", \"verify_seconds\": " + jnum(verify_s) + "},\n";
+        json +=
+            "  \"fig4_notes\": {\"allocation\": \"cudaMalloc (static array and plain-write buffer)\", "
+            "\"atomic\": \"the library's atomic: one atomicAdd per block part, ranks by atomics in shared memory\", "
+            "\"per_element_atomic\": \"the paper's scheme: each element its own atomicAdd on the size, one thread per element (compiler aggregation defeated)\", "
+            "\"per_element_atomic_as_compiled\": \"the paper's source as nvcc builds it: ptxas merges a warp's same-address atomicAdds into one\", "
+            "\"repeats\": \"median of fig4_insert_repeats runs; per_element_atomic runs once above " +
+            ju64(kPerElementOneRunAbove) + " elements\"},\n";
+        json += "  \"fig4_bytes_held\": {\"static\": " + ju64(static_bytes) +
+                ", \"plain_write\": " + ju64(plain_elems * 4) + "},\n";
+        json += "  \"fig4_verified\": {" + verified.substr(1) + ", \"all\": " + jbool(all_once) +
+                ", \"check\": \"host: each value 0..n-1 exactly once, size counter n\", \"verify_seconds\": " +
+                jnum(verify_s) + "},\n";
         json += "  \"fig4_seconds\": " + jnum(wall_ms(t_sec) / 1e3) + ",\n";
     }
 
@@ -607,8 +705,13 @@ int main(int argc, char** argv) {
             create(g, final_n);
             grow(v, final_n / 2);
             grow(g, final_n / 2);
-            if (r % 2) { tg.push_back(grow(g, final_n)); tv.push_back(grow(v, final_n)); }
-            else { tv.push_back(grow(v, final_n)); tg.push_back(grow(g, final_n)); }
+            if (r % 2) {
+                tg.push_back(grow(g, final_n));
+                tv.push_back(grow(v, final_n));
+            } else {
+                tv.push_back(grow(v, final_n));
+                tg.push_back(grow(g, final_n));
+            }
             bv = bytes_held(v);
             bg = bytes_held(g);
             destroy(v);
@@ -640,7 +743,10 @@ int main(int argc, char** argv) {
                 if (s == doublings) {
                     u32 *b0 = nullptr, *b1 = nullptr;
                     u64* bad = nullptr;
-                    CK(cudaMalloc(&b0, n * 4)); CK(cudaMalloc(&b1, n * 4)); CK(cudaMalloc(&bad, 8)); CK(cudaMemset(bad, 0, 8));
+                    CK(cudaMalloc(&b0, n * 4));
+                    CK(cudaMalloc(&b1, n * 4));
+                    CK(cudaMalloc(&bad, 8));
+                    CK(cudaMemset(bad, 0, 8));
                     flatten_any(x, b0, n);
                     for (int r = 0; r < kRwFinalRepeats; ++r) rw_samples.push_back(timed_rw(x, n));
                     trw.push_back(median(rw_samples));
@@ -648,19 +754,26 @@ int main(int argc, char** argv) {
                     count_mismatch<<<grid_fill(8), 256>>>(b0, b1, n, kRwFinalRepeats * (1 + kRwPasses), bad);
                     CK(cudaGetLastError());
                     rw_ok = read_u64(bad) == 0;
-                    CK(cudaFree(b0)); CK(cudaFree(b1)); CK(cudaFree(bad));
+                    CK(cudaFree(b0));
+                    CK(cudaFree(b1));
+                    CK(cudaFree(bad));
                 } else {
                     trw.push_back(timed_rw(x, n));
                 }
-                char l[96]; snprintf(l, sizeof l, "fig5 %s size %llu", x.name.c_str(), n); progress(l);
+                char l[96];
+                snprintf(l, sizeof l, "fig5 %s size %llu", x.name.c_str(), n);
+                progress(l);
             }
             const u64 bytes = bytes_held(x);
             destroy(x);
-            json += "    " + jstr(x.name) + ": {\"grow_ms\": " + jarr(tg) + ", \"insert_ms\": " + jarr(ti) + ", \"rw_ms\": " +
-                    jarr(trw) + ", \"rw_final_samples_ms\": " + jarr(rw_samples) + ", \"allocated_bytes\": " + ju64(bytes) +
-                    ", \"bytes_held\": " + jarr_u64(held) + ", \"elements\": " + jarr_u64(elems) +
-                    ", \"element_bytes\": " + ju64(n * 4) + ", \"allocation\": " + jstr(allocation_of(x.k)) +
-                    (x.k == kind::ggarray ? ", \"num_lfvectors\": " + std::to_string(x.lfv) + ", \"first_bucket_elements\": 1024" : std::string()) +
+            json += "    " + jstr(x.name) + ": {\"grow_ms\": " + jarr(tg) + ", \"insert_ms\": " + jarr(ti) +
+                    ", \"rw_ms\": " + jarr(trw) + ", \"rw_final_samples_ms\": " + jarr(rw_samples) +
+                    ", \"allocated_bytes\": " + ju64(bytes) + ", \"bytes_held\": " + jarr_u64(held) +
+                    ", \"elements\": " + jarr_u64(elems) + ", \"element_bytes\": " + ju64(n * 4) +
+                    ", \"allocation\": " + jstr(allocation_of(x.k)) +
+                    (x.k == kind::ggarray
+                         ? ", \"num_lfvectors\": " + std::to_string(x.lfv) + ", \"first_bucket_elements\": 1024"
+                         : std::string()) +
                     ", \"rw_all_passes_verified\": " + jbool(rw_ok) + "}" + (k + 1 < fig5_subs.size() ? ",\n" : "\n");
         }
         json += "  },\n";
@@ -684,8 +797,8 @@ int main(int argc, char** argv) {
         subs.push_back({"static_cuMemCreate", kind::vmm_once});
         subs.push_back({"vmm", kind::vmm});
         for (size_t i = 1; i < subs.size(); ++i) create(subs[i], n);
-        for (int s = 0; s <= doublings; ++s) grow(subs.back(), start << s);  // the VMM array as Fig. 5 grows it
-        for (auto& x : subs) write_n<<<grid_fill(8), 256>>>(flat_data(x), n, 0);  // 4-byte stores: any offset
+        for (int s = 0; s <= doublings; ++s) grow(subs.back(), start << s);      // the VMM array as Fig. 5 grows it
+        for (auto& x : subs) write_n<<<grid_fill(8), 256>>>(flat_data(x), n, 0); // 4-byte stores: any offset
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
         std::vector<std::vector<double>> t(subs.size());
@@ -705,13 +818,17 @@ int main(int argc, char** argv) {
             CK(cudaGetLastError());
             const bool ok = read_u64(bad) == 0;
             std::string how = allocation_of(x.k);
-            if (x.name == "static_cudaMalloc_shifted") how += ", data shifted to the cudaMallocAsync pointer's offset in its 2 MiB page";
-            json += "    {\"name\": " + jstr(x.name) + ", \"allocation\": " + jstr(how) + ", \"shift_bytes\": " + ju64(x.shift) +
+            if (x.name == "static_cudaMalloc_shifted")
+                how += ", data shifted to the cudaMallocAsync pointer's offset in its 2 MiB page";
+            json += "    {\"name\": " + jstr(x.name) + ", \"allocation\": " + jstr(how) +
+                    ", \"shift_bytes\": " + ju64(x.shift) +
                     ", \"address_mod_2MiB\": " + ju64(reinterpret_cast<u64>(flat_data(x)) % kPage) +
                     ", \"bytes_held\": " + ju64(bytes_held(x)) + ", \"rw_ms\": " + jnum(median(t[i])) +
                     ", \"rw_samples_ms\": " + jarr(t[i]) + ", \"verified\": " + jbool(ok) + "}" +
                     (i + 1 < subs.size() ? ",\n" : "\n");
-            char l[96]; snprintf(l, sizeof l, "baselines %s", x.name.c_str()); progress(l);
+            char l[96];
+            snprintf(l, sizeof l, "baselines %s", x.name.c_str());
+            progress(l);
         }
         CK(cudaFree(bad));
         for (auto& x : subs) destroy(x);
@@ -728,7 +845,8 @@ int main(int argc, char** argv) {
             create(x, final_n);
             grow(x, half);
             timed_insert<insert_algo::warp_scan>(x, half, 0, 1);
-            ev_timer e; e.start();
+            ev_timer e;
+            e.start();
             grow(x, final_n);
             launch_insert<insert_algo::warp_scan>(x, half, half);
             tgi.push_back(e.stop());
@@ -737,10 +855,13 @@ int main(int argc, char** argv) {
             held.push_back(bytes_held(x));
             lf.push_back(L);
             destroy(x);
-            char l[64]; snprintf(l, sizeof l, "fig4 lfvectors %u", L); progress(l);
+            char l[64];
+            snprintf(l, sizeof l, "fig4 lfvectors %u", L);
+            progress(l);
         }
         json += "  \"fig4_lfvectors\": {\"lfvectors\": " + jarr(lf) + ", \"grow_insert_ms\": " + jarr(tgi) +
-                ", \"rw_b_ms\": " + jarr(trwb) + ", \"rw_g_ms\": " + jarr(trwg) + ", \"bytes_held\": " + jarr_u64(held) + "},\n";
+                ", \"rw_b_ms\": " + jarr(trwb) + ", \"rw_g_ms\": " + jarr(trwg) +
+                ", \"bytes_held\": " + jarr_u64(held) + "},\n";
     }
 
     // ---- flatten vs cudaMemcpy D2D ----
@@ -751,18 +872,27 @@ int main(int argc, char** argv) {
         grow(x, n);
         launch_insert<insert_algo::warp_scan>(x, n, 0);
         u32 *dst = nullptr, *src = nullptr;
-        CK(cudaMalloc(&dst, n * 4)); CK(cudaMalloc(&src, n * 4)); CK(cudaMemset(src, 1, n * 4));
-        std::vector<double> tf, tm; ev_timer e;
-        GK(gpudyn_ggarray_flatten(x.g, dst, n * 4, nullptr));  // warm-up
+        CK(cudaMalloc(&dst, n * 4));
+        CK(cudaMalloc(&src, n * 4));
+        CK(cudaMemset(src, 1, n * 4));
+        std::vector<double> tf, tm;
+        ev_timer e;
+        GK(gpudyn_ggarray_flatten(x.g, dst, n * 4, nullptr)); // warm-up
         for (int r = 0; r < kRepeats; ++r) {
-            e.start(); GK(gpudyn_ggarray_flatten(x.g, dst, n * 4, nullptr)); tf.push_back(e.stop());
-            e.start(); CK(cudaMemcpyAsync(dst, src, n * 4, cudaMemcpyDeviceToDevice)); tm.push_back(e.stop());
+            e.start();
+            GK(gpudyn_ggarray_flatten(x.g, dst, n * 4, nullptr));
+            tf.push_back(e.stop());
+            e.start();
+            CK(cudaMemcpyAsync(dst, src, n * 4, cudaMemcpyDeviceToDevice));
+            tm.push_back(e.stop());
         }
         const u64 buckets = bytes_held(x);
-        CK(cudaFree(dst)); CK(cudaFree(src)); destroy(x);
-        json += "  \"flatten\": {\"elements\": " + ju64(n) + ", \"flatten_ms\": " + jnum(median(tf)) + ", \"memcpy_ms\": " +
-                jnum(median(tm)) + ", \"flatten_bytes_held\": " + ju64(buckets + n * 4) + ", \"ggarray_bucket_bytes\": " +
-                ju64(buckets) + ", \"memcpy_bytes_held\": " + ju64(2 * n * 4) + "},\n";
+        CK(cudaFree(dst));
+        CK(cudaFree(src));
+        destroy(x);
+        json += "  \"flatten\": {\"elements\": " + ju64(n) + ", \"flatten_ms\": " + jnum(median(tf)) +
+                ", \"memcpy_ms\": " + jnum(median(tm)) + ", \"flatten_bytes_held\": " + ju64(buckets + n * 4) +
+                ", \"ggarray_bucket_bytes\": " + ju64(buckets) + ", \"memcpy_bytes_held\": " + ju64(2 * n * 4) + "},\n";
         progress("flatten");
     }
 
@@ -811,7 +941,8 @@ int main(int argc, char** argv) {
                         } else if (which == 1) {
                             for (int p = 0; p < w; ++p) add_one<<<grid, kThreads>>>(flat_spans{flat_data(x), n}, n);
                         } else {
-                            gpudyn_ggarray_view_t v; GK(gpudyn_ggarray_get_view(x.g, &v, nullptr));
+                            gpudyn_ggarray_view_t v;
+                            GK(gpudyn_ggarray_get_view(x.g, &v, nullptr));
                             for (int p = 0; p < w; ++p) add_one<<<grid, kThreads>>>(gg_spans{ggarray_ref<u32>{v}}, n);
                         }
                         CK(cudaGetLastError());
@@ -822,7 +953,8 @@ int main(int argc, char** argv) {
                         if (which == 0) checksum<<<grid, kThreads>>>(flat_spans{flat, n}, n, sums);
                         else if (which == 1) checksum<<<grid, kThreads>>>(flat_spans{flat_data(x), n}, n, sums);
                         else {
-                            gpudyn_ggarray_view_t v; GK(gpudyn_ggarray_get_view(x.g, &v, nullptr));
+                            gpudyn_ggarray_view_t v;
+                            GK(gpudyn_ggarray_get_view(x.g, &v, nullptr));
                             checksum<<<grid, kThreads>>>(gg_spans{ggarray_ref<u32>{v}}, n, sums);
                         }
                         CK(cudaGetLastError());
@@ -841,29 +973,38 @@ int main(int argc, char** argv) {
                 rows += "    {\"final_size\": " + ju64(fig6_n) + ", \"work_passes\": " + std::to_string(w) +
                         ", \"repeats\": " + std::to_string(repeats);
                 for (int which = 0; which < 3; ++which)
-                    rows += std::string(", ") + jstr(std::string(ways[which]) + "_ms") + ": " + jnum(median(samples[which])) + ", " +
-                            jstr(std::string(ways[which]) + "_samples_ms") + ": " + jarr(samples[which]) + ", " +
-                            jstr(std::string(ways[which]) + "_bytes_held") + ": " + ju64(held[which]);
+                    rows += std::string(", ") + jstr(std::string(ways[which]) + "_ms") + ": " +
+                            jnum(median(samples[which])) + ", " + jstr(std::string(ways[which]) + "_samples_ms") +
+                            ": " + jarr(samples[which]) + ", " + jstr(std::string(ways[which]) + "_bytes_held") + ": " +
+                            ju64(held[which]);
                 rows += ", \"ggarray_bucket_bytes\": " + ju64(buckets) + ", \"flat_bytes\": " + ju64(fig6_n * 4) +
                         ", \"speedup_ggarray_over_vmm\": " + jnum(tv / tg) +
-                        ", \"speedup_ggarray_inplace_over_vmm\": " + jnum(tv / ti) + ", \"verified\": " + jbool(ok) + "}";
-                char l[96]; snprintf(l, sizeof l, "fig6 size %llu work %d", fig6_n, w); progress(l);
+                        ", \"speedup_ggarray_inplace_over_vmm\": " + jnum(tv / ti) + ", \"verified\": " + jbool(ok) +
+                        "}";
+                char l[96];
+                snprintf(l, sizeof l, "fig6 size %llu work %d", fig6_n, w);
+                progress(l);
             }
         }
         CK(cudaFree(sums));
         std::vector<u64> fs(fig6_sizes.begin(), fig6_sizes.end());
         std::vector<double> wk(fig6_work.begin(), fig6_work.end());
-        json += "  \"fig6\": {\"final_sizes\": " + jarr_u64(fs) + ", \"work_passes\": " + jarr(wk) +
-                ", \"insert_doublings\": 5, \"repeats\": " + std::to_string(kFig6Repeats) +
-                ", \"single_run_above_work_bytes\": " + jnum(kFig6SingleRunBytes) +
-                ", \"repeats_note\": \"median of 'repeats' runs per point; a point whose work phase moves more than single_run_above_work_bytes (passes x 8 bytes x elements) runs once\"" +
-                ", \"bytes_note\": \"ggarray: buckets + the flat buffer (both held while the work runs); vmm: mapped bytes; ggarray_inplace: buckets\"" +
-                ", \"check\": \"sum and sum of squares of the values equal those of i + work_passes, i < final_size\"" +
-                ", \"verified\": " + jbool(all_ok) + ", \"seconds\": " + jnum(wall_ms(t_sec) / 1e3) + ",\n   \"rows\": [\n" + rows + "\n  ]},\n";
+        json +=
+            "  \"fig6\": {\"final_sizes\": " + jarr_u64(fs) + ", \"work_passes\": " + jarr(wk) +
+            ", \"insert_doublings\": 5, \"repeats\": " + std::to_string(kFig6Repeats) +
+            ", \"single_run_above_work_bytes\": " + jnum(kFig6SingleRunBytes) +
+            ", \"repeats_note\": \"median of 'repeats' runs per point; a point whose work phase moves more than single_run_above_work_bytes (passes x 8 bytes x elements) runs once\"" +
+            ", \"bytes_note\": \"ggarray: buckets + the flat buffer (both held while the work runs); vmm: mapped bytes; ggarray_inplace: buckets\"" +
+            ", \"check\": \"sum and sum of squares of the values equal those of i + work_passes, i < final_size\"" +
+            ", \"verified\": " + jbool(all_ok) + ", \"seconds\": " + jnum(wall_ms(t_sec) / 1e3) +
+            ",\n   \"rows\": [\n" + rows + "\n  ]},\n";
     }
     json += "  \"seconds\": " + jnum(wall_ms(t_program) / 1e3) + "\n}\n";
     FILE* f = fopen(out, "w");
-    if (!f) { fprintf(stderr, "cannot write %s\n", out); return 2; }
+    if (!f) {
+        fprintf(stderr, "cannot write %s\n", out);
+        return 2;
+    }
     fputs(json.c_str(), f);
     fclose(f);
     return 0;

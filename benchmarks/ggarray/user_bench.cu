@@ -104,7 +104,7 @@
 #include <gpudyn/ggarray.cuh>
 #include <gpudyn/static_array.cuh>
 #include <gpudyn/vmm_array.cuh>
-#include <gpudyn/detail/random.cuh>  // mix64: the hashes below, host and device
+#include <gpudyn/detail/random.cuh> // mix64: the hashes below, host and device
 
 #include <cub/cub.cuh>
 
@@ -119,7 +119,7 @@
 #include <thread>
 #include <vector>
 
-#include "../bench_check.hpp"  // CUDA(), GD()
+#include "../bench_check.hpp" // CUDA(), GD()
 
 using gpudyn::detail::mix64;
 using u64 = unsigned long long;
@@ -127,20 +127,20 @@ using u64 = unsigned long long;
 namespace {
 
 // ---- configuration (defaults in one place) -------------------------------------
-constexpr unsigned kBlock = 256;           // every kernel here: GGArray kernels use ~130-165 registers
-constexpr int kRepeats = 7;                // timed runs per series (median), after kWarmups
+constexpr unsigned kBlock = 256; // every kernel here: GGArray kernels use ~130-165 registers
+constexpr int kRepeats = 7;      // timed runs per series (median), after kWarmups
 constexpr int kQuickRepeats = 3;
 constexpr int kWarmups = 1;
-constexpr u64 kThreads = 100000000ull;     // issue 10: M = 1e8
+constexpr u64 kThreads = 100000000ull; // issue 10: M = 1e8
 constexpr u64 kQuickThreads = 1000000ull;
-constexpr u64 kCompactionN = 1000000000ull;  // issue 10: 1e9 int32
+constexpr u64 kCompactionN = 1000000000ull; // issue 10: 1e9 int32
 constexpr u64 kQuickCompactionN = 10000000ull;
-constexpr u64 kGrowthStart = 1000000ull;   // paper: 1e6 doubled 7 times to 1.28e8
+constexpr u64 kGrowthStart = 1000000ull; // paper: 1e6 doubled 7 times to 1.28e8
 constexpr u64 kQuickGrowthStart = 100000ull;
 constexpr int kGrowthDoublings = 7;
 constexpr int kGrowthRepeats = 5;
 constexpr int kQuickGrowthRepeats = 2;
-constexpr int kChunkItems = 8;             // items a thread in push_back_chunk's tiles (its default)
+constexpr int kChunkItems = 8; // items a thread in push_back_chunk's tiles (its default)
 // Elements a block hands to one push_back_chunk: one tile, 256 threads x 8 items
 // (8 KiB of int32 per reservation): a chunk of at most one tile a warp is read
 // once, into registers; a larger one is read twice (count, then store).
@@ -148,13 +148,13 @@ constexpr u64 kChunk = u64(kBlock) * kChunkItems;
 // Grid of the grid-stride helper kernels (input fill, verification): 8 blocks of
 // 256 threads per SM, the 2048 resident threads an SM holds on sm_80/sm_90.
 constexpr unsigned kHelperBlocksPerSm = 8;
-constexpr int kMaxBudgetRaises = 8;        // 1 GiB doubled 8 times: 256 GiB, beyond any GPU
-constexpr u64 kDigestChunk = 1ull << 16;   // elements a verification block walks at a time
+constexpr int kMaxBudgetRaises = 8;      // 1 GiB doubled 8 times: 256 GiB, beyond any GPU
+constexpr u64 kDigestChunk = 1ull << 16; // elements a verification block walks at a time
 
 // The three means of section a: k(t) in 0..max_k.
 struct mean_case {
     double mean;
-    unsigned mode;   // 0 Bernoulli, 1 uniform 0..2, 2 uniform 0..16
+    unsigned mode; // 0 Bernoulli, 1 uniform 0..2, 2 uniform 0..16
     unsigned max_k;
 };
 constexpr mean_case kMeans[] = {{0.01, 0, 1}, {1.0, 1, 2}, {8.0, 2, 16}};
@@ -164,7 +164,7 @@ constexpr u64 kBernoulliThreshold = 42949673ull;
 constexpr double kKeptPercent[] = {1.0, 50.0, 99.0};
 
 // Seeds of the hashes (arbitrary odd constants; each stream its own).
-constexpr u64 kCountSeed = 0x243F6A8885A308D3ull;   // pi
+constexpr u64 kCountSeed = 0x243F6A8885A308D3ull; // pi
 constexpr u64 kValueSeed = 0x13198A2E03707344ull;
 constexpr u64 kInputSeed = 0xA4093822299F31D0ull;
 constexpr u64 kGrowSeed = 0x082EFA98EC4E6C89ull;
@@ -175,12 +175,12 @@ __host__ __device__ __forceinline__ unsigned count_of(u64 t, unsigned mode) {
     const u64 h = mix64(t ^ kCountSeed) >> 32;
     if (mode == 0) return h < kBernoulliThreshold ? 1u : 0u;
     const u64 choices = mode == 1 ? 3 : kMaxK + 1;
-    return unsigned((h * choices) >> 32);  // uniform on 0..choices-1 (multiply-shift)
+    return unsigned((h * choices) >> 32); // uniform on 0..choices-1 (multiply-shift)
 }
 __host__ __device__ __forceinline__ unsigned value_of(u64 t, unsigned j) {
     return unsigned(mix64(((t << 5) | j) + kValueSeed));
 }
-__host__ __device__ __forceinline__ int input_of(u64 i) { return int(mix64(i + kInputSeed) >> 33); }  // [0, 2^31)
+__host__ __device__ __forceinline__ int input_of(u64 i) { return int(mix64(i + kInputSeed) >> 33); } // [0, 2^31)
 __host__ __device__ __forceinline__ unsigned grow_value_of(u64 i) { return unsigned(mix64(i + kGrowSeed)); }
 
 // ---- verification digest: count, sum and xor of a 64-bit mix of every value ------
@@ -231,10 +231,10 @@ __global__ void __launch_bounds__(kBlock) digest_ggarray(gpudyn_ggarray_view_t v
 // elements (a counter past its region is reported by the host check; read up to
 // the region here).  A block walks kDigestChunk elements of one region at a time.
 template <class T>
-__global__ void __launch_bounds__(kBlock) digest_regions(const T* data, const unsigned long long* counters, u64 region,
-                                                         unsigned L, digest* out) {
+__global__ void __launch_bounds__(kBlock)
+    digest_regions(const T* data, const unsigned long long* counters, u64 region, unsigned L, digest* out) {
     u64 c = 0, s = 0, x = 0;
-    const u64 chunks = (region + kDigestChunk - 1) / kDigestChunk;  // per region
+    const u64 chunks = (region + kDigestChunk - 1) / kDigestChunk; // per region
     for (u64 w = blockIdx.x; w < u64(L) * chunks; w += gridDim.x) {
         const unsigned l = unsigned(w / chunks);
         const u64 lo = (w % chunks) * kDigestChunk;
@@ -314,7 +314,8 @@ __global__ void __launch_bounds__(kBlock) count_pass(unsigned* counts, unsigned 
     const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t <= m) counts[t] = t < m ? count_of(t, mode) : 0u;
 }
-__global__ void __launch_bounds__(kBlock) write_pass(const unsigned* offsets, unsigned* out, unsigned m, unsigned mode) {
+__global__ void __launch_bounds__(kBlock)
+    write_pass(const unsigned* offsets, unsigned* out, unsigned m, unsigned mode) {
     const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= m) return;
     const unsigned k = count_of(t, mode);
@@ -371,7 +372,7 @@ __global__ void __launch_bounds__(kBlock) keep_warp_tiles(View view, const int* 
             }
 #pragma unroll
             for (int k = 0; k < Items; ++k) keep[k] = x[k] < threshold;
-        } else {  // scalar loads (and the last, partial tile)
+        } else { // scalar loads (and the last, partial tile)
 #pragma unroll
             for (int k = 0; k < Items; ++k) {
                 const u64 j = first + u64(k) * 32 + lane;
@@ -409,10 +410,10 @@ __global__ void __launch_bounds__(kBlock) keep_chunk(gpudyn_ggarray_view_t view,
 // preallocated for the worst case (region: the most the blocks mapped to l can
 // push).  Offsets are 64-bit: L regions can exceed 2^32 elements.
 struct floor_view {
-    void* data;                    // L regions of `region` elements each
-    unsigned long long* counters;  // L counters, zeroed before each launch
+    void* data;                   // L regions of `region` elements each
+    unsigned long long* counters; // L counters, zeroed before each launch
     u64 region;
-    unsigned num_lfvectors;        // L
+    unsigned num_lfvectors; // L
 };
 template <class T>
 struct floor_ref {
@@ -455,8 +456,8 @@ struct floor_ref {
 };
 // Sum of the L counters into *total (one block of kBlock threads): the floor's
 // element count, for the host.
-__global__ void __launch_bounds__(kBlock) floor_total(const unsigned long long* counters, unsigned L,
-                                                      unsigned long long* total) {
+__global__ void __launch_bounds__(kBlock)
+    floor_total(const unsigned long long* counters, unsigned L, unsigned long long* total) {
     __shared__ unsigned long long warp_sums[kBlock / 32];
     unsigned long long s = 0;
     for (unsigned i = threadIdx.x; i < L; i += blockDim.x) s += counters[i];
@@ -483,9 +484,16 @@ __global__ void __launch_bounds__(kBlock) push_n(View view, u64 n, u64 first) {
 struct marks {
     std::vector<cudaEvent_t> ev;
     int used = 0;
-    marks() : ev(8) { for (auto& e : ev) CUDA(cudaEventCreate(&e)); }
-    ~marks() { for (auto& e : ev) cudaEventDestroy(e); }
-    void start() { used = 0; mark(); }
+    marks() : ev(8) {
+        for (auto& e : ev) CUDA(cudaEventCreate(&e));
+    }
+    ~marks() {
+        for (auto& e : ev) cudaEventDestroy(e);
+    }
+    void start() {
+        used = 0;
+        mark();
+    }
     void mark() { CUDA(cudaEventRecord(ev[used++], nullptr)); }
     // Steps' ms (used - 1 of them); waits for the last mark.
     std::vector<double> steps() {
@@ -545,8 +553,8 @@ static jobj digest_json(const digest& d) { return jobj().u("count", d.count).u("
 // ---- run-wide state ---------------------------------------------------------------
 int g_sms = 0;
 int g_done = 0, g_total = 1;
-uint64_t g_budget_start = 0;                 // --budget-mib (0: the library default)
-std::vector<std::string> g_failures;     // every failed verification, for the JSON and stderr
+uint64_t g_budget_start = 0;         // --budget-mib (0: the library default)
+std::vector<std::string> g_failures; // every failed verification, for the JSON and stderr
 
 void progress(const std::string& label) { fprintf(stderr, "progress %d %d %s\n", ++g_done, g_total, label.c_str()); }
 void fail(const std::string& what) {
@@ -648,7 +656,8 @@ struct budget_state {
     bool raise_if_out(gpudyn_ggarray_t g, const std::string& where) {
         if (!(ggarray_status(g) & GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED)) return false;
         if (++raises > kMaxBudgetRaises) {
-            fprintf(stderr, "gpudyn_bench_user: %s: still out of budget at %llu bytes\n", where.c_str(), (u64)ggarray_budget(g));
+            fprintf(stderr, "gpudyn_bench_user: %s: still out of budget at %llu bytes\n", where.c_str(),
+                    (u64)ggarray_budget(g));
             exit(1);
         }
         bytes = 2 * ggarray_budget(g);
@@ -659,15 +668,15 @@ struct budget_state {
 
 // Summary of one contender's timed runs.
 struct series {
-    std::vector<double> ms;                  // total per timed run
-    std::vector<std::vector<double>> steps;  // per timed run, per step
+    std::vector<double> ms;                 // total per timed run
+    std::vector<std::vector<double>> steps; // per timed run, per step
     std::vector<std::string> step_names;
-    uint64_t bytes_held = 0;                 // largest over all runs
-    uint64_t budget_bytes = 0;               // GGArrays: budget mapped for kernels' buckets
+    uint64_t bytes_held = 0;   // largest over all runs
+    uint64_t budget_bytes = 0; // GGArrays: budget mapped for kernels' buckets
     int budget_raises = 0;
-    std::vector<double> destroy;             // ggarray_fresh: destroy wall time per timed run (not in ms)
+    std::vector<double> destroy; // ggarray_fresh: destroy wall time per timed run (not in ms)
     bool verified = true;
-    std::string kernel;                      // which kernel (variant) ran
+    std::string kernel; // which kernel (variant) ran
 
     jobj json() const {
         jobj j;
@@ -704,7 +713,8 @@ bool check_ggarray(gpudyn_ggarray_t g, u64 size, const digest& want, digester& d
     const digest got = dg.ggarray<unsigned>(g);
     if (st == 0 && size == want.count && got == want) return true;
     char b[512];
-    snprintf(b, sizeof b, "%s: size %llu, status %u, spans count %llu sum %llu xor %llu; expected count %llu sum %llu xor %llu",
+    snprintf(b, sizeof b,
+             "%s: size %llu, status %u, spans count %llu sum %llu xor %llu; expected count %llu sum %llu xor %llu",
              what.c_str(), size, st, got.count, got.sum, got.x, want.count, want.sum, want.x);
     fail(b);
     return false;
@@ -712,8 +722,8 @@ bool check_ggarray(gpudyn_ggarray_t g, u64 size, const digest& want, digester& d
 bool check_flat(const digest& got, u64 size, const digest& want, const std::string& what) {
     if (size == want.count && got == want) return true;
     char b[512];
-    snprintf(b, sizeof b, "%s: size %llu, count %llu sum %llu xor %llu; expected count %llu sum %llu xor %llu", what.c_str(),
-             size, got.count, got.sum, got.x, want.count, want.sum, want.x);
+    snprintf(b, sizeof b, "%s: size %llu, count %llu sum %llu xor %llu; expected count %llu sum %llu xor %llu",
+             what.c_str(), size, got.count, got.sum, got.x, want.count, want.sum, want.x);
     fail(b);
     return false;
 }
@@ -784,8 +794,8 @@ series static_array_runs(gpudyn_static_array_t a, const std::string& tag, int re
 template <class T>
 struct floor_buffer {
     floor_view view{};
-    unsigned long long* total = nullptr;    // device: the counters' sum
-    unsigned long long* h_total = nullptr;  // pinned
+    unsigned long long* total = nullptr;   // device: the counters' sum
+    unsigned long long* h_total = nullptr; // pinned
     floor_buffer(unsigned L, u64 region) {
         view.num_lfvectors = L;
         view.region = region;
@@ -804,7 +814,9 @@ struct floor_buffer {
     floor_buffer(const floor_buffer&) = delete;
     floor_buffer& operator=(const floor_buffer&) = delete;
     u64 bytes() const { return u64(view.num_lfvectors) * (view.region * sizeof(T) + sizeof(unsigned long long)); }
-    void clear() { CUDA(cudaMemsetAsync(view.counters, 0, u64(view.num_lfvectors) * sizeof(unsigned long long), nullptr)); }
+    void clear() {
+        CUDA(cudaMemsetAsync(view.counters, 0, u64(view.num_lfvectors) * sizeof(unsigned long long), nullptr));
+    }
     u64 size() {
         floor_total<<<1, kBlock>>>(view.counters, view.num_lfvectors, total);
         CUDA(cudaGetLastError());
@@ -867,7 +879,8 @@ std::vector<double> ggarray_run(gpudyn_ggarray_t& g, First&& first, Launch&& lau
     return mk.steps();
 }
 // After a run of g with n elements: verification, bytes held and budget into s.
-void record_ggarray(series& s, gpudyn_ggarray_t g, uint64_t n, const digest& want, digester& dg, const std::string& tag) {
+void record_ggarray(series& s, gpudyn_ggarray_t g, uint64_t n, const digest& want, digester& dg,
+                    const std::string& tag) {
     s.verified &= check_ggarray(g, n, want, dg, tag);
     s.bytes_held = std::max(s.bytes_held, ggarray_held(g));
     s.budget_bytes = ggarray_budget(g);
@@ -908,7 +921,7 @@ std::string section_variable(u64 m, int repeats) {
     const unsigned grid = blocks_for(m);
     gpudyn_ggarray_options_t o;
     GD(gpudyn_ggarray_options_init(&o));
-    const unsigned L = o.num_lfvectors;  // the floor's counters: as many as a default GGArray's LFVectors
+    const unsigned L = o.num_lfvectors; // the floor's counters: as many as a default GGArray's LFVectors
     for (const mean_case& mc : kMeans) {
         char label[64];
         snprintf(label, sizeof label, "mean %g", mc.mean);
@@ -918,7 +931,10 @@ std::string section_variable(u64 m, int repeats) {
         })[0];
         progress(std::string(label) + ": host reference");
         jobj row;
-        row.num("mean", mc.mean).u("max_k", mc.max_k).obj("expected", digest_json(want)).u("output_bytes", want.count * 4);
+        row.num("mean", mc.mean)
+            .u("max_k", mc.max_k)
+            .obj("expected", digest_json(want))
+            .u("output_bytes", want.count * 4);
 
         // ---- CUB two-pass ----
         series two_pass;
@@ -948,7 +964,8 @@ std::string section_variable(u64 m, int repeats) {
             CUDA(cudaFreeAsync(counts, nullptr));
             mk.mark();
             std::vector<double> st = mk.steps();
-            two_pass.bytes_held = std::max<u64>(two_pass.bytes_held, (m + 1) * sizeof(unsigned) + temp_bytes + total * sizeof(unsigned));
+            two_pass.bytes_held =
+                std::max<u64>(two_pass.bytes_held, (m + 1) * sizeof(unsigned) + temp_bytes + total * sizeof(unsigned));
             two_pass.verified &= check_flat(dg.flat(out, total), total, want, std::string(label) + " cub_two_pass");
             CUDA(cudaFreeAsync(out, nullptr));
             CUDA(cudaStreamSynchronize(nullptr));
@@ -968,10 +985,10 @@ std::string section_variable(u64 m, int repeats) {
             so.capacity = m * mc.max_k;
             gpudyn_static_array_t sa = nullptr;
             GD(gpudyn_static_array_create(&sa, &so, nullptr));
-            const series st = static_array_runs(sa, tag + " static_worst_case", repeats, want, dg,
-                                                [&](const gpudyn_static_array_view_t& v) {
-                launch_emit<gpudyn::static_array_ref<unsigned>>(kind, v, grid, unsigned(m), mc);
-            });
+            const series st = static_array_runs(
+                sa, tag + " static_worst_case", repeats, want, dg, [&](const gpudyn_static_array_view_t& v) {
+                    launch_emit<gpudyn::static_array_ref<unsigned>>(kind, v, grid, unsigned(m), mc);
+                });
             GD(gpudyn_static_array_destroy(sa));
             CUDA(cudaDeviceSynchronize());
             stat_j.obj(kname, st.json());
@@ -1025,15 +1042,22 @@ std::string section_variable(u64 m, int repeats) {
             }
         }
         jobj c;
-        c.obj("cub_two_pass", two_pass.json()).obj("static_worst_case", stat_j).obj("ggarray_fresh", fresh_j).obj("ggarray_reused", reused_j)
+        c.obj("cub_two_pass", two_pass.json())
+            .obj("static_worst_case", stat_j)
+            .obj("ggarray_fresh", fresh_j)
+            .obj("ggarray_reused", reused_j)
             .obj("floor", floor_j);
         row.obj("contenders", c);
         rows.push_back(row.str());
     }
     CUDA(cudaFreeHost(pinned_total));
     jobj sec;
-    sec.u("threads", m).u("block", kBlock).u("num_lfvectors", o.num_lfvectors).u("first_bucket_elements", o.first_bucket_elements)
-        .u("element_bytes", sizeof(unsigned)).raw("means", jlist(rows));
+    sec.u("threads", m)
+        .u("block", kBlock)
+        .u("num_lfvectors", o.num_lfvectors)
+        .u("first_bucket_elements", o.first_bucket_elements)
+        .u("element_bytes", sizeof(unsigned))
+        .raw("means", jlist(rows));
     return sec.str();
 }
 
@@ -1046,7 +1070,7 @@ std::string section_compaction(u64 n, int repeats) {
     using FR = floor_ref<int>;
     gpudyn_ggarray_options_t o;
     GD(gpudyn_ggarray_options_init(&o));
-    const unsigned L = o.num_lfvectors;  // the floor's counters: as many as a default GGArray's LFVectors
+    const unsigned L = o.num_lfvectors; // the floor's counters: as many as a default GGArray's LFVectors
     std::vector<std::string> rows;
     digester dg;
     int* in = nullptr;
@@ -1077,14 +1101,13 @@ std::string section_compaction(u64 n, int repeats) {
     CUDA(cudaMalloc(&temp, temp_bytes));
 
     const unsigned gs_gg = grid_stride_blocks(keep_grid_stride<gpudyn::ggarray_ref<int>, gpudyn_ggarray_view_t>);
-    const unsigned gs_st = grid_stride_blocks(keep_grid_stride<gpudyn::static_array_ref<int>, gpudyn_static_array_view_t>);
+    const unsigned gs_st =
+        grid_stride_blocks(keep_grid_stride<gpudyn::static_array_ref<int>, gpudyn_static_array_view_t>);
     const unsigned gs_chunk = grid_stride_blocks(keep_chunk);
     const unsigned gs_warp_gg = grid_stride_blocks(keep_warp_tiles<GR, GV, kChunkItems, false>);
-    const unsigned gs_warp_st =
-        grid_stride_blocks(keep_warp_tiles<SR, SV, kChunkItems, false>);
+    const unsigned gs_warp_st = grid_stride_blocks(keep_warp_tiles<SR, SV, kChunkItems, false>);
     const unsigned gs_warp16_gg = grid_stride_blocks(keep_warp_tiles<GR, GV, 16, true>);
-    const unsigned gs_warp16_st =
-        grid_stride_blocks(keep_warp_tiles<SR, SV, 16, true>);
+    const unsigned gs_warp16_st = grid_stride_blocks(keep_warp_tiles<SR, SV, 16, true>);
     gpudyn_static_array_options_t so;
     GD(gpudyn_static_array_options_init(&so));
     so.capacity = n;
@@ -1096,7 +1119,9 @@ std::string section_compaction(u64 n, int repeats) {
         snprintf(label, sizeof label, "%g %% kept", kKeptPercent[p]);
         const int thr = thresholds[p];
         jobj row;
-        row.num("kept_percent", kKeptPercent[p]).raw("threshold", std::to_string(thr)).obj("expected", digest_json(want[p]))
+        row.num("kept_percent", kKeptPercent[p])
+            .raw("threshold", std::to_string(thr))
+            .obj("expected", digest_json(want[p]))
             .u("output_bytes", want[p].count * sizeof(int));
 
         series sel;
@@ -1111,7 +1136,8 @@ std::string section_compaction(u64 n, int repeats) {
             CUDA(cudaStreamSynchronize(nullptr));
             mk.mark();
             std::vector<double> s = mk.steps();
-            sel.verified &= check_flat(dg.flat(out, u64(*h_num)), u64(*h_num), want[p], std::string(label) + " select_if");
+            sel.verified &=
+                check_flat(dg.flat(out, u64(*h_num)), u64(*h_num), want[p], std::string(label) + " select_if");
             return s;
         });
         progress(std::string(label) + ": select_if");
@@ -1123,10 +1149,12 @@ std::string section_compaction(u64 n, int repeats) {
             static const char* names[] = {"one_per_thread", "grid_stride", "chunk", "warp_tiles", "warp_tiles16"};
             const std::string tag = std::string(label) + " ggarray " + names[kernel];
             series s = reused_ggarray_runs(tag, repeats, budget, want[p], dg, [&](const gpudyn_ggarray_view_t& v) {
-                if (kernel == 0) keep_one_per_thread<gpudyn::ggarray_ref<int>><<<blocks_for(n), kBlock>>>(v, in, n, thr);
+                if (kernel == 0)
+                    keep_one_per_thread<gpudyn::ggarray_ref<int>><<<blocks_for(n), kBlock>>>(v, in, n, thr);
                 else if (kernel == 1) keep_grid_stride<gpudyn::ggarray_ref<int>><<<gs_gg, kBlock>>>(v, in, n, thr);
                 else if (kernel == 2) keep_chunk<<<gs_chunk, kBlock>>>(v, in, n, thr);
-                else if (kernel == 3) keep_warp_tiles<GR, GV, kChunkItems, false><<<gs_warp_gg, kBlock>>>(v, in, n, thr);
+                else if (kernel == 3)
+                    keep_warp_tiles<GR, GV, kChunkItems, false><<<gs_warp_gg, kBlock>>>(v, in, n, thr);
                 else keep_warp_tiles<GR, GV, 16, true><<<gs_warp16_gg, kBlock>>>(v, in, n, thr);
             });
             s.kernel = names[kernel];
@@ -1140,9 +1168,11 @@ std::string section_compaction(u64 n, int repeats) {
             static const char* names[] = {"one_per_thread", "grid_stride", "warp_tiles", "warp_tiles16"};
             const std::string tag = std::string(label) + " static " + names[kernel];
             series s = static_array_runs(sa, tag, repeats, want[p], dg, [&](const gpudyn_static_array_view_t& v) {
-                if (kernel == 0) keep_one_per_thread<gpudyn::static_array_ref<int>><<<blocks_for(n), kBlock>>>(v, in, n, thr);
+                if (kernel == 0)
+                    keep_one_per_thread<gpudyn::static_array_ref<int>><<<blocks_for(n), kBlock>>>(v, in, n, thr);
                 else if (kernel == 1) keep_grid_stride<gpudyn::static_array_ref<int>><<<gs_st, kBlock>>>(v, in, n, thr);
-                else if (kernel == 2) keep_warp_tiles<SR, SV, kChunkItems, false><<<gs_warp_st, kBlock>>>(v, in, n, thr);
+                else if (kernel == 2)
+                    keep_warp_tiles<SR, SV, kChunkItems, false><<<gs_warp_st, kBlock>>>(v, in, n, thr);
                 else keep_warp_tiles<SR, SV, 16, true><<<gs_warp16_st, kBlock>>>(v, in, n, thr);
             });
             s.kernel = names[kernel];
@@ -1156,7 +1186,8 @@ std::string section_compaction(u64 n, int repeats) {
             const std::string tag = std::string(label) + " floor " + names[kernel];
             // one_per_thread: a block keeps at most kBlock; grid-stride: kBlock times its iterations
             const u64 blocks = kernel == 0 ? blocks_for(n) : gs_gg;
-            const u64 per_block = kernel == 0 ? kBlock : kBlock * ((n + u64(gs_gg) * kBlock - 1) / (u64(gs_gg) * kBlock));
+            const u64 per_block =
+                kernel == 0 ? kBlock : kBlock * ((n + u64(gs_gg) * kBlock - 1) / (u64(gs_gg) * kBlock));
             floor_buffer<int> fb(L, floor_region(blocks, L, per_block));
             series s = floor_runs(fb, tag, repeats, want[p], dg, [&](const floor_view& v) {
                 if (kernel == 0) keep_one_per_thread<FR><<<blocks_for(n), kBlock>>>(v, in, n, thr);
@@ -1179,13 +1210,22 @@ std::string section_compaction(u64 n, int repeats) {
     CUDA(cudaFree(in));
     CUDA(cudaDeviceSynchronize());
     jobj sec;
-    sec.u("n", n).u("block", kBlock).u("chunk_elements", kChunk).u("chunk_items", kChunkItems)
-        .u("grid_stride_blocks_ggarray", gs_gg).u("grid_stride_blocks_static", gs_st).u("grid_stride_blocks_floor", gs_gg)
+    sec.u("n", n)
+        .u("block", kBlock)
+        .u("chunk_elements", kChunk)
+        .u("chunk_items", kChunkItems)
+        .u("grid_stride_blocks_ggarray", gs_gg)
+        .u("grid_stride_blocks_static", gs_st)
+        .u("grid_stride_blocks_floor", gs_gg)
         .u("chunk_blocks", gs_chunk)
-        .u("warp_tiles_blocks_ggarray", gs_warp_gg).u("warp_tiles_blocks_static", gs_warp_st)
-        .u("warp_tiles16_blocks_ggarray", gs_warp16_gg).u("warp_tiles16_blocks_static", gs_warp16_st)
-        .u("num_lfvectors", o.num_lfvectors).u("first_bucket_elements", o.first_bucket_elements)
-        .u("element_bytes", sizeof(int)).raw("selectivities", jlist(rows));
+        .u("warp_tiles_blocks_ggarray", gs_warp_gg)
+        .u("warp_tiles_blocks_static", gs_warp_st)
+        .u("warp_tiles16_blocks_ggarray", gs_warp16_gg)
+        .u("warp_tiles16_blocks_static", gs_warp16_st)
+        .u("num_lfvectors", o.num_lfvectors)
+        .u("first_bucket_elements", o.first_bucket_elements)
+        .u("element_bytes", sizeof(int))
+        .raw("selectivities", jlist(rows));
     return sec.str();
 }
 
@@ -1193,9 +1233,8 @@ std::string section_compaction(u64 n, int repeats) {
 std::string section_growth(u64 start, int repeats) {
     const u64 final_n = start << kGrowthDoublings;
     digester dg;
-    const digest want = parallel_digests<1>(final_n, [](u64 i, std::array<digest, 1>& d) {
-        digest_push(d[0], grow_value_of(i));
-    })[0];
+    const digest want =
+        parallel_digests<1>(final_n, [](u64 i, std::array<digest, 1>& d) { digest_push(d[0], grow_value_of(i)); })[0];
     std::vector<double> sizes;
     for (int s = 0; s <= kGrowthDoublings; ++s) sizes.push_back(double(start << s));
     static const char* names[] = {"ggarray_in_kernel", "ggarray_reserved", "vmm_reserved"};
@@ -1204,7 +1243,7 @@ std::string section_growth(u64 start, int repeats) {
     for (int which = 0; which < 3; ++which) {
         // per step: the timed samples (one per repeat)
         std::vector<std::vector<double>> step_ms(kGrowthDoublings + 1);
-        series s;  // bytes, verification, budget
+        series s; // bytes, verification, budget
         double setup = 0;
         std::vector<double> setups;
         for (int r = -kWarmups; r < repeats; ++r) {
@@ -1216,7 +1255,7 @@ std::string section_growth(u64 start, int repeats) {
             mk.start();
             if (which < 2) {
                 g = make_ggarray(budget.bytes);
-                GD(gpudyn_ggarray_get_view(g, &gv, nullptr));  // the heap (budget) is mapped here
+                GD(gpudyn_ggarray_get_view(g, &gv, nullptr)); // the heap (budget) is mapped here
             } else {
                 gpudyn_vmm_array_options_t o;
                 GD(gpudyn_vmm_array_options_init(&o));
@@ -1239,7 +1278,7 @@ std::string section_growth(u64 start, int repeats) {
                     // launches an LFVector may hold up to st + 1 blocks more than the mean.
                     const u64 slack = u64(gv.num_lfvectors) * kBlock * u64(st + 1);
                     GD(gpudyn_ggarray_reserve(g, n + add + slack, nullptr));
-                    GD(gpudyn_ggarray_get_view(g, &gv, nullptr));  // pool rows mapped now
+                    GD(gpudyn_ggarray_get_view(g, &gv, nullptr)); // pool rows mapped now
                     push_n<gpudyn::ggarray_ref<unsigned>><<<blocks_for(add), kBlock>>>(gv, add, n);
                 } else {
                     gpudyn_vmm_array_view_t v;
@@ -1258,7 +1297,7 @@ std::string section_growth(u64 start, int repeats) {
                 if (!timed && budget.raise_if_out(g, std::string("growth ") + names[which])) {
                     GD(gpudyn_ggarray_destroy(g));
                     CUDA(cudaDeviceSynchronize());
-                    --r;  // the warm-up again, with the raised budget
+                    --r; // the warm-up again, with the raised budget
                     continue;
                 }
                 record_ggarray(s, g, size, want, dg, std::string("growth ") + names[which]);
@@ -1273,7 +1312,8 @@ std::string section_growth(u64 start, int repeats) {
                     fail("growth vmm_reserved: status " + std::to_string(stt));
                     s.verified = false;
                 }
-                s.verified &= check_flat(dg.flat(static_cast<const unsigned*>(data), size), size, want, "growth vmm_reserved");
+                s.verified &=
+                    check_flat(dg.flat(static_cast<const unsigned*>(data), size), size, want, "growth vmm_reserved");
                 uint64_t b = 0;
                 GD(gpudyn_vmm_array_allocated_bytes(vm, &b));
                 s.bytes_held = std::max(s.bytes_held, b);
@@ -1296,13 +1336,18 @@ std::string section_growth(u64 start, int repeats) {
     gpudyn_ggarray_options_t o;
     GD(gpudyn_ggarray_options_init(&o));
     jobj sec;
-    sec.arr("sizes", sizes).u("final_size", final_n).u("element_bytes", sizeof(unsigned)).raw("repeats", std::to_string(repeats))
-        .u("num_lfvectors", o.num_lfvectors).u("first_bucket_elements", o.first_bucket_elements)
-        .obj("expected", digest_json(want)).obj("contenders", contenders);
+    sec.arr("sizes", sizes)
+        .u("final_size", final_n)
+        .u("element_bytes", sizeof(unsigned))
+        .raw("repeats", std::to_string(repeats))
+        .u("num_lfvectors", o.num_lfvectors)
+        .u("first_bucket_elements", o.first_bucket_elements)
+        .obj("expected", digest_json(want))
+        .obj("contenders", contenders);
     return sec.str();
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     const char* out = nullptr;
@@ -1317,7 +1362,8 @@ int main(int argc, char** argv) {
             char* end = nullptr;
             const unsigned long long mib = strtoull(argv[++i], &end, 10);
             if (end == argv[i] || *end != '\0') {
-                fprintf(stderr, "gpudyn_bench_user: argument '--budget-mib' is '%s', expected a number of MiB\n", argv[i]);
+                fprintf(stderr, "gpudyn_bench_user: argument '--budget-mib' is '%s', expected a number of MiB\n",
+                        argv[i]);
                 return 2;
             }
             g_budget_start = mib << 20;
@@ -1332,7 +1378,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (only && strcmp(only, "variable") && strcmp(only, "compaction") && strcmp(only, "growth")) {
-        fprintf(stderr, "gpudyn_bench_user: argument '--only' is '%s', expected variable, compaction or growth\n", only);
+        fprintf(stderr, "gpudyn_bench_user: argument '--only' is '%s', expected variable, compaction or growth\n",
+                only);
         return 2;
     }
     auto section = [&](const char* name) { return only == nullptr || !strcmp(only, name); };
@@ -1341,7 +1388,7 @@ int main(int argc, char** argv) {
     if (gpudyn_get_device_count(&devices) != GPUDYN_SUCCESS || devices == 0) {
         fprintf(stderr, "gpudyn_bench_user: no CUDA device: %s\nthis benchmark runs on a GPU; nothing was measured\n",
                 gpudyn_last_error_message());
-        return 77;  // the project's "skipped" status (tests/c, examples)
+        return 77; // the project's "skipped" status (tests/c, examples)
     }
     int dev = 0;
     CUDA(cudaGetDevice(&dev));
@@ -1360,13 +1407,17 @@ int main(int argc, char** argv) {
     const int growth_repeats = quick ? kQuickGrowthRepeats : kGrowthRepeats;
     // progress lines: per mean a host reference, CUB, 3 contenders x 4 kernels and 2 floor kernels; per
     // selectivity select_if, 5 GGArray, 4 static and 2 floor kernels (after the input); 3 growth contenders
-    g_total = (section("variable") ? 3 * (2 + 3 * kEmitKernels + 2) : 0) + (section("compaction") ? 1 + 3 * (1 + 5 + 4 + 2) : 0) +
-              (section("growth") ? 3 : 0);
+    g_total = (section("variable") ? 3 * (2 + 3 * kEmitKernels + 2) : 0) +
+              (section("compaction") ? 1 + 3 * (1 + 5 + 4 + 2) : 0) + (section("growth") ? 3 : 0);
 
     const auto t0 = std::chrono::steady_clock::now();
     jobj j;
-    j.b("quick", quick).raw("repeats", std::to_string(repeats)).raw("warmups", std::to_string(kWarmups)).u("sms", u64(g_sms))
-        .u("budget_start_bytes", g_budget_start).str("cub_pool", "default pool, release threshold max (memory kept between runs)");
+    j.b("quick", quick)
+        .raw("repeats", std::to_string(repeats))
+        .raw("warmups", std::to_string(kWarmups))
+        .u("sms", u64(g_sms))
+        .u("budget_start_bytes", g_budget_start)
+        .str("cub_pool", "default pool, release threshold max (memory kept between runs)");
     std::vector<double> secs;
     if (section("variable")) {
         const auto s0 = std::chrono::steady_clock::now();
@@ -1398,7 +1449,8 @@ int main(int argc, char** argv) {
     fputs((j.str() + "\n").c_str(), f);
     fclose(f);
     if (!g_failures.empty()) {
-        fprintf(stderr, "gpudyn_bench_user: %zu verification(s) failed (see above; written to %s)\n", g_failures.size(), out);
+        fprintf(stderr, "gpudyn_bench_user: %zu verification(s) failed (see above; written to %s)\n", g_failures.size(),
+                out);
         return 1;
     }
     return 0;

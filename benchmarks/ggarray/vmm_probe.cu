@@ -14,7 +14,16 @@
 #include <thread>
 #include <vector>
 
-#define CU(x) do { CUresult r_ = (x); if (r_ != CUDA_SUCCESS) { const char* n_; cuGetErrorName(r_, &n_); fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, n_); exit(2); } } while (0)
+#define CU(x)                                                              \
+    do {                                                                   \
+        CUresult r_ = (x);                                                 \
+        if (r_ != CUDA_SUCCESS) {                                          \
+            const char* n_;                                                \
+            cuGetErrorName(r_, &n_);                                       \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, n_); \
+            exit(2);                                                       \
+        }                                                                  \
+    } while (0)
 
 constexpr size_t kGiB = 1ull << 30;
 constexpr size_t kBytes = 2 * kGiB;
@@ -22,7 +31,10 @@ constexpr int kReps = 9;
 
 using clk = std::chrono::steady_clock;
 static double ms_since(clk::time_point t) { return std::chrono::duration<double, std::milli>(clk::now() - t).count(); }
-static double median(std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
+static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
 
 static CUmemAllocationProp prop() {
     CUmemAllocationProp p{};
@@ -32,7 +44,9 @@ static CUmemAllocationProp prop() {
     return p;
 }
 
-struct parts_result { double create, map, access, total; };
+struct parts_result {
+    double create, map, access, total;
+};
 
 // Makes `bytes` usable in `parts` handles at `offset` into a range aligned to
 // `align`; `threads`: one host thread per part.
@@ -51,7 +65,8 @@ static parts_result run(int parts, bool threads, size_t align, size_t bytes = kB
     CU(cuCtxSynchronize());
     auto t0 = clk::now();
     if (threads) {
-        CUcontext ctx; CU(cuCtxGetCurrent(&ctx));
+        CUcontext ctx;
+        CU(cuCtxGetCurrent(&ctx));
         std::vector<std::thread> th;
         for (int i = 0; i < parts; ++i)
             th.emplace_back([&, i] {
@@ -81,15 +96,23 @@ static parts_result run(int parts, bool threads, size_t align, size_t bytes = kB
 
 int main() {
     CU(cuInit(0));
-    CUdevice d; CU(cuDeviceGet(&d, 0));
-    CUcontext ctx; CU(cuDevicePrimaryCtxRetain(&ctx, d)); CU(cuCtxSetCurrent(ctx));
+    CUdevice d;
+    CU(cuDeviceGet(&d, 0));
+    CUcontext ctx;
+    CU(cuDevicePrimaryCtxRetain(&ctx, d));
+    CU(cuCtxSetCurrent(ctx));
     CUmemAllocationProp p = prop();
     size_t gmin = 0, grec = 0;
     CU(cuMemGetAllocationGranularity(&gmin, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     CU(cuMemGetAllocationGranularity(&grec, &p, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
     printf("{\"bytes\": %zu, \"granularity_min\": %zu, \"granularity_recommended\": %zu", kBytes, gmin, grec);
-    struct cfg { const char* name; int parts; bool threads; size_t align, bytes, offset; };
-    const size_t vmm_like = 2048000000ull / gmin * gmin;  // the VMM array's last doubling of int32
+    struct cfg {
+        const char* name;
+        int parts;
+        bool threads;
+        size_t align, bytes, offset;
+    };
+    const size_t vmm_like = 2048000000ull / gmin * gmin; // the VMM array's last doubling of int32
     const cfg cfgs[] = {{"one_handle", 1, false, 0, kBytes, 0},
                         {"four_handles", 4, false, 0, kBytes, 0},
                         {"four_handles_threads", 4, true, 0, kBytes, 0},
@@ -101,15 +124,19 @@ int main() {
                         {"one_gib_offset_2m", 1, false, kBytes, kGiB, gmin},
                         {"pow2_aligned_again", 1, false, kBytes, kBytes, 0},
                         {"pow2_offset_again", 1, false, kBytes, kBytes, gmin * 1023}};
-    run(1, false, 0);  // warm-up
+    run(1, false, 0); // warm-up
     for (const cfg& c : cfgs) {
         std::vector<double> cr, mp, ac, tt;
         for (int i = 0; i < kReps; ++i) {
             parts_result r = run(c.parts, c.threads, c.align, c.bytes, c.offset);
-            cr.push_back(r.create); mp.push_back(r.map); ac.push_back(r.access); tt.push_back(r.total);
+            cr.push_back(r.create);
+            mp.push_back(r.map);
+            ac.push_back(r.access);
+            tt.push_back(r.total);
         }
-        printf(",\n \"%s\": {\"bytes\": %zu, \"create_ms\": %.4f, \"map_ms\": %.4f, \"access_ms\": %.4f, \"total_ms\": %.4f}",
-               c.name, c.bytes, median(cr), median(mp), median(ac), median(tt));
+        printf(
+            ",\n \"%s\": {\"bytes\": %zu, \"create_ms\": %.4f, \"map_ms\": %.4f, \"access_ms\": %.4f, \"total_ms\": %.4f}",
+            c.name, c.bytes, median(cr), median(mp), median(ac), median(tt));
     }
     printf("}\n");
     return 0;

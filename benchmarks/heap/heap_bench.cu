@@ -84,25 +84,24 @@
 #include <string>
 #include <vector>
 
-#include "../bench_check.hpp"  // CUDA(), GD()
+#include "../bench_check.hpp" // CUDA(), GD()
 
-extern char** environ;  // for posix_spawn of the CUDA malloc child
+extern char** environ; // for posix_spawn of the CUDA malloc child
 
 namespace {
 
-
 // ---- defaults (in one place) -------------------------------------------------
-constexpr unsigned kBlock = 256;               // 8 warps per block, as the library's bulk kernels
+constexpr unsigned kBlock = 256; // 8 warps per block, as the library's bulk kernels
 constexpr unsigned kWarp = 32;
-constexpr unsigned long long kMixedMin = 16;   // the survey's mixed sizes: uniform in [16, 4096]
+constexpr unsigned long long kMixedMin = 16; // the survey's mixed sizes: uniform in [16, 4096]
 constexpr unsigned long long kMixedMax = 4096;
 constexpr unsigned long long kSeed = 20210227; // PPoPP'21; any fixed value
 constexpr int kReps = 7, kRepsQuick = 2;       // gpudyn timed repeats per kernel (median)
 constexpr int kCudaReps = 3, kCudaRepsQuick = 1;
-constexpr double kCudaSlowMs = 1000.0;         // a first alloc + free sample above this: 1 repeat of everything
-constexpr double kCudaBudgetS = 200.0;         // wall seconds of CUDA malloc points before the rest is skipped
-constexpr double kCudaEstimateMinS = 1.0;      // extrapolate costs only from points this long (not overhead-bound)
-constexpr size_t kErrorTail = 600;             // characters of a crashed child's stderr kept in its row
+constexpr double kCudaSlowMs = 1000.0;    // a first alloc + free sample above this: 1 repeat of everything
+constexpr double kCudaBudgetS = 200.0;    // wall seconds of CUDA malloc points before the rest is skipped
+constexpr double kCudaEstimateMinS = 1.0; // extrapolate costs only from points this long (not overhead-bound)
+constexpr size_t kErrorTail = 600;        // characters of a crashed child's stderr kept in its row
 // CUDA's device heap: 1M x 8192 B = 8 GiB live at once, plus its own overhead.
 constexpr unsigned long long kCudaMallocHeap = 12ull << 30, kCudaMallocHeapQuick = 1ull << 30;
 // gpudyn timing heap: the same 8 GiB, twice over for slabs and rounding (mapped
@@ -110,13 +109,22 @@ constexpr unsigned long long kCudaMallocHeap = 12ull << 30, kCudaMallocHeapQuick
 constexpr unsigned long long kTimingHeap = 16ull << 30, kTimingHeapQuick = 2ull << 30;
 // Exhaustion heap (the brief: "a heap of fixed size, e.g. 1 GiB").
 constexpr unsigned long long kExhaustBytes = 1ull << 30, kExhaustBytesQuick = 64ull << 20;
-constexpr unsigned kExhaustRoundsTarget = 64;  // rounds to fill the heap (round size follows from S)
+constexpr unsigned kExhaustRoundsTarget = 64; // rounds to fill the heap (round size follows from S)
 constexpr unsigned kChurnRounds = 10;
-constexpr unsigned long long kHoldNs = 50000;  // see time_ms
-constexpr unsigned long long kSearchResolution = 16;  // binary searches stop at this many bytes
+constexpr unsigned long long kHoldNs = 50000;        // see time_ms
+constexpr unsigned long long kSearchResolution = 16; // binary searches stop at this many bytes
 
 // Counters written by the kernels (one device array).
-enum counter { c_nulls, c_readback, c_overlaps, c_misaligned, c_bad_frees, c_live_bytes, c_live, c_count };
+enum counter {
+    c_nulls,
+    c_readback,
+    c_overlaps,
+    c_misaligned,
+    c_bad_frees,
+    c_live_bytes,
+    c_live,
+    c_count
+};
 
 __host__ __device__ inline unsigned long long request_size(unsigned long long s, unsigned long long seed,
                                                            unsigned long long i) {
@@ -135,7 +143,8 @@ __device__ __forceinline__ void count(unsigned long long* counters, counter c, u
 __global__ void hold_kernel(unsigned long long ns) {
     unsigned long long t0, t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); while (t - t0 < ns);
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while (t - t0 < ns);
 }
 
 // ---- the two allocators behind one interface ---------------------------------
@@ -174,8 +183,8 @@ __device__ __forceinline__ void call(unsigned mask, unsigned lanes, F&& f) {
 
 // ---- timed kernels ---------------------------------------------------------------
 template <class A, bool Divergent>
-__global__ void __launch_bounds__(kBlock) alloc_kernel(gpudyn_heap_view_t v, const unsigned* sizes, unsigned n,
-                                                       unsigned lanes, void** out) {
+__global__ void __launch_bounds__(kBlock)
+    alloc_kernel(gpudyn_heap_view_t v, const unsigned* sizes, unsigned n, unsigned lanes, void** out) {
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned mask = __ballot_sync(0xffffffffu, tid < n);
     if (tid >= n) return;
@@ -187,8 +196,8 @@ __global__ void __launch_bounds__(kBlock) alloc_kernel(gpudyn_heap_view_t v, con
 }
 
 template <class A, bool Divergent>
-__global__ void __launch_bounds__(kBlock) free_kernel(gpudyn_heap_view_t v, void* const* ptrs, unsigned n,
-                                                      unsigned lanes, unsigned long long* counters) {
+__global__ void __launch_bounds__(kBlock)
+    free_kernel(gpudyn_heap_view_t v, void* const* ptrs, unsigned n, unsigned lanes, unsigned long long* counters) {
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned mask = __ballot_sync(0xffffffffu, tid < n);
     if (tid >= n) return;
@@ -211,10 +220,10 @@ __global__ void __launch_bounds__(kBlock) alloc_free_kernel(gpudyn_heap_view_t v
     bool null = false, wrong = false, bad_free = false;
     call<Divergent>(mask, lanes, [&] {
         unsigned* p = static_cast<unsigned*>(a.malloc(bytes));
-        null = p == nullptr;  // CUDA's heap can run out: a null is counted, never touched
+        null = p == nullptr; // CUDA's heap can run out: a null is counted, never touched
         if (p) {
-            if (bytes >= 4) {  // both ends inside the request (sizes are >= 16; the guard keeps it so)
-                volatile unsigned* w = p;  // the read must come from memory
+            if (bytes >= 4) {             // both ends inside the request (sizes are >= 16; the guard keeps it so)
+                volatile unsigned* w = p; // the read must come from memory
                 w[0] = tid;
                 w[bytes / 4 - 1] = ~tid;
                 wrong = w[0] != tid || w[bytes / 4 - 1] != ~tid;
@@ -236,8 +245,8 @@ __global__ void __launch_bounds__(kBlock) alloc_free_kernel(gpudyn_heap_view_t v
 // between warps, no bounds, no reuse), in a kernel of few registers (full
 // occupancy).  A divergent call cannot share that round trip with its lanes.
 template <bool Divergent, bool Bump>
-__global__ void __launch_bounds__(kBlock) floor_kernel(unsigned long long* words, unsigned n, unsigned lanes,
-                                                       void** out) {
+__global__ void __launch_bounds__(kBlock)
+    floor_kernel(unsigned long long* words, unsigned n, unsigned lanes, void** out) {
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned mask = __ballot_sync(0xffffffffu, tid < n);
     if (tid >= n) return;
@@ -252,11 +261,11 @@ __global__ void __launch_bounds__(kBlock) floor_kernel(unsigned long long* words
 // One warp walks the allocations of its 32 threads one after the other, its lanes
 // on consecutive words (coalesced).  Check = false writes the pattern, true reads it.
 template <bool Check>
-__global__ void __launch_bounds__(kBlock) pattern_kernel(void* const* ptrs, const unsigned* sizes, unsigned n,
-                                                         unsigned long long* counters) {
+__global__ void __launch_bounds__(kBlock)
+    pattern_kernel(void* const* ptrs, const unsigned* sizes, unsigned n, unsigned long long* counters) {
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned lane = threadIdx.x % kWarp, first = tid - lane;
-    if (first >= n) return;  // whole warps leave together
+    if (first >= n) return; // whole warps leave together
     unsigned long long nulls = 0, misaligned = 0, wrong = 0;
     for (unsigned j = 0; j < kWarp && first + j < n; ++j) {
         const unsigned owner = first + j;
@@ -280,7 +289,7 @@ __global__ void __launch_bounds__(kBlock) pattern_kernel(void* const* ptrs, cons
             else p[k] = b;
         }
     }
-    if (Check) {  // counted once, by the check pass
+    if (Check) { // counted once, by the check pass
         count(counters, c_nulls, nulls);
         count(counters, c_misaligned, misaligned);
         count(counters, c_readback, wrong);
@@ -329,17 +338,17 @@ __global__ void sizes_kernel(unsigned* sizes, unsigned n, unsigned long long s, 
 __device__ __forceinline__ bool churn_pick(unsigned long long seed, unsigned round, unsigned i) {
     return gpudyn::detail::mix64(seed ^ gpudyn::detail::mix64((unsigned long long)round << 32 | i)) & 1;
 }
-__global__ void __launch_bounds__(kBlock) churn_free_kernel(gpudyn_heap_view_t v, void** ptrs, unsigned n,
-                                                            unsigned long long seed, unsigned round,
-                                                            unsigned long long* counters) {
+__global__ void __launch_bounds__(kBlock)
+    churn_free_kernel(gpudyn_heap_view_t v, void** ptrs, unsigned n, unsigned long long seed, unsigned round,
+                      unsigned long long* counters) {
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     if (tid >= n || !churn_pick(seed, round, tid)) return;
     if (!gpudyn::heap_ref(v).free(ptrs[tid])) count(counters, c_bad_frees, 1);
     ptrs[tid] = nullptr;
 }
-__global__ void __launch_bounds__(kBlock) churn_alloc_kernel(gpudyn_heap_view_t v, void** ptrs, unsigned* sizes,
-                                                             unsigned n, unsigned long long s, unsigned long long seed,
-                                                             unsigned round) {
+__global__ void __launch_bounds__(kBlock)
+    churn_alloc_kernel(gpudyn_heap_view_t v, void** ptrs, unsigned* sizes, unsigned n, unsigned long long s,
+                       unsigned long long seed, unsigned round) {
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     if (tid >= n || !churn_pick(seed, round, tid)) return;
     const unsigned long long bytes = request_size(s, seed + round + 1, tid);
@@ -373,7 +382,7 @@ std::string json_list(const std::vector<float>& v) {
     return s + "]";
 }
 double median(std::vector<float> v) {
-    if (v.empty()) return -1;  // JSON stays numeric; the driver reads < 0 as "not measured"
+    if (v.empty()) return -1; // JSON stays numeric; the driver reads < 0 as "not measured"
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
@@ -388,9 +397,10 @@ struct checks {
             bad_frees += o.bad_frees, leaked += o.leaked;
     }
     std::string json() const {
-        return fmt("\"nulls\":%llu,\"bad_readback\":%llu,\"overlaps\":%llu,\"misaligned\":%llu,\"bad_frees\":%llu,"
-                   "\"leaked\":%llu",
-                   nulls, readback, overlaps, misaligned, bad_frees, leaked);
+        return fmt(
+            "\"nulls\":%llu,\"bad_readback\":%llu,\"overlaps\":%llu,\"misaligned\":%llu,\"bad_frees\":%llu,"
+            "\"leaked\":%llu",
+            nulls, readback, overlaps, misaligned, bad_frees, leaked);
     }
 };
 
@@ -398,7 +408,7 @@ gpudyn_heap_t make_heap(unsigned long long bytes) {
     gpudyn_heap_options_t o;
     GD(gpudyn_heap_options_init(&o));
     o.initial_bytes = bytes;
-    o.max_bytes = bytes;  // metadata for exactly what is mapped; no grow in this run
+    o.max_bytes = bytes; // metadata for exactly what is mapped; no grow in this run
     gpudyn_heap_t h = nullptr;
     GD(gpudyn_heap_create(&h, &o, nullptr));
     return h;
@@ -413,7 +423,7 @@ gpudyn_heap_stats_t stats_of(gpudyn_heap_t h) {
 
 // Device buffers and the kernels' launch plumbing.
 struct bench {
-    unsigned capacity = 0;  // entries of every per-allocation buffer
+    unsigned capacity = 0; // entries of every per-allocation buffer
     void** ptrs = nullptr;
     unsigned* sizes = nullptr;
     unsigned long long* sorted = nullptr;
@@ -448,7 +458,7 @@ struct bench {
 
     template <class F>
     float time_ms(F&& launch) {
-        hold_kernel<<<1, 1>>>(kHoldNs);  // the launch below is queued before ev0 is reached
+        hold_kernel<<<1, 1>>>(kHoldNs); // the launch below is queued before ev0 is reached
         CUDA(cudaEventRecord(ev0));
         launch();
         CUDA(cudaGetLastError());
@@ -493,8 +503,8 @@ struct bench {
         iota_kernel<<<blocks(n), kBlock>>>(idx, n);
         CUDA(cudaGetLastError());
         size_t temp = sort_temp_bytes;
-        CUDA(cub::DeviceRadixSort::SortPairs(sort_temp, temp, reinterpret_cast<const unsigned long long*>(ptrs),
-                                             sorted, idx, idx_sorted, int(n)));
+        CUDA(cub::DeviceRadixSort::SortPairs(sort_temp, temp, reinterpret_cast<const unsigned long long*>(ptrs), sorted,
+                                             idx, idx_sorted, int(n)));
         if (n > 1) overlap_kernel<<<blocks(n - 1), kBlock>>>(sorted, idx_sorted, sizes, n, counters);
         CUDA(cudaGetLastError());
         const std::vector<unsigned long long> c = read_counters();
@@ -538,7 +548,7 @@ std::string json_string(const std::string& s) {
     for (const unsigned char c : s) {
         if (c == '"' || c == '\\') o += '\\', o += char(c);
         else if (c == '\n') o += "\\n";
-        else if (c < 0x20 || c >= 0x7f) o += fmt("\\u%04x", c);  // stays valid JSON whatever the bytes
+        else if (c < 0x20 || c >= 0x7f) o += fmt("\\u%04x", c); // stays valid JSON whatever the bytes
         else o += char(c);
     }
     return o + "\"";
@@ -557,7 +567,8 @@ struct config {
                : std::vector<unsigned>{1u << 10, 1u << 14, 1u << 16, 1u << 18, 1u << 20}),
           ss(q ? std::vector<unsigned long long>{16, 4096, 0}
                : std::vector<unsigned long long>{16, 64, 256, 1024, 4096, 8192, 0}),
-          reps(q ? kRepsQuick : kReps), cuda_reps(q ? kCudaRepsQuick : kCudaReps),
+          reps(q ? kRepsQuick : kReps),
+          cuda_reps(q ? kCudaRepsQuick : kCudaReps),
           cuda_heap(q ? kCudaMallocHeapQuick : kCudaMallocHeap) {}
 };
 
@@ -572,11 +583,12 @@ std::string row_head(bool cuda, bool div, unsigned n, unsigned long long s) {
 std::string timing_fields(const std::vector<float>& ta, const std::vector<float>& tf, const std::vector<float>& taf,
                           float cold_alloc, float cold_free, unsigned long long held, unsigned long long allocated,
                           unsigned long long held_after) {
-    return fmt(",\"alloc_ms\":%.6g,\"free_ms\":%.6g,\"alloc_free_ms\":%.6g,\"alloc_samples\":%s,\"free_samples\":%s,"
-               "\"alloc_free_samples\":%s,\"cold_alloc_ms\":%.6g,\"cold_free_ms\":%.6g,\"bytes_held\":%llu,"
-               "\"bytes_allocated\":%llu,\"bytes_held_after_free\":%llu,",
-               median(ta), median(tf), median(taf), json_list(ta).c_str(), json_list(tf).c_str(),
-               json_list(taf).c_str(), cold_alloc, cold_free, held, allocated, held_after);
+    return fmt(
+        ",\"alloc_ms\":%.6g,\"free_ms\":%.6g,\"alloc_free_ms\":%.6g,\"alloc_samples\":%s,\"free_samples\":%s,"
+        "\"alloc_free_samples\":%s,\"cold_alloc_ms\":%.6g,\"cold_free_ms\":%.6g,\"bytes_held\":%llu,"
+        "\"bytes_allocated\":%llu,\"bytes_held_after_free\":%llu,",
+        median(ta), median(tf), median(taf), json_list(ta).c_str(), json_list(tf).c_str(), json_list(taf).c_str(),
+        cold_alloc, cold_free, held, allocated, held_after);
 }
 
 // ---- CUDA malloc: the child's side ----------------------------------------------------
@@ -584,16 +596,16 @@ std::string timing_fields(const std::vector<float>& ta, const std::vector<float>
 // then of alloc+free; 1 of each when the first alloc + free sample is slow.
 std::string cuda_point(bench& b, const config& c, unsigned n, unsigned long long s, bool div) {
     const auto t0 = std::chrono::steady_clock::now();
-    const gpudyn_heap_view_t none{};  // cuda_alloc ignores the view
+    const gpudyn_heap_view_t none{}; // cuda_alloc ignores the view
     b.fill_sizes(n, s, kSeed);
     std::vector<float> ta, tf, taf;
     checks k;
     int reps = c.cuda_reps;
     for (int r = 0; r < reps; ++r) {
         ta.push_back(b.time_ms([&] { b.launch(true, div, 0, none, n); }));
-        k += b.verify(n);  // nulls (CUDA's heap ran out) are counted; the kernels skip them
+        k += b.verify(n); // nulls (CUDA's heap ran out) are counted; the kernels skip them
         b.zero_counters();
-        tf.push_back(b.time_ms([&] { b.launch(true, div, 1, none, n); }));  // free(nullptr) is a no-op
+        tf.push_back(b.time_ms([&] { b.launch(true, div, 1, none, n); })); // free(nullptr) is a no-op
         k.bad_frees += b.read_counters()[c_bad_frees];
         if (r == 0 && ta[0] + tf[0] > kCudaSlowMs) reps = 1;
     }
@@ -608,7 +620,7 @@ std::string cuda_point(bench& b, const config& c, unsigned n, unsigned long long
 // --cuda-server: points "N S DIVERGENT" from stdin, one JSON row each on stdout
 // (nothing else goes there).  --only-cuda: the one point given.
 int cuda_child(const config& c, const unsigned* only_n, unsigned long long only_s, bool only_div) {
-    CUDA(cudaDeviceSetLimit(cudaLimitMallocHeapSize, c.cuda_heap));  // before any kernel
+    CUDA(cudaDeviceSetLimit(cudaLimitMallocHeapSize, c.cuda_heap)); // before any kernel
     bench b(c.ns.back());
     // Warm-up: every kernel once (lazy loading) and CUDA's heap set up here, not in a point.
     const gpudyn_heap_view_t none{};
@@ -621,7 +633,7 @@ int cuda_child(const config& c, const unsigned* only_n, unsigned long long only_
     int div = 0;
     for (;;) {
         if (only_n) n = *only_n, s = only_s, div = only_div;
-        else if (scanf("%u %llu %d", &n, &s, &div) != 3) return 0;  // EOF: the parent is done
+        else if (scanf("%u %llu %d", &n, &s, &div) != 3) return 0; // EOF: the parent is done
         if (n == 0 || n > b.capacity) {
             fprintf(stderr, "cuda child: N=%u is outside [1, %u]\n", n, b.capacity);
             return 2;
@@ -638,14 +650,18 @@ class cuda_child_process {
 public:
     explicit cuda_child_process(bool quick) : quick_(quick) {}
     ~cuda_child_process() { stop(); }
-    enum result { row, died, killed };
+    enum result {
+        row,
+        died,
+        killed
+    };
     // Runs one point within limit_s seconds (child start included): the row, or
     // why there is none (the child's exit and stderr tail; or the time limit).
     result run(unsigned n, unsigned long long s, bool div, double limit_s, std::string* out) {
         const auto t0 = std::chrono::steady_clock::now();
         if (pid_ < 0 && !start(out)) return died;
         const std::string cmd = fmt("%u %llu %d\n", n, s, int(div));
-        if (write(to_, cmd.data(), cmd.size()) != ssize_t(cmd.size())) {  // SIGPIPE is ignored: EPIPE
+        if (write(to_, cmd.data(), cmd.size()) != ssize_t(cmd.size())) { // SIGPIPE is ignored: EPIPE
             *out = reap();
             return died;
         }
@@ -661,7 +677,7 @@ public:
             }
             const double left = limit_s - seconds_since(t0);
             if (left <= 0) {
-                kill(pid_, SIGKILL);  // our own child, by its id
+                kill(pid_, SIGKILL); // our own child, by its id
                 reap();
                 *out = fmt("killed after %.1f s: the CUDA malloc time budget ran out", limit_s);
                 return killed;
@@ -677,7 +693,7 @@ public:
             char chunk[4096];
             const ssize_t got = read(from_, chunk, sizeof chunk);
             if (got > 0) buf_.append(chunk, size_t(got));
-            else if (got == 0 || errno != EINTR) {  // EOF: the child is gone
+            else if (got == 0 || errno != EINTR) { // EOF: the child is gone
                 *out = reap();
                 return died;
             }
@@ -729,8 +745,7 @@ private:
     std::string reap() {
         close(to_), close(from_), to_ = from_ = -1;
         int st = 0;
-        while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
-        }
+        while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {}
         pid_ = -1;
         buf_.clear();
         std::string text;
@@ -760,7 +775,7 @@ double row_number(const std::string& row, const char* key) {
     return at == std::string::npos ? -1 : atof(row.c_str() + at + strlen(key) + 3);
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     const char* out_path = nullptr;
@@ -769,8 +784,9 @@ int main(int argc, char** argv) {
     unsigned long long only_s = 0;
     bool only_div = false;
     double cuda_budget_s = kCudaBudgetS;
-    const char* usage = "usage: %s --out FILE.json [--quick] [--cuda-budget SECONDS]\n"
-                        "       %s --only-cuda N S converged|divergent [--quick]   (S in bytes, 0: mixed)\n";
+    const char* usage =
+        "usage: %s --out FILE.json [--quick] [--cuda-budget SECONDS]\n"
+        "       %s --only-cuda N S converged|divergent [--quick]   (S in bytes, 0: mixed)\n";
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = true;
@@ -794,7 +810,7 @@ int main(int argc, char** argv) {
         fprintf(stderr, usage, argv[0], argv[0]);
         return 2;
     }
-    signal(SIGPIPE, SIG_IGN);  // a dead child's stdin must give EPIPE, not end this process
+    signal(SIGPIPE, SIG_IGN); // a dead child's stdin must give EPIPE, not end this process
     const auto wall0 = std::chrono::steady_clock::now();
     const std::vector<unsigned>& ns = cfg.ns;
     const std::vector<unsigned long long>& ss = cfg.ss;
@@ -806,7 +822,7 @@ int main(int argc, char** argv) {
     const size_t cuda_points = ns.size() * ss.size() * 2;
     const size_t total = ns.size() * ss.size() * 2 + 2 * ss.size() + 2 + cuda_points;
     size_t done = 0;
-    auto progress = [&](const std::string& label) {  // the point about to start
+    auto progress = [&](const std::string& label) { // the point about to start
         fprintf(stderr, "progress %zu %zu %s\n", ++done, total, label.c_str());
     };
     std::vector<std::string> rows;
@@ -822,15 +838,15 @@ int main(int argc, char** argv) {
         // Buffers: the largest N, or every allocation of a full exhaustion heap of
         // the smallest size plus one round.
         const unsigned long long exhaust_cap = e0.bytes_mapped / kMixedMin;
-        const unsigned capacity = unsigned(
-            std::max<unsigned long long>(ns.back(), exhaust_cap + exhaust_cap / kExhaustRoundsTarget + kWarp));
+        const unsigned capacity =
+            unsigned(std::max<unsigned long long>(ns.back(), exhaust_cap + exhaust_cap / kExhaustRoundsTarget + kWarp));
         bench b(capacity);
 
         // Warm-up of the whole run: every timed kernel runs once (lazy module loading
         // would otherwise land in the first sample of a point).
         b.fill_sizes(kBlock, 16, kSeed);
         for (int div = 0; div < 2; ++div)
-            for (int op = 0; op < 3; ++op) b.launch(false, div, op, tv, kBlock);  // alloc, free, alloc+free
+            for (int op = 0; op < 3; ++op) b.launch(false, div, op, tv, kBlock); // alloc, free, alloc+free
         CUDA(cudaDeviceSynchronize());
 
         // ---- the matrix ------------------------------------------------------------
@@ -860,7 +876,7 @@ int main(int argc, char** argv) {
                         k.leaked += after.allocations;
                     }
                     b.zero_counters();
-                    b.launch(false, div, 2, tv, n);  // warm-up (checked too)
+                    b.launch(false, div, 2, tv, n); // warm-up (checked too)
                     for (int r = 0; r < reps; ++r) taf.push_back(b.time_ms([&] { b.launch(false, div, 2, tv, n); }));
                     const std::vector<unsigned long long> c = b.read_counters();
                     k.nulls += c[c_nulls], k.readback += c[c_readback], k.bad_frees += c[c_bad_frees];
@@ -872,7 +888,7 @@ int main(int argc, char** argv) {
                 }
             }
 
-    // ---- churn -----------------------------------------------------------------
+        // ---- churn -----------------------------------------------------------------
         for (unsigned long long s : ss) {
             progress(fmt("churn N=%u S=%s", churn_n, s_label(s).c_str()));
             const unsigned n = churn_n;
@@ -882,12 +898,10 @@ int main(int argc, char** argv) {
             b.zero_counters();
             std::vector<float> tf, ta;
             for (unsigned r = 0; r < kChurnRounds; ++r) {
-                tf.push_back(b.time_ms([&] {
-                    churn_free_kernel<<<blocks(n), kBlock>>>(tv, b.ptrs, n, kSeed, r, b.counters);
-                }));
-                ta.push_back(b.time_ms([&] {
-                    churn_alloc_kernel<<<blocks(n), kBlock>>>(tv, b.ptrs, b.sizes, n, s, kSeed, r);
-                }));
+                tf.push_back(
+                    b.time_ms([&] { churn_free_kernel<<<blocks(n), kBlock>>>(tv, b.ptrs, n, kSeed, r, b.counters); }));
+                ta.push_back(
+                    b.time_ms([&] { churn_alloc_kernel<<<blocks(n), kBlock>>>(tv, b.ptrs, b.sizes, n, s, kSeed, r); }));
             }
             checks k;
             k.bad_frees = b.read_counters()[c_bad_frees];
@@ -901,16 +915,16 @@ int main(int argc, char** argv) {
             b.launch(false, false, 1, tv, n);
             k.bad_frees += b.read_counters()[c_bad_frees];
             k.leaked = stats_of(timing).allocations;
-            rows.push_back(fmt("{\"kind\":\"churn\",\"n\":%u,\"s\":\"%s\",\"rounds\":%u,\"live\":%llu,\"bytes_live\":%llu,"
-                               "\"bytes_held\":%llu,\"bytes_allocated\":%llu,\"allocations\":%llu,\"bytes_mapped\":%llu,"
-                               "\"held_over_live\":%.6g,\"largest_satisfiable\":%llu,\"largest_free_bytes\":%llu,"
-                               "\"free_ms\":%s,\"realloc_ms\":%s,",
-                               n, s_label(s).c_str(), kChurnRounds, live, live_bytes,
-                               (unsigned long long)st.bytes_held, (unsigned long long)st.bytes_allocated,
-                               (unsigned long long)st.allocations, (unsigned long long)st.bytes_mapped,
-                               live_bytes ? double(st.bytes_held) / double(live_bytes) : -1.0, largest,
-                               (unsigned long long)st.largest_free_bytes, json_list(tf).c_str(), json_list(ta).c_str()) +
-                           k.json() + "}");
+            rows.push_back(
+                fmt("{\"kind\":\"churn\",\"n\":%u,\"s\":\"%s\",\"rounds\":%u,\"live\":%llu,\"bytes_live\":%llu,"
+                    "\"bytes_held\":%llu,\"bytes_allocated\":%llu,\"allocations\":%llu,\"bytes_mapped\":%llu,"
+                    "\"held_over_live\":%.6g,\"largest_satisfiable\":%llu,\"largest_free_bytes\":%llu,"
+                    "\"free_ms\":%s,\"realloc_ms\":%s,",
+                    n, s_label(s).c_str(), kChurnRounds, live, live_bytes, (unsigned long long)st.bytes_held,
+                    (unsigned long long)st.bytes_allocated, (unsigned long long)st.allocations,
+                    (unsigned long long)st.bytes_mapped, live_bytes ? double(st.bytes_held) / double(live_bytes) : -1.0,
+                    largest, (unsigned long long)st.largest_free_bytes, json_list(tf).c_str(), json_list(ta).c_str()) +
+                k.json() + "}");
         }
 
         // ---- exhaustion --------------------------------------------------------------
@@ -918,8 +932,8 @@ int main(int argc, char** argv) {
             progress(fmt("exhaustion %llu B heap, S=%s", exhaust_bytes, s_label(s).c_str()));
             GD(gpudyn_heap_reset(exhaust, nullptr));
             const unsigned long long mean = s ? s : (kMixedMin + kMixedMax) / 2;
-            const unsigned per_round = unsigned(std::max<unsigned long long>(
-                kWarp, e0.bytes_mapped / mean / kExhaustRoundsTarget / kWarp * kWarp));
+            const unsigned per_round = unsigned(
+                std::max<unsigned long long>(kWarp, e0.bytes_mapped / mean / kExhaustRoundsTarget / kWarp * kWarp));
             unsigned filled = 0, rounds = 0, failed_round_nulls = 0;
             unsigned long long live = 0, live_bytes = 0;
             bool capacity_reached = false;
@@ -943,13 +957,13 @@ int main(int argc, char** argv) {
             }
             const gpudyn_heap_stats_t st = stats_of(exhaust);
             checks k = b.verify(filled);
-            k.nulls -= failed_round_nulls;  // the nulls of the last round are the point of the experiment
+            k.nulls -= failed_round_nulls; // the nulls of the last round are the point of the experiment
             rows.push_back(fmt("{\"kind\":\"exhaustion\",\"s\":\"%s\",\"heap_bytes_mapped\":%llu,\"round\":%u,"
                                "\"rounds\":%u,\"live\":%llu,\"bytes_live\":%llu,\"usable_fraction\":%.6g,"
                                "\"nulls_in_last_round\":%u,\"capacity_reached\":%s,\"bytes_held\":%llu,"
                                "\"bytes_allocated\":%llu,\"failed_allocations\":%llu,",
-                               s_label(s).c_str(), (unsigned long long)st.bytes_mapped, per_round, rounds, live, live_bytes,
-                               double(live_bytes) / double(st.bytes_mapped), failed_round_nulls,
+                               s_label(s).c_str(), (unsigned long long)st.bytes_mapped, per_round, rounds, live,
+                               live_bytes, double(live_bytes) / double(st.bytes_mapped), failed_round_nulls,
                                capacity_reached ? "true" : "false", (unsigned long long)st.bytes_held,
                                (unsigned long long)st.bytes_allocated, (unsigned long long)st.failed_allocations) +
                            k.json() + "}");
@@ -996,20 +1010,21 @@ int main(int argc, char** argv) {
                             if (!div && bump) floor_kernel<false, true><<<g, kBlock>>>(words, n, kWarp, b.ptrs);
                             if (!div && !bump) floor_kernel<false, false><<<g, kBlock>>>(words, n, kWarp, b.ptrs);
                         };
-                        b.time_ms(launch);  // warm-up
+                        b.time_ms(launch); // warm-up
                         std::vector<float> t;
                         for (int r = 0; r < reps; ++r) t.push_back(b.time_ms(launch));
-                        rows.push_back(fmt("{\"kind\":\"floor\",\"allocator\":\"floor\",\"op\":\"%s\","
-                                           "\"mode\":\"%s\",\"n\":%u,\"alloc_ms\":%.6f,\"alloc_samples\":%s}",
-                                           bump ? "bump" : "empty", div ? "divergent" : "converged", n, median(t),
-                                           json_list(t).c_str()));
+                        rows.push_back(
+                            fmt("{\"kind\":\"floor\",\"allocator\":\"floor\",\"op\":\"%s\","
+                                "\"mode\":\"%s\",\"n\":%u,\"alloc_ms\":%.6f,\"alloc_samples\":%s}",
+                                bump ? "bump" : "empty", div ? "divergent" : "converged", n, median(t),
+                                json_list(t).c_str()));
                     }
             CUDA(cudaFree(words));
         }
 
         GD(gpudyn_heap_destroy(timing));
         GD(gpudyn_heap_destroy(exhaust));
-    }  // the heaps and buffers go back before CUDA's own heap is set up in the child
+    } // the heaps and buffers go back before CUDA's own heap is set up in the child
 
     // ---- CUDA malloc, in child processes -------------------------------------------
     // Cheapest first (N x mean S; converged before divergent), so that the budget
@@ -1018,7 +1033,7 @@ int main(int argc, char** argv) {
         unsigned n;
         unsigned long long s;
         bool div;
-        double cost;  // thread-bytes
+        double cost; // thread-bytes
     };
     std::vector<cuda_task> tasks;
     for (unsigned n : ns)
@@ -1029,7 +1044,7 @@ int main(int argc, char** argv) {
         return a.cost != b.cost ? a.cost < b.cost : a.div < b.div;
     });
     double cuda_spent_s = 0;
-    double rate[2] = {-1, -1};  // seconds per thread-byte of the last long measured point, per mode
+    double rate[2] = {-1, -1}; // seconds per thread-byte of the last long measured point, per mode
     unsigned measured = 0, skipped = 0, crashed = 0;
     {
         cuda_child_process child(quick);
@@ -1056,7 +1071,7 @@ int main(int argc, char** argv) {
             if (r == cuda_child_process::row) {
                 rows.push_back(out);
                 ++measured;
-                const double own = row_number(out, "seconds");  // without the child's start
+                const double own = row_number(out, "seconds"); // without the child's start
                 if (own >= kCudaEstimateMinS) rate[t.div] = own / t.cost;
                 fprintf(stderr, "%s: %.1f s, %g repeat(s)\n", label.c_str(), took, row_number(out, "repeats"));
             } else if (r == cuda_child_process::died) {

@@ -20,7 +20,7 @@
 #include <gpudyn/experimental/page_queue.cuh>
 #include <gpudyn/gpudyn.h>
 #include <gpudyn/rw_heap.cuh>
-#include <gpudyn/detail/rw_heap/kernels.cuh>  // the library's get_pages kernel (CRW with per_thread > 1)
+#include <gpudyn/detail/rw_heap/kernels.cuh> // the library's get_pages kernel (CRW with per_thread > 1)
 
 #include <algorithm>
 #include <cmath>
@@ -32,15 +32,14 @@
 #include <string>
 #include <vector>
 
-#include "../bench_check.hpp"  // CUDA(), GD()
+#include "../bench_check.hpp" // CUDA(), GD()
 
 using gpudyn::kRwInvalidPage;
 using gpudyn::rw_algorithm;
 using gpudyn::rw_heap_ref;
 using gpudyn::detail::counter_rng;
 
-
-constexpr unsigned kBlock = 256;  // 8 warps per block, as the library's bulk kernels
+constexpr unsigned kBlock = 256; // 8 warps per block, as the library's bulk kernels
 // CUDA's device malloc heap for the baselines: room for 1M x 8192 B plus slack.
 constexpr size_t kCudaMallocHeap = 12ull << 30;
 
@@ -55,10 +54,8 @@ __global__ void getpage_kernel(gpudyn_rw_heap_view_t v, unsigned n, unsigned see
     rw_heap_ref heap{v};
     counter_rng rng(seed, tid);
     unsigned page;
-    if constexpr (Algo == rw_algorithm::corw)
-        page = heap.get_page_corw(mask, rng);
-    else
-        page = heap.get_page<Algo>(rng);
+    if constexpr (Algo == rw_algorithm::corw) page = heap.get_page_corw(mask, rng);
+    else page = heap.get_page<Algo>(rng);
     out[tid] = page;
 }
 
@@ -81,7 +78,7 @@ __global__ void list_free_kernel(const unsigned* words, unsigned word_count, uns
                                  unsigned long long* count) {
     const unsigned w = blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned lane = threadIdx.x % 32u;
-    const unsigned free_bits = w < word_count ? ~words[w] : 0u;  // bits past the pages are kept used
+    const unsigned free_bits = w < word_count ? ~words[w] : 0u; // bits past the pages are kept used
     const unsigned n = __popc(free_bits);
     unsigned incl = n;
     for (unsigned d = 1; d < 32; d <<= 1) {
@@ -115,12 +112,12 @@ __global__ void queue_listed_kernel(const unsigned* list, const unsigned long lo
 // published, so its ticket's push has been issued and its waits end.  The
 // capacity must hold every page that can be in the ring at once (here: every
 // page of the pool), so a push never waits for a pop that has not started.
-constexpr unsigned kRingPopTries = 1u << 20;  // reservations tried before a pop reports "empty"
+constexpr unsigned kRingPopTries = 1u << 20; // reservations tried before a pop reports "empty"
 struct page_ring {
     unsigned long long* slots;
-    unsigned long long* head;  // pop tickets
-    unsigned long long* tail;  // push tickets
-    int* avail;                // pages pushed and not yet reserved by a pop
+    unsigned long long* head; // pop tickets
+    unsigned long long* tail; // push tickets
+    int* avail;               // pages pushed and not yet reserved by a pop
     unsigned log2_capacity;
 
     __device__ static unsigned long long load(const unsigned long long* p) {
@@ -130,10 +127,10 @@ struct page_ring {
         const unsigned long long t = atomicAdd(tail, 1ull);
         unsigned long long* s = slots + (t & ((1ull << log2_capacity) - 1));
         const unsigned long long lap = t >> log2_capacity;
-        while ((load(s) >> 32) != 2 * lap) {}  // the previous lap's pop is still taking it
-        __threadfence();  // the caller's writes to the page before another thread can own it
+        while ((load(s) >> 32) != 2 * lap) {} // the previous lap's pop is still taking it
+        __threadfence();                      // the caller's writes to the page before another thread can own it
         *static_cast<volatile unsigned long long*>(s) = ((2 * lap + 1) << 32) | page;
-        __threadfence();  // published before it is counted
+        __threadfence(); // published before it is counted
         atomicAdd(avail, 1);
     }
     // A page id, or kRwInvalidPage when no page was available after
@@ -149,7 +146,7 @@ struct page_ring {
         unsigned long long* s = slots + (t & ((1ull << log2_capacity) - 1));
         const unsigned long long lap = t >> log2_capacity;
         unsigned long long word;
-        while (((word = load(s)) >> 32) != 2 * lap + 1) ++steps;  // its push is under way
+        while (((word = load(s)) >> 32) != 2 * lap + 1) ++steps; // its push is under way
         *static_cast<volatile unsigned long long*>(s) = (2 * lap + 2) << 32;
         return unsigned(word);
     }
@@ -172,7 +169,11 @@ __global__ void ring_init_kernel(page_ring r, const unsigned* list, const unsign
 // and gets another.  counters: [0] gets that found no page, [1] pages whose
 // words changed while owned, [2] frees refused, [3] step sum, [4] sum over
 // warp-rounds of the warp's largest steps, [5] warp-rounds.
-enum class churn_alloc { rw_bm, corw, queue };
+enum class churn_alloc {
+    rw_bm,
+    corw,
+    queue
+};
 template <churn_alloc Alloc, bool Stats>
 __global__ void churn_kernel(gpudyn_rw_heap_view_t v, page_ring ring, unsigned n, unsigned rounds, unsigned seed,
                              unsigned* out, unsigned long long* counters) {
@@ -189,17 +190,14 @@ __global__ void churn_kernel(gpudyn_rw_heap_view_t v, page_ring ring, unsigned n
             if constexpr (Alloc == churn_alloc::queue) {
                 ring.push(page);
             } else {
-                __threadfence();  // this thread's writes to the page land before the page is free
+                __threadfence(); // this thread's writes to the page land before the page is free
                 if (!heap.free_page(page)) atomicAdd(counters + 2, 1ull);
             }
         }
         unsigned steps = 0;
-        if constexpr (Alloc == churn_alloc::corw)
-            page = heap.get_page_corw(warp_mask, rng, steps);
-        else if constexpr (Alloc == churn_alloc::rw_bm)
-            page = heap.get_page<rw_algorithm::rw_bm>(rng, steps);
-        else
-            page = ring.pop(steps);
+        if constexpr (Alloc == churn_alloc::corw) page = heap.get_page_corw(warp_mask, rng, steps);
+        else if constexpr (Alloc == churn_alloc::rw_bm) page = heap.get_page<rw_algorithm::rw_bm>(rng, steps);
+        else page = ring.pop(steps);
         if (page == kRwInvalidPage) {
             atomicAdd(counters + 0, 1ull);
         } else {
@@ -230,8 +228,8 @@ __global__ void churn_tag_check_kernel(gpudyn_rw_heap_view_t v, const unsigned* 
     if (p[0] != tid || p[1] != last) atomicAdd(bad, 1ull);
 }
 
-__global__ void cuda_malloc_kernel(const unsigned long long* sizes, unsigned long long fixed, unsigned n,
-                                   void** out, bool free_now) {
+__global__ void cuda_malloc_kernel(const unsigned long long* sizes, unsigned long long fixed, unsigned n, void** out,
+                                   bool free_now) {
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     if (tid >= n) return;
     void* p = malloc(sizes ? sizes[tid] : fixed);
@@ -277,7 +275,7 @@ __global__ void rw_malloc_kernel(gpudyn_rw_heap_view_t v, const unsigned long lo
 constexpr unsigned kEmpty = 0xffffffffu;
 constexpr unsigned kJoinHeaderBytes = 8;
 constexpr unsigned kJoinTupleBytes = 8;
-constexpr unsigned kJoinMaxDup = 7;  // so one u32 per probe tuple can mark its matches in verification
+constexpr unsigned kJoinMaxDup = 7; // so one u32 per probe tuple can mark its matches in verification
 __device__ __forceinline__ unsigned slot_of(unsigned key, unsigned mask) {
     return unsigned(gpudyn::detail::mix64(key)) & mask;
 }
@@ -307,7 +305,13 @@ __device__ __forceinline__ bool next_match(unsigned key, unsigned& s, unsigned m
 }
 // Where a probe's pages come from: DO (one global atomic page counter over the
 // pool, never freed), the GETPAGE walks, CUDA device malloc.
-enum class join_src { direct, rw, rw_bm, corw, cuda_malloc };
+enum class join_src {
+    direct,
+    rw,
+    rw_bm,
+    corw,
+    cuda_malloc
+};
 constexpr int kJoinSources = 5;
 const char* const kJoinNames[kJoinSources] = {"DO", "RW", "RW-BM", "CoRW", "cuda_malloc"};
 
@@ -325,8 +329,8 @@ __global__ void join_fill_kernel(const unsigned* probe_keys, unsigned n, const u
     const unsigned key = probe_keys[tid];
     unsigned s = slot_of(key, mask);
     char* page = nullptr;
-    unsigned used = cap;  // no page yet counts as a full one
-    bool live = true;     // false at the cluster's end or after a failed GETPAGE
+    unsigned used = cap; // no page yet counts as a full one
+    bool live = true;    // false at the cluster's end or after a failed GETPAGE
     // Rounds over the warp's lanes together (a lane's j-th match in round j), so
     // the lanes whose page is full ask in the same round: CoRW serves them as one
     // request, the other sources lane by lane.
@@ -355,7 +359,7 @@ __global__ void join_fill_kernel(const unsigned* probe_keys, unsigned n, const u
             }
         }
         if (need && fresh == nullptr) {
-            atomicAdd(failures, 1u);  // verification then reports this thread's missing matches
+            atomicAdd(failures, 1u); // verification then reports this thread's missing matches
             live = false;
         } else if (need) {
             *reinterpret_cast<unsigned long long*>(fresh) = reinterpret_cast<unsigned long long>(page);
@@ -376,7 +380,14 @@ __global__ void join_fill_kernel(const unsigned* probe_keys, unsigned n, const u
 // outputs.  A page outside [pool_lo, pool_hi) or off the page grid (heap
 // pages; pool_hi == 0 for CUDA malloc) or a list longer than the matches
 // allow is invalid.  tally: pages, tuples, invalid, duplicate, missing.
-enum { kTallyPages, kTallyTuples, kTallyInvalid, kTallyDuplicate, kTallyMissing, kTallyCount };
+enum {
+    kTallyPages,
+    kTallyTuples,
+    kTallyInvalid,
+    kTallyDuplicate,
+    kTallyMissing,
+    kTallyCount
+};
 __global__ void join_verify_kernel(const unsigned* probe_keys, const unsigned* build_keys, const unsigned char* rank,
                                    const unsigned char* expect, unsigned n, unsigned nbuild,
                                    const unsigned long long* heads, const unsigned* head_counts,
@@ -391,8 +402,8 @@ __global__ void join_verify_kernel(const unsigned* probe_keys, const unsigned* b
         unsigned long long page = heads[tid];
         unsigned count = head_counts[tid], seen = 0, pages = 0, tuples = 0, invalid = 0, dup = 0;
         while (page != 0) {
-            const bool off_pool = pool_hi != 0 && (page < pool_lo || page + page_bytes > pool_hi ||
-                                                   (page - pool_lo) % page_bytes != 0);
+            const bool off_pool =
+                pool_hi != 0 && (page < pool_lo || page + page_bytes > pool_hi || (page - pool_lo) % page_bytes != 0);
             if (off_pool || count > cap || ++pages > kJoinMaxDup) {
                 ++invalid;
                 break;
@@ -441,8 +452,7 @@ __host__ __device__ __forceinline__ bool word_occupied(unsigned long long w, uns
                                                        unsigned long long threshold) {
     return (gpudyn::detail::mix64(w ^ (static_cast<unsigned long long>(seed) << 40)) & 0xffffffffull) < threshold;
 }
-__global__ void occupy_words_kernel(unsigned* words, unsigned word_count, unsigned seed,
-                                    unsigned long long threshold) {
+__global__ void occupy_words_kernel(unsigned* words, unsigned word_count, unsigned seed, unsigned long long threshold) {
     const unsigned w = blockIdx.x * blockDim.x + threadIdx.x;
     if (w < word_count && word_occupied(w, seed, threshold)) words[w] = 0xffffffffu;
 }
@@ -450,7 +460,10 @@ __global__ void occupy_words_kernel(unsigned* words, unsigned word_count, unsign
 // ---- timing ------------------------------------------------------------------
 struct timer {
     cudaEvent_t a, b;
-    timer() { CUDA(cudaEventCreate(&a)); CUDA(cudaEventCreate(&b)); }
+    timer() {
+        CUDA(cudaEventCreate(&a));
+        CUDA(cudaEventCreate(&b));
+    }
     template <class F>
     float ms(F&& launch) {
         CUDA(cudaEventRecord(a));
@@ -497,12 +510,12 @@ static gpudyn_rw_heap_t make_heap(unsigned long long pages, unsigned long long p
 // nothing and the others 1..7 tuples: output whose size only the probe finds
 // out, the case a dynamic output buffer is for.
 struct join_input {
-    unsigned n = 0;                  // |R| = |S| = probe threads
-    unsigned cap = 0;                // table slots: a power of two >= 2n (load <= 1/2)
-    unsigned long long matches = 0;  // output tuples of the exact join
+    unsigned n = 0;                 // |R| = |S| = probe threads
+    unsigned cap = 0;               // table slots: a power of two >= 2n (load <= 1/2)
+    unsigned long long matches = 0; // output tuples of the exact join
     unsigned *build = nullptr, *probe = nullptr, *table_keys = nullptr, *table_vals = nullptr;
     unsigned char *rank = nullptr, *expect = nullptr;
-    float build_ms = 0;  // median time of the build kernel (clearing the table is not timed)
+    float build_ms = 0; // median time of the build kernel (clearing the table is not timed)
 };
 static join_input make_join_input(unsigned n, timer& tm, int reps) {
     join_input in;
@@ -514,8 +527,8 @@ static join_input make_join_input(unsigned n, timer& tm, int reps) {
     build.reserve(n);
     rank.reserve(n);
     for (unsigned j = 0; build.size() < n; ++j) {
-        const unsigned m = std::min<unsigned>(1 + unsigned(gpudyn::detail::mix64(j) % kJoinMaxDup),
-                                              n - unsigned(build.size()));
+        const unsigned m =
+            std::min<unsigned>(1 + unsigned(gpudyn::detail::mix64(j) % kJoinMaxDup), n - unsigned(build.size()));
         for (unsigned k = 0; k < m; ++k) {
             build.push_back(2 * j);
             rank.push_back((unsigned char)k);
@@ -542,9 +555,10 @@ static join_input make_join_input(unsigned n, timer& tm, int reps) {
     CUDA(cudaMemcpy(in.rank, rank.data(), n, cudaMemcpyHostToDevice));
     CUDA(cudaMemcpy(in.expect, expect.data(), n, cudaMemcpyHostToDevice));
     std::vector<float> t;
-    for (int r = 0; r <= reps; ++r) {  // r == 0: warm-up; the last build stays
+    for (int r = 0; r <= reps; ++r) { // r == 0: warm-up; the last build stays
         CUDA(cudaMemset(in.table_keys, 0xff, in.cap * sizeof(unsigned)));
-        float ms = tm.ms([&] { build_kernel<<<blocks(n), kBlock>>>(in.build, n, in.table_keys, in.table_vals, in.cap - 1); });
+        float ms =
+            tm.ms([&] { build_kernel<<<blocks(n), kBlock>>>(in.build, n, in.table_keys, in.table_vals, in.cap - 1); });
         if (r) t.push_back(ms);
     }
     in.build_ms = float(median(t));
@@ -561,11 +575,11 @@ static void free_join_input(join_input& in) {
 }
 // Per-thread results of a probe, and the counters of a run.
 struct join_scratch {
-    unsigned long long* heads = nullptr;  // newest page of each thread
-    unsigned* counts = nullptr;           // tuples in it
-    unsigned* fail = nullptr;             // GETPAGE failures
-    unsigned long long* tally = nullptr;  // join_verify_kernel's counters
-    unsigned long long* next = nullptr;   // DO's page counter
+    unsigned long long* heads = nullptr; // newest page of each thread
+    unsigned* counts = nullptr;          // tuples in it
+    unsigned* fail = nullptr;            // GETPAGE failures
+    unsigned long long* tally = nullptr; // join_verify_kernel's counters
+    unsigned long long* next = nullptr;  // DO's page counter
 };
 static join_scratch make_join_scratch(unsigned nmax) {
     join_scratch o;
@@ -622,7 +636,7 @@ static std::string measure_join(int m, gpudyn_rw_heap_t h, const join_input& in,
         CUDA(cudaMemset(o.tally, 0, kTallyCount * sizeof(unsigned long long)));
         const unsigned long long pool_hi = M == join_src::cuda_malloc ? 0 : v.pool + T * S;
         join_verify_kernel<<<blocks(in.n), kBlock>>>(in.probe, in.build, in.rank, in.expect, in.n, in.n, o.heads,
-                                                    o.counts, S, v.pool, pool_hi, o.tally);
+                                                     o.counts, S, v.pool, pool_hi, o.tally);
         CUDA(cudaGetLastError());
         unsigned long long tally[kTallyCount], next = 0;
         unsigned fails = 0;
@@ -639,7 +653,7 @@ static std::string measure_join(int m, gpudyn_rw_heap_t h, const join_input& in,
         if (M == join_src::direct) {
             taken = std::min(next, T);
         } else if (M == join_src::cuda_malloc) {
-            taken = pages;  // nothing else counts CUDA malloc's pages
+            taken = pages; // nothing else counts CUDA malloc's pages
             join_free_kernel<<<blocks(in.n), kBlock>>>(o.heads, in.n);
             CUDA(cudaGetLastError());
             CUDA(cudaDeviceSynchronize());
@@ -652,14 +666,14 @@ static std::string measure_join(int m, gpudyn_rw_heap_t h, const join_input& in,
     }
     const bool verified = failed == 0 && invalid == 0 && dup == 0 && missing == 0 && wrong_count == 0 && leaked == 0;
     const double ms = median(t);
-    return fmt("\"allocator\":\"%s\",\"tuples\":%u,\"page_size\":%llu,\"pages_total\":%llu,\"ms\":%.6f,"
-               "\"build_ms\":%.6f,\"total_ms\":%.6f,\"matches\":%llu,\"output_tuples\":%llu,\"pages_used\":%llu,"
-               "\"bytes_held\":%llu,\"output_bytes\":%llu,\"pool_bytes\":%llu,\"failed\":%llu,\"invalid\":%llu,"
-               "\"duplicate\":%llu,\"missing\":%llu,\"wrong_count_runs\":%llu,\"pages_leaked\":%lld,\"verified\":%s",
-               kJoinNames[m], in.n, S, T, ms, double(in.build_ms), ms + in.build_ms, in.matches, tuples, taken,
-               taken * S, in.matches * kJoinTupleBytes,
-               M == join_src::cuda_malloc ? (unsigned long long)kCudaMallocHeap : T * S, failed, invalid, dup,
-               missing, wrong_count, leaked, verified ? "true" : "false");
+    return fmt(
+        "\"allocator\":\"%s\",\"tuples\":%u,\"page_size\":%llu,\"pages_total\":%llu,\"ms\":%.6f,"
+        "\"build_ms\":%.6f,\"total_ms\":%.6f,\"matches\":%llu,\"output_tuples\":%llu,\"pages_used\":%llu,"
+        "\"bytes_held\":%llu,\"output_bytes\":%llu,\"pool_bytes\":%llu,\"failed\":%llu,\"invalid\":%llu,"
+        "\"duplicate\":%llu,\"missing\":%llu,\"wrong_count_runs\":%llu,\"pages_leaked\":%lld,\"verified\":%s",
+        kJoinNames[m], in.n, S, T, ms, double(in.build_ms), ms + in.build_ms, in.matches, tuples, taken, taken * S,
+        in.matches * kJoinTupleBytes, M == join_src::cuda_malloc ? (unsigned long long)kCudaMallocHeap : T * S, failed,
+        invalid, dup, missing, wrong_count, leaked, verified ? "true" : "false");
 }
 
 // ---- RW_malloc on a pre-filled heap (Fig. 13, free-percentage axis) ---------
@@ -805,8 +819,8 @@ static void queue_steps(const unsigned* d_pos, unsigned N, double& tas, double& 
 // Step statistics of a get_pages call that may run out of pages (near N = A):
 // the statistics come back with the failures counted instead of ending the run.
 static gpudyn_exp_rw_heap_stats_t page_stats(gpudyn_rw_heap_t h, unsigned* pages, unsigned long long n,
-                                         gpudyn_rw_heap_algorithm_t algo, unsigned per_thread,
-                                         unsigned long long seed) {
+                                             gpudyn_rw_heap_algorithm_t algo, unsigned per_thread,
+                                             unsigned long long seed) {
     gpudyn_exp_rw_heap_stats_t st{};
     st.struct_size = sizeof st;
     const gpudyn_status_t s = gpudyn_exp_rw_heap_get_pages(h, pages, n, algo, per_thread, seed, &st, nullptr);
@@ -823,7 +837,7 @@ struct section_env {
     int reps;
     timer* tm;
     std::function<void(const std::string&)> progress;
-    size_t* total;  // progress steps; a section adds its own
+    size_t* total; // progress steps; a section adds its own
 };
 
 // ---- CRW in its regime (Alg. 5, Eq. 9, Fig. 10) -----------------------------
@@ -836,7 +850,7 @@ struct section_env {
 // thread's pages that follow its previous one.
 //   --only crw
 constexpr unsigned long long kCrwPool = 1ull << 20;        // the paper's T = 1M pages (SV-A)
-constexpr unsigned long long kCrwMaxRequests = 1ull << 18;  // pages per run: A/2, at most this
+constexpr unsigned long long kCrwMaxRequests = 1ull << 18; // pages per run: A/2, at most this
 static std::vector<unsigned> cluster_bitmap(unsigned long long T, double f, unsigned c, unsigned long long seed) {
     std::vector<unsigned> bm((T + 31) / 32, 0xffffffffu);
     const unsigned long long M = std::max(1ull, (unsigned long long)std::llround(f * double(T) / c));
@@ -852,8 +866,9 @@ static std::vector<unsigned> cluster_bitmap(unsigned long long T, double f, unsi
 }
 static void crw_section(const section_env& env) {
     const unsigned long long T = kCrwPool;
-    const std::vector<double> frees = env.quick ? std::vector<double>{0.5, 0.01} : std::vector<double>{0.5, 0.1, 0.01, 0.005};
-    const std::vector<unsigned> layouts = {100, 2, 1, 0};  // cluster pages; 0: occupy's random pages
+    const std::vector<double> frees =
+        env.quick ? std::vector<double>{0.5, 0.01} : std::vector<double>{0.5, 0.1, 0.01, 0.005};
+    const std::vector<unsigned> layouts = {100, 2, 1, 0}; // cluster pages; 0: occupy's random pages
     const std::vector<unsigned> per_threads = env.quick ? std::vector<unsigned>{8} : std::vector<unsigned>{8, 32};
     *env.total += frees.size() * layouts.size() * per_threads.size();
     gpudyn_rw_heap_t h = make_heap(T, 256);
@@ -876,7 +891,7 @@ static void crw_section(const section_env& env) {
             } else {
                 before = cluster_bitmap(T, f, c, 1);
             }
-            auto restore = [&] {  // the same layout before every run (not timed)
+            auto restore = [&] { // the same layout before every run (not timed)
                 if (c == 0) {
                     GD(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
                 } else {
@@ -893,13 +908,19 @@ static void crw_section(const section_env& env) {
                 if (N == 0) continue;
                 for (int a = 0; a < 3; ++a) {
                     std::vector<float> t;
-                    for (int r = 0; r <= env.reps; ++r) {  // r == 0: warm-up
+                    for (int r = 0; r <= env.reps; ++r) { // r == 0: warm-up
                         restore();
                         float ms = env.tm->ms([&] {
                             using gpudyn::rw_heap_detail::get_pages_kernel;
-                            if (a == 0) get_pages_kernel<rw_algorithm::crw, false><<<blocks(N), kBlock>>>(v, d_pages, Q, R, r, d_scratch);
-                            if (a == 1) get_pages_kernel<rw_algorithm::rw_bm, false><<<blocks(N), kBlock>>>(v, d_pages, Q, R, r, d_scratch);
-                            if (a == 2) get_pages_kernel<rw_algorithm::corw, false><<<blocks(N), kBlock>>>(v, d_pages, Q, R, r, d_scratch);
+                            if (a == 0)
+                                get_pages_kernel<rw_algorithm::crw, false>
+                                    <<<blocks(N), kBlock>>>(v, d_pages, Q, R, r, d_scratch);
+                            if (a == 1)
+                                get_pages_kernel<rw_algorithm::rw_bm, false>
+                                    <<<blocks(N), kBlock>>>(v, d_pages, Q, R, r, d_scratch);
+                            if (a == 2)
+                                get_pages_kernel<rw_algorithm::corw, false>
+                                    <<<blocks(N), kBlock>>>(v, d_pages, Q, R, r, d_scratch);
                         });
                         if (r) t.push_back(ms);
                     }
@@ -940,13 +961,13 @@ static void churn_section(const section_env& env) {
     const std::vector<unsigned long long> pools = env.quick ? std::vector<unsigned long long>{1ull << 20}
                                                             : std::vector<unsigned long long>{1ull << 20, 1ull << 24};
     const std::vector<double> frees = env.quick ? std::vector<double>{0.5, 0.01} : std::vector<double>{0.5, 0.1, 0.01};
-    const std::vector<unsigned> threads = env.quick ? std::vector<unsigned>{4096, 65536}
-                                                    : std::vector<unsigned>{4096, 65536, 1048576};
+    const std::vector<unsigned> threads =
+        env.quick ? std::vector<unsigned>{4096, 65536} : std::vector<unsigned>{4096, 65536, 1048576};
     *env.total += pools.size() * frees.size() * threads.size();
     const char* names[] = {"queue", "rw_bm", "corw"};
     for (unsigned long long T : pools) {
         unsigned log2_t = 0;
-        while ((1ull << log2_t) < T) ++log2_t;  // the ring's capacity: T, a power of two here
+        while ((1ull << log2_t) < T) ++log2_t; // the ring's capacity: T, a power of two here
         gpudyn_rw_heap_t h = make_heap(T, 256);
         gpudyn_rw_heap_view_t v;
         GD(gpudyn_rw_heap_get_view(h, &v));
@@ -970,14 +991,14 @@ static void churn_section(const section_env& env) {
             const unsigned long long A = count_free(before);
             for (unsigned N : threads) {
                 env.progress(fmt("churn T=%llu free=%g N=%u", T, f, N));
-                if (N > A / 2) continue;  // as Fig. 11: every walk stays bounded
+                if (N > A / 2) continue; // as Fig. 11: every walk stays bounded
                 for (int a = 0; a < 3; ++a) {
-                    auto prepare = [&] {  // the pool as before the first run, counters cleared (not timed)
+                    auto prepare = [&] { // the pool as before the first run, counters cleared (not timed)
                         GD(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
                         if (a == 0) {
                             CUDA(cudaMemset(d_count, 0, sizeof(unsigned long long)));
-                            list_free_kernel<<<blocks(v.word_count), kBlock>>>(reinterpret_cast<const unsigned*>(v.bitmap),
-                                                                               v.word_count, d_list, d_count);
+                            list_free_kernel<<<blocks(v.word_count), kBlock>>>(
+                                reinterpret_cast<const unsigned*>(v.bitmap), v.word_count, d_list, d_count);
                             ring_init_kernel<<<unsigned((T + kBlock - 1) / kBlock), kBlock>>>(ring, d_list, d_count);
                             CUDA(cudaGetLastError());
                         }
@@ -985,12 +1006,24 @@ static void churn_section(const section_env& env) {
                     };
                     auto launch = [&](bool stats) {
                         const unsigned b = blocks(N);
-                        if (a == 0 && !stats) churn_kernel<churn_alloc::queue, false><<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
-                        if (a == 0 && stats) churn_kernel<churn_alloc::queue, true><<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
-                        if (a == 1 && !stats) churn_kernel<churn_alloc::rw_bm, false><<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
-                        if (a == 1 && stats) churn_kernel<churn_alloc::rw_bm, true><<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
-                        if (a == 2 && !stats) churn_kernel<churn_alloc::corw, false><<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
-                        if (a == 2 && stats) churn_kernel<churn_alloc::corw, true><<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
+                        if (a == 0 && !stats)
+                            churn_kernel<churn_alloc::queue, false>
+                                <<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
+                        if (a == 0 && stats)
+                            churn_kernel<churn_alloc::queue, true>
+                                <<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
+                        if (a == 1 && !stats)
+                            churn_kernel<churn_alloc::rw_bm, false>
+                                <<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
+                        if (a == 1 && stats)
+                            churn_kernel<churn_alloc::rw_bm, true>
+                                <<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
+                        if (a == 2 && !stats)
+                            churn_kernel<churn_alloc::corw, false>
+                                <<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
+                        if (a == 2 && stats)
+                            churn_kernel<churn_alloc::corw, true>
+                                <<<b, kBlock>>>(v, ring, N, kChurnRounds, 5, d_out, d_counters);
                     };
                     std::vector<float> t;
                     for (int r = 0; r <= env.reps; ++r) {
@@ -1026,7 +1059,7 @@ static void churn_section(const section_env& env) {
                     if (bad) problem += fmt("%llu held pages lost their owner's words; ", bad);
                     if (left != A - N) problem += fmt("%llu pages free at the end, expected %llu; ", left, A - N);
                     std::string steps;
-                    if (a != 0) {  // TAS/WAS of the walks, from a run of its own
+                    if (a != 0) { // TAS/WAS of the walks, from a run of its own
                         prepare();
                         launch(true);
                         CUDA(cudaGetLastError());
@@ -1044,8 +1077,15 @@ static void churn_section(const section_env& env) {
             }
         }
         GD(gpudyn_rw_heap_destroy(h));
-        cudaFree(ring.slots); cudaFree(ring.head); cudaFree(ring.tail); cudaFree(ring.avail);
-        cudaFree(d_list); cudaFree(d_out); cudaFree(d_count); cudaFree(d_counters); cudaFree(d_bad);
+        cudaFree(ring.slots);
+        cudaFree(ring.head);
+        cudaFree(ring.tail);
+        cudaFree(ring.avail);
+        cudaFree(d_list);
+        cudaFree(d_out);
+        cudaFree(d_count);
+        cudaFree(d_counters);
+        cudaFree(d_bad);
     }
 }
 
@@ -1057,7 +1097,8 @@ int main(int argc, char** argv) {
     const char* only = nullptr;
     unsigned join_n = 0;
     int reps_arg = 0;
-    const char* usage = "usage: %s --out FILE.json [--quick] [--only fig11|crw|churn|fig13|fig13_free|fig17|fig18] [--join-n N] [--reps R]\n";
+    const char* usage =
+        "usage: %s --out FILE.json [--quick] [--only fig11|crw|churn|fig13|fig13_free|fig17|fig18] [--join-n N] [--reps R]\n";
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = true;
@@ -1079,30 +1120,36 @@ int main(int argc, char** argv) {
     timer tm;
 
     // Axes (defaults in one place).
-    const std::vector<unsigned long long> pool_pages = quick ? std::vector<unsigned long long>{1ull << 20}
-                                                             : std::vector<unsigned long long>{1ull << 20, 1ull << 24};
-    const std::vector<double> frees = quick ? std::vector<double>{0.5, 0.01} : std::vector<double>{0.5, 0.1, 0.01, 0.005};
-    const std::vector<unsigned> threads = quick ? std::vector<unsigned>{4096, 65536}
-                                                : std::vector<unsigned>{1024, 4096, 16384, 65536, 262144, 1048576};
-    const std::vector<unsigned> malloc_threads = quick ? std::vector<unsigned>{65536} : std::vector<unsigned>{65536, 1048576};
-    const std::vector<unsigned> join_sizes = join_n ? std::vector<unsigned>{join_n}
-                                             : quick ? std::vector<unsigned>{16384, 1048576}
-                                                     : std::vector<unsigned>{16384, 65536, 262144, 1048576, 4194304, 10000000};
+    const std::vector<unsigned long long> pool_pages =
+        quick ? std::vector<unsigned long long>{1ull << 20} : std::vector<unsigned long long>{1ull << 20, 1ull << 24};
+    const std::vector<double> frees =
+        quick ? std::vector<double>{0.5, 0.01} : std::vector<double>{0.5, 0.1, 0.01, 0.005};
+    const std::vector<unsigned> threads =
+        quick ? std::vector<unsigned>{4096, 65536} : std::vector<unsigned>{1024, 4096, 16384, 65536, 262144, 1048576};
+    const std::vector<unsigned> malloc_threads =
+        quick ? std::vector<unsigned>{65536} : std::vector<unsigned>{65536, 1048576};
+    const std::vector<unsigned> join_sizes =
+        join_n  ? std::vector<unsigned>{join_n}
+        : quick ? std::vector<unsigned>{16384, 1048576}
+                : std::vector<unsigned>{16384, 65536, 262144, 1048576, 4194304, 10000000};
     const unsigned max_n = 16u << 20;
     // Fig. 13 free-percentage axis and Fig. 18 (sections fig13_free, fig18).
-    const std::vector<double> f13_free_pcts = quick ? std::vector<double>{100, 10} : std::vector<double>{100, 50, 10, 1};
-    const std::vector<unsigned> f13_threads = quick ? std::vector<unsigned>{65536}
-                                                    : std::vector<unsigned>{16384, 65536, 1048576};
+    const std::vector<double> f13_free_pcts =
+        quick ? std::vector<double>{100, 10} : std::vector<double>{100, 50, 10, 1};
+    const std::vector<unsigned> f13_threads =
+        quick ? std::vector<unsigned>{65536} : std::vector<unsigned>{16384, 65536, 1048576};
     const std::vector<unsigned long long> fig18_page_sizes =
         quick ? std::vector<unsigned long long>{32, 256, 2048}
               : std::vector<unsigned long long>{32, 64, 128, 256, 512, 1024, 2048};
     const unsigned long long fig18_pool = quick ? 1ull << 30 : 8ull << 30;
 
-    size_t total = pool_pages.size() * frees.size() * threads.size() + threads.size() +
-                   malloc_threads.size() * 8 * 2 + 4 * 3 + join_sizes.size() * 5;
+    size_t total = pool_pages.size() * frees.size() * threads.size() + threads.size() + malloc_threads.size() * 8 * 2 +
+                   4 * 3 + join_sizes.size() * 5;
     total += 4 * f13_threads.size() * f13_free_pcts.size() + fig18_page_sizes.size() * 4;
     size_t done = 0;
-    auto progress = [&](const std::string& label) { fprintf(stderr, "progress %zu %zu %s\n", ++done, total, label.c_str()); };
+    auto progress = [&](const std::string& label) {
+        fprintf(stderr, "progress %zu %zu %s\n", ++done, total, label.c_str());
+    };
 
     unsigned *d_out, *d_pos, *d_queue;
     unsigned long long* d_head;
@@ -1131,15 +1178,15 @@ int main(int argc, char** argv) {
         gpudyn_rw_heap_view_t v;
         GD(gpudyn_rw_heap_get_view(h, &v));
         const heap_bytes hb = bytes_of(v), qb = queue_bytes(v, sizeof(unsigned), 8);
-        heap_bytes qbb = qb;  // the queue that lists its pages from the bitmap also holds the bitmap
+        heap_bytes qbb = qb; // the queue that lists its pages from the bitmap also holds the bitmap
         qbb.bitmap = hb.bitmap;
         qbb.meta += hb.bitmap;
         for (double f : frees) {
             GD(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
             uint64_t A = 0;
             GD(gpudyn_rw_heap_free_page_count(h, &A, nullptr));
-            const std::vector<unsigned> before = read_bitmap(v);  // every repeat's start (occupy's seed 1)
-            std::vector<std::pair<unsigned, double>> points;      // (N, N/A for the near_a points, else 0)
+            const std::vector<unsigned> before = read_bitmap(v); // every repeat's start (occupy's seed 1)
+            std::vector<std::pair<unsigned, double>> points;     // (N, N/A for the near_a points, else 0)
             for (unsigned N : threads) points.push_back({N, 0.0});
             for (double x : near_a) points.push_back({unsigned(std::max(1.0, std::floor(x * double(A) + 0.5))), x});
             for (const auto& point : points) {
@@ -1147,13 +1194,14 @@ int main(int argc, char** argv) {
                 const double near = point.second;
                 progress(near ? fmt("fig11 T=%llu free=%g N=%u (%g A)", T, f, N, near)
                               : fmt("fig11 T=%llu free=%g N=%u", T, f, N));
-                if (!near && N > A / 2) continue;  // the walks need N <= A; A/2 keeps every algorithm bounded
+                if (!near && N > A / 2) continue; // the walks need N <= A; A/2 keeps every algorithm bounded
                 const int nreps = near ? near_a_reps : reps;
-                const std::string where = fmt(",\"T\":%llu,\"A\":%llu,\"free\":%g,\"N\":%u", T, (unsigned long long)A, f, N) +
-                                          (near ? fmt(",\"near_a\":%g", near) : std::string());
+                const std::string where =
+                    fmt(",\"T\":%llu,\"A\":%llu,\"free\":%g,\"N\":%u", T, (unsigned long long)A, f, N) +
+                    (near ? fmt(",\"near_a\":%g", near) : std::string());
                 for (int a = 0; a < 3; ++a) {
                     std::vector<float> t;
-                    for (int r = 0; r <= nreps; ++r) {  // r == 0: warm-up
+                    for (int r = 0; r <= nreps; ++r) { // r == 0: warm-up
                         GD(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
                         float ms = tm.ms([&] {
                             if (a == 0) getpage_kernel<rw_algorithm::rw><<<blocks(N), kBlock>>>(v, N, r, d_out);
@@ -1165,26 +1213,31 @@ int main(int argc, char** argv) {
                     unsigned long long none = 0;
                     const std::vector<unsigned> after = read_bitmap(v);
                     std::string problem = check_pages(read_pages(d_out, N), T, before, &after, &none);
-                    if (none) problem += fmt("%llu requests found no page; ", none);  // N <= A: each must find one
+                    if (none) problem += fmt("%llu requests found no page; ", none); // N <= A: each must find one
                     GD(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
-                    const gpudyn_exp_rw_heap_stats_t st = page_stats(h, d_out, N, gpudyn_rw_heap_algorithm_t(a + 1), 1, 77);
+                    const gpudyn_exp_rw_heap_stats_t st =
+                        page_stats(h, d_out, N, gpudyn_rw_heap_algorithm_t(a + 1), 1, 77);
                     row(fmt("{\"figure\":\"fig11\",\"allocator\":\"%s\"", algo_names[a]) + where +
                         fmt(",\"ms\":%.6f,\"tas\":%.6f,\"was\":%.6f,\"failed\":%llu", median(t), st.tas, st.was,
                             (unsigned long long)st.failed) +
-                        hb.json() + verdict(problem, fmt("fig11 %s T=%llu free=%g N=%u", algo_names[a], T, f, N)) + "}");
+                        hb.json() + verdict(problem, fmt("fig11 %s T=%llu free=%g N=%u", algo_names[a], T, f, N)) +
+                        "}");
                 }
                 // Queue baseline: the free pages in an array, one atomic head.  The
                 // list is built before the timing, as in the paper's queue.
                 GD(gpudyn_exp_rw_heap_occupy(h, 1.0 - f, 1, nullptr));
                 CUDA(cudaMemset(d_count, 0, sizeof(unsigned long long)));
-                list_free_kernel<<<blocks(v.word_count), kBlock>>>(reinterpret_cast<const unsigned*>(v.bitmap), v.word_count,
-                                                                   d_queue, d_count);
+                list_free_kernel<<<blocks(v.word_count), kBlock>>>(reinterpret_cast<const unsigned*>(v.bitmap),
+                                                                   v.word_count, d_queue, d_count);
                 CUDA(cudaGetLastError());
                 {
                     std::vector<float> t;
                     for (int r = 0; r <= nreps; ++r) {
                         CUDA(cudaMemset(d_head, 0, 8));
-                        float ms = tm.ms([&] { queue_kernel<<<blocks(N), kBlock>>>(gpudyn::experimental::page_queue{d_queue, d_head, A}, N, d_out, d_pos); });
+                        float ms = tm.ms([&] {
+                            queue_kernel<<<blocks(N), kBlock>>>(gpudyn::experimental::page_queue{d_queue, d_head, A}, N,
+                                                                d_out, d_pos);
+                        });
                         if (r) t.push_back(ms);
                     }
                     unsigned long long none = 0;
@@ -1205,8 +1258,8 @@ int main(int argc, char** argv) {
                         // The count and head start at 0 (set before the timing: a
                         // queue keeps them in its state), the list is built anew.
                         auto build = [&] {
-                            list_free_kernel<<<blocks(v.word_count), kBlock>>>(reinterpret_cast<const unsigned*>(v.bitmap),
-                                                                               v.word_count, d_queue, d_count);
+                            list_free_kernel<<<blocks(v.word_count), kBlock>>>(
+                                reinterpret_cast<const unsigned*>(v.bitmap), v.word_count, d_queue, d_count);
                         };
                         CUDA(cudaMemset(d_count, 0, sizeof(unsigned long long)));
                         float ms_build = tm.ms(build);
@@ -1263,7 +1316,7 @@ int main(int argc, char** argv) {
 
     // ---- Fig. 13/14: RW_malloc vs CUDA malloc -------------------------------
     if (part("fig13")) {
-        const unsigned long long T = 1ull << 26, S = 256;  // 16 GiB pool of 256 B pages (SV-B2)
+        const unsigned long long T = 1ull << 26, S = 256; // 16 GiB pool of 256 B pages (SV-B2)
         gpudyn_rw_heap_t h = make_heap(T, S);
         gpudyn_rw_heap_view_t v;
         GD(gpudyn_rw_heap_get_view(h, &v));
@@ -1275,7 +1328,7 @@ int main(int argc, char** argv) {
         const unsigned long long fixed[] = {16, 256, 1024, 4096, 8192, 0, 0, 4096};
         for (unsigned N : malloc_threads)
             for (int sc = 0; sc < 8; ++sc) {
-                if (sc == 5 || sc == 6) {  // mixed sizes, uniform in [lo, hi]
+                if (sc == 5 || sc == 6) { // mixed sizes, uniform in [lo, hi]
                     std::vector<unsigned long long> sz(N);
                     const unsigned long long lo = sc == 5 ? 16 : 4, hi = sc == 5 ? 4096 : 8196;
                     for (unsigned i = 0; i < N; ++i) sz[i] = lo + gpudyn::detail::mix64(i * 31 + sc) % (hi - lo + 1);
@@ -1294,11 +1347,10 @@ int main(int argc, char** argv) {
                         CUDA(cudaMemset(d_fail, 0, sizeof(unsigned)));
                         if (!who) GD(gpudyn_rw_heap_reset(h, nullptr));
                         float ms = tm.ms([&] {
-                            if (who)
-                                cuda_malloc_kernel<<<blocks(N), kBlock>>>(sizes, fixed[sc], N, d_ptrs, free_now);
+                            if (who) cuda_malloc_kernel<<<blocks(N), kBlock>>>(sizes, fixed[sc], N, d_ptrs, free_now);
                             else
                                 rw_malloc_kernel<<<blocks(N), kBlock>>>(v, sizes, fixed[sc], N, r, d_ptrs, free_now,
-                                                                         d_fail, nullptr);
+                                                                        d_fail, nullptr);
                         });
                         if (who) {
                             cuda_free_kernel<<<blocks(N), kBlock>>>(d_ptrs, N);
@@ -1308,7 +1360,8 @@ int main(int argc, char** argv) {
                         }
                         if (r) t.push_back(ms);
                     }
-                    row(fmt("{\"figure\":\"fig13\",\"allocator\":\"%s\",\"scenario\":\"%s\",\"N\":%u,\"ms\":%.6f,"
+                    row(
+                        fmt("{\"figure\":\"fig13\",\"allocator\":\"%s\",\"scenario\":\"%s\",\"N\":%u,\"ms\":%.6f,"
                             "\"failed\":%u}",
                             who ? "cuda_malloc" : "rw_malloc", scen[sc], N, median(t), fails));
                 }
@@ -1331,7 +1384,7 @@ int main(int argc, char** argv) {
                 for (int b = 0; b < 100000; ++b) {
                     CUDA(cudaMemset(d_fail, 0, sizeof(unsigned)));
                     rw_malloc_kernel<<<blocks(batch), kBlock>>>(v, nullptr, X, batch, b, d_ptrs, false, d_fail,
-                                                                 d_granted);
+                                                                d_granted);
                     unsigned fails = 0;
                     CUDA(cudaMemcpy(&fails, d_fail, sizeof fails, cudaMemcpyDeviceToHost));
                     if (fails) break;
@@ -1341,7 +1394,8 @@ int main(int argc, char** argv) {
                 // A size-class allocator rounding to the next power of two (the paper's Ouroboros setup).
                 unsigned long long pow2 = 1;
                 while (pow2 < X) pow2 <<= 1;
-                row(fmt("{\"figure\":\"fig15\",\"page_size\":%llu,\"request\":%llu,\"utilisation\":%.6f,"
+                row(
+                    fmt("{\"figure\":\"fig15\",\"page_size\":%llu,\"request\":%llu,\"utilisation\":%.6f,"
                         "\"pow2_class_utilisation\":%.6f}",
                         page, X, double(granted) / double(pool_bytes), double(X) / double(pow2)));
                 cudaFree(d_granted);
@@ -1356,7 +1410,7 @@ int main(int argc, char** argv) {
     // Tuples 16K .. 10M on 128M pages of 64 B (SVI); CUDA malloc (pages of 64 B
     // from its own heap) only up to 1M tuples: seconds a run beyond.
     if (part("fig17")) {
-        const unsigned long long T = 1ull << 27, S = 64;  // 128M pages as in SVI, 64 B pages (8 GiB)
+        const unsigned long long T = 1ull << 27, S = 64; // 128M pages as in SVI, 64 B pages (8 GiB)
         gpudyn_rw_heap_t h = make_heap(T, S);
         join_scratch o = make_join_scratch(join_sizes.back());
         for (unsigned n : join_sizes) {
@@ -1405,7 +1459,7 @@ int main(int argc, char** argv) {
         for (int sc = 0; sc < 4; ++sc)
             for (unsigned N : f13_threads) {
                 std::vector<unsigned long long> sz(N, fixed[sc]);
-                if (!fixed[sc])  // as fig13's mixed_16_4096: uniform in [16, 4096]
+                if (!fixed[sc]) // as fig13's mixed_16_4096: uniform in [16, 4096]
                     for (unsigned i = 0; i < N; ++i) sz[i] = 16 + gpudyn::detail::mix64(i * 31 + 5) % (4096 - 16 + 1);
                 CUDA(cudaMemcpy(d_sizes, sz.data(), N * sizeof(unsigned long long), cudaMemcpyHostToDevice));
                 const unsigned long long need = malloc_pages_needed(sz, S);
@@ -1414,13 +1468,12 @@ int main(int argc, char** argv) {
                 for (double pct : f13_free_pcts) {
                     progress(fmt("fig13_free %s N=%u free=%g%%", size_names[sc], N, pct));
                     const unsigned seed = 17 + unsigned(pct * 100);
-                    const unsigned long long threshold =
-                        (unsigned long long)((1.0 - pct / 100.0) * 4294967296.0);
+                    const unsigned long long threshold = (unsigned long long)((1.0 - pct / 100.0) * 4294967296.0);
                     auto fill = [&] {
                         GD(gpudyn_rw_heap_reset(h, nullptr));
                         if (threshold)
-                            occupy_words_kernel<<<blocks(v.word_count), kBlock>>>(
-                                reinterpret_cast<unsigned*>(v.bitmap), v.word_count, seed, threshold);
+                            occupy_words_kernel<<<blocks(v.word_count), kBlock>>>(reinterpret_cast<unsigned*>(v.bitmap),
+                                                                                  v.word_count, seed, threshold);
                         CUDA(cudaGetLastError());
                         uint64_t free_pages = 0;
                         GD(gpudyn_rw_heap_free_page_count(h, &free_pages, nullptr));
@@ -1429,7 +1482,8 @@ int main(int argc, char** argv) {
                     const unsigned long long free_before = fill();
                     const double measured = 100.0 * double(free_before) / double(T);
                     if (need > free_before / 2) {
-                        row(fmt("{\"figure\":\"fig13_free\",\"allocator\":\"rw_malloc\",\"size\":\"%s\",\"N\":%u,"
+                        row(
+                            fmt("{\"figure\":\"fig13_free\",\"allocator\":\"rw_malloc\",\"size\":\"%s\",\"N\":%u,"
                                 "\"free_pct\":%g,\"free_pct_measured\":%.4f,\"pages_needed\":%llu,"
                                 "\"pages_free\":%llu,\"skipped\":true}",
                                 size_names[sc], N, pct, measured, need, free_before));
@@ -1438,12 +1492,12 @@ int main(int argc, char** argv) {
                     std::vector<float> t;
                     unsigned fails = 0, max_fails = 0;
                     unsigned long long free_after = 0;
-                    for (int r = 0; r <= reps; ++r) {  // r == 0: warm-up
+                    for (int r = 0; r <= reps; ++r) { // r == 0: warm-up
                         if (r) fill();
                         CUDA(cudaMemset(d_fail, 0, sizeof(unsigned)));
                         float ms = tm.ms([&] {
                             rw_malloc_kernel<<<blocks(N), kBlock>>>(v, d_sizes, 0, N, r, d_ptrs, false, d_fail,
-                                                                     nullptr);
+                                                                    nullptr);
                         });
                         if (r) t.push_back(ms);
                         CUDA(cudaMemcpy(&fails, d_fail, sizeof fails, cudaMemcpyDeviceToHost));
@@ -1467,7 +1521,8 @@ int main(int argc, char** argv) {
                             ++off_pool;
                             continue;
                         }
-                        const unsigned long long first = (p[i] - v.pool) / S / 32, last = (p[i] + sz[i] - 1 - v.pool) / S / 32;
+                        const unsigned long long first = (p[i] - v.pool) / S / 32,
+                                                 last = (p[i] + sz[i] - 1 - v.pool) / S / 32;
                         for (unsigned long long w = first; w <= last; ++w)
                             if (word_occupied(w, seed, threshold)) {
                                 ++in_filled;
@@ -1478,8 +1533,10 @@ int main(int argc, char** argv) {
                     std::sort(order.begin(), order.end(), [&](unsigned a, unsigned b) { return p[a] < p[b]; });
                     for (size_t k = 1; k < order.size(); ++k)
                         if (p[order[k - 1]] + sz[order[k - 1]] > p[order[k]]) ++overlaps;
-                    const bool verified = max_fails == 0 && nulls == 0 && in_filled == 0 && overlaps == 0 && off_pool == 0;
-                    row(fmt("{\"figure\":\"fig13_free\",\"allocator\":\"rw_malloc\",\"size\":\"%s\",\"N\":%u,"
+                    const bool verified =
+                        max_fails == 0 && nulls == 0 && in_filled == 0 && overlaps == 0 && off_pool == 0;
+                    row(
+                        fmt("{\"figure\":\"fig13_free\",\"allocator\":\"rw_malloc\",\"size\":\"%s\",\"N\":%u,"
                             "\"free_pct\":%g,\"free_pct_measured\":%.4f,\"pages_needed\":%llu,\"pages_free\":%llu,"
                             "\"ms\":%.6f,\"failed\":%u,\"bytes_requested\":%llu,\"bytes_held\":%llu,"
                             "\"pool_bytes\":%llu,\"in_prefilled\":%llu,\"overlaps\":%llu,\"off_pool\":%llu,"

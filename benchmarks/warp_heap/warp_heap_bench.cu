@@ -64,31 +64,31 @@ constexpr unsigned long long kKeptSlots = kArenaHeaderSlots;
 constexpr unsigned long long kPageRounding = 4096;
 constexpr unsigned long long kPageCount = 1ull << 16;
 
-#define CUDA_CHECK(call)                                                                          \
-    do {                                                                                          \
-        cudaError_t e_ = (call);                                                                  \
-        if (e_ != cudaSuccess) {                                                                  \
+#define CUDA_CHECK(call)                                                                                  \
+    do {                                                                                                  \
+        cudaError_t e_ = (call);                                                                          \
+        if (e_ != cudaSuccess) {                                                                          \
             fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            std::exit(2);                                                                         \
-        }                                                                                         \
+            std::exit(2);                                                                                 \
+        }                                                                                                 \
     } while (0)
-#define GPUDYN_CHECK(call)                                                                        \
-    do {                                                                                          \
-        gpudyn_status_t s_ = (call);                                                              \
-        if (s_ != GPUDYN_SUCCESS) {                                                               \
+#define GPUDYN_CHECK(call)                                                                                     \
+    do {                                                                                                       \
+        gpudyn_status_t s_ = (call);                                                                           \
+        if (s_ != GPUDYN_SUCCESS) {                                                                            \
             fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, gpudyn_last_error_message()); \
-            std::exit(2);                                                                         \
-        }                                                                                         \
+            std::exit(2);                                                                                      \
+        }                                                                                                      \
     } while (0)
 
 // Keep = false: the timed job.  Keep = true: the same job, but each warp keeps
 // its header (written to kept[warp of the grid]) so that the host can read what
 // the heap holds at the job's end before freeing it.
 template <bool Keep>
-__global__ void __launch_bounds__(kMaxBlock) warp_heap_kernel(gpudyn_warp_heap_view_t view, unsigned n, unsigned s,
-                                                              unsigned* failures, void** kept) {
+__global__ void __launch_bounds__(kMaxBlock)
+    warp_heap_kernel(gpudyn_warp_heap_view_t view, unsigned n, unsigned s, unsigned* failures, void** kept) {
     gpudyn::warp_heap_ref ref{view};
-    const unsigned mask = gpudyn::detail::block_warp_mask();  // partial last warp when blockDim.x % 32 != 0
+    const unsigned mask = gpudyn::detail::block_warp_mask(); // partial last warp when blockDim.x % 32 != 0
     gpudyn::warp_heap heap = ref.start(mask);
     unsigned failed = heap.valid() ? 0u : n;
 #pragma unroll 1
@@ -115,7 +115,13 @@ __global__ void cuda_malloc_kernel(unsigned n, unsigned s, unsigned* failures) {
     if (failed) atomicAdd(failures, failed);
 }
 
-enum class allocator { warp_heap, warp_heap_no_sb, cuda_malloc, warp_heap_cuda_malloc, warp_heap_page_heap };
+enum class allocator {
+    warp_heap,
+    warp_heap_no_sb,
+    cuda_malloc,
+    warp_heap_cuda_malloc,
+    warp_heap_page_heap
+};
 const char* name_of(allocator a) {
     switch (a) {
         case allocator::warp_heap: return "warp_heap";
@@ -127,45 +133,51 @@ const char* name_of(allocator a) {
 }
 
 // Where a row's held_bytes comes from.
-enum class held_measure { backing, reserved, requested };
+enum class held_measure {
+    backing,
+    reserved,
+    requested
+};
 const char* name_of(held_measure m) {
     switch (m) {
-        case held_measure::backing: return "backing";      // arena slots / page-heap pages taken
-        case held_measure::reserved: return "reserved";    // bytes asked of CUDA malloc (lower bound)
-        default: return "requested";                       // X * N * S rounded (lower bound)
+        case held_measure::backing: return "backing";   // arena slots / page-heap pages taken
+        case held_measure::reserved: return "reserved"; // bytes asked of CUDA malloc (lower bound)
+        default: return "requested";                    // X * N * S rounded (lower bound)
     }
 }
 
 // What the allocator holds for one job at its end (its peak).
 struct held {
-    unsigned long long requested = 0;   // X * N * S, S rounded to the 16-byte minimum block
-    unsigned long long reserved = 0;    // stats.bytes_reserved: bytes asked of the backing
-    long long backing_taken = -1;       // backing free bytes before minus at the end (-1: cannot be asked)
-    unsigned long long bytes = 0;       // held_bytes (see held_measure)
+    unsigned long long requested = 0; // X * N * S, S rounded to the 16-byte minimum block
+    unsigned long long reserved = 0;  // stats.bytes_reserved: bytes asked of the backing
+    long long backing_taken = -1;     // backing free bytes before minus at the end (-1: cannot be asked)
+    unsigned long long bytes = 0;     // held_bytes (see held_measure)
     held_measure measure = held_measure::requested;
 };
 
-constexpr unsigned long long kMinBlock = 16;  // the heaps' min_block_bytes (options_init's default)
+constexpr unsigned long long kMinBlock = 16; // the heaps' min_block_bytes (options_init's default)
 unsigned long long rounded(unsigned s) { return (s + kMinBlock - 1) / kMinBlock * kMinBlock; }
 
 struct bench {
     gpudyn_warp_heap_view_t with_sb{}, without_sb{}, on_malloc{}, on_pages{};
     gpudyn_warp_heap_t h_with_sb = nullptr, h_without_sb = nullptr, h_on_malloc = nullptr, h_on_pages = nullptr;
     unsigned* failures = nullptr;
-    void** kept = nullptr;  // kKeptSlots warp headers of the keep launch
+    void** kept = nullptr; // kKeptSlots warp headers of the keep launch
     int repeats = 5;
     cudaEvent_t start{}, stop{};
-    std::vector<std::string> problems;  // failed self-checks, for the JSON
+    std::vector<std::string> problems; // failed self-checks, for the JSON
 
     const gpudyn_warp_heap_view_t& view_of(allocator a) const {
-        return a == allocator::warp_heap ? with_sb
-               : a == allocator::warp_heap_no_sb ? without_sb
-               : a == allocator::warp_heap_cuda_malloc ? on_malloc : on_pages;
+        return a == allocator::warp_heap               ? with_sb
+               : a == allocator::warp_heap_no_sb       ? without_sb
+               : a == allocator::warp_heap_cuda_malloc ? on_malloc
+                                                       : on_pages;
     }
     gpudyn_warp_heap_t handle_of(allocator a) const {
-        return a == allocator::warp_heap ? h_with_sb
-               : a == allocator::warp_heap_no_sb ? h_without_sb
-               : a == allocator::warp_heap_cuda_malloc ? h_on_malloc : h_on_pages;
+        return a == allocator::warp_heap               ? h_with_sb
+               : a == allocator::warp_heap_no_sb       ? h_without_sb
+               : a == allocator::warp_heap_cuda_malloc ? h_on_malloc
+                                                       : h_on_pages;
     }
 
     void launch(allocator a, unsigned threads, unsigned block, unsigned n, unsigned s, bool keep = false) {
@@ -191,7 +203,7 @@ struct bench {
         held h;
         h.requested = (unsigned long long)threads * n * rounded(s);
         if (a == allocator::cuda_malloc) {
-            h.bytes = h.requested;  // CUDA has no query for its device heap: the request is the floor
+            h.bytes = h.requested; // CUDA has no query for its device heap: the request is the floor
             return h;
         }
         const unsigned grid = (threads + block - 1) / block;
@@ -258,7 +270,7 @@ struct bench {
     // failed allocations of the timed launches go to *failed.
     double time(allocator a, unsigned threads, unsigned n, unsigned s, unsigned block, unsigned long long* failed) {
         block = std::min(block, threads);
-        launch(a, threads, block, n, s);  // warm-up (first use of the heap, code loading)
+        launch(a, threads, block, n, s); // warm-up (first use of the heap, code loading)
         CUDA_CHECK(cudaDeviceSynchronize());
         CUDA_CHECK(cudaMemset(failures, 0, sizeof(unsigned)));
         std::vector<float> ms;
@@ -270,7 +282,7 @@ struct bench {
             float t = 0;
             CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
             ms.push_back(t);
-            if (t > kSlowMs) break;  // one slow sample is enough: the baseline is far off anyway
+            if (t > kSlowMs) break; // one slow sample is enough: the baseline is far off anyway
         }
         unsigned f = 0;
         CUDA_CHECK(cudaMemcpy(&f, failures, sizeof(unsigned), cudaMemcpyDeviceToHost));
@@ -311,19 +323,19 @@ std::string json_rows(const std::vector<row>& rows) {
                  "\"block\": %u, \"ms\": %.6g, \"ns_per_alloc\": %.6g, \"failed\": %llu, "
                  "\"requested_bytes\": %llu, \"reserved_bytes\": %llu, \"backing_taken_bytes\": %s, "
                  "\"held_bytes\": %llu, \"held_measure\": \"%s\"}%s\n",
-                 r.figure.c_str(), name_of(r.alloc), r.threads, r.n, r.s, r.block, r.ms, r.ms * 1e6 / allocs,
-                 r.failed, r.mem.requested, r.mem.reserved, taken, r.mem.bytes, name_of(r.mem.measure),
+                 r.figure.c_str(), name_of(r.alloc), r.threads, r.n, r.s, r.block, r.ms, r.ms * 1e6 / allocs, r.failed,
+                 r.mem.requested, r.mem.reserved, taken, r.mem.bytes, name_of(r.mem.measure),
                  i + 1 < rows.size() ? "," : "");
         out += buf;
     }
     return out + "]";
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     const char* out_path = nullptr;
-    const char* only = nullptr;  // one section alone (profiling runs); `gpudyn bench` runs all
+    const char* only = nullptr; // one section alone (profiling runs); `gpudyn bench` runs all
     bool quick = false;
     const char* usage = "usage: %s --out FILE.json [--quick] [--only target|fig4|fig5|fig6]\n";
     for (int i = 1; i < argc; ++i) {
@@ -335,8 +347,8 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    if (!out_path || (only && strcmp(only, "target") && strcmp(only, "fig4") && strcmp(only, "fig5") &&
-                      strcmp(only, "fig6"))) {
+    if (!out_path ||
+        (only && strcmp(only, "target") && strcmp(only, "fig4") && strcmp(only, "fig5") && strcmp(only, "fig6"))) {
         fprintf(stderr, usage, argv[0]);
         return 2;
     }
@@ -355,14 +367,15 @@ int main(int argc, char** argv) {
     // The paper's configuration: CUDA malloc backing, one superblock at a time.
     o.backing = GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC;
     GPUDYN_CHECK(gpudyn_warp_heap_create(&b.h_on_malloc, &o, nullptr));
-    o.superblock_bytes = 0;  // every warp request straight to CUDA malloc
+    o.superblock_bytes = 0; // every warp request straight to CUDA malloc
     GPUDYN_CHECK(gpudyn_warp_heap_create(&b.h_without_sb, &o, nullptr));
     // Page heap backing: pages that fit a header block.
     gpudyn_rw_heap_options_t ro;
     GPUDYN_CHECK(gpudyn_rw_heap_options_init(&ro));
     GPUDYN_CHECK(gpudyn_warp_heap_options_init(&o));
-    ro.page_size = (gpudyn::warp_heap_detail::first_sb_offset(o.list_capacity) + o.superblock_bytes + kPageRounding - 1) /
-                   kPageRounding * kPageRounding;
+    ro.page_size =
+        (gpudyn::warp_heap_detail::first_sb_offset(o.list_capacity) + o.superblock_bytes + kPageRounding - 1) /
+        kPageRounding * kPageRounding;
     ro.page_count = kPageCount;
     gpudyn_rw_heap_t pages = nullptr;
     GPUDYN_CHECK(gpudyn_rw_heap_create(&pages, &ro, nullptr));
@@ -392,12 +405,12 @@ int main(int argc, char** argv) {
         if (!quick && s == 4096) fig4_s.push_back(8176);
     }
     std::sort(fig4_s.begin(), fig4_s.end());
-    std::vector<unsigned> fig5_x;  // paper: X = 1, 2, 4, ..., 65536
+    std::vector<unsigned> fig5_x; // paper: X = 1, 2, 4, ..., 65536
     for (unsigned x = 1; x <= 65536; x *= quick ? 16 : 4) fig5_x.push_back(x);
     // Paper: N, S in {16, ..., 512}; a subset of both keeps the run short.
     const std::vector<unsigned> fig5_n = quick ? std::vector<unsigned>{16} : std::vector<unsigned>{16, 64, 512};
     const std::vector<unsigned> fig5_s = quick ? std::vector<unsigned>{16} : std::vector<unsigned>{16, 64, 512};
-    std::vector<unsigned> fig6_blocks;  // paper: 1..512 blocks of 1024 threads
+    std::vector<unsigned> fig6_blocks; // paper: 1..512 blocks of 1024 threads
     for (unsigned g = 1; g <= 512; g *= quick ? 8 : 2) fig6_blocks.push_back(g);
     const std::vector<unsigned> fig6_n = {1, 16, 128};
     // Every allocator runs the target and Fig. 4; Fig. 5 leaves out the page
@@ -423,7 +436,7 @@ int main(int argc, char** argv) {
         const double ms = b.time(a, x, n, s, block, &failed);
         char where[96];
         snprintf(where, sizeof where, "%s X=%u N=%u S=%u", figure, x, n, s);
-        if (failed != 0)  // the run is sized so that every allocation is served
+        if (failed != 0) // the run is sized so that every allocation is served
             b.problems.push_back(std::string(where) + " " + name_of(a) + ": " + std::to_string(failed) +
                                  " allocations failed in the timed launches");
         const held mem = b.measure_held(a, x, n, s, block, where);
@@ -451,9 +464,9 @@ int main(int argc, char** argv) {
                 for (allocator a : fig5_all) {
                     bool slow = false;
                     for (unsigned x : fig5_x) {
-                        const bool skip = (unsigned long long)x * n * s > kMaxBytesPerLaunch ||
-                                          (a != allocator::warp_heap &&
-                                           (slow || (unsigned long long)x * n > kMaxBaselineAllocs));
+                        const bool skip =
+                            (unsigned long long)x * n * s > kMaxBytesPerLaunch ||
+                            (a != allocator::warp_heap && (slow || (unsigned long long)x * n > kMaxBaselineAllocs));
                         if (!skip) slow = point("fig5", a, x, n, s, 256) > kSlowMs;
                         progress("fig5");
                     }

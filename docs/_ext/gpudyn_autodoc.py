@@ -9,6 +9,7 @@
 * Deprecated aliases (their docstring starts with "Deprecated:") are left out, and
   base classes from private modules are not named.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -52,8 +53,12 @@ class ExportedDataDocumenter(DataDocumenter):
         if not isinstance(parent, ModuleDocumenter) or isattr:
             return False
         exported = getattr(parent.object, "__all__", ())
-        return (membername in exported and not callable(member) and not isinstance(member, types.ModuleType)
-                and not membername.startswith("_"))
+        return (
+            membername in exported
+            and not callable(member)
+            and not isinstance(member, types.ModuleType)
+            and not membername.startswith("_")
+        )
 
     def get_doc(self):
         doc = self.get_module_comment(self.objpath[-1])
@@ -125,8 +130,10 @@ class TypeAliases(SphinxDirective):
 def _config_inited(app, config):
     # Signatures name the aliases (stream: StreamLike), linked to TypeAliases' entries,
     # rather than what they stand for (Any).
-    config.autodoc_type_aliases = {**{n: f"{TYPING_MODULE}.{n}" for n in _typing_names()},
-                                   **config.autodoc_type_aliases}
+    config.autodoc_type_aliases = {
+        **{n: f"{TYPING_MODULE}.{n}" for n in _typing_names()},
+        **config.autodoc_type_aliases,
+    }
 
 
 def setup(app):

@@ -12,6 +12,7 @@ Implementation namespaces are left out by docs/Doxyfile (EXCLUDE_SYMBOLS).
     .. gpudyn-header:: gpudyn/heap.cuh
     ```
 """
+
 from __future__ import annotations
 
 import os
@@ -136,8 +137,12 @@ class GpudynHeader(SphinxDirective):
                     names = sorted({n for i, n in _member_names(el) if i not in seen})
                     lines += [f".. doxygen{kind}:: {name}", "   :members: " + ", ".join(names), ""]
                     shown = sorted({seen[i] for i in ids if i in seen})
-                    lines += [f"``{name.rpartition('::')[2]}``: its other members are those documented for " +
-                              ", ".join(f"``{c.rpartition('::')[2]}``" for c in shown) + " above.", ""]
+                    lines += [
+                        f"``{name.rpartition('::')[2]}``: its other members are those documented for "
+                        + ", ".join(f"``{c.rpartition('::')[2]}``" for c in shown)
+                        + " above.",
+                        "",
+                    ]
                 else:
                     lines += [f".. doxygen{kind}:: {name}", "   :members:", "   :undoc-members:", ""]
                 for i in ids:
@@ -149,6 +154,7 @@ class GpudynHeader(SphinxDirective):
                 lines += [f".. {_KIND_DIRECTIVE[kind]}:: {name}", ""]
         node_list = []
         from docutils import nodes
+
         container = nodes.container()
         self.state.nested_parse(StringList(lines, source=self.get_source_info()[0]), self.content_offset, container)
         node_list.extend(container.children)

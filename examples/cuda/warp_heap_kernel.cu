@@ -10,7 +10,7 @@
 #include <vector>
 
 namespace {
-constexpr int kThreads = 256;  // one block of 8 warps: small enough for any GPU
+constexpr int kThreads = 256; // one block of 8 warps: small enough for any GPU
 constexpr int kBlocks = 4;
 
 __global__ void fill_and_sum(gpudyn_warp_heap_view_t view, unsigned long long* sums) {
@@ -19,7 +19,7 @@ __global__ void fill_and_sum(gpudyn_warp_heap_view_t view, unsigned long long* s
     gpudyn::warp_heap_ref heap{view};
     gpudyn::warp_heap wh = heap.start(__activemask());
     int* block = static_cast<int*>(wh.alloc(sizeof(int) * (lane + 1)));
-    unsigned long long sum = ~0ull;  // marks a failed allocation
+    unsigned long long sum = ~0ull; // marks a failed allocation
     if (block != nullptr) {
         sum = 0;
         for (int i = 0; i <= lane; ++i) block[i] = tid;
@@ -33,7 +33,7 @@ int fail(const char* what, gpudyn_status_t s) {
     std::printf("%s: %s: %s\n", what, gpudyn_status_string(s), gpudyn_last_error_message());
     return 1;
 }
-}  // namespace
+} // namespace
 
 int main() {
     int32_t devices = 0;
@@ -56,7 +56,10 @@ int main() {
     if ((s = gpudyn_device_alloc(&d_sums, sizeof(unsigned long long) * n, nullptr)) != GPUDYN_SUCCESS)
         return fail("device_alloc", s);
     fill_and_sum<<<kBlocks, kThreads>>>(view, static_cast<unsigned long long*>(d_sums));
-    if (cudaGetLastError() != cudaSuccess) { std::printf("kernel launch failed\n"); return 1; }
+    if (cudaGetLastError() != cudaSuccess) {
+        std::printf("kernel launch failed\n");
+        return 1;
+    }
     std::vector<unsigned long long> sums(n);
     if ((s = gpudyn_memcpy(sums.data(), d_sums, sizeof(unsigned long long) * n, GPUDYN_MEMCPY_DEVICE_TO_HOST,
                            nullptr)) != GPUDYN_SUCCESS ||

@@ -53,6 +53,7 @@ NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and the like, set here when
 the environment does not say): on the lent multi-GPU machines a program that
 uses it can put the host's GPUs out of service.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,9 +68,9 @@ import numpy as np
 
 #: Environment that keeps NVLink multicast off in NCCL, PyTorch and NVSHMEM.
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-DEFAULT_SCALE, DEFAULT_KEYS = 16, 4          # a quick run; issue 43's targets: --scale 24
+DEFAULT_SCALE, DEFAULT_KEYS = 16, 4  # a quick run; issue 43's targets: --scale 24
 BACKENDS = ("gpudyn", "two_pass", "cpu")
-SPEEDUP_GOAL = 1.2                           # issue 43: gpudyn vs two-pass per destination, same GPUs
+SPEEDUP_GOAL = 1.2  # issue 43: gpudyn vs two-pass per destination, same GPUs
 
 
 # ---- the partition ------------------------------------------------------------------
@@ -100,9 +101,10 @@ class Comm:
     def __init__(self, device):
         import torch
         import torch.distributed as dist
+
         self.torch, self.dist, self.device = torch, dist, device
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        self.host_waits = 0                     # reads of the size matrix (sizes())
+        self.host_waits = 0  # reads of the size matrix (sizes())
         # torch >= 2.13 names it all_gather_single (all_gather_into_tensor is deprecated there).
         self._all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 
@@ -159,11 +161,11 @@ def search(backend, comm: Comm, part: Partition, root: int) -> int:
     backend.start(root if int(part.owner(root)) == comm.rank else None)
     depth = 0
     while True:
-        row = backend.expand(depth)            # claims; the size row stays on the device
-        m = comm.sizes(row)                     # the one host wait of the level
-        if not m.any():                         # nothing sent, no next frontier anywhere
+        row = backend.expand(depth)  # claims; the size row stays on the device
+        m = comm.sizes(row)  # the one host wait of the level
+        if not m.any():  # nothing sent, no next frontier anywhere
             return depth
-        send = backend.pack(m)                  # the send buffer (and the local next frontier)
+        send = backend.pack(m)  # the send buffer (and the local next frontier)
         backend.claim(exchange(comm, m, send), depth)
         depth += 1
 
@@ -174,6 +176,7 @@ class Graph:
 
     def __init__(self, xp, scale: int, part: Partition, rank: int, keys: int):
         from gpudyn.bench import apps
+
         self.apps, self.xp, self.scale, self.part, self.rank = apps, xp, scale, part, rank
         n = 1 << scale
         t0 = time.time()
@@ -181,30 +184,30 @@ class Graph:
         row, col, ekeys = apps.build_csr(xp, src, dst, n)
         lo, hi = part.lo(rank), part.lo(rank + 1)
         a, b = int(row[lo]), int(row[hi])
-        self.row = row[lo:hi + 1] - a                 # local rows, global column ids
+        self.row = row[lo : hi + 1] - a  # local rows, global column ids
         self.col = col[a:b].copy()
         row_h = _host(xp, row)
         self.keys = apps.search_keys(row_h)[:keys]
         self.input_edges, self.csr_entries = int(src.size), int(col.size)
         self.generate_seconds = time.time() - t0
         self.ref_levels, self.component_edges = [], []
-        if rank == 0:                                 # validation: the edge list, the CSR keys, references
+        if rank == 0:  # validation: the edge list, the CSR keys, references
             self.src, self.dst, self.ekeys = src, dst, ekeys
             col_h = _host(xp, col)
             t0 = time.time()
             sg = apps.scipy_graph(row_h, col_h)
             self.ref_levels = [apps.reference_levels(row_h, col_h, int(k), sg) for k in self.keys]
             self.reference_seconds = time.time() - t0
-            self.reference = "scipy.sparse.csgraph.breadth_first_order" if sg is not None else \
-                "numpy level-synchronous BFS"
+            self.reference = (
+                "scipy.sparse.csgraph.breadth_first_order" if sg is not None else "numpy level-synchronous BFS"
+            )
             self.ref_dev = [xp.asarray(lv) for lv in self.ref_levels]
             self.component_edges = [apps.component_edges(xp, src, r) for r in self.ref_dev]
         del src, dst, row, col, ekeys
 
     def validate(self, root: int, parent, level, i: int) -> dict:
         """Rank 0: the Graph500 error counts of search i (all 0: valid)."""
-        return self.apps.validate(self.xp, self.ekeys, self.src, self.dst, int(root), parent, level,
-                                  self.ref_dev[i])
+        return self.apps.validate(self.xp, self.ekeys, self.src, self.dst, int(root), parent, level, self.ref_dev[i])
 
 
 def _host(xp, a) -> np.ndarray:
@@ -217,13 +220,13 @@ def gather_result(comm: Comm, part: Partition, parent, level):
     torch = comm.torch
     width = max(part.size(r) for r in range(comm.world))
     both = torch.full((2, width), -1, dtype=torch.int32, device=parent.device)
-    both[0, :parent.numel()] = parent
-    both[1, :level.numel()] = level
+    both[0, : parent.numel()] = parent
+    both[1, : level.numel()] = level
     allv = comm.all_gather(both.view(-1)).view(comm.world, 2, width)
     if comm.rank != 0:
         return None, None
-    p = torch.cat([allv[r, 0, :part.size(r)] for r in range(comm.world)])
-    lv = torch.cat([allv[r, 1, :part.size(r)] for r in range(comm.world)])
+    p = torch.cat([allv[r, 0, : part.size(r)] for r in range(comm.world)])
+    lv = torch.cat([allv[r, 1, : part.size(r)] for r in range(comm.world)])
     return p, lv
 
 
@@ -240,10 +243,12 @@ def init(backend_kind: str):
     for k, v in MULTICAST_OFF.items():
         os.environ.setdefault(k, v)
     if "RANK" not in os.environ:
-        os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
-                          MASTER_PORT=str(_free_port()))
+        os.environ.update(
+            RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port())
+        )
     import torch
     import torch.distributed as dist
+
     local = int(os.environ.get("LOCAL_RANK", "0"))
     if backend_kind == "cpu":
         if not dist.is_initialized():
@@ -251,9 +256,11 @@ def init(backend_kind: str):
         return Comm(torch.device("cpu")), local
     torch.cuda.set_device(local)
     from numba import cuda
+
     cuda.select_device(local)
     try:
         import cupy
+
         cupy.cuda.Device(local).use()
     except ImportError:
         pass
@@ -268,8 +275,10 @@ def make_backend(kind: str, graph: Graph, comm: Comm, part: Partition):
         sys.path.insert(0, here)
     if kind == "cpu":
         import bfs_cpu
+
         return bfs_cpu.CpuBackend(graph, comm, part)
     import bfs_gpu
+
     cls = {"gpudyn": bfs_gpu.GpudynBackend, "two_pass": bfs_gpu.TwoPassBackend}[kind]
     return cls(graph, comm, part)
 
@@ -288,7 +297,7 @@ def run_variant(kind: str, graph: Graph, comm: Comm, part: Partition) -> dict:
     torch = comm.torch
     backend = make_backend(kind, graph, comm, part)
     gpu = comm.device.type == "cuda"
-    search(backend, comm, part, int(graph.keys[0]))          # warm-up: compiles and loads every kernel
+    search(backend, comm, part, int(graph.keys[0]))  # warm-up: compiles and loads every kernel
     ms, levels, waits, errors = [], [], [], []
     for i, root in enumerate(graph.keys):
         comm.barrier()
@@ -306,7 +315,7 @@ def run_variant(kind: str, graph: Graph, comm: Comm, part: Partition) -> dict:
             t = start.elapsed_time(stop)
         else:
             t = (time.perf_counter() - t0) * 1e3
-        waits.append(comm.host_waits)           # before anything outside the search reads
+        waits.append(comm.host_waits)  # before anything outside the search reads
         ms.append(comm.max(t))
         levels.append(depth)
         parent, level = gather_result(comm, part, *backend.result())
@@ -321,8 +330,14 @@ def run_variant(kind: str, graph: Graph, comm: Comm, part: Partition) -> dict:
                 errors.append({"key": int(root), **err})
     backend.close()
     # Host waits in a search: one size matrix a level, the last one empty (the stop).
-    out = {"backend": kind, "ms": ms, "median_ms": _median(ms), "levels": levels,
-           "host_waits_per_search": waits, "checks": getattr(backend, "checks", {})}
+    out = {
+        "backend": kind,
+        "ms": ms,
+        "median_ms": _median(ms),
+        "levels": levels,
+        "host_waits_per_search": waits,
+        "checks": getattr(backend, "checks", {}),
+    }
     if any(w != d + 1 for w, d in zip(waits, levels)):
         errors.append({"host_waits": waits, "levels": levels})
     if comm.rank == 0:
@@ -339,10 +354,17 @@ def git_commit() -> str:
         return c
     here = os.path.dirname(os.path.abspath(__file__))
     try:
-        c = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
-                           timeout=10, check=False).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+        c = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10, check=False
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout.strip()
         return c + ("-dirty" if dirty and c else "") or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -353,8 +375,7 @@ def device_info(comm: Comm) -> dict:
     info = {"torch": torch.__version__, "backend": comm.dist.get_backend()}
     if comm.device.type == "cuda":
         p = torch.cuda.get_device_properties(comm.device)
-        info.update(gpu=p.name, sms=p.multi_processor_count, memory_bytes=int(p.total_memory),
-                    cuda=torch.version.cuda)
+        info.update(gpu=p.name, sms=p.multi_processor_count, memory_bytes=int(p.total_memory), cuda=torch.version.cuda)
         v = torch.cuda.nccl.version()
         info["nccl"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
     else:
@@ -366,9 +387,12 @@ def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", type=int, default=DEFAULT_SCALE, help="Graph500 SCALE (2^SCALE vertices)")
     p.add_argument("--keys", type=int, default=DEFAULT_KEYS, help="search keys (Graph500: 64)")
-    p.add_argument("--backend", action="append", choices=BACKENDS,
-                   help="gpudyn, two_pass (GPU, NCCL) or cpu (NumPy, gloo); repeat for several; "
-                        "default: gpudyn and two_pass")
+    p.add_argument(
+        "--backend",
+        action="append",
+        choices=BACKENDS,
+        help="gpudyn, two_pass (GPU, NCCL) or cpu (NumPy, gloo); repeat for several; default: gpudyn and two_pass",
+    )
     p.add_argument("--out", help="write the results here as JSON (rank 0)")
     return p.parse_args(argv)
 
@@ -380,19 +404,18 @@ def main(argv=None) -> int:
         print("bfs.py: --backend cpu runs alone (gloo, host memory)", file=sys.stderr)
         return 2
     try:
-        import torch
+        import torch  # noqa: F401  (present: the distributed backends need it)
     except ImportError as e:
         print(f"bfs.py: needs PyTorch ({e}); skipped", file=sys.stderr)
         return 77
     if kinds != ["cpu"]:
         try:
-            import cupy
             import gpudyn
             import gpudyn.numba
+
             gpudyn.device_count()
         except Exception as e:  # ImportError, NoDeviceError
-            print(f"bfs.py: the GPU backends need a CUDA device, numba-cuda and CuPy ({e}); skipped",
-                  file=sys.stderr)
+            print(f"bfs.py: the GPU backends need a CUDA device, numba-cuda and CuPy ({e}); skipped", file=sys.stderr)
             return 77
     comm, _ = init(kinds[0] if kinds == ["cpu"] else "nccl")
     t_all = time.time()
@@ -404,31 +427,57 @@ def main(argv=None) -> int:
     results = {k: run_variant(k, graph, comm, part) for k in kinds}
     ok = True
     if comm.rank == 0:
-        doc = {"program": "examples/distributed/bfs.py", "command": " ".join([sys.executable] + sys.argv),
-               "git_commit": git_commit(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "world_size": comm.world, **device_info(comm),
-               "environment": {k: os.environ.get(k) for k in MULTICAST_OFF},
-               "graph": {"scale": args.scale, "edge_factor": graph.apps.EDGE_FACTOR, "vertices": part.n,
-                         "input_edges": graph.input_edges, "csr_entries": graph.csr_entries,
-                         "keys": [int(k) for k in graph.keys], "component_edges": graph.component_edges,
-                         "reference": graph.reference, "generate_seconds": graph.generate_seconds,
-                         "reference_seconds": graph.reference_seconds,
-                         "partition": [[part.lo(r), part.lo(r + 1)] for r in range(comm.world)]},
-               "variants": results}
+        doc = {
+            "program": "examples/distributed/bfs.py",
+            "command": " ".join([sys.executable] + sys.argv),
+            "git_commit": git_commit(),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "world_size": comm.world,
+            **device_info(comm),
+            "environment": {k: os.environ.get(k) for k in MULTICAST_OFF},
+            "graph": {
+                "scale": args.scale,
+                "edge_factor": graph.apps.EDGE_FACTOR,
+                "vertices": part.n,
+                "input_edges": graph.input_edges,
+                "csr_entries": graph.csr_entries,
+                "keys": [int(k) for k in graph.keys],
+                "component_edges": graph.component_edges,
+                "reference": graph.reference,
+                "generate_seconds": graph.generate_seconds,
+                "reference_seconds": graph.reference_seconds,
+                "partition": [[part.lo(r), part.lo(r + 1)] for r in range(comm.world)],
+            },
+            "variants": results,
+        }
         if "gpudyn" in results and "two_pass" in results:
             g, t = results["gpudyn"]["median_ms"], results["two_pass"]["median_ms"]
-            doc["targets"] = [{"name": "distributed BFS, gpudyn vs two-pass per destination (time ratio)",
-                               "value": t / g if g else 0.0, "goal": SPEEDUP_GOAL, "unit": "x",
-                               "met": bool(g and t / g >= SPEEDUP_GOAL)}]
+            doc["targets"] = [
+                {
+                    "name": "distributed BFS, gpudyn vs two-pass per destination (time ratio)",
+                    "value": t / g if g else 0.0,
+                    "goal": SPEEDUP_GOAL,
+                    "unit": "x",
+                    "met": bool(g and t / g >= SPEEDUP_GOAL),
+                }
+            ]
         doc["targets"] = doc.get("targets", []) + [
-            {"name": "every search validated (1 = yes)", "value": float(all(r["validated"] for r in results.values())),
-             "goal": 1.0, "unit": "bool", "met": all(r["validated"] for r in results.values())}]
+            {
+                "name": "every search validated (1 = yes)",
+                "value": float(all(r["validated"] for r in results.values())),
+                "goal": 1.0,
+                "unit": "bool",
+                "met": all(r["validated"] for r in results.values()),
+            }
+        ]
         doc["run_seconds"] = time.time() - t_all
         ok = all(r["validated"] for r in results.values())
         for k, r in results.items():
-            print(f"bfs {k:9s} world {comm.world} scale {args.scale}: median {r['median_ms']:.3f} ms, "
-                  f"{r['harmonic_mean_teps'] / 1e9:.3f} GTEPS, levels {r['levels']}, "
-                  f"{'validated' if r['validated'] else 'INVALID ' + str(r['errors'][:2])}")
+            print(
+                f"bfs {k:9s} world {comm.world} scale {args.scale}: median {r['median_ms']:.3f} ms, "
+                f"{r['harmonic_mean_teps'] / 1e9:.3f} GTEPS, levels {r['levels']}, "
+                f"{'validated' if r['validated'] else 'INVALID ' + str(r['errors'][:2])}"
+            )
         if args.out:
             os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
             with open(args.out, "w") as f:

@@ -9,6 +9,7 @@ whichever compare-and-swap lands first; both are valid BFS trees).
 
 A module of bfs.py, not a program: run bfs.py --backend cpu.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,12 +20,13 @@ UNVISITED = -1
 class CpuBackend:
     def __init__(self, graph, comm, part):
         import torch
+
         self.torch, self.comm, self.part = torch, comm, part
         self.rank, self.world = comm.rank, comm.world
         self.lo = part.lo(self.rank)
         self.row = np.asarray(graph.row, dtype=np.int64)
         self.col = np.asarray(graph.col, dtype=np.int64)
-        self.parent = np.full(part.n, UNVISITED, dtype=np.int32)   # owned: BFS parent; others: "sent" mark
+        self.parent = np.full(part.n, UNVISITED, dtype=np.int32)  # owned: BFS parent; others: "sent" mark
         self.level = np.full(part.size(self.rank), UNVISITED, dtype=np.int32)
         self.checks = {"items_sent": 0, "items_received": 0, "claimed_from_received": 0}
 
@@ -48,7 +50,7 @@ class CpuBackend:
         v = self.col[idx]
         fresh = self.parent[v] == UNVISITED
         u, v = u[fresh], v[fresh]
-        _, first = np.unique(v, return_index=True)       # one claim per v: the first in order
+        _, first = np.unique(v, return_index=True)  # one claim per v: the first in order
         first.sort()
         u, v = u[first], v[first]
         self.parent[v] = u
@@ -56,7 +58,7 @@ class CpuBackend:
         mine = d == self.rank
         self.level[v[mine] - self.lo] = depth + 1
         self.next_local = v[mine]
-        order = np.argsort(d[~mine], kind="stable")       # items in destination order
+        order = np.argsort(d[~mine], kind="stable")  # items in destination order
         self.items = ((v[~mine] << 32) | u[~mine])[order]
         row = np.bincount(d, minlength=self.world).astype(np.int64)
         self.checks["items_sent"] += int(self.items.size)

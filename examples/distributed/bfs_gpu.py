@@ -31,6 +31,7 @@ entries are the BFS parents, the others this rank's "sent" marks (a vertex of
 another rank is sent to its owner at most once per search by each rank).
 A module of bfs.py, not a program: run bfs.py.
 """
+
 from __future__ import annotations
 
 import gpudyn
@@ -43,7 +44,7 @@ UNVISITED = np.int32(-1)
 FULL = np.uint32(0xFFFFFFFF)
 #: Ranks the two-pass count kernel keeps per-lane counters for (its local array).
 MAX_WORLD = 16
-_ranged_size = getattr(gdn, "ranged_size", gdn.size)   # one load where gdn has it
+_ranged_size = getattr(gdn, "ranged_size", gdn.size)  # one load where gdn has it
 
 
 def kernel_arg(s):
@@ -135,7 +136,7 @@ def count_two_pass(front, f, row, col, parent, level, lo, n, world, rank, depth,
         for d in range(world):
             c[d] = 0
         u = np.int64(front[i])
-        if u != UNVISITED:                       # a received item whose claim lost
+        if u != UNVISITED:  # a received item whose claim lost
             e = row[u - lo] + lane
             end = row[u - lo + 1]
             while e < end:
@@ -172,7 +173,7 @@ def write_two_pass(front, f, ends, counts, row, col, parent, lo, n, world, rank,
                 o[d] = ends[d * f + i] - counts[d * f + i]
             e0 = row[u - lo]
             end = row[u - lo + 1]
-            while e0 < end:                      # the same trip count in every lane
+            while e0 < end:  # the same trip count in every lane
                 e = e0 + lane
                 v = np.int32(0)
                 mine = False
@@ -221,6 +222,7 @@ class _Rank:
 
     def __init__(self, graph, comm, part):
         import torch
+
         self.torch, self.comm, self.part = torch, comm, part
         self.rank, self.world, self.n = comm.rank, comm.world, part.n
         if self.world > MAX_WORLD:
@@ -228,7 +230,7 @@ class _Rank:
         self.lo = part.lo(self.rank)
         dev = comm.device
         self.stream = torch.cuda.current_stream(dev)
-        self.nb = cuda.external_stream(self.stream.cuda_stream)   # Numba launches on PyTorch's stream
+        self.nb = cuda.external_stream(self.stream.cuda_stream)  # Numba launches on PyTorch's stream
         self.row = torch.from_dlpack(graph.row).to(dev, torch.int64)
         self.col = torch.from_dlpack(graph.col).to(dev, torch.int32)
         self.parent = torch.empty(self.n, dtype=torch.int32, device=dev)
@@ -265,22 +267,23 @@ class _Rank:
         if failed:
             self.checks["push_failures"] += failed
             self.failed.zero_()
-        return self.parent[self.lo:self.part.lo(self.rank + 1)], self.level
+        return self.parent[self.lo : self.part.lo(self.rank + 1)], self.level
 
 
 class GpudynBackend(_Rank):
     def __init__(self, graph, comm, part):
         super().__init__(graph, comm, part)
+
         def new():
             return gpudyn.GGArray(np.int64, stream=self.stream)
+
         self.fronts = [new(), new()]
         self.remote = [None if d == self.rank else new() for d in range(self.world)]
         # Push arguments stay valid (a GGArray's pushes do not need a fresh view);
         # the frontier read with at() takes its view each level (view_arg after the pushes).
         self.push = [kernel_arg(a) for a in self.fronts]
         remote = [None if a is None else kernel_arg(a) for a in self.remote]
-        self.outs = [tuple(self.push[p] if d == self.rank else remote[d] for d in range(self.world))
-                     for p in (0, 1)]
+        self.outs = [tuple(self.push[p] if d == self.rank else remote[d] for d in range(self.world)) for p in (0, 1)]
         self.sizes = self.torch.zeros(self.world, dtype=self.torch.int64, device=comm.device)
         self.k_sizes = self.arr(self.sizes)
 
@@ -295,11 +298,21 @@ class GpudynBackend(_Rank):
     def expand(self, depth: int):
         k, nxt = self.k, 1 - self.cur
         front = self.fronts[self.cur]
-        expand_gpudyn[self.grid, BLOCK, self.nb](kernel_arg(front), self.outs[nxt], k["row"], k["col"],
-                                                 k["parent"], k["level"], np.int64(self.lo), np.int64(self.n),
-                                                 np.int32(self.world), np.int32(self.rank), np.int32(depth),
-                                                 k["failed"])
-        front.clear()                                  # stream-ordered: after the kernel read it
+        expand_gpudyn[self.grid, BLOCK, self.nb](
+            kernel_arg(front),
+            self.outs[nxt],
+            k["row"],
+            k["col"],
+            k["parent"],
+            k["level"],
+            np.int64(self.lo),
+            np.int64(self.n),
+            np.int32(self.world),
+            np.int32(self.rank),
+            np.int32(depth),
+            k["failed"],
+        )
+        front.clear()  # stream-ordered: after the kernel read it
         sizes_gpudyn[1, WARP, self.nb](self.outs[nxt], np.int32(self.world), self.k_sizes)
         return self.sizes
 
@@ -312,7 +325,7 @@ class GpudynBackend(_Rank):
             c = int(c)
             if d == self.rank or not c:
                 continue
-            self.remote[d].flatten(out=send[off:off + c], stream=self.stream)
+            self.remote[d].flatten(out=send[off : off + c], stream=self.stream)
             self.remote[d].clear()
             off += c
         return send
@@ -321,14 +334,21 @@ class GpudynBackend(_Rank):
         nxt = 1 - self.cur
         if recv is not None and recv.numel():
             k, m = self.k, int(recv.numel())
-            claim_gpudyn[self.grid_for(m), BLOCK, self.nb](self.arr(recv), np.int64(m), self.push[nxt],
-                                                           k["parent"], k["level"], np.int64(self.lo),
-                                                           np.int32(depth), k["failed"])
+            claim_gpudyn[self.grid_for(m), BLOCK, self.nb](
+                self.arr(recv),
+                np.int64(m),
+                self.push[nxt],
+                k["parent"],
+                k["level"],
+                np.int64(self.lo),
+                np.int32(depth),
+                k["failed"],
+            )
         self.cur = nxt
 
     def result(self):
         for a in self.fronts + [a for a in self.remote if a is not None]:
-            a.check()                                  # OutOfMemoryError if a push failed
+            a.check()  # OutOfMemoryError if a push failed
         return super().result()
 
     def close(self):
@@ -340,8 +360,9 @@ class TwoPassBackend(_Rank):
     def start(self, root):
         self.reset(root)
         torch = self.torch
-        self.front = torch.full((1 if root is not None else 0,), -1 if root is None else root,
-                                dtype=torch.int32, device=self.comm.device)
+        self.front = torch.full(
+            (1 if root is not None else 0,), -1 if root is None else root, dtype=torch.int32, device=self.comm.device
+        )
 
     def expand(self, depth: int):
         torch, k, f = self.torch, self.k, int(self.front.numel())
@@ -350,11 +371,20 @@ class TwoPassBackend(_Rank):
             self.counts = self.ends = None
             return torch.zeros(self.world, dtype=torch.int64, device=self.comm.device)
         counts = torch.empty(self.world * f, dtype=torch.int32, device=self.comm.device)
-        count_two_pass[self.grid_for(f, WARP), BLOCK, self.nb](self.arr(self.front), np.int64(f), k["row"], k["col"],
-                                                               k["parent"], k["level"], np.int64(self.lo),
-                                                               np.int64(self.n), np.int32(self.world),
-                                                               np.int32(self.rank), np.int32(depth),
-                                                               self.arr(counts))
+        count_two_pass[self.grid_for(f, WARP), BLOCK, self.nb](
+            self.arr(self.front),
+            np.int64(f),
+            k["row"],
+            k["col"],
+            k["parent"],
+            k["level"],
+            np.int64(self.lo),
+            np.int64(self.n),
+            np.int32(self.world),
+            np.int32(self.rank),
+            np.int32(depth),
+            self.arr(counts),
+        )
         ends = torch.cumsum(counts, 0, dtype=torch.int64)
         self.counts, self.ends = counts, ends
         last = ends.view(self.world, f)[:, -1]
@@ -370,17 +400,37 @@ class TwoPassBackend(_Rank):
         self.nxt = torch.empty(local + received, dtype=torch.int32, device=self.comm.device)
         if self.f:
             write_two_pass[self.grid_for(self.f, WARP), BLOCK, self.nb](
-                self.arr(self.front), np.int64(self.f), self.arr(self.ends), self.arr(self.counts), k["row"],
-                k["col"], k["parent"], np.int64(self.lo), np.int64(self.n), np.int32(self.world), np.int32(r),
-                np.int64(seg_start), np.int64(local), self.arr(send), self.arr(self.nxt))
+                self.arr(self.front),
+                np.int64(self.f),
+                self.arr(self.ends),
+                self.arr(self.counts),
+                k["row"],
+                k["col"],
+                k["parent"],
+                np.int64(self.lo),
+                np.int64(self.n),
+                np.int32(self.world),
+                np.int32(r),
+                np.int64(seg_start),
+                np.int64(local),
+                self.arr(send),
+                self.arr(self.nxt),
+            )
         return send
 
     def claim(self, recv, depth: int):
         if recv is not None and recv.numel():
             k, m = self.k, int(recv.numel())
-            claim_two_pass[self.grid_for(m), BLOCK, self.nb](self.arr(recv), np.int64(m), self.arr(self.nxt),
-                                                             np.int64(self.local), k["parent"], k["level"],
-                                                             np.int64(self.lo), np.int32(depth))
+            claim_two_pass[self.grid_for(m), BLOCK, self.nb](
+                self.arr(recv),
+                np.int64(m),
+                self.arr(self.nxt),
+                np.int64(self.local),
+                k["parent"],
+                k["level"],
+                np.int64(self.lo),
+                np.int32(depth),
+            )
         self.front = self.nxt
 
     def close(self):

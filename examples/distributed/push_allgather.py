@@ -18,14 +18,15 @@ Both results are checked against the values computed on the host.  Needs a
 GPU, PyTorch with NCCL and numba-cuda; without them it says so and exits 77.
 NVLink multicast stays off (NCCL_NVLS_ENABLE=0, set here unless already set).
 """
+
 import os
 import socket
 import sys
 
 import numpy as np
 
-MAX_K = 7            # values a thread pushes at most (k(t) is 3 bits of a hash)
-THREADS = 50_000     # rank r runs THREADS + 20_000 * r threads: the counts differ per rank
+MAX_K = 7  # values a thread pushes at most (k(t) is 3 bits of a hash)
+THREADS = 50_000  # rank r runs THREADS + 20_000 * r threads: the counts differ per rank
 
 
 def k_host(t, rank):
@@ -55,6 +56,7 @@ def main() -> int:
         import torch
         import torch.distributed as dist
         from numba import cuda
+
         gpudyn.device_count()
         if not (torch.cuda.is_available() and dist.is_nccl_available()):
             raise RuntimeError("PyTorch sees no CUDA device or has no NCCL")
@@ -63,39 +65,41 @@ def main() -> int:
         return 77
 
     # [setup]
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")           # no NVLink multicast (see the guide)
-    if "RANK" not in os.environ:                             # not under torchrun: a world of size 1
-        os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
-                          MASTER_PORT=str(free_port()))
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # no NVLink multicast (see the guide)
+    if "RANK" not in os.environ:  # not under torchrun: a world of size 1
+        os.environ.update(
+            RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port())
+        )
     local = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local)                             # this rank's GPU, for PyTorch, gpudyn ...
-    cuda.select_device(local)                                # ... and Numba (the same primary context)
+    torch.cuda.set_device(local)  # this rank's GPU, for PyTorch, gpudyn ...
+    cuda.select_device(local)  # ... and Numba (the same primary context)
     dev = torch.device("cuda", local)
     dist.init_process_group("nccl", device_id=dev)
     rank, world = dist.get_rank(), dist.get_world_size()
-    stream = torch.cuda.current_stream()                     # every call below is ordered on it
-    nb_stream = cuda.external_stream(stream.cuda_stream)     # the same stream, for Numba launches
+    stream = torch.cuda.current_stream()  # every call below is ordered on it
+    nb_stream = cuda.external_stream(stream.cuda_stream)  # the same stream, for Numba launches
     # [setup]
 
     # [kernels]
     @cuda.jit(device=True)
-    def k_of(t, rank):                                       # k(t), as k_host
+    def k_of(t, rank):  # k(t), as k_host
         h = (np.uint64(t) * np.uint64(2654435761) + np.uint64(rank) * np.uint64(40503)) & np.uint64(0xFFFFFFFF)
         return np.int64(h >> np.uint64(29))
 
     @cuda.jit
-    def emit(out, n, rank):                                  # thread t pushes k(t) values
+    def emit(out, n, rank):  # thread t pushes k(t) values
         t = cuda.grid(1)
         if t < n:
             for j in range(k_of(t, rank)):
                 gdn.push_back(out, (np.int64(rank) << 40) | (np.int64(t) << 3) | j)
 
     @cuda.jit
-    def emit_to(outs, n, rank, world):                       # the same values, each into its rank's array
+    def emit_to(outs, n, rank, world):  # the same values, each into its rank's array
         t = cuda.grid(1)
         if t < n:
             for j in range(k_of(t, rank)):
                 gdn.push_back(outs[(t + j) % world], (np.int64(rank) << 40) | (np.int64(t) << 3) | j)
+
     # [kernels]
 
     n = THREADS + 20_000 * rank
@@ -103,39 +107,41 @@ def main() -> int:
     ok = True
 
     # [all_gather]
-    out = gpudyn.GGArray(np.int64, stream=stream)            # on this rank's device and PyTorch's stream
+    out = gpudyn.GGArray(np.int64, stream=stream)  # on this rank's device and PyTorch's stream
     emit[blocks, 256, nb_stream](out.view_arg(), n, rank)
 
-    count = torch.from_dlpack(out.size_async()).view(torch.int64)   # [1], on the GPU: no host wait
+    count = torch.from_dlpack(out.size_async()).view(torch.int64)  # [1], on the GPU: no host wait
     sizes = torch.empty(world, dtype=torch.int64, device=dev)
     dist.all_gather_into_tensor(sizes, count)
-    sizes = sizes.tolist()                                   # the one host wait: the buffers' sizes
+    sizes = sizes.tolist()  # the one host wait: the buffers' sizes
     width = max(sizes)
     send = torch.empty(width, dtype=torch.int64, device=dev)
-    out.flatten(out=send, stream=stream)                     # the elements into NCCL's buffer, no host wait
+    out.flatten(out=send, stream=stream)  # the elements into NCCL's buffer, no host wait
     gathered = torch.empty(world * width, dtype=torch.int64, device=dev)
     dist.all_gather_into_tensor(gathered, send)
-    every = torch.cat([gathered[r * width:r * width + sizes[r]] for r in range(world)])
+    every = torch.cat([gathered[r * width : r * width + sizes[r]] for r in range(world)])
     # [all_gather]
 
     want = np.concatenate([values_host(r) for r in range(world)])
     good = np.array_equal(np.sort(every.cpu().numpy()), np.sort(want))
-    print(f"rank {rank}: pushed {sizes[rank]}, all_gather of {world} ranks' {sum(sizes)} values: "
-          f"{'ok' if good else 'WRONG'}")
+    print(
+        f"rank {rank}: pushed {sizes[rank]}, all_gather of {world} ranks' {sum(sizes)} values: "
+        f"{'ok' if good else 'WRONG'}"
+    )
     ok &= good
 
     # [all_to_all]
-    outs = [gpudyn.GGArray(np.int64, stream=stream) for _ in range(world)]   # one per destination rank
+    outs = [gpudyn.GGArray(np.int64, stream=stream) for _ in range(world)]  # one per destination rank
     emit_to[blocks, 256, nb_stream](tuple(a.view_arg() for a in outs), n, rank, world)
 
     send_counts = torch.cat([torch.from_dlpack(a.size_async()).view(torch.int64) for a in outs])
     recv_counts = torch.empty_like(send_counts)
-    dist.all_to_all_single(recv_counts, send_counts)         # sizes first: one count to each rank
-    send_splits, recv_splits = torch.stack([send_counts, recv_counts]).tolist()   # the one host wait
+    dist.all_to_all_single(recv_counts, send_counts)  # sizes first: one count to each rank
+    send_splits, recv_splits = torch.stack([send_counts, recv_counts]).tolist()  # the one host wait
     send = torch.empty(sum(send_splits), dtype=torch.int64, device=dev)
     offsets = np.cumsum([0] + send_splits)
     for a, lo, hi in zip(outs, offsets[:-1], offsets[1:]):
-        a.flatten(out=send[lo:hi], stream=stream)            # destination after destination
+        a.flatten(out=send[lo:hi], stream=stream)  # destination after destination
     recv = torch.empty(sum(recv_splits), dtype=torch.int64, device=dev)
     dist.all_to_all_single(recv, send, recv_splits, send_splits)
     # [all_to_all]

@@ -11,12 +11,12 @@ one reservation.
 Needs a GPU and CuPy (without either it says so on stderr and exits 77, "skipped").
     python examples/ggarray/cupy_push_back.py
 """
+
 import pathlib
 import sys
 
-import numpy as np
-
 import gpudyn
+import numpy as np
 
 # The kernels: examples/python/ggarray_push_rtc.cu (CI compiles it with NVRTC).
 KERNELS = (pathlib.Path(__file__).resolve().parents[1] / "python" / "ggarray_push_rtc.cu").read_text()

@@ -10,12 +10,12 @@ The device header is compiled by NVRTC with gpudyn.nvrtc_options().
 Needs a GPU and CuPy; checks every sum against NumPy and the heap's stats
 (every row served, bytes held <= 1.3 x bytes allocated).
 """
+
 import os
 import sys
 
-import numpy as np
-
 import gpudyn
+import numpy as np
 
 KERNELS = r"""
 #include <gpudyn/heap.cuh>
@@ -66,8 +66,10 @@ def main(n: int = 100_000) -> int:
         build(grid, block, (view_arg, np.uint32(n), rows))
         lengths = (np.arange(n, dtype=np.uint64) * 2654435761 % (1 << 32)) % 1000
         live = heap.stats()
-        print(f"{n} threads: {live['allocations']} rows, {live['bytes_allocated']} bytes allocated, "
-              f"{live['bytes_held']} bytes held")
+        print(
+            f"{n} threads: {live['allocations']} rows, {live['bytes_allocated']} bytes allocated, "
+            f"{live['bytes_held']} bytes held"
+        )
         assert live["allocations"] == int((lengths > 0).sum()) and live["failed_allocations"] == 0
         # Slabs are attached only when a size class's slabs are (nearly) full.
         # (Not under compute-sanitizer: it serializes the warps, so the attach

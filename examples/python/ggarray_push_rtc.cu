@@ -6,15 +6,15 @@
 
 extern "C" __global__ void keep_small(gpudyn_ggarray_view_t view, const int* x, unsigned n) {
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;                                   // any thread may leave early
-    if (x[i] < 90) gpudyn::ggarray_ref<int>{view}.push_back(x[i]);  // push from inside a branch
+    if (i >= n) return;                                            // any thread may leave early
+    if (x[i] < 90) gpudyn::ggarray_ref<int>{view}.push_back(x[i]); // push from inside a branch
 }
 
 extern "C" __global__ void emit(gpudyn_ggarray_view_t view, unsigned n) {
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     int v[4];
-    const unsigned k = i % 5;                             // 0..4 values, different per thread
+    const unsigned k = i % 5; // 0..4 values, different per thread
     for (unsigned j = 0; j < k; ++j) v[j] = int(i);
     gpudyn::ggarray_ref<int>{view}.push_back(v, k);
 }

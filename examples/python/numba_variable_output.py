@@ -13,25 +13,27 @@ Needs a GPU and numba-cuda (pip install 'gpudyn-cu13[numba]'); without either it
 says so on stderr and exits 77 ("skipped").  CuPy is optional (part 3).  Every
 result is checked against NumPy.
 """
+
 import sys
 
-import numpy as np
-
 import gpudyn
+import numpy as np
 
 MAX_K = 16
 
 
 def count_host(t):
     """k(t): 0 .. MAX_K, from a multiplicative hash of t (the kernels' rule)."""
-    return ((np.asarray(t, np.uint64) * np.uint64(2654435761)) % np.uint64(1 << 32) >> np.uint64(16)) \
-        % np.uint64(MAX_K + 1)
+    return ((np.asarray(t, np.uint64) * np.uint64(2654435761)) % np.uint64(1 << 32) >> np.uint64(16)) % np.uint64(
+        MAX_K + 1
+    )
 
 
 def main(n: int = 1_000_000) -> int:
     try:
-        from numba import cuda
         import gpudyn.numba as gdn
+        from numba import cuda
+
         gpudyn.device_count()
     except (ImportError, gpudyn.NoDeviceError) as e:
         print(f"numba_variable_output.py: needs numba-cuda and a CUDA device ({e}); skipped", file=sys.stderr)
@@ -39,8 +41,9 @@ def main(n: int = 1_000_000) -> int:
 
     @cuda.jit(device=True)
     def count(t):  # k(t), as count_host
-        return np.int64(((np.uint64(t) * np.uint64(2654435761)) % np.uint64(1 << 32) >> np.uint64(16))
-                        % np.uint64(MAX_K + 1))
+        return np.int64(
+            ((np.uint64(t) * np.uint64(2654435761)) % np.uint64(1 << 32) >> np.uint64(16)) % np.uint64(MAX_K + 1)
+        )
 
     @cuda.jit
     def emit(out, n, failed):
@@ -93,9 +96,9 @@ def main(n: int = 1_000_000) -> int:
 
     t = np.arange(n, dtype=np.int64)
     k = count_host(t).astype(np.int64)
-    first = np.cumsum(k) - k                        # where thread t's values start in the host reference
+    first = np.cumsum(k) - k  # where thread t's values start in the host reference
     j = np.arange(int(k.sum())) - np.repeat(first, k)
-    want = np.sort(np.repeat(t * MAX_K, k) + j)     # thread t: t * MAX_K + j for j < k(t)
+    want = np.sort(np.repeat(t * MAX_K, k) + j)  # thread t: t * MAX_K + j for j < k(t)
     grid = (n + 255) // 256
     ok = True
 
@@ -106,7 +109,9 @@ def main(n: int = 1_000_000) -> int:
         emit[grid, 256](out.view_arg(), n, failed)
         got = np.sort(out.to_numpy())
         good = failed.copy_to_host()[0] == 0 and np.array_equal(got, want)
-        print(f"1. push_back: {n} threads emitted {len(got)} values (expected {len(want)}): {'ok' if good else 'WRONG'}")
+        print(
+            f"1. push_back: {n} threads emitted {len(got)} values (expected {len(want)}): {'ok' if good else 'WRONG'}"
+        )
         ok &= good
 
         out.clear()
@@ -120,7 +125,7 @@ def main(n: int = 1_000_000) -> int:
         except ImportError:
             print("3. CuPy is not installed: zero-copy read skipped")
         else:
-            flat = out.flatten()                    # contiguous device copy; CuPy reads it in place
+            flat = out.flatten()  # contiguous device copy; CuPy reads it in place
             total = int(cp.asarray(flat).sum())
             good = total == int(want.sum())
             print(f"3. CuPy zero-copy sum {total}: {'ok' if good else 'WRONG'}")
@@ -132,10 +137,15 @@ def main(n: int = 1_000_000) -> int:
         live = heap.stats()
         sum_rows[grid, 256](heap.view_arg(), n, rows, sums)
         want_sums = 0.5 * k * (k.astype(np.float64) - 1) / 2
-        good = (live["allocations"] == int((k > 0).sum()) and np.allclose(sums.copy_to_host(), want_sums)
-                and heap.stats()["allocations"] == 0)
-        print(f"4. heap rows: {live['allocations']} malloc'ed, {live['bytes_allocated']} bytes, summed and freed: "
-              f"{'ok' if good else 'WRONG'}")
+        good = (
+            live["allocations"] == int((k > 0).sum())
+            and np.allclose(sums.copy_to_host(), want_sums)
+            and heap.stats()["allocations"] == 0
+        )
+        print(
+            f"4. heap rows: {live['allocations']} malloc'ed, {live['bytes_allocated']} bytes, summed and freed: "
+            f"{'ok' if good else 'WRONG'}"
+        )
         ok &= good
     print("numba_variable_output.py:", "ok" if ok else "FAILED")
     return 0 if ok else 1

@@ -12,11 +12,11 @@ device header is compiled by NVRTC with gpudyn.nvrtc_options().
 Needs a GPU and CuPy (without either it says so on stderr and exits 77,
 "skipped"); checks every page against NumPy and the heap's counters.
 """
+
 import sys
 
-import numpy as np
-
 import gpudyn
+import numpy as np
 
 KERNELS = r"""
 #include <gpudyn/rw_heap.cuh>
@@ -69,15 +69,16 @@ def main(n: int = 200_000) -> int:
     count = 1 << 18  # more pages than takers: every request must be served
 
     with gpudyn.RWHeap(page_count=count, page_size=64) as heap:
-        view_arg = heap.view_arg()                 # the gpudyn_rw_heap_view_t, passed by value
+        view_arg = heap.view_arg()  # the gpudyn_rw_heap_view_t, passed by value
         pages = cp.empty(n, dtype=cp.uint32)
         take(grid, block, (view_arg, np.uint32(n), np.uint64(2024), pages))
         got = pages.get()
         asked = np.arange(n) % 3 != 0
         taken = got[asked]
         ok = (got[~asked] == 0xFFFFFFFF).all() and (taken < count).all() and len(np.unique(taken)) == asked.sum()
-        print(f"{n} threads: {asked.sum()} pages taken, all distinct: {ok}; "
-              f"{heap.free_page_count} of {count} pages free")
+        print(
+            f"{n} threads: {asked.sum()} pages taken, all distinct: {ok}; {heap.free_page_count} of {count} pages free"
+        )
         ok = ok and heap.free_page_count == count - asked.sum()
 
         owner, freed = cp.zeros(n, dtype=cp.uint64), cp.zeros(n, dtype=cp.uint8)

@@ -3,7 +3,7 @@
 // from a kernel.  The host checks every result and prints what it verified.
 //
 //   example_rw_heap_pages        (exits 0 when all checks pass, 77 without a GPU)
-#include <gpudyn/experimental.h>  // gpudyn_exp_rw_heap_occupy: the paper's pre-filled pool
+#include <gpudyn/experimental.h> // gpudyn_exp_rw_heap_occupy: the paper's pre-filled pool
 #include <gpudyn/gpudyn.h>
 #include <gpudyn/rw_heap.cuh>
 
@@ -16,32 +16,32 @@
 constexpr unsigned kPages = 1u << 20;
 constexpr unsigned kPageSize = 64;
 constexpr double kOccupied = 0.25;
-constexpr unsigned kThreads = 1u << 19;  // one page per thread
+constexpr unsigned kThreads = 1u << 19; // one page per thread
 constexpr unsigned kBlock = 256;
 constexpr unsigned kMallocThreads = 1u << 16;
-constexpr unsigned long long kMallocBytes = 200;  // 4 pages of 64 B, not a multiple of the page size
+constexpr unsigned long long kMallocBytes = 200; // 4 pages of 64 B, not a multiple of the page size
 
-#define GD(call)                                                                                     \
-    do {                                                                                             \
-        if ((call) != GPUDYN_SUCCESS) {                                                              \
-            fprintf(stderr, "%s failed: %s\n", #call, gpudyn_last_error_message());                  \
-            return 1;                                                                                \
-        }                                                                                            \
+#define GD(call)                                                                    \
+    do {                                                                            \
+        if ((call) != GPUDYN_SUCCESS) {                                             \
+            fprintf(stderr, "%s failed: %s\n", #call, gpudyn_last_error_message()); \
+            return 1;                                                               \
+        }                                                                           \
     } while (0)
-#define CU(call)                                                                                     \
-    do {                                                                                             \
-        cudaError_t e_ = (call);                                                                     \
-        if (e_ != cudaSuccess) {                                                                     \
-            fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_));                       \
-            return 1;                                                                                \
-        }                                                                                            \
+#define CU(call)                                                               \
+    do {                                                                       \
+        cudaError_t e_ = (call);                                               \
+        if (e_ != cudaSuccess) {                                               \
+            fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_)); \
+            return 1;                                                          \
+        }                                                                      \
     } while (0)
-#define EXPECT(cond)                                                                                 \
-    do {                                                                                             \
-        if (!(cond)) {                                                                               \
-            fprintf(stderr, "check failed: %s\n", #cond);                                            \
-            return 1;                                                                                \
-        }                                                                                            \
+#define EXPECT(cond)                                      \
+    do {                                                  \
+        if (!(cond)) {                                    \
+            fprintf(stderr, "check failed: %s\n", #cond); \
+            return 1;                                     \
+        }                                                 \
     } while (0)
 
 // Every thread takes a page with CoRW (a warp collective: the lanes in `mask`,
@@ -141,7 +141,7 @@ int main() {
     CU(cudaMemcpy(words.data(), d_words, words.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
     for (unsigned t = 0; t < kThreads; ++t) {
         EXPECT(pages[t] < kPages);
-        EXPECT(words[2 * t] == t && words[2 * t + 1] == pages[t]);  // the thread's own writes: no page shared
+        EXPECT(words[2 * t] == t && words[2 * t + 1] == pages[t]); // the thread's own writes: no page shared
     }
     std::vector<unsigned> sorted = pages;
     std::sort(sorted.begin(), sorted.end());
@@ -149,8 +149,8 @@ int main() {
     uint64_t free1 = 0;
     GD(gpudyn_rw_heap_free_page_count(heap, &free1, nullptr));
     EXPECT(free1 == free0 - kThreads);
-    printf("CoRW: %u threads got %u distinct pages, each holding its thread's writes; free %llu -> %llu\n",
-           kThreads, kThreads, (unsigned long long)free0, (unsigned long long)free1);
+    printf("CoRW: %u threads got %u distinct pages, each holding its thread's writes; free %llu -> %llu\n", kThreads,
+           kThreads, (unsigned long long)free0, (unsigned long long)free1);
 
     // 2. Half of them back from a kernel.
     give_back_even<<<(kThreads + kBlock - 1) / kBlock, kBlock>>>(view, kThreads, d_pages, d_bad);
@@ -180,10 +180,10 @@ int main() {
     count_wrong_bytes<<<(kMallocThreads + kBlock - 1) / kBlock, kBlock>>>(kMallocThreads, kMallocBytes, d_ptrs, d_bad);
     unsigned wrong = 1;
     CU(cudaMemcpy(&wrong, d_bad, sizeof wrong, cudaMemcpyDeviceToHost));
-    EXPECT(wrong == 0);  // each range holds its own thread's bytes
+    EXPECT(wrong == 0); // each range holds its own thread's bytes
     std::vector<unsigned long long> sp = ptrs;
     std::sort(sp.begin(), sp.end());
-    for (unsigned i = 1; i < kMallocThreads; ++i) EXPECT(sp[i - 1] + kMallocBytes <= sp[i]);  // disjoint
+    for (unsigned i = 1; i < kMallocThreads; ++i) EXPECT(sp[i - 1] + kMallocBytes <= sp[i]); // disjoint
     GD(gpudyn_rw_heap_free(heap, reinterpret_cast<const uint64_t*>(d_ptrs), kMallocThreads, nullptr));
     uint64_t free3 = 0;
     GD(gpudyn_rw_heap_free_page_count(heap, &free3, nullptr));

@@ -7,11 +7,11 @@ gpudyn.WarpHeap.alloc, filled by a second kernel, read back as a list of arrays.
 Needs a GPU and CuPy (without either it says so on stderr and exits 77,
 "skipped"); prints a few rows and checks all against NumPy.
 """
+
 import sys
 
-import numpy as np
-
 import gpudyn
+import numpy as np
 
 
 def main(items: int = 10_000) -> int:
@@ -43,21 +43,26 @@ def main(items: int = 10_000) -> int:
     grid, block = ((items + 255) // 256,), (256,)
     sizes = cp.empty(items, dtype=cp.uint64)
     mod.get_function("count")(grid, block, (np.int32(items), sizes))
-    with gpudyn.WarpHeap() as heap:         # arena backing: one pool, no CUDA device heap needed
+    with gpudyn.WarpHeap() as heap:  # arena backing: one pool, no CUDA device heap needed
         rows = cp.asarray(heap.malloc(sizes))  # one 16-byte aligned block per item, valid until clear()
         mod.get_function("fill")(grid, block, (np.int32(items), rows))
         ptrs, lens = rows.get(), (sizes.get() // 4).astype(np.int64)
         # Read back (a real program would keep working on the device).
         flat = []
         for p, n in zip(ptrs, lens):
-            buf = cp.ndarray((int(n),), dtype=cp.int32,
-                             memptr=cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(int(p), int(n) * 4, heap), 0))
+            buf = cp.ndarray(
+                (int(n),),
+                dtype=cp.int32,
+                memptr=cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(int(p), int(n) * 4, heap), 0),
+            )
             flat.append(buf.get())
         print("stats:", heap.stats())
     for i in (0, 11, 35, items - 1):
         print(f"divisors of {i + 1}: {flat[i].tolist()}")
-    bad = sum(not np.array_equal(flat[i], [d for d in range(1, i + 2) if (i + 1) % d == 0])
-              for i in range(0, items, max(1, items // 500)))
+    bad = sum(
+        not np.array_equal(flat[i], [d for d in range(1, i + 2) if (i + 1) % d == 0])
+        for i in range(0, items, max(1, items // 500))
+    )
     print("ragged.py:", "ok" if bad == 0 else f"{bad} wrong rows")
     return 1 if bad else 0
 

@@ -23,16 +23,16 @@ extern "C" {
  * SIII-B: TAS is the mean number of bitmap probes per request, WAS the mean over
  * a warp's rounds of its slowest lane's probes). */
 typedef struct gpudyn_exp_rw_heap_stats_t {
-    uint32_t struct_size;       /**< sizeof(gpudyn_exp_rw_heap_stats_t), set by caller */
+    uint32_t struct_size; /**< sizeof(gpudyn_exp_rw_heap_stats_t), set by caller */
     uint32_t reserved;
-    uint64_t requests;          /**< pages requested */
-    uint64_t failed;            /**< requests that found no page */
-    uint64_t total_steps;       /**< sum over requests of the steps taken */
-    uint64_t warps;             /**< warp-rounds of requests (a warp's j-th requests) */
-    uint64_t warp_max_steps_sum;/**< sum over warp-rounds of the largest step count */
-    uint64_t max_steps;         /**< largest step count of any request */
-    double tas;                 /**< per-thread average steps = total_steps / requests */
-    double was;                 /**< per-warp average steps = warp_max_steps_sum / warps */
+    uint64_t requests;           /**< pages requested */
+    uint64_t failed;             /**< requests that found no page */
+    uint64_t total_steps;        /**< sum over requests of the steps taken */
+    uint64_t warps;              /**< warp-rounds of requests (a warp's j-th requests) */
+    uint64_t warp_max_steps_sum; /**< sum over warp-rounds of the largest step count */
+    uint64_t max_steps;          /**< largest step count of any request */
+    double tas;                  /**< per-thread average steps = total_steps / requests */
+    double was;                  /**< per-warp average steps = warp_max_steps_sum / warps */
 } gpudyn_exp_rw_heap_stats_t;
 
 /** gpudyn_rw_heap_get_pages with the paper's knobs: ceil(n / per_thread) threads

@@ -183,7 +183,7 @@ __host__ __device__ constexpr unsigned seal_of(unsigned g) { return ((g >> kSeal
 __host__ __device__ constexpr unsigned prefix_of(unsigned g) { return g & kPrefixMask; }
 /// For the library's bookkeeping kernels (grow, capacity, ranges): the ref's internals.
 struct internal;
-}  // namespace ggarray_detail
+} // namespace ggarray_detail
 
 template <class T>
 class ggarray_ref {
@@ -233,7 +233,7 @@ public:
     __device__ bool push_back_to(unsigned l, const T& x) const {
         if (!valid()) return refuse();
         const unsigned group = peers(l);
-        if (l >= view_.num_lfvectors) return false;  // the whole peer group leaves together
+        if (l >= view_.num_lfvectors) return false; // the whole peer group leaves together
         return detail::warp_push_one<T>(group, sink{this, l}, x);
     }
 
@@ -254,8 +254,9 @@ public:
     }
     /// The block's own LFVector.
     template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ, int Items>
-    __device__ bool push_back(push_storage<BX, A, BY, BZ>& s, const bool (&flag)[Items], const T (&value)[Items]) const {
-        if (!valid()) return refuse();  // before block_lfvector: a refused view's fields mean nothing
+    __device__ bool push_back(push_storage<BX, A, BY, BZ>& s, const bool (&flag)[Items],
+                              const T (&value)[Items]) const {
+        if (!valid()) return refuse(); // before block_lfvector: a refused view's fields mean nothing
         return push_back_to(block_lfvector(), s, flag, value);
     }
     template <unsigned BX, insert_algo A, unsigned BY, unsigned BZ>
@@ -350,7 +351,7 @@ public:
         const unsigned long long end = r[view_.num_lfvectors];
         if (hi > end) hi = end;
         if (lo >= hi) return nullptr;
-        const unsigned l = lfvector_of(lo);  // r[l] <= lo < r[l + 1]
+        const unsigned l = lfvector_of(lo); // r[l] <= lo < r[l + 1]
         const unsigned long long local = lo - r[l];
         const unsigned b = bucket_of(local);
         const unsigned long long in_lfvector = r[l + 1] - lo, in_bucket = bucket_first(b) + bucket_elements(b) - local;
@@ -376,7 +377,10 @@ public:
         unsigned l = lfvector_of(lo);
         while (lo < hi) {
             const unsigned long long lfv_end = r[l + 1];
-            if (lo >= lfv_end) { ++l; continue; }
+            if (lo >= lfv_end) {
+                ++l;
+                continue;
+            }
             const unsigned long long local = lo - r[l];
             const unsigned b = bucket_of(local);
             const unsigned long long in_bucket = bucket_first(b) + bucket_elements(b) - local;
@@ -393,7 +397,7 @@ public:
         for_each_span(0ull, ~0ull, static_cast<F&&>(f));
     }
 
-/// @}
+    /// @}
 private:
     friend struct ggarray_detail::internal;
     gpudyn_ggarray_view_t view_;
@@ -423,9 +427,7 @@ private:
     __device__ unsigned long long* counters() const { return reinterpret_cast<unsigned long long*>(view_.sizes); }
     /// The lanes calling now that push into LFVector l of this array (others may
     /// push into another array, or another LFVector).  l need not be valid.
-    __device__ unsigned peers(unsigned l) const {
-        return detail::peers_with(__activemask(), view_.sizes + 8ull * l);
-    }
+    __device__ unsigned peers(unsigned l) const { return detail::peers_with(__activemask(), view_.sizes + 8ull * l); }
     __device__ unsigned long long* failed() const { return reinterpret_cast<unsigned long long*>(view_.failed_at); }
     /// Elements LFVector l holds: min(counter, lowest failed start).  No check of
     /// the element size: the library's ranges kernel reads any array's counters
@@ -590,9 +592,9 @@ private:
             // written only by the bucket's owner, which then makes it ready.
             if (slot_published(l, b)) return true;
             const unsigned s = *static_cast<volatile unsigned*>(state(l, b));
-            if (s >= kReady) continue;  // ready: its slot is visible at the next read
+            if (s >= kReady) continue; // ready: its slot is visible at the next read
             if (s == kEmpty) {
-                if (tried) return false;  // our own attempt failed: report, do not loop
+                if (tried) return false; // our own attempt failed: report, do not loop
                 // A failed allocation sealed the LFVector at or below b: the
                 // arena had no room, and no reservation needing b can succeed
                 // until the host folds, so the arena is not asked again.
@@ -611,19 +613,20 @@ private:
                     void* p = nullptr;
                     const unsigned long long bytes = bucket_elements(b) * sizeof(T);
                     if (pooled) {
-                        p = pool_bucket(l, b);  // mapped by the host: nothing to allocate
+                        p = pool_bucket(l, b); // mapped by the host: nothing to allocate
                     } else {
                         unsigned long long held = bytes;
                         p = ggarray_detail::arena_bucket(view_.arena, bytes, &held);
                         if (p == nullptr) {
                             atomicOr(status_word(), detail::kArrayAllocationFailed);
-                            seal(l, b);  // before the release: nothing above b succeeds from now on
+                            seal(l, b); // before the release: nothing above b succeeds from now on
                             atomicExch(state(l, b), kEmpty);
                             return false;
                         }
                         atomicAdd(reinterpret_cast<unsigned long long*>(view_.allocated_bytes), held);
                     }
-                    *static_cast<volatile unsigned long long*>(bucket_slot(l, b)) = reinterpret_cast<unsigned long long>(p);
+                    *static_cast<volatile unsigned long long*>(bucket_slot(l, b)) =
+                        reinterpret_cast<unsigned long long>(p);
                     __threadfence();
                     atomicExch(state(l, b), pooled ? kReadyPool : kReady);
                     return true;
@@ -679,9 +682,7 @@ private:
     /// only by a CAS that saw b ready after that claim (so after the seal, in
     /// the word's modification order) and refuses to pass a seal; hence a word
     /// with prefix > last has no seal <= last, now or later.
-    __device__ unsigned long long claim(unsigned l, unsigned long long n) const {
-        return atomicAdd(counters() + l, n);
-    }
+    __device__ unsigned long long claim(unsigned l, unsigned long long n) const { return atomicAdd(counters() + l, n); }
     __device__ bool settle(unsigned l, unsigned long long base, unsigned long long n) const {
         using namespace ggarray_detail;
         const unsigned long long hi = base + n;
@@ -722,7 +723,7 @@ private:
     /// starts at 2^(s - 1) - first.
     __device__ T* window_fast(unsigned long long w, unsigned long long base, unsigned long long n) const {
         const unsigned long long elems = (1ull << (unsigned(w) & 63u)) >> 1;
-        const unsigned long long at = base - (elems - (1ull << view_.log2_first_bucket));  // index in the bucket
+        const unsigned long long at = base - (elems - (1ull << view_.log2_first_bucket)); // index in the bucket
         if (at >= elems || n > elems - at) return nullptr;
         return reinterpret_cast<T*>(w & ~63ull) + base;
     }
@@ -749,8 +750,8 @@ private:
     /// holds index `size` (where the next push goes) if it is ready, else none.
     __device__ void reset_window(unsigned l, unsigned long long size) const {
         const unsigned b = bucket_of(size);
-        const bool ready = b < GPUDYN_GGARRAY_MAX_BUCKETS &&
-                           *static_cast<volatile unsigned*>(state(l, b)) >= ggarray_detail::kReady;
+        const bool ready =
+            b < GPUDYN_GGARRAY_MAX_BUCKETS && *static_cast<volatile unsigned*>(state(l, b)) >= ggarray_detail::kReady;
         *window(l) = ready ? window_word(l, b) : 0ull;
     }
 
@@ -844,14 +845,15 @@ private:
         const unsigned long long* r = ranges();
         const unsigned L = view_.num_lfvectors;
         const unsigned long long total = r[L];
-        if (i < total && total <= (~0ull >> 17)) {  // i * L fits 64 bits (L <= 65536)
+        if (i < total && total <= (~0ull >> 17)) { // i * L fits 64 bits (L <= 65536)
             const unsigned g = unsigned(i * L / total);
             if (r[g] <= i && i < r[g + 1]) return g;
         }
-        unsigned lo = 0, hi = L;  // answer in [lo, hi)
+        unsigned lo = 0, hi = L; // answer in [lo, hi)
         while (hi - lo > 1) {
             const unsigned mid = (lo + hi) / 2;
-            if (r[mid] <= i) lo = mid; else hi = mid;
+            if (r[mid] <= i) lo = mid;
+            else hi = mid;
         }
         return lo;
     }
@@ -874,13 +876,20 @@ private:
         __syncthreads();
         if (r == 0) {
             unsigned long long run = 0;
-            for (unsigned w = 0; w < nwarps; ++w) { const unsigned long long t = scratch[w]; scratch[w] = run; run += t; }
+            for (unsigned w = 0; w < nwarps; ++w) {
+                const unsigned long long t = scratch[w];
+                scratch[w] = run;
+                run += t;
+            }
             scratch[32] = run;
         }
         __syncthreads();
         unsigned long long run = scratch[warp] + incl - mine;
         if (out != nullptr)
-            for (unsigned i = begin; i < stop; ++i) { out[i] = run; run += held(i); }
+            for (unsigned i = begin; i < stop; ++i) {
+                out[i] = run;
+                run += held(i);
+            }
         if (r == 0 && out != nullptr) out[L] = scratch[32];
         __syncthreads();
     }
@@ -891,26 +900,33 @@ namespace ggarray_detail {
 /// The library's bookkeeping kernels (lib/ggarray.cu) reach the ref's internals here.
 struct internal {
     template <class T>
-    __device__ static bool ensure_bucket(const ggarray_ref<T>& a, unsigned l, unsigned b) { return a.ensure_bucket(l, b); }
+    __device__ static bool ensure_bucket(const ggarray_ref<T>& a, unsigned l, unsigned b) {
+        return a.ensure_bucket(l, b);
+    }
     template <class T>
-    __device__ static unsigned long long bucket_first(const ggarray_ref<T>& a, unsigned b) { return a.bucket_first(b); }
+    __device__ static unsigned long long bucket_first(const ggarray_ref<T>& a, unsigned b) {
+        return a.bucket_first(b);
+    }
     template <class T>
     __device__ static void reset_window(const ggarray_ref<T>& a, unsigned l, unsigned long long size) {
         a.reset_window(l, size);
     }
     template <class T>
-    __device__ static void drop_arena_buckets(const ggarray_ref<T>& a, unsigned l) { a.drop_arena_buckets(l); }
+    __device__ static void drop_arena_buckets(const ggarray_ref<T>& a, unsigned l) {
+        a.drop_arena_buckets(l);
+    }
     template <class T>
     __device__ static unsigned long long lfvector_capacity(const ggarray_ref<T>& a, unsigned l) {
         return a.lfvector_capacity(l);
     }
     /// One block: ranges (out = view.ranges) or only the total into scratch[32] (out = nullptr).
     template <class T>
-    __device__ static void compute_ranges(const ggarray_ref<T>& a, unsigned long long* scratch, unsigned long long* out) {
+    __device__ static void compute_ranges(const ggarray_ref<T>& a, unsigned long long* scratch,
+                                          unsigned long long* out) {
         a.compute_ranges(scratch, out);
     }
 };
-}  // namespace ggarray_detail
+} // namespace ggarray_detail
 
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace v0
+} // namespace gpudyn

@@ -53,9 +53,15 @@ typedef enum gpudyn_insert_algo_t {
 } gpudyn_insert_algo_t;
 
 /** Versions of the view structs; a device header refuses any other. */
-typedef enum gpudyn_ggarray_view_version_t { GPUDYN_GGARRAY_VIEW_VERSION = 7 } gpudyn_ggarray_view_version_t;
-typedef enum gpudyn_static_array_view_version_t { GPUDYN_STATIC_ARRAY_VIEW_VERSION = 2 } gpudyn_static_array_view_version_t;
-typedef enum gpudyn_vmm_array_view_version_t { GPUDYN_VMM_ARRAY_VIEW_VERSION = 2 } gpudyn_vmm_array_view_version_t;
+typedef enum gpudyn_ggarray_view_version_t {
+    GPUDYN_GGARRAY_VIEW_VERSION = 7
+} gpudyn_ggarray_view_version_t;
+typedef enum gpudyn_static_array_view_version_t {
+    GPUDYN_STATIC_ARRAY_VIEW_VERSION = 2
+} gpudyn_static_array_view_version_t;
+typedef enum gpudyn_vmm_array_view_version_t {
+    GPUDYN_VMM_ARRAY_VIEW_VERSION = 2
+} gpudyn_vmm_array_view_version_t;
 
 /** Fixed sizes of the GGArray layout.  Bucket b of an LFVector holds
  * first_bucket_elements * 2^b elements, so 40 buckets hold first * (2^40 - 1). */
@@ -73,7 +79,8 @@ typedef enum gpudyn_ggarray_limits_t {
 typedef enum gpudyn_array_status_bits_t {
     GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED = 1, /**< a GGArray bucket found no room in its growth arena (the budget) */
     GPUDYN_ARRAY_STATUS_CAPACITY_EXCEEDED = 2, /**< static/VMM capacity or GGArray bucket limit reached */
-    GPUDYN_ARRAY_STATUS_WRONG_ELEMENT_SIZE = 4, /**< a `ref<T>` with sizeof(T) != element size: refused, nothing stored */
+    /** a `ref<T>` with sizeof(T) != element size: refused, nothing stored */
+    GPUDYN_ARRAY_STATUS_WRONG_ELEMENT_SIZE = 4,
     GPUDYN_ARRAY_STATUS_DESTINATION_TOO_SMALL = 8 /**< a flatten_async found dst_bytes smaller than the elements:
                                                      nothing copied (set by the library's kernel, not a push) */
 } gpudyn_array_status_bits_t;
@@ -82,34 +89,34 @@ typedef enum gpudyn_array_status_bits_t {
 typedef struct gpudyn_ggarray_s* gpudyn_ggarray_t;
 
 typedef struct gpudyn_ggarray_options_t {
-    uint32_t struct_size;            /**< sizeof(gpudyn_ggarray_options_t) */
-    uint32_t element_size;           /**< bytes: 1, 2, 4, 8 or 16 (default 4) */
-    uint32_t num_lfvectors;          /**< LFVectors (one per thread block), 1..65536 (default 512) */
-    uint32_t reserved;               /**< 0 */
-    uint64_t first_bucket_elements;  /**< elements in bucket 0, a power of two >= 32 (default 1024) */
-    uint64_t budget_bytes;           /**< memory kernels may take for buckets beyond the pool rows (the
+    uint32_t struct_size;           /**< sizeof(gpudyn_ggarray_options_t) */
+    uint32_t element_size;          /**< bytes: 1, 2, 4, 8 or 16 (default 4) */
+    uint32_t num_lfvectors;         /**< LFVectors (one per thread block), 1..65536 (default 512) */
+    uint32_t reserved;              /**< 0 */
+    uint64_t first_bucket_elements; /**< elements in bucket 0, a power of two >= 32 (default 1024) */
+    uint64_t budget_bytes;          /**< memory kernels may take for buckets beyond the pool rows (the
                                         growth arena they are bumped off), at least 2 MiB.  0
                                         (default): all of the device's memory, mapped while kernels
-                                        need it (docs/memory.md: the array holds what its buckets
+                                        need it (docs/guides/memory.md: the array holds what its buckets
                                         take).  Given: that much is mapped whole the first time a
                                         kernel could need it (get_view, or a reserve / push_back
                                         beyond the pool), so kernels within it never wait for the
-                                        host (an array made per launch: see docs/memory.md), and
+                                        host (an array made per launch: see docs/guides/memory.md), and
                                         kernels may take no more.  Without VMM: one run of it (0:
                                         1 GiB, or half the free memory when less) from the
                                         stream-ordered pool.  At most max_budget_bytes; must be 0
                                         with `heap`.  (This field was malloc_heap_bytes: same place,
                                         same role.) */
-    uint64_t pool_bytes;             /**< virtual range of the bucket pool (see reserve); 0: the
+    uint64_t pool_bytes;            /**< virtual range of the bucket pool (see reserve); 0: the
                                         device's total memory (default); UINT64_MAX: no pool;
                                         a range the driver cannot reserve is OUT_OF_MEMORY naming it */
     /* Fields below are read when struct_size covers them (callers built against
      * an older header pass a smaller struct_size and get the defaults). */
-    uint64_t max_budget_bytes;       /**< the most set_budget may raise the budget to; 0 (default):
+    uint64_t max_budget_bytes; /**< the most set_budget may raise the budget to; 0 (default):
                                         8 x the budget, at most the device's total memory; a value
                                         above the device's total memory is refused; must be 0
                                         with `heap` */
-    gpudyn_heap_t heap;              /**< NULL (default): the array's own arena (budget_bytes).  Else the arena
+    gpudyn_heap_t heap;        /**< NULL (default): the array's own arena (budget_bytes).  Else the arena
                                         is runs of this heap of the same device, shared with whatever
                                         else uses it; its mapped memory is the budget
                                         (gpudyn_heap_grow or set_budget raise it); it cannot be
@@ -127,38 +134,38 @@ typedef struct gpudyn_ggarray_options_t {
 /** Trivially copyable; pass by value to kernels (`gpudyn::ggarray_ref<T>`).
  * Pointers are device addresses. */
 typedef struct gpudyn_ggarray_view_t {
-    uint32_t version;                /**< GPUDYN_GGARRAY_VIEW_VERSION */
+    uint32_t version; /**< GPUDYN_GGARRAY_VIEW_VERSION */
     uint32_t element_size;
     uint32_t num_lfvectors;
     uint32_t log2_first_bucket;
-    uint64_t sizes;                  /**< uint64[num_lfvectors]: reservation counter of each LFVector */
-    uint64_t failed_at;              /**< uint64[num_lfvectors]: lowest start of a reservation that failed
+    uint64_t sizes;           /**< uint64[num_lfvectors]: reservation counter of each LFVector */
+    uint64_t failed_at;       /**< uint64[num_lfvectors]: lowest start of a reservation that failed
                                         (UINT64_MAX when none); LFVector l holds min(sizes[l], failed_at[l])
                                         elements: every range below it was stored, none at or above it */
-    uint64_t growth;                 /**< uint32[num_lfvectors]: bits 0-7: buckets 0..n-1 are ready; bits 8-15:
+    uint64_t growth;          /**< uint32[num_lfvectors]: bits 0-7: buckets 0..n-1 are ready; bits 8-15:
                                         1 + the lowest bucket whose allocation failed (0: none) */
-    uint64_t ranges;                 /**< uint64[num_lfvectors + 1]: exclusive prefix sum of the sizes,
+    uint64_t ranges;          /**< uint64[num_lfvectors + 1]: exclusive prefix sum of the sizes,
                                         as of gpudyn_ggarray_get_view (for at() and spans) */
-    uint64_t buckets;                /**< uint64[GPUDYN_GGARRAY_MAX_BUCKETS * num_lfvectors]: bucket pointers,
+    uint64_t buckets;         /**< uint64[GPUDYN_GGARRAY_MAX_BUCKETS * num_lfvectors]: bucket pointers,
                                         bucket b of LFVector l at [b * num_lfvectors + l] */
-    uint64_t bucket_state;           /**< uint32[same, same order]: 0 empty, 1 being allocated, 2-3 ready */
-    uint64_t status;                 /**< uint32: gpudyn_array_status_bits_t */
-    uint64_t allocated_bytes;        /**< uint64: bytes of the buckets taken from the growth arena */
-    uint64_t pool;                   /**< device address of the bucket pool (0: none): bucket b of
+    uint64_t bucket_state;    /**< uint32[same, same order]: 0 empty, 1 being allocated, 2-3 ready */
+    uint64_t status;          /**< uint32: gpudyn_array_status_bits_t */
+    uint64_t allocated_bytes; /**< uint64: bytes of the buckets taken from the growth arena */
+    uint64_t pool;            /**< device address of the bucket pool (0: none): bucket b of
                                         LFVector l may live at pool + element_size * first *
                                         (num_lfvectors * (2^b - 1) + l * 2^b) */
-    uint32_t pool_rows;              /**< buckets 0..pool_rows-1 of every LFVector are mapped in the
+    uint32_t pool_rows;       /**< buckets 0..pool_rows-1 of every LFVector are mapped in the
                                         pool (as of get_view); a bucket claimed there takes its
                                         pool address instead of taking arena memory */
-    uint32_t reserved;               /**< 0 */
-    gpudyn_heap_view_t heap;         /**< the heap the array shares (options.heap; version 0: none):
+    uint32_t reserved;        /**< 0 */
+    gpudyn_heap_view_t heap;  /**< the heap the array shares (options.heap; version 0: none):
                                         informational, the device code does not read it */
-    uint64_t arena;                  /**< device address of the growth arena: uint64[6] = bytes taken,
+    uint64_t arena;           /**< device address of the growth arena: uint64[6] = bytes taken,
                                         base address, usable bytes, largest request refused, end of
                                         the last bucket handed out, requests refused; every
                                         bucket beyond the pool rows is bumped off [base, base + usable)
                                         (0: no arena yet, such a bucket fails) */
-    uint64_t window;                 /**< uint64[num_lfvectors]: the bucket each LFVector's pushes go to
+    uint64_t window;          /**< uint64[num_lfvectors]: the bucket each LFVector's pushes go to
                                         now, a hint for the pushes' fast path (0: none): the address
                                         element 0 would have if the LFVector were contiguous there,
                                         plus b + log2_first_bucket + 1 for bucket b in the low 6 bits */
@@ -279,8 +286,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_budget(gpudyn_ggarray_t array, uin
                                                      uint64_t* max_budget_bytes);
 /** `*status` = the array's status bits (gpudyn_array_status_bits_t; 0: no push from
  * a kernel has failed since create / clear_status / clear).  Synchronizes `stream`. */
-GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_status(gpudyn_ggarray_t array, uint32_t* status,
-                                                     gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_status(gpudyn_ggarray_t array, uint32_t* status, gpudyn_stream_t stream);
 /** Zeroes the status bits and folds the LFVectors back to what they hold (a
  * failed reservation's range is given back), so that later pushes may succeed.
  * Stream-ordered. */
@@ -291,18 +297,18 @@ typedef struct gpudyn_static_array_s* gpudyn_static_array_t;
 
 typedef struct gpudyn_static_array_options_t {
     uint32_t struct_size;
-    uint32_t element_size;           /**< 1, 2, 4, 8 or 16 (default 4) */
-    uint64_t capacity;               /**< elements, > 0, fixed for the array's life */
+    uint32_t element_size; /**< 1, 2, 4, 8 or 16 (default 4) */
+    uint64_t capacity;     /**< elements, > 0, fixed for the array's life */
 } gpudyn_static_array_options_t;
 
 typedef struct gpudyn_static_array_view_t {
-    uint32_t version;                /**< GPUDYN_STATIC_ARRAY_VIEW_VERSION */
+    uint32_t version; /**< GPUDYN_STATIC_ARRAY_VIEW_VERSION */
     uint32_t element_size;
-    uint64_t data;                   /**< device address of element 0 */
-    uint64_t capacity;               /**< elements */
-    uint64_t size;                   /**< device uint64: reservation counter (blocks atomicAdd their range) */
-    uint64_t status;                 /**< device uint32: gpudyn_array_status_bits_t */
-    uint64_t failed_at;              /**< device uint64: lowest start of a reservation that did not fit
+    uint64_t data;      /**< device address of element 0 */
+    uint64_t capacity;  /**< elements */
+    uint64_t size;      /**< device uint64: reservation counter (blocks atomicAdd their range) */
+    uint64_t status;    /**< device uint32: gpudyn_array_status_bits_t */
+    uint64_t failed_at; /**< device uint64: lowest start of a reservation that did not fit
                                         (UINT64_MAX when none); the number of elements is
                                         min(`*size`, `*failed_at`): every range below it was stored, every
                                         range at or above it failed and stored nothing */
@@ -337,8 +343,8 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_data(gpudyn_static_array_t array,
 GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten(gpudyn_static_array_t array, void* dst, uint64_t dst_bytes,
                                                        gpudyn_stream_t stream);
 /** As flatten, into host memory; returns after the copy is complete. */
-GPUDYN_API gpudyn_status_t gpudyn_static_array_copy_to_host(gpudyn_static_array_t array, void* dst,
-                                                            uint64_t dst_bytes, gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_static_array_copy_to_host(gpudyn_static_array_t array, void* dst, uint64_t dst_bytes,
+                                                            gpudyn_stream_t stream);
 /** As gpudyn_ggarray_size_async: the number of elements into the uint64 at
  * `size`, stream-ordered, no host wait. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_size_async(gpudyn_static_array_t array, uint64_t* size,
@@ -346,14 +352,12 @@ GPUDYN_API gpudyn_status_t gpudyn_static_array_size_async(gpudyn_static_array_t 
 /** As gpudyn_ggarray_flatten_async: the elements copied to dst when they fit in
  * dst_bytes (else nothing written and GPUDYN_ARRAY_STATUS_DESTINATION_TOO_SMALL
  * set), the size into `size` (may be NULL); stream-ordered, no host wait. */
-GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten_async(gpudyn_static_array_t array, void* dst,
-                                                             uint64_t dst_bytes, uint64_t* size,
-                                                             gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_static_array_flatten_async(gpudyn_static_array_t array, void* dst, uint64_t dst_bytes,
+                                                             uint64_t* size, gpudyn_stream_t stream);
 /** Size 0 and status bits zeroed (stream-ordered); the storage is kept. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_clear(gpudyn_static_array_t array, gpudyn_stream_t stream);
 /** Fills `*view` for kernels (`gpudyn::static_array_ref<T>`). */
-GPUDYN_API gpudyn_status_t gpudyn_static_array_get_view(gpudyn_static_array_t array,
-                                                        gpudyn_static_array_view_t* view);
+GPUDYN_API gpudyn_status_t gpudyn_static_array_get_view(gpudyn_static_array_t array, gpudyn_static_array_view_t* view);
 /** `*status` = the status bits (gpudyn_array_status_bits_t) kernels' pushes set since
  * create / clear_status / clear.  Synchronizes `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_static_array_get_status(gpudyn_static_array_t array, uint32_t* status,
@@ -367,29 +371,28 @@ typedef struct gpudyn_vmm_array_s* gpudyn_vmm_array_t;
 
 typedef struct gpudyn_vmm_array_options_t {
     uint32_t struct_size;
-    uint32_t element_size;           /**< 1, 2, 4, 8 or 16 (default 4) */
-    uint64_t initial_capacity;       /**< elements mapped at creation (default 0) */
-    uint64_t max_capacity;           /**< most elements the array ever holds (reserve and push_back
+    uint32_t element_size;     /**< 1, 2, 4, 8 or 16 (default 4) */
+    uint64_t initial_capacity; /**< elements mapped at creation (default 0) */
+    uint64_t max_capacity;     /**< most elements the array ever holds (reserve and push_back
                                         beyond it are OUT_OF_MEMORY); the virtual reservation;
                                         0: the device's total memory (default 0) */
 } gpudyn_vmm_array_options_t;
 
 typedef struct gpudyn_vmm_array_view_t {
-    uint32_t version;                /**< GPUDYN_VMM_ARRAY_VIEW_VERSION */
+    uint32_t version; /**< GPUDYN_VMM_ARRAY_VIEW_VERSION */
     uint32_t element_size;
-    uint64_t data;                   /**< device address of element 0; never changes */
-    uint64_t capacity;               /**< elements mapped when the view was taken */
-    uint64_t size;                   /**< device uint64: reservation counter, as the static array */
-    uint64_t status;                 /**< device uint32 */
-    uint64_t failed_at;              /**< device uint64, as the static array */
+    uint64_t data;      /**< device address of element 0; never changes */
+    uint64_t capacity;  /**< elements mapped when the view was taken */
+    uint64_t size;      /**< device uint64: reservation counter, as the static array */
+    uint64_t status;    /**< device uint32 */
+    uint64_t failed_at; /**< device uint64, as the static array */
 } gpudyn_vmm_array_view_t;
 
 /** Fills `*options` with the defaults listed beside each field. */
 GPUDYN_API gpudyn_status_t gpudyn_vmm_array_options_init(gpudyn_vmm_array_options_t* options);
 /** Reserves the virtual range and maps initial_capacity elements; NOT_SUPPORTED when the
  * driver has no virtual memory management. */
-GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array,
-                                                   const gpudyn_vmm_array_options_t* options,
+GPUDYN_API gpudyn_status_t gpudyn_vmm_array_create(gpudyn_vmm_array_t* array, const gpudyn_vmm_array_options_t* options,
                                                    gpudyn_stream_t stream);
 /** Waits for the array's last call (its own event, not the device), unmaps and
  * releases everything; NULL is accepted. */

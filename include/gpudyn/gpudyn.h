@@ -129,19 +129,19 @@ GPUDYN_API const char* gpudyn_last_error_message(void);
 
 /* ---- devices --------------------------------------------------------- */
 typedef struct gpudyn_device_info_t {
-    uint32_t struct_size;       /**< sizeof(gpudyn_device_info_t), set by caller */
-    int32_t device;             /**< CUDA device ordinal */
+    uint32_t struct_size; /**< sizeof(gpudyn_device_info_t), set by caller */
+    int32_t device;       /**< CUDA device ordinal */
     char name[256];
     int32_t compute_capability_major;
     int32_t compute_capability_minor;
     int32_t multiprocessor_count;
     int32_t warp_size;
-    uint64_t total_memory;      /**< bytes */
-    uint64_t free_memory;       /**< bytes, at the time of the call */
+    uint64_t total_memory; /**< bytes */
+    uint64_t free_memory;  /**< bytes, at the time of the call */
     uint64_t l2_cache_bytes;
-    int32_t runtime_version;    /**< CUDA runtime linked into libgpudyn, e.g. 13000 */
-    int32_t driver_version;     /**< installed driver's CUDA version, 0 if no driver */
-    int32_t vmm_supported;      /**< 1 when the driver's virtual memory management works */
+    int32_t runtime_version; /**< CUDA runtime linked into libgpudyn, e.g. 13000 */
+    int32_t driver_version;  /**< installed driver's CUDA version, 0 if no driver */
+    int32_t vmm_supported;   /**< 1 when the driver's virtual memory management works */
     int32_t reserved;
 } gpudyn_device_info_t;
 
@@ -192,8 +192,8 @@ GPUDYN_API gpudyn_status_t gpudyn_device_free(void* ptr, gpudyn_stream_t stream)
 /** Stream-ordered copy; host memory is pageable or pinned.  The device side(s)
  * must be device (any device's), managed or mapped pinned memory holding
  * `bytes` from there, the host side not device memory (see "Bad input"). */
-GPUDYN_API gpudyn_status_t gpudyn_memcpy(void* dst, const void* src, uint64_t bytes,
-                                         gpudyn_memcpy_kind_t kind, gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_memcpy(void* dst, const void* src, uint64_t bytes, gpudyn_memcpy_kind_t kind,
+                                         gpudyn_stream_t stream);
 /** Stream-ordered byte fill of device memory of the stream's device (the
  * current one for the default streams) holding `bytes` from `dst`. */
 GPUDYN_API gpudyn_status_t gpudyn_memset(void* dst, int32_t value, uint64_t bytes, gpudyn_stream_t stream);

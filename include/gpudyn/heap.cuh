@@ -150,7 +150,7 @@
 #include "gpudyn/detail/bits.cuh"
 #include "gpudyn/detail/warp.cuh"
 #include "gpudyn/detail/random.cuh"
-#include "gpudyn/rw_heap.cuh"  // page bitmap walk and run search, rw_heap_ref (medium runs)
+#include "gpudyn/rw_heap.cuh" // page bitmap walk and run search, rw_heap_ref (medium runs)
 
 #if defined(__CUDACC_RTC__)
 #include <cuda/std/cstdint>
@@ -187,10 +187,11 @@ constexpr unsigned kHeapCounterCount = 4;
 /// slab_meta records: tag in the top 2 bits.
 constexpr unsigned kHeapTagShift = 30;
 constexpr unsigned kHeapLowMask = (1u << kHeapTagShift) - 1;
-constexpr unsigned kHeapTagNone = 0;    ///< free page, or a page of a medium run (see run_meta)
-constexpr unsigned kHeapTagSlab = 1;    ///< first page of a slab: low bits = class
-constexpr unsigned kHeapTagMember = 2;  ///< later page of a slab: class << kHeapMemberClassShift | offset to the first page
-constexpr unsigned kHeapTagHuge = 3;    ///< first page of a huge run: low bits = bitmap words (64 pages each)
+constexpr unsigned kHeapTagNone = 0; ///< free page, or a page of a medium run (see run_meta)
+constexpr unsigned kHeapTagSlab = 1; ///< first page of a slab: low bits = class
+/// later page of a slab: class << kHeapMemberClassShift | offset to the first page
+constexpr unsigned kHeapTagMember = 2;
+constexpr unsigned kHeapTagHuge = 3; ///< first page of a huge run: low bits = bitmap words (64 pages each)
 /// A member page names its class itself, so a free reads one record, not the
 /// first page's after it (a dependent load on every mixed-size free).
 constexpr unsigned kHeapMemberClassShift = 22;
@@ -201,7 +202,7 @@ constexpr unsigned kHeapMemberOffsetMask = (1u << kHeapMemberClassShift) - 1;
 constexpr unsigned kHeapLinearLimit = 128;
 constexpr unsigned kHeapLinearClasses = kHeapLinearLimit / 16;
 constexpr unsigned kHeapClassesPerDoubling = 8;
-constexpr unsigned kHeapLinearShift = 7;  ///< log2(kHeapLinearLimit)
+constexpr unsigned kHeapLinearShift = 7; ///< log2(kHeapLinearLimit)
 /// Page sizes the heap accepts: 4 KiB (the smallest VMM-friendly page worth a
 /// bitmap bit) to 2 MiB (the VMM granularity: a page never straddles a mapping).
 constexpr unsigned kHeapMinPageShift = 12;
@@ -231,7 +232,7 @@ static_assert((kHeapSlabMaxBytes >> kHeapMinPageShift) <= kHeapMemberOffsetMask,
 /// A slab is at most 1 / kHeapSlabHeapShare of its heap's range (at least a page).
 constexpr unsigned long long kHeapSlabHeapShare = 256;
 // Slot bitmap words per page: P / 16 slots (the 16-byte class) / 64; a slab uses those of its pages.
-constexpr unsigned kHeapSlotWordShift = 10;  ///< P >> 10 words of 64 bits = P / 16 bits
+constexpr unsigned kHeapSlotWordShift = 10; ///< P >> 10 words of 64 bits = P / 16 bits
 /// Words of the current slab one lane reads in a round (the lanes of a group
 /// split the slab), and random (slab, word) probes of one lane in a draw round.
 constexpr unsigned kHeapScanWords = 8;
@@ -276,7 +277,7 @@ constexpr unsigned kHeapAttachShare = 16;
 /// benchmarks/results/h200/NOTES.md has the timings).
 constexpr unsigned kHeapStateLineWords = 32;
 constexpr unsigned kHeapCursorLines = 128;
-constexpr unsigned kHeapCursorStride = 4;  ///< words between cursors of one line
+constexpr unsigned kHeapCursorStride = 4; ///< words between cursors of one line
 constexpr unsigned kHeapCursors = kHeapCursorLines * (kHeapStateLineWords / kHeapCursorStride);
 constexpr unsigned kHeapWarpCursors = 8;
 constexpr unsigned kHeapSlabsPerCursor = 4;
@@ -310,7 +311,7 @@ struct heap_view {
 };
 
 static_assert(sizeof(heap_view) == sizeof(gpudyn_heap_view_t), "heap_view must mirror the C view");
-#if !defined(__CUDACC_RTC__)  // some NVRTC versions have no __builtin_offsetof
+#if !defined(__CUDACC_RTC__) // some NVRTC versions have no __builtin_offsetof
 static_assert(__builtin_offsetof(heap_view, directory) == __builtin_offsetof(gpudyn_heap_view_t, directory),
               "heap_view must mirror the C view");
 static_assert(__builtin_offsetof(heap_view, counters) == __builtin_offsetof(gpudyn_heap_view_t, counters),
@@ -321,17 +322,17 @@ static_assert(__builtin_offsetof(heap_view, reserved) == __builtin_offsetof(gpud
 
 /// One size class (class_table entry), filled by the host from heap_class_geometry.
 struct heap_class {
-    unsigned size;        ///< bytes per slot
-    unsigned slab_pages;  ///< pages per slab
-    unsigned slots;       ///< slots per slab (<= slab_pages * P / 16: the slot words of its pages)
-    unsigned dir_offset;  ///< first directory entry of the class
+    unsigned size;       ///< bytes per slot
+    unsigned slab_pages; ///< pages per slab
+    unsigned slots;      ///< slots per slab (<= slab_pages * P / 16: the slot words of its pages)
+    unsigned dir_offset; ///< first directory entry of the class
 };
 
 /// Usage of one page, for the stats kernel (usage_of_page).
 struct heap_page_usage {
-    unsigned long long allocations;      ///< live allocations starting on this page
-    unsigned long long bytes_allocated;  ///< their usable bytes
-    unsigned long long largest_slot;     ///< largest class size with a free slot in a slab starting here
+    unsigned long long allocations;     ///< live allocations starting on this page
+    unsigned long long bytes_allocated; ///< their usable bytes
+    unsigned long long largest_slot;    ///< largest class size with a free slot in a slab starting here
 };
 
 namespace detail {
@@ -386,7 +387,7 @@ __host__ __device__ __forceinline__ heap_class heap_class_geometry(unsigned c, u
     const unsigned long long slots = size >= kHeapSlabLargeClass ? kHeapSlabSlotsLarge : kHeapSlabSlots;
     const unsigned long long want = slots * size > floor ? slots * size : floor;
     const unsigned long long bytes = want < cap ? want : cap;
-    unsigned long long pages = 1;  // a power of two (aligned claims: see heap_claim_run)
+    unsigned long long pages = 1; // a power of two (aligned claims: see heap_claim_run)
     while (pages * P < bytes) pages *= 2;
     heap_class k;
     k.size = unsigned(size);
@@ -448,7 +449,8 @@ __device__ __forceinline__ counter_rng heap_rng() {
     const unsigned long long block =
         (static_cast<unsigned long long>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
     const unsigned long long thread = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
-    const unsigned long long id = block * (static_cast<unsigned long long>(blockDim.x) * blockDim.y * blockDim.z) + thread;
+    const unsigned long long id =
+        block * (static_cast<unsigned long long>(blockDim.x) * blockDim.y * blockDim.z) + thread;
     return counter_rng(static_cast<unsigned long long>(clock64()), id);
 }
 
@@ -514,7 +516,7 @@ __device__ __forceinline__ bool claim_pages(unsigned long long* bm, unsigned fir
         const unsigned long long old = atomicOr(bm + w, want);
         if ((old & want) != 0) {
             atomicAnd(bm + w, ~(want & ~old));
-            for (unsigned k = first / 64; k < w; ++k) {  // earlier words: all of `want` was ours
+            for (unsigned k = first / 64; k < w; ++k) { // earlier words: all of `want` was ours
                 const unsigned l2 = first > k * 64 ? first - k * 64 : 0;
                 atomicAnd(bm + k, ~bit_range<unsigned long long>(l2, 64));
             }
@@ -544,10 +546,10 @@ __device__ __forceinline__ unsigned heap_claim_run(const heap_view* h, unsigned 
     // Short runs: a word among the kHeapRunHintWindow from the hint (concurrent
     // growths rarely race for one word); long runs: any word.
     const unsigned long long r = mix64(clock64() ^ (threadIdx.x + 0x9E3779B9ull * blockIdx.x));
-    const unsigned window = words / kHeapRunHintWindow < kHeapRunHintWindow ? words / kHeapRunHintWindow + 1
-                                                                             : kHeapRunHintWindow;
+    const unsigned window =
+        words / kHeapRunHintWindow < kHeapRunHintWindow ? words / kHeapRunHintWindow + 1 : kHeapRunHintWindow;
     unsigned w = unsigned((n <= 64 ? load_word(hint) + r % window : r) % words);
-    unsigned run = 0, run_first = 0;  // free pages just before word w, from run_first
+    unsigned run = 0, run_first = 0; // free pages just before word w, from run_first
     // Every word once, plus (long runs) the words of a run that crosses the start.
     const unsigned steps = n <= 64 ? words : words + unsigned(span64);
     for (unsigned i = 0; i < steps;) {
@@ -559,7 +561,7 @@ __device__ __forceinline__ unsigned heap_claim_run(const heap_view* h, unsigned 
             const unsigned long long starts = run_starts_in(~used, n) & grid;
             if (starts != 0) cand = w * 64 + lowest_bit(starts);
         } else {
-            if (w == 0) run = 0;  // a run never wraps
+            if (w == 0) run = 0; // a run never wraps
             // Free low bits of this word extend the run (huge runs: whole words only).
             const unsigned low = used == 0 ? 64u : (huge ? 0u : lowest_bit(used));
             if (run == 0) run_first = w * 64;
@@ -569,7 +571,7 @@ __device__ __forceinline__ unsigned heap_claim_run(const heap_view* h, unsigned 
             } else if (used == 0) {
                 run += 64;
             } else {
-                run = huge ? 0u : unsigned(__clzll(static_cast<long long>(used)));  // free high bits
+                run = huge ? 0u : unsigned(__clzll(static_cast<long long>(used))); // free high bits
                 run_first = w * 64 + 64 - run;
             }
         }
@@ -624,13 +626,13 @@ __device__ __forceinline__ void* heap_page_run(const heap_view* h, unsigned long
         reinterpret_cast<unsigned*>(h->slab_meta)[first] = (kHeapTagHuge << kHeapTagShift) | unsigned(span64);
     } else {
         write_run_records(reinterpret_cast<unsigned*>(h->run_meta), first, n, (kRwMetaLarge << kRwMetaTagShift) | n);
-        __threadfence();  // the records before the live bit (rw_heap_ref::free reads them after it)
+        __threadfence(); // the records before the live bit (rw_heap_ref::free reads them after it)
         set_live_start(reinterpret_cast<unsigned*>(h->run_starts), static_cast<unsigned long long>(first) << shift);
     }
     return reinterpret_cast<char*>(h->base) + (static_cast<unsigned long long>(first) << shift);
 }
 
-}  // namespace detail
+} // namespace detail
 
 /// Device handle over a view.  Cheap to construct; copy freely.
 class heap_ref {
@@ -644,7 +646,8 @@ public:
             v_.counters = 0;
         }
     }
-    __device__ explicit heap_ref(const gpudyn_heap_view_t& view) : heap_ref(*reinterpret_cast<const heap_view*>(&view)) {}
+    __device__ explicit heap_ref(const gpudyn_heap_view_t& view)
+        : heap_ref(*reinterpret_cast<const heap_view*>(&view)) {}
 
     __device__ bool valid() const { return v_.class_count != 0; }
     __device__ unsigned long long page_size() const { return 1ull << v_.page_shift; }
@@ -666,7 +669,7 @@ public:
         // The small lanes, while every lane of `mask` is here (the others return below).
         const unsigned small = detail::ballot(mask, key < kKeyRun);
         if (key == kKeyNone) {
-            count_failures(group, bytes != 0);  // an invalid view: every request fails
+            count_failures(group, bytes != 0); // an invalid view: every request fails
             return nullptr;
         }
         if (key == kKeyRun) {
@@ -741,10 +744,10 @@ public:
                 __shfl_sync(mask, reinterpret_cast<unsigned long long>(s.word), int(leader));
             const bool mine = !done && reinterpret_cast<unsigned long long>(s.word) == lead;
             const unsigned group = detail::ballot(mask, mine);
-            if ((group & (group - 1)) == 0) break;  // the leader alone (mixed sizes): everyone alone below
+            if ((group & (group - 1)) == 0) break; // the leader alone (mixed sizes): everyone alone below
             const unsigned long long bits = detail::masked_or64(mask, mine ? s.bit : 0ull);
             rest &= ~group;
-            if (detail::popcount(bits) != detail::popcount(group)) continue;  // a pointer twice: alone below
+            if (detail::popcount(bits) != detail::popcount(group)) continue; // a pointer twice: alone below
             unsigned long long old = 0;
             if (lane == leader) old = atomicAnd(s.word, ~bits);
             old = __shfl_sync(mask, old, int(leader));
@@ -754,7 +757,7 @@ public:
             }
         }
         if (!done) ok = (atomicAnd(s.word, ~s.bit) & s.bit) != 0;
-        if (slot) return ok ? true : bad_free();  // a slot that was free already: nothing changed
+        if (slot) return ok ? true : bad_free(); // a slot that was free already: nothing changed
         if (s.kind == kNull) return true;
         if (s.kind == kHuge) return huge_free(s.page);
         if (s.kind == kRun) return run_ref(kHeapCounterFailed).free(p);
@@ -814,7 +817,13 @@ private:
 
     static constexpr unsigned kKeyNone = 0xfffffffeu;
     static constexpr unsigned kKeyRun = 0xfffffffdu;
-    enum kind_t : unsigned { kNull, kBad, kSlot, kHuge, kRun };
+    enum kind_t : unsigned {
+        kNull,
+        kBad,
+        kSlot,
+        kHuge,
+        kRun
+    };
     struct slot_ref {
         unsigned kind;
         unsigned page;            ///< page of p (kHuge, kRun)
@@ -827,7 +836,9 @@ private:
     __device__ unsigned* slab_meta() const { return reinterpret_cast<unsigned*>(v_.slab_meta); }
     __device__ unsigned* run_meta() const { return reinterpret_cast<unsigned*>(v_.run_meta); }
     __device__ unsigned long long* page_words() const { return reinterpret_cast<unsigned long long*>(v_.page_bitmap); }
-    __device__ unsigned* class_state(unsigned c) const { return reinterpret_cast<unsigned*>(v_.class_state) + kHeapClassStateWords * c; }
+    __device__ unsigned* class_state(unsigned c) const {
+        return reinterpret_cast<unsigned*>(v_.class_state) + kHeapClassStateWords * c;
+    }
     /// Cursor i of a class's state, and the cursor the calling SM uses now.
     __device__ static unsigned* cursor_word(unsigned* state, unsigned i) {
         return state + kHeapStateLineWords * (2 + i % kHeapCursorLines) + kHeapCursorStride * (i / kHeapCursorLines);
@@ -846,7 +857,9 @@ private:
         return i < a ? i : __umulhi(i * 0x9E3779B1u, a);
     }
     __device__ unsigned* directory() const { return reinterpret_cast<unsigned*>(v_.directory); }
-    __device__ unsigned mapped_pages() const { return detail::load_word(reinterpret_cast<const unsigned*>(v_.mapped_pages)); }
+    __device__ unsigned mapped_pages() const {
+        return detail::load_word(reinterpret_cast<const unsigned*>(v_.mapped_pages));
+    }
     __device__ char* page_address(unsigned page) const {
         return reinterpret_cast<char*>(v_.base) + (static_cast<unsigned long long>(page) << v_.page_shift);
     }
@@ -871,8 +884,7 @@ private:
     __device__ void count_failures(unsigned group, bool failed) const {
         group = detail::member_mask(group);
         const unsigned f = detail::ballot(group, failed);
-        if (f != 0 && detail::lane_index() == detail::lowest_bit(group))
-            count(kHeapCounterFailed, detail::popcount(f));
+        if (f != 0 && detail::lane_index() == detail::lowest_bit(group)) count(kHeapCounterFailed, detail::popcount(f));
     }
 
     /// rw_heap's view of the page bitmap and the run records; its failures go to
@@ -905,8 +917,7 @@ private:
             return s;
         }
         const unsigned long long off = reinterpret_cast<unsigned long long>(p) - v_.base;
-        if (!valid() || reinterpret_cast<unsigned long long>(p) < v_.base ||
-            (off >> v_.page_shift) >= v_.max_pages)
+        if (!valid() || reinterpret_cast<unsigned long long>(p) < v_.base || (off >> v_.page_shift) >= v_.max_pages)
             return s;
         unsigned page = unsigned(off >> v_.page_shift);
         s.page = page;
@@ -922,10 +933,11 @@ private:
         if (tag == kHeapTagSlab) {
             if (c >= v_.class_count) return s;
             const heap_class k = class_info(c);
-            const unsigned long long in = reinterpret_cast<unsigned long long>(p) -
-                                          reinterpret_cast<unsigned long long>(page_address(head));
-            const unsigned slot = unsigned(in) / k.size;  // in < a slab's bytes (< 2^32)
-            if (static_cast<unsigned long long>(slot) * k.size != in || slot >= k.slots) return s;  // interior pointer or slab tail
+            const unsigned long long in =
+                reinterpret_cast<unsigned long long>(p) - reinterpret_cast<unsigned long long>(page_address(head));
+            const unsigned slot = unsigned(in) / k.size; // in < a slab's bytes (< 2^32)
+            // interior pointer or slab tail
+            if (static_cast<unsigned long long>(slot) * k.size != in || slot >= k.slots) return s;
             s.kind = kSlot;
             s.word = slot_words(head) + slot / 64;
             s.bit = 1ull << (slot % 64);
@@ -936,7 +948,7 @@ private:
             if (p == page_address(page)) s.kind = kHuge;
             return s;
         }
-        s.kind = kRun;  // rw_heap_ref::free decides (run start, or bad free)
+        s.kind = kRun; // rw_heap_ref::free decides (run start, or bad free)
         return s;
     }
 
@@ -951,8 +963,9 @@ private:
         unsigned nwords;
     };
     __device__ class_group group_of(unsigned group, unsigned c) const {
-        class_group g{detail::lane_index(), detail::popcount(group), detail::popcount(group & detail::lanes_below()),
-                      detail::lowest_bit(group), class_info(c), 0};
+        class_group g{
+            detail::lane_index(),      detail::popcount(group), detail::popcount(group & detail::lanes_below()),
+            detail::lowest_bit(group), class_info(c),           0};
         g.nwords = detail::heap_slab_words(g.k);
         return g;
     }
@@ -1000,7 +1013,7 @@ private:
         if ((old & bit) == 0) return slot_address(cur - 1, w * 64 + b0, k.size);
         h = h * 1664525u + 1013904223u;
         unsigned long long free_bits = ~old;
-        unsigned full_words = 0;  // words read in a row with no free bit
+        unsigned full_words = 0; // words read in a row with no free bit
         for (unsigned t = 0; t < kHeapLoneTries; ++t) {
             if (free_bits == 0) {
                 if (++full_words >= nwords) {
@@ -1056,7 +1069,8 @@ private:
         *full_cur = cur != 0 && nwords <= n && seen == 0 ? cur : 0u;
         unsigned long long got = 0;
         if (enough != 0 && lane == detail::lowest_bit(enough)) {
-            const unsigned long long want = n == 1 ? random_free_bit(free_bits, seed) : detail::take_lowest(free_bits, n);
+            const unsigned long long want =
+                n == 1 ? random_free_bit(free_bits, seed) : detail::take_lowest(free_bits, n);
             got = want & ~atomicOr(sw + w, want);
         }
         const int claimer = int(enough != 0 ? detail::lowest_bit(enough) : leader);
@@ -1168,7 +1182,7 @@ private:
                 take = sf < need ? (f < need - sf ? f : need - sf) : 0u;
             }
             unsigned long long got = 0;
-            unsigned left = 0;  // free bits seen after the claim
+            unsigned left = 0; // free bits seen after the claim
             if (take != 0) {
                 // One slot: a random free bit.  Single claims are most of a mixed-size
                 // burst (groups of one or two), and every group that took the lowest
@@ -1200,7 +1214,7 @@ private:
                 }
             }
             if (sweeping) {
-                if (sweep_pos >= sweep_end) break;  // every word of every slab seen once
+                if (sweep_pos >= sweep_end) break; // every word of every slab seen once
                 continue;
             }
             // A random draw that found a slab with room left makes it the current slab.
@@ -1217,7 +1231,7 @@ private:
             // 1.6x slower: groups kept coming back to a contended slab).
             const bool progress = contributors != 0;
             misses = progress ? 0 : misses + 1;
-            if (!from_current && count == 0) misses = kHeapMissesBeforeAttach;  // no slab yet: attach at once
+            if (!from_current && count == 0) misses = kHeapMissesBeforeAttach; // no slab yet: attach at once
             if (misses < kHeapMissesBeforeAttach) continue;
             // 4. Attach a slab (the leader), pre-claiming slots for the still needy lanes.
             const unsigned still = detail::ballot(group, mine == nullptr);
@@ -1252,8 +1266,7 @@ private:
             }
             if (head != kHeapNoPage) {
                 const unsigned r = detail::popcount(still & detail::lanes_below());
-                if (mine == nullptr && r < claimed)
-                    mine = slot_address(head, r, k.size);
+                if (mine == nullptr && r < claimed) mine = slot_address(head, r, k.size);
                 // A group larger than a slab: one draw round, then the next attach.
                 misses = still_n > claimed ? kHeapMissesBeforeAttach - 1 : 0;
                 continue;
@@ -1281,7 +1294,7 @@ private:
     /// already taken by the caller.  Returns its first page or kHeapNoPage.
     __device__ unsigned attach_slab(unsigned c, const heap_class& k, unsigned claimed, unsigned cursor) const {
         const rw_heap_ref pages = run_ref(kHeapCounterAttachScratch);
-        detail::counter_rng rng = detail::heap_rng();  // the page walk's (rw_heap's) generator
+        detail::counter_rng rng = detail::heap_rng(); // the page walk's (rw_heap's) generator
         unsigned head = kHeapNoPage;
         if (k.slab_pages == 1) {
             head = pages.get_page<rw_algorithm::rw_bm>(rng);
@@ -1304,16 +1317,17 @@ private:
             w[i] = init;
         }
         unsigned* m = slab_meta();
-        for (unsigned i = 1; i < k.slab_pages; ++i) m[head + i] = (kHeapTagMember << kHeapTagShift) | (c << kHeapMemberClassShift) | i;
+        for (unsigned i = 1; i < k.slab_pages; ++i)
+            m[head + i] = (kHeapTagMember << kHeapTagShift) | (c << kHeapMemberClassShift) | i;
         m[head] = (kHeapTagSlab << kHeapTagShift) | c;
         // Release: bits and records reach memory before the directory entry.
         __threadfence();
         unsigned* state = class_state(c);
         const unsigned idx = atomicAdd(state, 1u);
         atomicExch(directory() + k.dir_offset + idx, head);
-        atomicExch(cursor_word(state, cursor), head + 1);  // the caller's current slab (0: none), after the fence
+        atomicExch(cursor_word(state, cursor), head + 1); // the caller's current slab (0: none), after the fence
         const unsigned active = 1 + (idx + 1) / kHeapSlabsPerCursor;
-        if ((idx + 1) % kHeapSlabsPerCursor == 0)  // the class just grew a cursor
+        if ((idx + 1) % kHeapSlabsPerCursor == 0) // the class just grew a cursor
             atomicMax(state + kHeapStateLineWords, active < kHeapCursors ? active : kHeapCursors);
         return head;
     }
@@ -1329,11 +1343,11 @@ private:
         const unsigned long long pages = (bytes + page_size() - 1) >> v_.page_shift;
         if (pages <= static_cast<unsigned long long>(kRwRegionWords) * 64) {
             detail::counter_rng rng = detail::heap_rng();
-            rw_malloc_storage st;  // a one-lane RW_malloc: local scratch
+            rw_malloc_storage st; // a one-lane RW_malloc: local scratch
             // Whole pages, so rw_heap records a run (not a shared small run).
             // Its failure count is ours, so it must not count: the caller does.
-            void* p = run_ref(kHeapCounterAttachScratch)
-                          .malloc(1u << detail::lane_index(), pages << v_.page_shift, st, rng);
+            void* p =
+                run_ref(kHeapCounterAttachScratch).malloc(1u << detail::lane_index(), pages << v_.page_shift, st, rng);
             if (p != nullptr) return p;
             // RW_malloc's random regions and its sweep can all lose races (the lanes of a
             // burst plan the same first fit): before a null says "full", every mapped
@@ -1346,7 +1360,7 @@ private:
         unsigned* m = slab_meta() + page;
         const unsigned rec = detail::load_word(m);
         if ((rec >> kHeapTagShift) != kHeapTagHuge || atomicCAS(m, rec, 0u) != rec) return bad_free();
-        __threadfence();  // the record is cleared before the pages can be claimed again
+        __threadfence(); // the record is cleared before the pages can be claimed again
         const unsigned words = rec & kHeapLowMask;
         for (unsigned j = 0; j < words; ++j) atomicExch(page_words() + page / 64 + j, 0ull);
         return true;
@@ -1354,5 +1368,5 @@ private:
     /// @}
 };
 
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace v0
+} // namespace gpudyn

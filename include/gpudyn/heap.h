@@ -31,47 +31,52 @@ typedef enum gpudyn_heap_view_version_t {
 } gpudyn_heap_view_version_t;
 
 typedef struct gpudyn_heap_options_t {
-    uint32_t struct_size;       /**< sizeof(gpudyn_heap_options_t) */
-    uint32_t reserved;          /**< 0 */
-    uint64_t initial_bytes;     /**< mapped at create; 0: 1 GiB, or half the device's free memory when that is less, at most max_bytes */
-    uint64_t max_bytes;         /**< virtual range reserved once, grow maps up to it (bytes_max: max_bytes rounded down to pages); 0: initial_bytes x 8, at most the device's total memory; else >= page_size */
-    uint64_t page_size;         /**< power of two, 4 KiB .. 2 MiB (default 64 KiB) */
+    uint32_t struct_size; /**< sizeof(gpudyn_heap_options_t) */
+    uint32_t reserved;    /**< 0 */
+    /** mapped at create; 0: 1 GiB, or half the device's free memory when that is less, at most max_bytes */
+    uint64_t initial_bytes;
+    /** virtual range reserved once, grow maps up to it (bytes_max: max_bytes rounded down to pages); 0: initial_bytes x 8, at most the device's total memory; else >= page_size */
+    uint64_t max_bytes;
+    uint64_t page_size; /**< power of two, 4 KiB .. 2 MiB (default 64 KiB) */
 } gpudyn_heap_options_t;
 
 /** Kernel view, passed by value; wrap it in gpudyn::heap_ref (heap.cuh).  Valid
  * until destroy, also across grow.  The fields are the device header's business. */
 typedef struct gpudyn_heap_view_t {
-    uint32_t version;           /**< GPUDYN_HEAP_VIEW_VERSION */
-    uint32_t page_shift;        /**< log2(page_size) */
-    uint64_t base;              /**< device address of page 0 (the reserved range) */
-    uint64_t page_bitmap;       /**< uint64 words, one bit per page of the range, 1 = used */
-    uint64_t run_meta;          /**< uint32 per page: medium run records (rw_heap's page records) */
-    uint64_t run_starts;        /**< uint32 words, one bit per 16 bytes of the range: rw_heap's live run starts (medium runs) */
-    uint64_t slab_meta;         /**< uint32 per page: slab and huge-run records */
-    uint64_t slot_bitmap;       /**< uint64 words, page_size / 1024 per page: slot bits of the slab over those pages (indexed from its first) */
-    uint64_t class_table;       /**< uint32[4] per size class: size, slab pages, slots, directory offset */
-    uint64_t class_state;       /**< per size class, 128-byte lines (heap.cuh): slabs attached, cursors in use, current slabs + 1 */
-    uint64_t directory;         /**< uint32 slab head pages of every class, 0xFFFFFFFF = not yet published */
-    uint64_t mapped_pages;      /**< device address of the uint32 count of pages mapped now */
-    uint64_t counters;          /**< device address of uint64[4]: failed allocations, bad frees, -, a placement hint;
+    uint32_t version;     /**< GPUDYN_HEAP_VIEW_VERSION */
+    uint32_t page_shift;  /**< log2(page_size) */
+    uint64_t base;        /**< device address of page 0 (the reserved range) */
+    uint64_t page_bitmap; /**< uint64 words, one bit per page of the range, 1 = used */
+    uint64_t run_meta;    /**< uint32 per page: medium run records (rw_heap's page records) */
+    /** uint32 words, one bit per 16 bytes of the range: rw_heap's live run starts (medium runs) */
+    uint64_t run_starts;
+    uint64_t slab_meta; /**< uint32 per page: slab and huge-run records */
+    /** uint64 words, page_size / 1024 per page: slot bits of the slab over those pages (indexed from its first) */
+    uint64_t slot_bitmap;
+    uint64_t class_table; /**< uint32[4] per size class: size, slab pages, slots, directory offset */
+    /** per size class, 128-byte lines (heap.cuh): slabs attached, cursors in use, current slabs + 1 */
+    uint64_t class_state;
+    uint64_t directory;        /**< uint32 slab head pages of every class, 0xFFFFFFFF = not yet published */
+    uint64_t mapped_pages;     /**< device address of the uint32 count of pages mapped now */
+    uint64_t counters;         /**< device address of uint64[4]: failed allocations, bad frees, -, a placement hint;
                                    followed by a copy of this view (read by out-of-line device code) */
-    uint32_t class_count;       /**< size classes (sizes up to page_size / 2) */
-    uint32_t max_pages;         /**< pages of the reserved range */
-    uint32_t max_random_steps;  /**< random draws of a medium-run search before it fails */
+    uint32_t class_count;      /**< size classes (sizes up to page_size / 2) */
+    uint32_t max_pages;        /**< pages of the reserved range */
+    uint32_t max_random_steps; /**< random draws of a medium-run search before it fails */
     uint32_t reserved;
 } gpudyn_heap_view_t;
 
 typedef struct gpudyn_heap_stats_t {
-    uint32_t struct_size;       /**< sizeof(gpudyn_heap_stats_t), set by caller */
+    uint32_t struct_size; /**< sizeof(gpudyn_heap_stats_t), set by caller */
     uint32_t reserved;
-    uint64_t bytes_mapped;      /**< memory the heap can hand out now */
-    uint64_t bytes_max;         /**< limit for grow */
-    uint64_t bytes_held;        /**< pages in use (slabs and runs) */
-    uint64_t bytes_allocated;   /**< sum of usable sizes of live allocations */
-    uint64_t allocations;       /**< live allocations */
-    uint64_t failed_allocations;/**< since create / clear_status / reset */
-    uint64_t bad_frees;         /**< double, foreign or interior frees since create / clear_status / reset */
-    uint64_t largest_free_bytes;/**< largest single allocation that would succeed now (without concurrent work) */
+    uint64_t bytes_mapped;       /**< memory the heap can hand out now */
+    uint64_t bytes_max;          /**< limit for grow */
+    uint64_t bytes_held;         /**< pages in use (slabs and runs) */
+    uint64_t bytes_allocated;    /**< sum of usable sizes of live allocations */
+    uint64_t allocations;        /**< live allocations */
+    uint64_t failed_allocations; /**< since create / clear_status / reset */
+    uint64_t bad_frees;          /**< double, foreign or interior frees since create / clear_status / reset */
+    uint64_t largest_free_bytes; /**< largest single allocation that would succeed now (without concurrent work) */
 } gpudyn_heap_stats_t;
 
 /** Defaults: initial_bytes 0 and max_bytes 0 (see the fields), 64 KiB pages. */
@@ -120,8 +125,8 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_check(gpudyn_heap_t heap, gpudyn_stream_t
  * or n x 8 beyond 2^57 bytes, is INVALID_ARGUMENT before any kernel.  On any failure frees what this call took, sets
  * every pointer to 0 and returns OUT_OF_MEMORY (slabs it attached stay with
  * their classes: bytes_held may grow).  Synchronizes `stream`. */
-GPUDYN_API gpudyn_status_t gpudyn_heap_malloc(gpudyn_heap_t heap, const uint64_t* sizes, uint64_t* pointers,
-                                              uint64_t n, gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_heap_malloc(gpudyn_heap_t heap, const uint64_t* sizes, uint64_t* pointers, uint64_t n,
+                                              gpudyn_stream_t stream);
 /** One device free per pointer (device, n uint64, checked as malloc's; 0
  * entries skipped); pointers the heap did not hand out are counted as bad
  * frees.  Stream-ordered. */

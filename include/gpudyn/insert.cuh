@@ -24,7 +24,7 @@
 #pragma once
 
 #include "gpudyn/detail/warp.cuh"
-#include "gpudyn/detail/warp_push.cuh"  // detail::reserve_range
+#include "gpudyn/detail/warp_push.cuh" // detail::reserve_range
 
 #include <mma.h>
 
@@ -38,7 +38,11 @@ struct bool_constant {
 };
 
 /// Values equal gpudyn_insert_algo_t in ggarray.h.
-enum class insert_algo : int { atomic = 0, warp_scan = 1, tensor_scan = 2 };
+enum class insert_algo : int {
+    atomic = 0,
+    warp_scan = 1,
+    tensor_scan = 2
+};
 
 /// Largest block the default TempStorage serves (CUDA's limit on threads per block).
 constexpr unsigned kMaxBlockThreads = 1024;
@@ -60,7 +64,7 @@ struct block_rank<insert_algo::atomic, MaxThreads> {
         unsigned slot = flag ? atomicAdd(&s.counter, 1u) : 0u;
         __syncthreads();
         *total = s.counter;
-        __syncthreads();  // the storage may be reused right after the call
+        __syncthreads(); // the storage may be reused right after the call
         return slot;
     }
 };
@@ -95,7 +99,7 @@ struct block_rank<insert_algo::warp_scan, MaxThreads> {
         const unsigned r = detail::block_thread_rank();
         const unsigned warp = r / detail::kWarpLanes;
         const unsigned nwarps = (n + detail::kWarpLanes - 1) / detail::kWarpLanes;
-        const unsigned mask = detail::block_warp_mask();  // lanes 0..k-1: contiguous
+        const unsigned mask = detail::block_warp_mask(); // lanes 0..k-1: contiguous
         const unsigned mine = flag ? 1u : 0u;
         const unsigned incl = detail::contiguous_lanes_inclusive_sum(mask, mine);
         const unsigned last_lane = detail::highest_lane(mask);
@@ -143,7 +147,7 @@ struct block_rank<insert_algo::warp_scan, MaxThreads> {
                 if (detail::lane_index() == last_lane) s.warp_offset[warp][w] = incl[w];
             }
             __syncthreads();
-            if (warp == 0) {  // as in rank(): warp 0 has at least nwarps lanes
+            if (warp == 0) { // as in rank(): warp 0 has at least nwarps lanes
                 const unsigned lane = detail::lane_index();
 #pragma unroll
                 for (unsigned w = 0; w < W; ++w) {
@@ -200,7 +204,7 @@ struct block_rank<insert_algo::tensor_scan, MaxThreads> {
                 __align__(32) unsigned short lower_a[kTiles * kTileElems]; ///< L·A per tile, as half
                 __align__(32) unsigned short upper[kTileElems];            ///< U[k][c] = k <= c
                 __align__(32) unsigned short strict_lower[kTileElems];     ///< L[r][k] = k < r
-                __align__(32) float c[kTiles * kTileElems];        ///< inclusive scan per tile
+                __align__(32) float c[kTiles * kTileElems];                ///< inclusive scan per tile
                 unsigned tile_offset[kTiles];
                 unsigned total;
             } mma;
@@ -232,7 +236,7 @@ struct block_rank<insert_algo::tensor_scan, MaxThreads> {
         }
         __syncthreads();
         const unsigned warp = r / detail::kWarpLanes;
-        if (warp < tiles) {  // whole warps: n is a multiple of 32
+        if (warp < tiles) { // whole warps: n is a multiple of 32
             __half* a = a_all + warp * kTileElems;
             __half* la = la_all + warp * kTileElems;
             float* c = s.mma.c + warp * kTileElems;
@@ -319,7 +323,7 @@ struct warp_rank<insert_algo::atomic, MaxThreads> {
             if (flag[k]) off[k] = atomicAdd(&c, 1u);
         __syncwarp(mask);
         *tile_total = c;
-        __syncwarp(mask);  // every lane has read c before lane 0 resets it next tile
+        __syncwarp(mask); // every lane has read c before lane 0 resets it next tile
     }
 };
 
@@ -332,13 +336,13 @@ struct warp_rank<insert_algo::atomic, MaxThreads> {
 template <unsigned MaxThreads>
 struct warp_rank<insert_algo::tensor_scan, MaxThreads> {
     static constexpr unsigned kTile = 16, kTileElems = kTile * kTile;
-    static constexpr unsigned kItemsPerTile = kTileElems / detail::kWarpLanes;  ///< 8
+    static constexpr unsigned kItemsPerTile = kTileElems / detail::kWarpLanes; ///< 8
     static constexpr unsigned kWarps = (MaxThreads + detail::kWarpLanes - 1) / detail::kWarpLanes;
     using fallback = warp_rank<insert_algo::warp_scan, MaxThreads>;
     struct TempStorage {
-        __align__(32) unsigned short upper[kTileElems];         ///< U[k][c] = k <= c (half)
-        __align__(32) unsigned short strict_lower[kTileElems];  ///< L[r][k] = k < r (half)
-        __align__(32) unsigned short t[kWarps][kTileElems];     ///< the warp's tile: flags, L·A, scan
+        __align__(32) unsigned short upper[kTileElems];        ///< U[k][c] = k <= c (half)
+        __align__(32) unsigned short strict_lower[kTileElems]; ///< L[r][k] = k < r (half)
+        __align__(32) unsigned short t[kWarps][kTileElems];    ///< the warp's tile: flags, L·A, scan
     };
     /// Block-cooperative, once before the first rank_tile (callers barrier after it).
     __device__ static void init(TempStorage& s) {
@@ -379,17 +383,17 @@ struct warp_rank<insert_algo::tensor_scan, MaxThreads> {
             wmma::load_matrix_sync(fb, t, kTile);
             wmma::load_matrix_sync(fa, reinterpret_cast<const __half*>(s.strict_lower), kTile);
             wmma::fill_fragment(acc, __float2half(0.0f));
-            wmma::mma_sync(acc, fa, fb, acc);  // L·A
-            __syncwarp();                      // every lane's loads of the flags are done
+            wmma::mma_sync(acc, fa, fb, acc); // L·A
+            __syncwarp();                     // every lane's loads of the flags are done
             wmma::store_matrix_sync(t, acc, kTile, wmma::mem_row_major);
             __syncwarp();
             wmma::load_matrix_sync(fa, t, kTile);
             wmma::fill_fragment(fb, __float2half(1.0f));
             wmma::fill_fragment(acc, __float2half(0.0f));
-            wmma::mma_sync(acc, fa, fb, acc);  // (L·A)·1
+            wmma::mma_sync(acc, fa, fb, acc); // (L·A)·1
             wmma::load_matrix_sync(fb, reinterpret_cast<const __half*>(s.upper), kTile);
-            wmma::mma_sync(acc, flags_a, fb, acc);  // + A·U
-            __syncwarp();                           // every lane's loads of L·A are done
+            wmma::mma_sync(acc, flags_a, fb, acc); // + A·U
+            __syncwarp();                          // every lane's loads of L·A are done
             wmma::store_matrix_sync(t, acc, kTile, wmma::mem_row_major);
             __syncwarp();
 #pragma unroll
@@ -398,7 +402,7 @@ struct warp_rank<insert_algo::tensor_scan, MaxThreads> {
                 if (k < Items && flag[k]) off[k] = run + unsigned(__half2float(t[i * detail::kWarpLanes + lane])) - 1u;
             }
             run += unsigned(__half2float(t[kTileElems - 1]));
-            __syncwarp();  // reads done before the next group overwrites the tile
+            __syncwarp(); // reads done before the next group overwrites the tile
         }
         *tile_total = run;
     }
@@ -438,11 +442,11 @@ struct block_inserter {
     static constexpr unsigned kWarps = (MaxThreads + detail::kWarpLanes - 1) / detail::kWarpLanes;
     struct TempStorage {
         union {
-            typename rank_type::TempStorage rank;        ///< push()
-            typename warp_rank_type::TempStorage warp;   ///< push_chunk()
+            typename rank_type::TempStorage rank;      ///< push()
+            typename warp_rank_type::TempStorage warp; ///< push_chunk()
         };
         sink_window window;
-        unsigned long long warp_base[kWarps];  ///< push_chunk: each warp's count, then its offset
+        unsigned long long warp_base[kWarps]; ///< push_chunk: each warp's count, then its offset
         unsigned long long base;
         unsigned long long count;
         int ok;
@@ -472,7 +476,7 @@ struct block_inserter {
     /// refused the reservation (then nothing of this call is stored).
     template <int Items, class T, class Sink>
     __device__ static bool push(TempStorage& s, Sink& sink, const bool (&flag)[Items], const T (&value)[Items]) {
-        if (detail::block_thread_count() > MaxThreads) return false;  // storage too small: refuse, touch nothing
+        if (detail::block_thread_count() > MaxThreads) return false; // storage too small: refuse, touch nothing
         unsigned slot[Items], total[Items];
         block_rank_items<Algo, MaxThreads, Items>(s.rank, flag, slot, total);
         // Offsets within the block's range fit 32 bits (at most Items x 1024).
@@ -501,7 +505,7 @@ struct block_inserter {
                     if (flag[k]) sink.store(s.window, base + off[k], value[k]);
             }
         }
-        __syncthreads();  // the storage (base, window) may be reused right after the call
+        __syncthreads(); // the storage (base, window) may be reused right after the call
         return ok;
     }
 
@@ -525,7 +529,7 @@ struct block_inserter {
         warp_rank_type::template rank_tile<Items>(s.warp, mask, nlanes, flag, off, &total);
         if (lane == 0) s.warp_base[warp] = total;
         __syncthreads();
-        unsigned long long count = 0;  // thread 0's: the block's total, for reserve_block
+        unsigned long long count = 0; // thread 0's: the block's total, for reserve_block
         if (detail::block_thread_rank() == 0) {
             for (unsigned w = 0; w < nwarps; ++w) {
                 const unsigned long long c = s.warp_base[w];
@@ -544,13 +548,13 @@ struct block_inserter {
 #pragma unroll
                 for (int k = 0; k < Items; ++k)
                     if (flag[k]) p[off[k]] = value[k];
-            } else {  // the warp's values straddle two pieces
+            } else { // the warp's values straddle two pieces
 #pragma unroll
                 for (int k = 0; k < Items; ++k)
                     if (flag[k]) sink.store(s.window, at + off[k], value[k]);
             }
         }
-        __syncthreads();  // the storage may be reused right after the call
+        __syncthreads(); // the storage may be reused right after the call
         return ok;
     }
 
@@ -567,18 +571,18 @@ struct block_inserter {
     /// nothing of the chunk is stored.
     template <int Items, class T, class Sink, class Src>
     __device__ static bool push_chunk(TempStorage& s, Sink& sink, unsigned long long n, const Src& src) {
-        if (detail::block_thread_count() > MaxThreads) return false;  // storage too small: refuse, touch nothing
+        if (detail::block_thread_count() > MaxThreads) return false; // storage too small: refuse, touch nothing
         const unsigned nt = detail::block_thread_count(), r = detail::block_thread_rank();
         const unsigned warp = r / detail::kWarpLanes, lane = detail::lane_index();
         const unsigned nwarps = (nt + detail::kWarpLanes - 1) / detail::kWarpLanes;
-        const unsigned mask = detail::block_warp_mask();  // contiguous low lanes
+        const unsigned mask = detail::block_warp_mask(); // contiguous low lanes
         const unsigned nlanes = unsigned(__popc(mask));
         // Warp w's piece: [w*piece, (w+1)*piece) cut to n; piece a multiple of 32.
         unsigned long long piece = (n + nwarps - 1) / nwarps;
         piece = (piece + detail::kWarpLanes - 1) / detail::kWarpLanes * detail::kWarpLanes;
         const unsigned long long lo = (unsigned long long)warp * piece < n ? (unsigned long long)warp * piece : n;
         const unsigned long long hi = lo + piece < n ? lo + piece : n;
-        if constexpr (Algo != insert_algo::tensor_scan) {  // (its ranking needs init and a barrier first)
+        if constexpr (Algo != insert_algo::tensor_scan) { // (its ranking needs init and a barrier first)
             // Block-uniform: full warps hold a tile of 32 x Items, the last warp
             // (maybe fewer lanes) what is left of n after the others' pieces.
             const unsigned long long last_lo = (nwarps - 1) * piece < n ? (nwarps - 1) * piece : n;
@@ -593,11 +597,11 @@ struct block_inserter {
         } else {
             for (unsigned long long j = lo + lane; j < hi; j += nlanes) mine += src.flag(j) ? 1u : 0u;
         }
-        mine = detail::contiguous_lanes_inclusive_sum(mask, mine);  // the last lane holds the warp's count
+        mine = detail::contiguous_lanes_inclusive_sum(mask, mine); // the last lane holds the warp's count
         if (lane == nlanes - 1) s.warp_base[warp] = mine;
         if constexpr (Algo == insert_algo::tensor_scan) warp_rank_type::init(s.warp);
         __syncthreads();
-        if (r == 0) {  // nwarps <= 32 values: one thread
+        if (r == 0) { // nwarps <= 32 values: one thread
             unsigned long long run = 0;
             for (unsigned w = 0; w < nwarps; ++w) {
                 const unsigned long long c = s.warp_base[w];
@@ -636,7 +640,7 @@ struct block_inserter {
 #pragma unroll
                     for (int k = 0; k < Items; ++k)
                         if (flag[k]) p[off[k]] = value[k];
-                } else {  // the tile straddles two pieces
+                } else { // the tile straddles two pieces
 #pragma unroll
                     for (int k = 0; k < Items; ++k)
                         if (flag[k]) sink.store(s.window, run + off[k], value[k]);
@@ -644,10 +648,10 @@ struct block_inserter {
                 run += total;
             };
             unsigned long long t = lo;
-            for (; t + per <= hi; t += per) tile(t, bool_constant<true>{});  // uniform in the warp
+            for (; t + per <= hi; t += per) tile(t, bool_constant<true>{}); // uniform in the warp
             if (t < hi) tile(t, bool_constant<false>{});
         }
-        __syncthreads();  // the storage may be reused right after the call
+        __syncthreads(); // the storage may be reused right after the call
         return ok;
     }
 };
@@ -692,10 +696,10 @@ constexpr unsigned kBulkPartsPerBlock = 8;
 constexpr unsigned long long kBulkPartAlign = 256;
 
 struct bulk_plan {
-    unsigned long long parts;  ///< 0 when count is 0; a multiple of targets
+    unsigned long long parts; ///< 0 when count is 0; a multiple of targets
     unsigned targets;
     unsigned first_target;
-    unsigned grid;  ///< blocks to launch: min(resident, parts)
+    unsigned grid; ///< blocks to launch: min(resident, parts)
 };
 /// resident: blocks that run at once (SMs x blocks per SM); targets >= 1;
 /// min_part: the smallest part worth a reservation, in candidates (a block's
@@ -751,5 +755,5 @@ __device__ bool push_back_parts(Storage& s, const Ref& ref, unsigned long long c
     return ok;
 }
 
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace v0
+} // namespace gpudyn

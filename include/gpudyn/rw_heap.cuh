@@ -76,15 +76,20 @@ constexpr unsigned kRwCounterBadFree = 1;
 
 /// Page-record tags (top 2 bits of page_meta[p]) written by malloc, read by free.
 constexpr unsigned kRwMetaTagShift = 30;
-constexpr unsigned kRwMetaNone = 0;    ///< not a malloc page (get_page pages, free pages)
-constexpr unsigned kRwMetaLarge = 1;   ///< first page of a run of n pages: low 16 bits = n
-constexpr unsigned kRwMetaShared = 2;  ///< first page of a warp-aggregated run: n | refcount << 16
-constexpr unsigned kRwMetaMember = 3;  ///< later page of either run: low 16 bits = offset to first
+constexpr unsigned kRwMetaNone = 0;   ///< not a malloc page (get_page pages, free pages)
+constexpr unsigned kRwMetaLarge = 1;  ///< first page of a run of n pages: low 16 bits = n
+constexpr unsigned kRwMetaShared = 2; ///< first page of a warp-aggregated run: n | refcount << 16
+constexpr unsigned kRwMetaMember = 3; ///< later page of either run: low 16 bits = offset to first
 constexpr unsigned kRwMetaRefShift = 16;
 constexpr unsigned kRwMetaLowMask = 0xffffu;
 constexpr unsigned kRwMetaRefMask = 0x3fffu;
 
-enum class rw_algorithm : unsigned { rw = 1, rw_bm = 2, corw = 3, crw = 4 };
+enum class rw_algorithm : unsigned {
+    rw = 1,
+    rw_bm = 2,
+    corw = 3,
+    crw = 4
+};
 
 /// The C view's layout with the field types this header reads; checked
 /// against gpudyn_rw_heap_view_t below.
@@ -105,24 +110,23 @@ struct rw_heap_view {
 };
 
 static_assert(sizeof(rw_heap_view) == sizeof(gpudyn_rw_heap_view_t), "rw_heap_view must mirror the C view");
-#if !defined(__CUDACC_RTC__)  // some NVRTC versions have no __builtin_offsetof
+#if !defined(__CUDACC_RTC__) // some NVRTC versions have no __builtin_offsetof
 static_assert(__builtin_offsetof(rw_heap_view, page_size) == __builtin_offsetof(gpudyn_rw_heap_view_t, page_size),
               "rw_heap_view must mirror the C view");
 static_assert(__builtin_offsetof(rw_heap_view, reserved) == __builtin_offsetof(gpudyn_rw_heap_view_t, reserved),
               "rw_heap_view must mirror the C view");
-static_assert(__builtin_offsetof(rw_heap_view, live_starts) ==
-                  __builtin_offsetof(gpudyn_rw_heap_view_t, live_starts),
+static_assert(__builtin_offsetof(rw_heap_view, live_starts) == __builtin_offsetof(gpudyn_rw_heap_view_t, live_starts),
               "rw_heap_view must mirror the C view");
 #endif
 
 /// Per-warp scratch of RW_malloc: in `__shared__` memory (one per warp) or, when
 /// the mask has a single lane, a local variable.
 struct rw_malloc_storage {
-    unsigned long long region[kRwRegionWords];  ///< bitmap region; then the planned claims
-    unsigned long long lost[kRwRegionWords];    ///< bits another thread took first
-    unsigned need[32];                          ///< pages each lane's unit needs
-    unsigned start[32];                         ///< planned first bit in the region, or kRwInvalidPage
-    unsigned base;                              ///< first word of the region
+    unsigned long long region[kRwRegionWords]; ///< bitmap region; then the planned claims
+    unsigned long long lost[kRwRegionWords];   ///< bits another thread took first
+    unsigned need[32];                         ///< pages each lane's unit needs
+    unsigned start[32];                        ///< planned first bit in the region, or kRwInvalidPage
+    unsigned base;                             ///< first word of the region
 };
 
 namespace detail {
@@ -147,7 +151,7 @@ struct rw_bitmap {
         return want & ~old;
     }
     __device__ __forceinline__ Word release(unsigned w, Word bits) const {
-        return atomicAnd(words + w, ~bits) & bits;  // bits that were set
+        return atomicAnd(words + w, ~bits) & bits; // bits that were set
     }
     /// LockMap (SIV-A): try-lock of word w; true when this thread took it.
     __device__ __forceinline__ bool try_lock(unsigned w) const {
@@ -166,7 +170,7 @@ struct rw_bitmap {
             Word bit = Word(1) << lowest_bit(free_bits);
             Word old = atomicOr(words + w, bit);
             if ((old & bit) == 0) return w * kBits + lowest_bit(bit);
-            free_bits = ~(old | bit);  // someone was first; retry on what is left
+            free_bits = ~(old | bit); // someone was first; retry on what is left
         }
         return kRwInvalidPage;
     }
@@ -207,7 +211,7 @@ __device__ __forceinline__ void set_live_start(unsigned* live, unsigned long lon
     atomicOr(live + g / kRwLiveWordBits, 1u << (g % kRwLiveWordBits));
 }
 
-}  // namespace detail
+} // namespace detail
 
 /// Device handle over a view.  Cheap to construct; copy freely.
 class rw_heap_ref {
@@ -234,7 +238,7 @@ public:
         unsigned long long off = reinterpret_cast<unsigned long long>(p) - v_.pool;
         unsigned long long page = off / v_.page_size;
         return (reinterpret_cast<unsigned long long>(p) >= v_.pool && page < v_.page_count) ? unsigned(page)
-                                                                                          : kRwInvalidPage;
+                                                                                            : kRwInvalidPage;
     }
     /// Largest RW_malloc request in bytes: one region of bits.
     __device__ unsigned long long max_malloc_size() const {
@@ -260,7 +264,7 @@ public:
     }
     template <rw_algorithm Algo>
     __device__ unsigned get_page(detail::counter_rng& rng) const {
-        unsigned steps = 0;  // dead after inlining: no cost when unused
+        unsigned steps = 0; // dead after inlining: no cost when unused
         return get_page<Algo>(rng, steps);
     }
 
@@ -323,7 +327,7 @@ public:
         return v_.word_bits == 64 ? free_impl(bitmap<unsigned long long>(), p) : free_impl(bitmap<unsigned>(), p);
     }
 
-/// @}
+    /// @}
 private:
     rw_heap_view v_;
 
@@ -363,13 +367,12 @@ private:
 
     /// RW-BM step loop (Alg. 2) from a random word; shared by rw_bm and crw.
     template <class Word>
-    __device__ unsigned rw_bm_walk(const detail::rw_bitmap<Word>& bm, detail::counter_rng& rng,
-                                   unsigned& steps) const {
+    __device__ unsigned rw_bm_walk(const detail::rw_bitmap<Word>& bm, detail::counter_rng& rng, unsigned& steps) const {
         for (unsigned s = 0; s < v_.max_random_steps; ++s) {
             ++steps;
             unsigned w = rng.below(bm.word_count);
             Word seen = detail::load_word(bm.words + w);
-            if (~seen == 0 || !bm.try_lock(w)) continue;  // full, or locked: the step fails
+            if (~seen == 0 || !bm.try_lock(w)) continue; // full, or locked: the step fails
             unsigned page = bm.take_one(w, seen);
             bm.unlock(w);
             if (page != kRwInvalidPage) return page;
@@ -427,7 +430,7 @@ private:
         unsigned words_read = 0, free_seen = 0;
         for (unsigned round = 0;; ++round) {
             const unsigned needy = detail::ballot(mask, page == kRwInvalidPage);
-            if (needy == 0 || round == v_.max_random_steps) break;  // same decision in every lane
+            if (needy == 0 || round == v_.max_random_steps) break; // same decision in every lane
             if (page == kRwInvalidPage) ++steps;
             const unsigned need = detail::popcount(needy);
             // Readers this round (warp-uniform): Alg. 3 line 6 has every lane read a
@@ -441,8 +444,8 @@ private:
             if (round == 0) {
                 readers = kCorwFirstReadFactor * ((need + B - 1) / B);
             } else if (free_seen != 0) {
-                readers = unsigned((static_cast<unsigned long long>(kCorwReadMargin) * need * words_read +
-                                    free_seen - 1) / free_seen);
+                readers = unsigned(
+                    (static_cast<unsigned long long>(kCorwReadMargin) * need * words_read + free_seen - 1) / free_seen);
             }
             readers = readers < 1 ? 1 : (readers > lanes ? lanes : readers);
             words_read += readers;
@@ -457,7 +460,7 @@ private:
             }
             const unsigned f = detail::popcount(free_bits);
             const unsigned incl = detail::masked_inclusive_sum(mask, f);
-            const unsigned s = incl - f;  // pages offered by lower lanes
+            const unsigned s = incl - f; // pages offered by lower lanes
             free_seen += __shfl_sync(mask, incl, int(last_lane));
             const unsigned k = s < need ? (f < need - s ? f : need - s) : 0;
             const Word want = detail::lowest_set_bits(free_bits, k);
@@ -481,7 +484,7 @@ private:
                 }
             }
         }
-        if (page == kRwInvalidPage) {  // bounded fallback, thread by thread
+        if (page == kRwInvalidPage) { // bounded fallback, thread by thread
             page = bm.sweep(rng, steps);
             if (page == kRwInvalidPage) fail();
         }
@@ -500,7 +503,7 @@ private:
             Word used = Word(st.region[pos / B]) >> (pos % B);
             if (used & 1) {
                 Word clear = ~used;
-                if ((pos % B) != 0) clear &= (Word(1) << (B - pos % B)) - 1;  // bits past the word are not ours
+                if ((pos % B) != 0) clear &= (Word(1) << (B - pos % B)) - 1; // bits past the word are not ours
                 pos = clear == 0 ? (pos / B + 1) * B : pos + detail::lowest_bit(clear);
                 continue;
             }
@@ -513,7 +516,7 @@ private:
                 if (len > avail) len = avail;
                 run += len;
                 p += len;
-                if (len < avail) break;  // hit a used bit
+                if (len < avail) break; // hit a used bit
             }
             if (run >= n) return pos;
             pos += run;
@@ -544,7 +547,7 @@ private:
         const unsigned my_count = detail::popcount(mask);
         const unsigned my_rank = detail::popcount(mask & detail::lanes_below());
         const unsigned leader = detail::lowest_bit(mask);
-        unsigned first = kRwInvalidPage;  // first page of this lane's run
+        unsigned first = kRwInvalidPage; // first page of this lane's run
         const unsigned regions = bm.word_count > kRwRegionWords ? bm.word_count - kRwRegionWords + 1 : 1;
         // After max_random_steps random regions, the bounded fallback: one sweep
         // over regions `stride` words apart (from a random one), the stride chosen
@@ -563,8 +566,8 @@ private:
                 const unsigned n_max = detail::masked_max(mask, want ? my_need : 0u);
                 const unsigned span = (n_max + B - 2) / B;
                 stride = span < kRwRegionWords ? kRwRegionWords - span : 1u;
-                sweep_count = (regions - 1 + stride - 1) / stride + 1;  // bases 0, stride, ..., regions - 1
-                sweep_next = rng.below(sweep_count);                    // used by the leader
+                sweep_count = (regions - 1 + stride - 1) / stride + 1; // bases 0, stride, ..., regions - 1
+                sweep_next = rng.below(sweep_count);                   // used by the leader
             }
             if (sweeping && round - v_.max_random_steps == sweep_count) break;
             if (want) ++steps;
@@ -585,7 +588,7 @@ private:
                 unsigned w = base + i;
                 st.region[i] = w < bm.word_count ? (unsigned long long)detail::load_word(bm.words + w)
                                                  : (unsigned long long)~Word(0);
-                st.lost[i] = st.region[i];  // keep the observed words to diff against
+                st.lost[i] = st.region[i]; // keep the observed words to diff against
             }
             __syncwarp(mask);
             // 2. The leader plans first-fit runs for the pending lanes in lane
@@ -629,13 +632,14 @@ private:
                     first = base * B + at;
                 } else {
                     for (unsigned i = at / B; i * B < end; ++i) {
-                        Word mine = detail::bit_range<Word>(at > i * B ? at - i * B : 0, end - i * B < B ? end - i * B : B);
+                        Word mine =
+                            detail::bit_range<Word>(at > i * B ? at - i * B : 0, end - i * B < B ? end - i * B : B);
                         Word back = mine & ~Word(st.lost[i]);
                         if (back) bm.release(base + i, back);
                     }
                 }
             }
-            __syncwarp(mask);  // storage is rewritten next round
+            __syncwarp(mask); // storage is rewritten next round
         }
         // Records for free(), written (and fenced) before any live bit is set:
         // the first page says what the run is, its later pages point back to it
@@ -693,7 +697,7 @@ private:
         const unsigned long long g = off / kRwMallocAlign;
         const unsigned bit = 1u << (g % kRwLiveWordBits);
         if ((atomicAnd(live_starts() + g / kRwLiveWordBits, ~bit) & bit) == 0) return bad_free();
-        __threadfence();  // the run's record was written before the bit was set
+        __threadfence(); // the run's record was written before the bit was set
         unsigned* m = meta();
         const unsigned rec = detail::load_word(m + page);
         unsigned head = page;
@@ -709,13 +713,13 @@ private:
         }
         if (tag == kRwMetaShared) {
             const unsigned old = atomicSub(m + head, 1u << kRwMetaRefShift);
-            if (((old >> kRwMetaRefShift) & kRwMetaRefMask) == 1)  // last sharer: the run goes back
+            if (((old >> kRwMetaRefShift) & kRwMetaRefMask) == 1) // last sharer: the run goes back
                 release_malloc_run(bm, head, old & kRwMetaLowMask);
             return true;
         }
-        return bad_free();  // a live bit without a record: only a foreign view gets here
+        return bad_free(); // a live bit without a record: only a foreign view gets here
     }
 };
 
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace v0
+} // namespace gpudyn

@@ -28,52 +28,52 @@ typedef enum gpudyn_rw_heap_view_version_t {
 
 /** GETPAGE algorithms of the paper (the values are part of the ABI). */
 typedef enum gpudyn_rw_heap_algorithm_t {
-    GPUDYN_RW_HEAP_RW = 1,     /**< Alg. 1: random page, one bit per step */
-    GPUDYN_RW_HEAP_RW_BM = 2,  /**< Alg. 2: random bitmap word, first free bit */
-    GPUDYN_RW_HEAP_CORW = 3,   /**< Alg. 3: warp-collaborative RW-BM, pages handed across lanes */
-    GPUDYN_RW_HEAP_CRW = 4     /**< Alg. 5: page after the thread's last one, else RW-BM */
+    GPUDYN_RW_HEAP_RW = 1,    /**< Alg. 1: random page, one bit per step */
+    GPUDYN_RW_HEAP_RW_BM = 2, /**< Alg. 2: random bitmap word, first free bit */
+    GPUDYN_RW_HEAP_CORW = 3,  /**< Alg. 3: warp-collaborative RW-BM, pages handed across lanes */
+    GPUDYN_RW_HEAP_CRW = 4    /**< Alg. 5: page after the thread's last one, else RW-BM */
 } gpudyn_rw_heap_algorithm_t;
 
 /** Page id meaning "no page" (exhaustion). */
 typedef enum gpudyn_rw_heap_constants_t {
-    GPUDYN_RW_HEAP_INVALID_PAGE = -1  /* as uint32_t: 0xFFFFFFFF */
+    GPUDYN_RW_HEAP_INVALID_PAGE = -1 /* as uint32_t: 0xFFFFFFFF */
 } gpudyn_rw_heap_constants_t;
 
 typedef struct gpudyn_rw_heap_options_t {
-    uint32_t struct_size;       /**< sizeof(gpudyn_rw_heap_options_t) */
-    uint32_t word_bits;         /**< bitmap word: 32 or 64 (default 32, as in the paper) */
-    uint64_t page_size;         /**< bytes per page, a multiple of 16, >= 16 (default 256) */
-    uint64_t page_count;        /**< pages, 1 .. 2^31 (default 2^20, the paper's T = 1M) */
-    uint32_t use_lockmap;       /**< 1: RW-BM/CoRW/RW_malloc lock a word before claiming (LockMap, SIV-A) */
-    uint32_t max_random_steps;  /**< random steps before the bounded fallback sweep (default 4096) */
+    uint32_t struct_size;      /**< sizeof(gpudyn_rw_heap_options_t) */
+    uint32_t word_bits;        /**< bitmap word: 32 or 64 (default 32, as in the paper) */
+    uint64_t page_size;        /**< bytes per page, a multiple of 16, >= 16 (default 256) */
+    uint64_t page_count;       /**< pages, 1 .. 2^31 (default 2^20, the paper's T = 1M) */
+    uint32_t use_lockmap;      /**< 1: RW-BM/CoRW/RW_malloc lock a word before claiming (LockMap, SIV-A) */
+    uint32_t max_random_steps; /**< random steps before the bounded fallback sweep (default 4096) */
 } gpudyn_rw_heap_options_t;
 
 /** Kernel view, passed by value; wrap it in gpudyn::rw_heap_ref (rw_heap.cuh). */
 typedef struct gpudyn_rw_heap_view_t {
-    uint32_t version;           /**< GPUDYN_RW_HEAP_VIEW_VERSION */
-    uint32_t word_bits;         /**< 32 or 64 */
-    uint64_t pool;              /**< device address of page 0 */
-    uint64_t bitmap;            /**< device address of the used-bit words (1 = used) */
-    uint64_t lockmap;           /**< device address of the LockMap (1 bit per word), 0 when off */
-    uint64_t page_meta;         /**< device address of uint32 per page (RW_malloc run records) */
-    uint64_t counters;          /**< device address of uint64[4]: failed requests, bad frees, -, - */
-    uint64_t page_size;         /**< bytes */
+    uint32_t version;   /**< GPUDYN_RW_HEAP_VIEW_VERSION */
+    uint32_t word_bits; /**< 32 or 64 */
+    uint64_t pool;      /**< device address of page 0 */
+    uint64_t bitmap;    /**< device address of the used-bit words (1 = used) */
+    uint64_t lockmap;   /**< device address of the LockMap (1 bit per word), 0 when off */
+    uint64_t page_meta; /**< device address of uint32 per page (RW_malloc run records) */
+    uint64_t counters;  /**< device address of uint64[4]: failed requests, bad frees, -, - */
+    uint64_t page_size; /**< bytes */
     uint32_t page_count;
     uint32_t word_count;
     uint32_t max_random_steps;
     uint32_t reserved;
-    uint64_t live_starts;       /**< device address of uint32 words, 1 bit per 16-byte granule of the pool:
+    uint64_t live_starts; /**< device address of uint32 words, 1 bit per 16-byte granule of the pool:
                                    set while an RW_malloc pointer starting there is live (free checks it) */
 } gpudyn_rw_heap_view_t;
 
 typedef struct gpudyn_rw_heap_info_t {
-    uint32_t struct_size;       /**< sizeof(gpudyn_rw_heap_info_t), set by caller */
+    uint32_t struct_size; /**< sizeof(gpudyn_rw_heap_info_t), set by caller */
     uint32_t word_bits;
     uint64_t page_size;
     uint64_t page_count;
-    uint64_t free_pages;        /**< pages whose used bit is clear */
-    uint64_t failed_requests;   /**< requests since create/reset that found no page */
-    uint64_t bad_frees;         /**< frees of unknown pointers/pages or already free pages */
+    uint64_t free_pages;      /**< pages whose used bit is clear */
+    uint64_t failed_requests; /**< requests since create/reset that found no page */
+    uint64_t bad_frees;       /**< frees of unknown pointers/pages or already free pages */
     uint32_t use_lockmap;
     uint32_t max_random_steps;
 } gpudyn_rw_heap_info_t;

@@ -35,5 +35,5 @@ public:
     }
 };
 
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace v0
+} // namespace gpudyn

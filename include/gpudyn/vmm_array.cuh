@@ -19,5 +19,5 @@ public:
     }
 };
 
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace v0
+} // namespace gpudyn

@@ -86,7 +86,7 @@ struct entry {
 
 /// One SuperBlock list: `capacity` entries follow this struct.
 struct alignas(16) list {
-    list* prev;  ///< older list, or nullptr for the list embedded in the header block
+    list* prev; ///< older list, or nullptr for the list embedded in the header block
     unsigned count;
     unsigned capacity;
     __device__ entry* entries() { return reinterpret_cast<entry*>(this + 1); }
@@ -96,22 +96,22 @@ struct alignas(16) list {
 /// the first SuperBlock list and the first superblock, so start() costs one
 /// backing call.
 struct alignas(16) header {
-    char* sb_base;                    ///< current superblock (nullptr without superblocks)
-    list* lists;                      ///< newest SuperBlock list
-    char* spare;                      ///< next unused superblock of the current run (arena)
-    unsigned spare_count;             ///< unused superblocks left in that run
-    unsigned next_run;                ///< superblocks the next run asks for (doubles, see warp_heap.h)
-    unsigned sb_offset;               ///< bump pointer inside the current superblock
-    unsigned superblocks;             ///< SB counter: superblocks this warp holds
-    unsigned total_count;             ///< TotalCount: lanes that started
-    unsigned active_count;            ///< ActiveCount: lanes that have not ended
-    unsigned members;                 ///< lane mask of the lanes that started
-    unsigned busy;                    ///< debug: a collective is running on this header
-    unsigned long long block_bytes;   ///< bytes of the header block
-    unsigned long long reserved;      ///< backing bytes held beyond the header block
-    unsigned long long requested;     ///< bytes handed out since the last tidy_up
-    unsigned long long flushed;       ///< part of `requested` already in the statistics
-    unsigned large_blocks;            ///< live large blocks
+    char* sb_base;                  ///< current superblock (nullptr without superblocks)
+    list* lists;                    ///< newest SuperBlock list
+    char* spare;                    ///< next unused superblock of the current run (arena)
+    unsigned spare_count;           ///< unused superblocks left in that run
+    unsigned next_run;              ///< superblocks the next run asks for (doubles, see warp_heap.h)
+    unsigned sb_offset;             ///< bump pointer inside the current superblock
+    unsigned superblocks;           ///< SB counter: superblocks this warp holds
+    unsigned total_count;           ///< TotalCount: lanes that started
+    unsigned active_count;          ///< ActiveCount: lanes that have not ended
+    unsigned members;               ///< lane mask of the lanes that started
+    unsigned busy;                  ///< debug: a collective is running on this header
+    unsigned long long block_bytes; ///< bytes of the header block
+    unsigned long long reserved;    ///< backing bytes held beyond the header block
+    unsigned long long requested;   ///< bytes handed out since the last tidy_up
+    unsigned long long flushed;     ///< part of `requested` already in the statistics
+    unsigned large_blocks;          ///< live large blocks
     unsigned pad_;
 };
 
@@ -127,7 +127,16 @@ __host__ __device__ constexpr unsigned long long first_sb_offset(unsigned capaci
 }
 
 /// Statistic fields, in the order of gpudyn_warp_heap_stats_t (all uint64_t).
-enum stat_field { kHeaders, kSuperblocks, kLargeBlocks, kReserved, kRequested, kBackingCalls, kFailed, kMisuse };
+enum stat_field {
+    kHeaders,
+    kSuperblocks,
+    kLargeBlocks,
+    kReserved,
+    kRequested,
+    kBackingCalls,
+    kFailed,
+    kMisuse
+};
 static_assert(sizeof(gpudyn_warp_heap_stats_t) == 8 * sizeof(unsigned long long), "stats layout");
 
 __device__ __forceinline__ void count(void* stats, stat_field field, long long delta) {
@@ -135,13 +144,13 @@ __device__ __forceinline__ void count(void* stats, stat_field field, long long d
     atomicAdd(static_cast<unsigned long long*>(stats) + field, (unsigned long long)delta);
 }
 
-}  // namespace warp_heap_detail
+} // namespace warp_heap_detail
 
 class warp_heap;
 
 /// Kernel-side wrapper of gpudyn_warp_heap_view_t (trivially copyable).
 class warp_heap_ref {
-  public:
+public:
     gpudyn_warp_heap_view_t view;
 
     /// A view of another layout version makes every start() fail (invalid handle).
@@ -149,7 +158,8 @@ class warp_heap_ref {
         return view.version == GPUDYN_WARP_HEAP_VIEW_VERSION && view.min_block_bytes >= warp_heap_detail::kAlignment &&
                view.list_capacity > 0 && view.superblock_bytes <= warp_heap_detail::kMaxSuperblockBytes &&
                (view.backing != GPUDYN_WARP_HEAP_BACKING_ARENA ||
-                (view.arena_header_bytes >= warp_heap_detail::first_sb_offset(view.list_capacity) + view.superblock_bytes &&
+                (view.arena_header_bytes >=
+                     warp_heap_detail::first_sb_offset(view.list_capacity) + view.superblock_bytes &&
                  view.arena_chunk_bytes >= warp_heap_detail::kAlignment)) &&
                (view.backing != GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP || view.page_heap != nullptr);
     }
@@ -179,7 +189,8 @@ class warp_heap_ref {
     /// Arena: header slots [0, arena_header_slots) at arena_base, chunk slots
     /// after them; bitmap words in the same order.
     __device__ char* arena_chunks() const {
-        return static_cast<char*>(view.arena_base) + (unsigned long long)view.arena_header_slots * view.arena_header_bytes;
+        return static_cast<char*>(view.arena_base) +
+               (unsigned long long)view.arena_header_slots * view.arena_header_bytes;
     }
     __device__ unsigned arena_header_words() const {
         return (view.arena_header_slots + warp_heap_detail::kArenaWordBits - 1) / warp_heap_detail::kArenaWordBits;
@@ -200,10 +211,10 @@ class warp_heap_ref {
         if (count == 0) return kArenaNoSlot;
         const unsigned run = n >= kArenaWordBits ? 0xffffffffu : (1u << n) - 1u;
         unsigned w = (hint / kArenaWordBits) % count;
-        const unsigned spread = hint % kArenaWordBits;  // this caller's preferred position
+        const unsigned spread = hint % kArenaWordBits; // this caller's preferred position
         unsigned pos = spread;
         if (pos + n > kArenaWordBits) pos = 0;
-        unsigned used = 0;  // first word: guess it free at `pos`
+        unsigned used = 0; // first word: guess it free at `pos`
         for (unsigned i = 0; i < count; ++i) {
             for (unsigned attempt = 0; attempt < kArenaWordAttempts; ++attempt) {
                 if (i != 0 || attempt != 0) {
@@ -219,7 +230,7 @@ class warp_heap_ref {
                 const unsigned want = run << pos;
                 const unsigned old = atomicOr(words + w, want);
                 if ((old & want) == 0) return w * kArenaWordBits + pos;
-                const unsigned mine = want & ~old;  // bits this attempt set: give them back
+                const unsigned mine = want & ~old; // bits this attempt set: give them back
                 if (mine != 0) atomicAnd(words + w, ~mine);
                 used = old;
             }
@@ -238,12 +249,13 @@ class warp_heap_ref {
             (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
         const unsigned hint = unsigned(detail::mix64(where ^ ((unsigned long long)clock64() << 32)));
         if (header_slot && bytes <= view.arena_header_bytes) {
-            const unsigned slot = arena_claim(bits, arena_header_words(), 1, hint % (arena_header_words() * kArenaWordBits));
+            const unsigned slot =
+                arena_claim(bits, arena_header_words(), 1, hint % (arena_header_words() * kArenaWordBits));
             if (slot == kArenaNoSlot) return nullptr;
             return static_cast<char*>(view.arena_base) + (unsigned long long)slot * view.arena_header_bytes;
         }
         const unsigned n = arena_run_length(bytes);
-        if (n == 0) return malloc(size_t(bytes));  // past a run of 32 slots: CUDA device malloc
+        if (n == 0) return malloc(size_t(bytes)); // past a run of 32 slots: CUDA device malloc
         const unsigned slot = arena_claim(bits + arena_header_words(), arena_chunk_words(), n,
                                           hint % (arena_chunk_words() * kArenaWordBits));
         if (slot == kArenaNoSlot) return nullptr;
@@ -264,7 +276,7 @@ class warp_heap_ref {
             n = arena_run_length(bytes);
             bits += arena_header_words();
         } else {
-            free(p);  // served by the CUDA malloc fallback
+            free(p); // served by the CUDA malloc fallback
             return;
         }
         const unsigned run = n >= kArenaWordBits ? 0xffffffffu : (1u << n) - 1u;
@@ -334,7 +346,7 @@ class warp_heap_ref {
 
 /// A lane's handle on its warp's header (per thread, in registers).
 class warp_heap {
-  public:
+public:
     __device__ warp_heap() : ref_{}, h_(nullptr), members_(0) {}
     __device__ warp_heap(const warp_heap_ref& ref, warp_heap_detail::header* h, unsigned members)
         : ref_(ref), h_(h), members_(members) {}
@@ -371,7 +383,7 @@ class warp_heap {
     /// Returns the header pointer on every lane; the handle is invalid afterwards.
     __device__ inline void* keep();
 
-  private:
+private:
     __device__ inline bool enter(unsigned mask);
     __device__ inline void leave(unsigned mask);
     __device__ inline void flush_requested(bool drop);
@@ -510,7 +522,7 @@ __device__ inline void warp_heap_ref::free_blocks(warp_heap_detail::header* h) c
         entry* e = l->entries();
         for (unsigned i = 0; i < l->count; ++i) backing_free(e[i].ptr, e[i].bytes);
         list* prev = l->prev;
-        if (prev != nullptr) backing_free(l, list_bytes(l->capacity));  // chained, not embedded
+        if (prev != nullptr) backing_free(l, list_bytes(l->capacity)); // chained, not embedded
         else l->count = 0;
         if (prev == nullptr) h->lists = l;
         l = prev;
@@ -524,7 +536,8 @@ __device__ inline void warp_heap_ref::free_blocks(warp_heap_detail::header* h) c
     h->spare = nullptr;
     h->spare_count = 0;
     h->next_run = 1;
-    h->sb_base = view.superblock_bytes != 0 ? reinterpret_cast<char*>(h) + first_sb_offset(view.list_capacity) : nullptr;
+    h->sb_base =
+        view.superblock_bytes != 0 ? reinterpret_cast<char*>(h) + first_sb_offset(view.list_capacity) : nullptr;
     h->sb_offset = 0;
 }
 
@@ -558,9 +571,9 @@ __device__ inline bool warp_heap_ref::may_be_header(const void* p) const {
         const unsigned long long off = (unsigned long long)(c - base);
         const unsigned long long slot = off / view.arena_header_bytes;
         if (slot >= view.arena_header_slots || off % view.arena_header_bytes != 0) return false;
-        const unsigned word = *static_cast<volatile unsigned*>(static_cast<unsigned*>(view.arena_bitmap) +
-                                                               slot / kArenaWordBits);
-        return (word >> (slot % kArenaWordBits) & 1u) != 0;  // a free slot holds no header
+        const unsigned word =
+            *static_cast<volatile unsigned*>(static_cast<unsigned*>(view.arena_bitmap) + slot / kArenaWordBits);
+        return (word >> (slot % kArenaWordBits) & 1u) != 0; // a free slot holds no header
     }
     if (view.backing == GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP) {
         const rw_heap_ref rw = page_heap();
@@ -622,19 +635,19 @@ __device__ inline void* warp_heap::alloc(unsigned mask, unsigned long long bytes
 
     const bool too_big = bytes > kMaxRequestBytes;
     const unsigned long long rounded = too_big ? 0ull : round_up(bytes, v.min_block_bytes);
-    const bool large = rounded > v.superblock_bytes;  // every request without superblocks
+    const bool large = rounded > v.superblock_bytes; // every request without superblocks
     const unsigned small = large ? 0u : unsigned(rounded);
     char* result = nullptr;
-    unsigned long long handed_out = 0;  // worker: bytes (rounded) served by this call
+    unsigned long long handed_out = 0; // worker: bytes (rounded) served by this call
 
     // Phase 1: small requests, packed in lane order into superblocks.
     unsigned pending = detail::ballot(mask, small != 0);
     if (pending != 0) {
         const unsigned incl = detail::masked_inclusive_sum(mask, small);
         const unsigned excl = incl - small;
-        char* cursor = nullptr;      // where the first pending lane's block goes
-        unsigned room = 0;           // bytes left in the superblock from cursor
-        unsigned origin = 0;         // exclusive prefix of the first pending lane
+        char* cursor = nullptr; // where the first pending lane's block goes
+        unsigned room = 0;      // bytes left in the superblock from cursor
+        unsigned origin = 0;    // exclusive prefix of the first pending lane
         if (is_worker) {
             cursor = h->sb_base != nullptr ? h->sb_base + h->sb_offset : nullptr;
             room = h->sb_base != nullptr ? v.superblock_bytes - h->sb_offset : 0u;
@@ -647,8 +660,8 @@ __device__ inline void* warp_heap::alloc(unsigned mask, unsigned long long bytes
             const unsigned served = detail::ballot(mask, mine);
             pending &= ~served;
             // End of the last served lane's block, relative to the cursor.
-            const unsigned used = served != 0
-                ? __shfl_sync(mask, incl, int(detail::highest_lane(served))) - origin : 0u;
+            const unsigned used =
+                served != 0 ? __shfl_sync(mask, incl, int(detail::highest_lane(served))) - origin : 0u;
             if (is_worker) {
                 h->sb_offset += used;
                 handed_out += used;
@@ -669,7 +682,7 @@ __device__ inline void* warp_heap::alloc(unsigned mask, unsigned long long bytes
                 }
             }
             cursor = detail::broadcast_pointer(mask, fresh, worker);
-            if (cursor == nullptr) break;  // out of memory: pending lanes get NULL
+            if (cursor == nullptr) break; // out of memory: pending lanes get NULL
             room = v.superblock_bytes;
         }
     }
@@ -699,8 +712,8 @@ __device__ inline void* warp_heap::alloc(unsigned mask, unsigned long long bytes
         block = detail::broadcast_pointer(mask, block, worker);
         if (large && block != nullptr) result = block + (incl - want);
     }
-    if (too_big) count(v.stats, kFailed, 1);  // beyond kMaxRequestBytes: no backing can serve it
-    if (is_worker) h->requested += handed_out;  // to the statistics at tidy_up/end/keep
+    if (too_big) count(v.stats, kFailed, 1);   // beyond kMaxRequestBytes: no backing can serve it
+    if (is_worker) h->requested += handed_out; // to the statistics at tidy_up/end/keep
     leave(mask);
     return result;
 }
@@ -744,7 +757,7 @@ __device__ inline bool warp_heap::end() {
     // Release: this lane's writes (as a worker) happen before the last lane frees.
     __threadfence();
     if (atomicSub(&h->active_count, 1u) != 1u) return false;
-    __threadfence();  // acquire: see every other lane's writes to the header
+    __threadfence(); // acquire: see every other lane's writes to the header
     ref_.destroy_kept(h);
     return true;
 }
@@ -767,5 +780,5 @@ __device__ inline void* warp_heap::keep() {
     return h;
 }
 
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace v0
+} // namespace gpudyn

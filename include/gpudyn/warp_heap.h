@@ -71,7 +71,7 @@ typedef struct gpudyn_warp_heap_options_t {
                                     so at most half of what it holds sits unused) up to this
                                     many; 1..32, default 8; 1 = one superblock at a time */
     uint32_t reserved0;
-    void* page_heap;             /**< PAGE_HEAP: a gpudyn_rw_heap_t of the same device; it cannot
+    void* page_heap; /**< PAGE_HEAP: a gpudyn_rw_heap_t of the same device; it cannot
                                     be destroyed while this heap lives */
 } gpudyn_warp_heap_options_t;
 
@@ -79,35 +79,35 @@ typedef struct gpudyn_warp_heap_options_t {
  * gpudyn::warp_heap_ref.  `stats` points to a gpudyn_warp_heap_stats_t in
  * device memory that the device code updates. */
 typedef struct gpudyn_warp_heap_view_t {
-    uint32_t version;            /**< GPUDYN_WARP_HEAP_VIEW_VERSION */
-    uint32_t backing;            /**< gpudyn_warp_heap_backing_t */
-    uint32_t superblock_bytes;   /**< 0 = no superblocks */
+    uint32_t version;          /**< GPUDYN_WARP_HEAP_VIEW_VERSION */
+    uint32_t backing;          /**< gpudyn_warp_heap_backing_t */
+    uint32_t superblock_bytes; /**< 0 = no superblocks */
     uint32_t min_block_bytes;
     uint32_t list_capacity;
-    uint32_t max_superblock_run;  /**< ARENA: chunks a superblock run takes at most (else 1) */
+    uint32_t max_superblock_run; /**< ARENA: chunks a superblock run takes at most (else 1) */
     void* stats;
-    void* arena_base;             /**< ARENA: header slots, then chunk slots */
-    void* arena_bitmap;           /**< ARENA: uint32 used bits (1 = taken): header words, then
+    void* arena_base;            /**< ARENA: header slots, then chunk slots */
+    void* arena_bitmap;          /**< ARENA: uint32 used bits (1 = taken): header words, then
                                      chunk words; bits past the last slot are set */
-    uint64_t arena_header_bytes;  /**< ARENA: bytes per header slot */
-    uint64_t arena_chunk_bytes;   /**< ARENA: bytes per chunk slot */
+    uint64_t arena_header_bytes; /**< ARENA: bytes per header slot */
+    uint64_t arena_chunk_bytes;  /**< ARENA: bytes per chunk slot */
     uint32_t arena_header_slots;
     uint32_t arena_chunk_slots;
-    void* page_heap;              /**< PAGE_HEAP: device copy of the page heap's gpudyn_rw_heap_view_t */
+    void* page_heap; /**< PAGE_HEAP: device copy of the page heap's gpudyn_rw_heap_view_t */
 } gpudyn_warp_heap_view_t;
 
 /** Counters kept in device memory by every warp heap using one view.  "Live"
  * counts go up and down; the others only grow.  bytes_requested is folded in
  * when a warp calls tidy_up, end or keep. */
 typedef struct gpudyn_warp_heap_stats_t {
-    uint64_t headers;               /**< live warp headers */
-    uint64_t superblocks;           /**< live superblocks (the first of each warp included) */
-    uint64_t large_blocks;          /**< live blocks serving requests larger than a superblock */
-    uint64_t bytes_reserved;        /**< live bytes taken from the backing allocator */
-    uint64_t bytes_requested;       /**< live bytes handed to callers (rounded to min blocks) */
-    uint64_t backing_allocations;   /**< calls into the backing allocator */
-    uint64_t failed_allocations;    /**< lanes that got NULL for want of memory */
-    uint64_t misuse;                /**< contract violations detected (see warp_heap.cuh) */
+    uint64_t headers;             /**< live warp headers */
+    uint64_t superblocks;         /**< live superblocks (the first of each warp included) */
+    uint64_t large_blocks;        /**< live blocks serving requests larger than a superblock */
+    uint64_t bytes_reserved;      /**< live bytes taken from the backing allocator */
+    uint64_t bytes_requested;     /**< live bytes handed to callers (rounded to min blocks) */
+    uint64_t backing_allocations; /**< calls into the backing allocator */
+    uint64_t failed_allocations;  /**< lanes that got NULL for want of memory */
+    uint64_t misuse;              /**< contract violations detected (see warp_heap.cuh) */
 } gpudyn_warp_heap_stats_t;
 
 typedef struct gpudyn_warp_heap_s* gpudyn_warp_heap_t;
@@ -117,8 +117,7 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_options_init(gpudyn_warp_heap_option
 
 /** Creates a warp heap: allocates its statistics (zeroed, stream-ordered) and,
  * for the CUDA malloc backing, raises the device heap limit when asked. */
-GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap,
-                                                   const gpudyn_warp_heap_options_t* options,
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_create(gpudyn_warp_heap_t* heap, const gpudyn_warp_heap_options_t* options,
                                                    gpudyn_stream_t stream);
 
 /** Releases every outstanding batch and frees the heap, stream-ordered after
@@ -135,9 +134,8 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_get_view(gpudyn_warp_heap_t heap, gp
  * "Bad input" says: the heap's device, count words), 16-byte aligned, valid until
  * gpudyn_warp_heap_release.  Synchronizes `stream`.  On OUT_OF_MEMORY this
  * batch is rolled back (its pointers are all NULL) and earlier batches stay. */
-GPUDYN_API gpudyn_status_t gpudyn_warp_heap_alloc_batch(gpudyn_warp_heap_t heap, const uint64_t* sizes,
-                                                        uint64_t count, void** pointers,
-                                                        gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_alloc_batch(gpudyn_warp_heap_t heap, const uint64_t* sizes, uint64_t count,
+                                                        void** pointers, gpudyn_stream_t stream);
 
 /** Frees every block handed out by alloc_batch (stream-ordered). */
 GPUDYN_API gpudyn_status_t gpudyn_warp_heap_release(gpudyn_warp_heap_t heap, gpudyn_stream_t stream);
@@ -169,8 +167,8 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_backing_free_bytes(gpudyn_warp_heap_
  * stream-ordered by a kernel as if each warp had ended.
  * Entries that cannot be headers of this heap (see tidy_up_kept) are skipped
  * and counted in stats.misuse. */
-GPUDYN_API gpudyn_status_t gpudyn_warp_heap_free_kept(gpudyn_warp_heap_t heap, void* const* headers,
-                                                      uint64_t count, gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_free_kept(gpudyn_warp_heap_t heap, void* const* headers, uint64_t count,
+                                                      gpudyn_stream_t stream);
 
 /** Tidies up warp headers that a user kernel kept (warp_heap::keep) and will
  * resume later: as warp_heap::tidy_up by each warp, every superblock, list and
@@ -184,8 +182,8 @@ GPUDYN_API gpudyn_status_t gpudyn_warp_heap_free_kept(gpudyn_warp_heap_t heap, v
  * PAGE_HEAP: not the start of a page of its pool; CUDA_MALLOC cannot tell) are
  * skipped and counted in stats.misuse, the others tidied, and the call returns
  * INVALID_ARGUMENT naming how many and the first index. */
-GPUDYN_API gpudyn_status_t gpudyn_warp_heap_tidy_up_kept(gpudyn_warp_heap_t heap, void* const* headers,
-                                                         uint64_t count, gpudyn_stream_t stream);
+GPUDYN_API gpudyn_status_t gpudyn_warp_heap_tidy_up_kept(gpudyn_warp_heap_t heap, void* const* headers, uint64_t count,
+                                                         gpudyn_stream_t stream);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 """Argument checks shared by every class: each runs before any device call and
 raises InvalidArgumentError (a ValueError) or TypeError naming the argument and
 what is accepted (never a bare cffi OverflowError, never a silent truncation)."""
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,9 @@ def integer(where: str, name: str, value, lo: int = 0, hi: int = U64_MAX) -> int
     elif hasattr(value, "__index__"):
         v = value.__index__()
     else:
-        raise TypeError(f"gpudyn: {where} argument '{name}' is a {type(value).__name__} ({value!r}), "
-                        f"expected {accepted}")
+        raise TypeError(
+            f"gpudyn: {where} argument '{name}' is a {type(value).__name__} ({value!r}), expected {accepted}"
+        )
     if not lo <= v <= hi:
         raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is {v}, expected {accepted}")
     return v
@@ -122,14 +124,17 @@ def host_integers(where: str, name: str, values, dtype) -> np.ndarray | None:
             # Python ints beyond int64 (2**64 - 1 next to 16) make NumPy choose float64 or
             # object: checked here as the ints they are, then converted to ``dtype``.
             items = [given] if values.ndim == 0 else list(given)
-            if all(isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
-                   for v in items):
+            if all(
+                isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in items
+            ):
                 ints = [int(v) for v in items]
                 hi_ok = np.iinfo(dtype).max
                 lo, hi = min(ints), max(ints)
                 if lo < 0 or hi > hi_ok:
-                    raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' holds {lo if lo < 0 else hi}, "
-                                               f"expected 0 <= value <= {hi_ok}")
+                    raise InvalidArgumentError(
+                        f"gpudyn: {where} argument '{name}' holds {lo if lo < 0 else hi}, "
+                        f"expected 0 <= value <= {hi_ok}"
+                    )
                 return np.array(ints, dtype=dtype)
     if not isinstance(values, np.ndarray):
         return None
@@ -158,8 +163,9 @@ def address_dtype(where: str, name: str, dt, hint: str = "") -> None:
     if dt not in ADDRESS_DTYPES:
         narrow = dt.kind in "iu" and dt.itemsize < 8
         why = f"; a narrower integer cannot hold a device address{hint}" if narrow else ""
-        raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {dt}, expected 64-bit addresses "
-                        f"(uint64 or int64){why}")
+        raise TypeError(
+            f"gpudyn: {where} argument '{name}' has dtype {dt}, expected 64-bit addresses (uint64 or int64){why}"
+        )
 
 
 def host_addresses(where: str, name: str, values, hint: str = "") -> np.ndarray | None:

@@ -5,6 +5,7 @@ The declarations handed to cffi are read from the installed C headers
 preprocessor lines and the ``GPUDYN_API`` token are dropped, the rest is cdef'd
 verbatim.
 """
+
 from __future__ import annotations
 
 import ctypes.util
@@ -37,7 +38,8 @@ def header_path() -> str:
         if os.path.isfile(p):
             return p
     raise errors.LibraryNotFoundError(
-        "gpudyn: the C header gpudyn/gpudyn.h was not found; looked in: " + ", ".join(include_dirs()))
+        "gpudyn: the C header gpudyn/gpudyn.h was not found; looked in: " + ", ".join(include_dirs())
+    )
 
 
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"(gpudyn/[A-Za-z0-9_]+\.h)"')
@@ -124,14 +126,17 @@ def _load():
         break
     else:
         raise errors.LibraryNotFoundError(
-            "gpudyn: could not load the gpudyn shared library; tried: " + "; ".join(tried)
-            + ". Reinstall the package or set GPUDYN_LIBRARY to the library's path.")
+            "gpudyn: could not load the gpudyn shared library; tried: "
+            + "; ".join(tried)
+            + ". Reinstall the package or set GPUDYN_LIBRARY to the library's path."
+        )
     got = int(lib.gpudyn_get_version())
     want = version_number(__version__)
     if got != want:
         raise errors.LibraryVersionError(
             f"gpudyn: the loaded library {cand} is version {got // 10000}.{got // 100 % 100}.{got % 100}, "
-            f"but the Python package is {__version__}")
+            f"but the Python package is {__version__}"
+        )
     return ffi, lib, cand
 
 
@@ -151,8 +156,9 @@ def check(status: int) -> None:
     """Raises the exception matching a gpudyn_status_t, with the library's message."""
     if status == 0:
         return
-    raise errors.error_for_status(int(status), ffi.string(lib.gpudyn_status_string(status)).decode(),
-                                  last_error_message())
+    raise errors.error_for_status(
+        int(status), ffi.string(lib.gpudyn_status_string(status)).decode(), last_error_message()
+    )
 
 
 def stream_value(stream) -> int:
@@ -172,8 +178,7 @@ def stream_value(stream) -> int:
         proto = stream.__cuda_stream__
         got = proto() if callable(proto) else proto
         if not (isinstance(got, tuple) and len(got) == 2):
-            raise TypeError(f"gpudyn: {type(stream).__name__}.__cuda_stream__ gave {got!r}, "
-                            "expected (version, handle)")
+            raise TypeError(f"gpudyn: {type(stream).__name__}.__cuda_stream__ gave {got!r}, expected (version, handle)")
         value = _handle_int(got[1], stream)
     elif hasattr(stream, "cuda_stream"):
         value = _handle_int(stream.cuda_stream, stream)
@@ -182,8 +187,10 @@ def stream_value(stream) -> int:
     elif hasattr(stream, "handle"):
         value = _handle_int(stream.handle, stream)
     else:
-        raise TypeError(f"gpudyn: cannot use {type(stream).__name__} as a CUDA stream (expected None, an int "
-                        "handle, or a stream with __cuda_stream__, .cuda_stream, .ptr or .handle)")
+        raise TypeError(
+            f"gpudyn: cannot use {type(stream).__name__} as a CUDA stream (expected None, an int "
+            "handle, or a stream with __cuda_stream__, .cuda_stream, .ptr or .handle)"
+        )
     if not 0 <= value < (1 << 64):
         raise errors.InvalidArgumentError(f"gpudyn: stream handle {value} is not a pointer value")
     return value

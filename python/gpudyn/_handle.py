@@ -1,4 +1,5 @@
 """Lifetime of a C handle owned by a Python object (every structure class)."""
+
 from __future__ import annotations
 
 import collections
@@ -6,7 +7,8 @@ import contextlib
 import functools
 import inspect
 import threading
-from typing import Any, Iterator, TypeVar
+from collections.abc import Iterator
+from typing import Any, TypeVar
 
 from ._ffi import check, ffi
 from .errors import InvalidArgumentError
@@ -46,6 +48,7 @@ def _retry_deferred() -> None:
 
 def _finalizer(destroy: Any) -> Any:
     """The garbage collector's destroy of a handle: a refused destroy is deferred."""
+
     def finalize(h: Any, destroy: Any = destroy, deferred: Any = _deferred, retry: Any = _retry_deferred) -> None:
         if destroy(h) != 0:
             deferred.append((destroy, h))
@@ -54,17 +57,34 @@ def _finalizer(destroy: Any) -> Any:
             retry()
         except Exception:  # pragma: no cover - interpreter shutdown
             pass
+
     return finalize
 
 
 # ---- calls in flight ---------------------------------------------------------------
 # Methods that must not wait for close() (or that run before the handle exists).
-_UNGUARDED = frozenset({"__init__", "__new__", "__init_subclass__", "__del__", "__repr__", "__enter__",
-                        "__exit__", "close", "_own", "_h", "_enter", "_leave", "_using"})
+_UNGUARDED = frozenset(
+    {
+        "__init__",
+        "__new__",
+        "__init_subclass__",
+        "__del__",
+        "__repr__",
+        "__enter__",
+        "__exit__",
+        "close",
+        "_own",
+        "_h",
+        "_enter",
+        "_leave",
+        "_using",
+    }
+)
 
 
 def _guarded(fn: Any) -> Any:
     """`fn` as a call in flight on its object: close() waits for it to return."""
+
     @functools.wraps(fn)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         entered = self._enter()
@@ -73,6 +93,7 @@ def _guarded(fn: Any) -> Any:
         finally:
             if entered:
                 self._leave()
+
     return call
 
 
@@ -101,8 +122,14 @@ class OwnedHandle:
             if name in _UNGUARDED:
                 continue
             if isinstance(value, property):
-                setattr(cls, name, property(*(f and _guarded(f) for f in (value.fget, value.fset, value.fdel)),  # type: ignore[call-arg]
-                                            value.__doc__))
+                setattr(
+                    cls,
+                    name,
+                    property(
+                        *(f and _guarded(f) for f in (value.fget, value.fset, value.fdel)),  # type: ignore[call-arg]
+                        value.__doc__,
+                    ),
+                )
             elif inspect.isfunction(value):
                 setattr(cls, name, _guarded(value))
 
@@ -204,5 +231,7 @@ class OwnedHandle:
             self.close()
         except Exception as close_exc:
             if hasattr(exc, "add_note"):  # Python >= 3.11
-                exc.add_note(f"gpudyn: leaving the with block, {type(self).__name__}.close() failed too "
-                             f"(it stays open): {type(close_exc).__name__}: {close_exc}")
+                exc.add_note(
+                    f"gpudyn: leaving the with block, {type(self).__name__}.close() failed too "
+                    f"(it stays open): {type(close_exc).__name__}: {close_exc}"
+                )

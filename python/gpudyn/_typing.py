@@ -1,4 +1,5 @@
 """Names for the annotations of gpudyn's public API (what each call accepts)."""
+
 from __future__ import annotations
 
 from typing import Any, Union

@@ -20,6 +20,7 @@ One object serves both kernel APIs:
 
 Nothing here imports Numba: gpudyn.numba reads these declarations.
 """
+
 from __future__ import annotations
 
 from typing import Any, ClassVar
@@ -29,8 +30,14 @@ import numpy as np
 from ._ffi import ffi
 
 # Element types of the C view structs -> NumPy scalar types (pointers are addresses).
-_SCALARS = {"uint8_t": np.uint8, "uint16_t": np.uint16, "uint32_t": np.uint32, "uint64_t": np.uint64,
-            "int32_t": np.int32, "int64_t": np.int64}
+_SCALARS = {
+    "uint8_t": np.uint8,
+    "uint16_t": np.uint16,
+    "uint32_t": np.uint32,
+    "uint64_t": np.uint64,
+    "int32_t": np.int32,
+    "int64_t": np.int64,
+}
 
 
 class KernelView:
@@ -115,8 +122,10 @@ def fields(view_type: str) -> list:
         size = np.dtype(scalar).itemsize
         offset = (offset + size - 1) // size * size
         if at != offset:
-            raise TypeError(f"gpudyn: field {view_type}.{name} is at offset {at}, not at its natural offset "
-                            f"{offset}; a kernel argument cannot mirror it")
+            raise TypeError(
+                f"gpudyn: field {view_type}.{name} is at offset {at}, not at its natural offset "
+                f"{offset}; a kernel argument cannot mirror it"
+            )
         out.append((name, path, scalar, at))
         offset += size
         align = max(align, size)
@@ -132,8 +141,10 @@ def arg_class(kind: KernelView, dtype: Any = None) -> type[ViewArg]:
     """The kernel-argument class of `kind` (one per element dtype for a
     structure with elements; `dtype` must be None for the others)."""
     if kind.elements == (dtype is None):
-        raise TypeError(f"gpudyn: a {kind.title}'s kernel argument "
-                        + ("needs the element dtype" if kind.elements else "has no element dtype"))
+        raise TypeError(
+            f"gpudyn: a {kind.title}'s kernel argument "
+            + ("needs the element dtype" if kind.elements else "has no element dtype")
+        )
     dt = None if dtype is None else np.dtype(dtype)
     key = (kind.name, dt)
     cls = _classes.get(key)
@@ -143,19 +154,32 @@ def arg_class(kind: KernelView, dtype: Any = None) -> type[ViewArg]:
         # The first field's title names the class: numba-cuda caches the type of a
         # structured scalar by its dtype, and dtypes compare by layout alone, so two
         # classes of one layout (a GGArray of int32 and one of float32) must differ in it.
-        struct = np.dtype({"names": [f for f, _, _, _ in layout], "formats": [s for _, _, s, _ in layout],
-                           "offsets": [o for _, _, _, o in layout], "itemsize": ffi.sizeof(kind.view_type),
-                           "titles": [f"gpudyn.{name}"] + [None] * (len(layout) - 1)})
-        cls = type(name, (ViewArg,), {
-            "__doc__": (f"Kernel argument of a gpudyn {kind.title} (its {kind.view_type}"
-                        + (f", elements {dt.name}" if dt is not None else "")
-                        + "): pass it by value to a CuPy RawKernel or a Numba @cuda.jit kernel."),
-            "__module__": "gpudyn",
-            "_gpudyn_kind": kind, "_gpudyn_dtype": dt,
-            "_fields": tuple(f for f, _, _, _ in layout),
-            "_gpudyn_scalars": tuple(s for _, _, s, _ in layout),
-            "_gpudyn_paths": tuple(p for _, p, _, _ in layout),
-        })
+        struct = np.dtype(
+            {
+                "names": [f for f, _, _, _ in layout],
+                "formats": [s for _, _, s, _ in layout],
+                "offsets": [o for _, _, _, o in layout],
+                "itemsize": ffi.sizeof(kind.view_type),
+                "titles": [f"gpudyn.{name}"] + [None] * (len(layout) - 1),
+            }
+        )
+        cls = type(
+            name,
+            (ViewArg,),
+            {
+                "__doc__": (
+                    f"Kernel argument of a gpudyn {kind.title} (its {kind.view_type}"
+                    + (f", elements {dt.name}" if dt is not None else "")
+                    + "): pass it by value to a CuPy RawKernel or a Numba @cuda.jit kernel."
+                ),
+                "__module__": "gpudyn",
+                "_gpudyn_kind": kind,
+                "_gpudyn_dtype": dt,
+                "_fields": tuple(f for f, _, _, _ in layout),
+                "_gpudyn_scalars": tuple(s for _, _, s, _ in layout),
+                "_gpudyn_paths": tuple(p for _, p, _, _ in layout),
+            },
+        )
         cls._gpudyn_np_dtype = np.dtype((cls, struct))  # type: ignore[attr-defined]
         _classes[key] = cls
     return cls

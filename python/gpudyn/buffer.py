@@ -1,5 +1,6 @@
 """DeviceBuffer: device memory owned by Python, shared zero-copy with CuPy,
 PyTorch and Numba through ``__cuda_array_interface__`` (v3) and DLPack."""
+
 from __future__ import annotations
 
 import ctypes
@@ -33,9 +34,15 @@ class _DLDataType(ctypes.Structure):
 
 
 class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
 
 
 class _DLManagedTensor(ctypes.Structure):
@@ -97,11 +104,15 @@ def element_dtype(where: str, dtype: DTypeLike, sizes: Any = None) -> np.dtype:
         raise TypeError(f"gpudyn: {where} argument 'dtype' is {dt} ({dt.str}), expected {accepted}")
     if dt.kind in "fc" and dt.itemsize > 8 * (1 + (dt.kind == "c")):
         # x87 long double (padded to 16 bytes) is no IEEE format a GPU, DLPack or CUDA knows
-        raise TypeError(f"gpudyn: {where} argument 'dtype' is {dt} ({dt.str}), expected {accepted}; "
-                        "extended-precision floats have no device type")
+        raise TypeError(
+            f"gpudyn: {where} argument 'dtype' is {dt} ({dt.str}), expected {accepted}; "
+            "extended-precision floats have no device type"
+        )
     if not dt.isnative:
-        raise TypeError(f"gpudyn: {where} argument 'dtype' is {dt.str} (non-native byte order), expected {accepted}; "
-                        "convert with .astype(dtype.newbyteorder('='))")
+        raise TypeError(
+            f"gpudyn: {where} argument 'dtype' is {dt.str} (non-native byte order), expected {accepted}; "
+            "convert with .astype(dtype.newbyteorder('='))"
+        )
     if sizes is not None and dt.itemsize not in sizes:
         raise TypeError(f"gpudyn: {where} argument 'dtype' is {dt} ({dt.itemsize} bytes), expected {accepted}")
     return dt
@@ -144,8 +155,9 @@ def device_memory(device: int) -> int:
     return total
 
 
-def check_count(where: str, name: str, values: ArrayLike, itemsize: int, device: int | None,
-                count: int | None = None) -> int | None:
+def check_count(
+    where: str, name: str, values: ArrayLike, itemsize: int, device: int | None, count: int | None = None
+) -> int | None:
     """Refuses, in constant time and before anything is read, copied or queued,
     an input of more entries than ``device`` can hold: ``count`` (or the count
     of host input ``values``, see :func:`gpudyn._args.element_count`: a
@@ -163,14 +175,23 @@ def check_count(where: str, name: str, values: ArrayLike, itemsize: int, device:
     limit = _args.U64_MAX if device is None else device_memory(device)
     if nbytes > limit:
         than = "2**64 - 1" if device is None else f"the {limit} bytes of memory of device {device}"
-        raise OutOfMemoryError(f"gpudyn: {where} argument '{name}' has {n} entries of {itemsize} bytes on the "
-                               f"device: {nbytes} bytes, more than {than} (refused before any copy)")
+        raise OutOfMemoryError(
+            f"gpudyn: {where} argument '{name}' has {n} entries of {itemsize} bytes on the "
+            f"device: {nbytes} bytes, more than {than} (refused before any copy)"
+        )
     return n
 
 
-def host_input(where: str, name: str, values: ArrayLike, dtype: DTypeLike, device: int | None, *,
-               addresses: bool = False,
-               hint: str = "") -> np.ndarray | None:
+def host_input(
+    where: str,
+    name: str,
+    values: ArrayLike,
+    dtype: DTypeLike,
+    device: int | None,
+    *,
+    addresses: bool = False,
+    hint: str = "",
+) -> np.ndarray | None:
     """The checks every bulk call makes first, before any device call: the count
     (:func:`check_count`, constant time), then the values of host input
     (:func:`gpudyn._args.host_integers`; with ``addresses``,
@@ -213,6 +234,7 @@ def _uses_memory(fn: Any) -> Any:
     """A DeviceBuffer method that reads, writes or exports its memory: ValueError
     once the buffer, or the structure it is a view of, is closed; while it runs,
     that structure's close() on another thread waits (see _handle.OwnedHandle)."""
+
     @functools.wraps(fn)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         owner = self._owner
@@ -222,12 +244,15 @@ def _uses_memory(fn: Any) -> Any:
                 raise InvalidArgumentError(f"gpudyn: DeviceBuffer.{fn.__name__}: this DeviceBuffer is closed")
             # A view (DeviceBuffer._wrap): its owner is a structure, or a buffer, that may be closed.
             if owner is not None and (getattr(owner, "_handle", True) is None or getattr(owner, "_closed", False)):
-                raise InvalidArgumentError(f"gpudyn: DeviceBuffer.{fn.__name__}: this DeviceBuffer is a view of a "
-                                           f"{type(owner).__name__} that is closed")
+                raise InvalidArgumentError(
+                    f"gpudyn: DeviceBuffer.{fn.__name__}: this DeviceBuffer is a view of a "
+                    f"{type(owner).__name__} that is closed"
+                )
             return fn(self, *args, **kwargs)
         finally:
             if entered:
                 owner._leave()
+
     return call
 
 
@@ -263,22 +288,27 @@ class DeviceBuffer:
         if isinstance(shape, (int, np.integer, float, np.floating, bool, np.bool_)):
             dims = (shape,)
         elif isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
-            raise TypeError(f"gpudyn: DeviceBuffer argument 'shape' is {shape!r}, expected an integer or a "
-                            "sequence of integers")
+            raise TypeError(
+                f"gpudyn: DeviceBuffer argument 'shape' is {shape!r}, expected an integer or a sequence of integers"
+            )
         self.shape = tuple(_args.integer("DeviceBuffer", "shape", s, 0, 1 << 62) for s in dims)
         self.dtype = element_dtype("DeviceBuffer", dtype)
         self.stream = stream
         self._stream = stream_handle(stream)
         self.nbytes = math.prod(self.shape) * self.dtype.itemsize
         if self.nbytes > _args.U64_MAX:
-            raise OutOfMemoryError(f"gpudyn: DeviceBuffer of shape {self.shape} and dtype {self.dtype} would need "
-                                   f"{self.nbytes} bytes, more than 2**64 - 1")
+            raise OutOfMemoryError(
+                f"gpudyn: DeviceBuffer of shape {self.shape} and dtype {self.dtype} would need "
+                f"{self.nbytes} bytes, more than 2**64 - 1"
+            )
         # The stream's device (the current one for the default streams): the memory's.
         self.device = stream_device(self._stream)
         if self.nbytes > device_memory(self.device):
-            raise OutOfMemoryError(f"gpudyn: DeviceBuffer of shape {self.shape} and dtype {self.dtype} would need "
-                                   f"{self.nbytes} bytes, more than the {device_memory(self.device)} bytes of "
-                                   f"memory of device {self.device}")
+            raise OutOfMemoryError(
+                f"gpudyn: DeviceBuffer of shape {self.shape} and dtype {self.dtype} would need "
+                f"{self.nbytes} bytes, more than the {device_memory(self.device)} bytes of "
+                f"memory of device {self.device}"
+            )
         self._ptr = ffi.NULL
         if self.nbytes:
             out = ffi.new("void**")
@@ -288,7 +318,7 @@ class DeviceBuffer:
         self._owner = None
 
     @classmethod
-    def _wrap(cls, ptr: int, shape: tuple, dtype: DTypeLike, owner: Any, stream: StreamLike = None) -> "DeviceBuffer":
+    def _wrap(cls, ptr: int, shape: tuple, dtype: DTypeLike, owner: Any, stream: StreamLike = None) -> DeviceBuffer:
         """A non-owning view of memory kept alive by ``owner`` (used by structures)."""
         self = cls.__new__(cls)
         self.shape = tuple(int(s) for s in shape)
@@ -376,14 +406,13 @@ class DeviceBuffer:
 
     # ---- NumPy by copy ----------------------------------------------------
     @classmethod
-    def from_numpy(cls, array: ArrayLike, stream: StreamLike = None) -> "DeviceBuffer":
+    def from_numpy(cls, array: ArrayLike, stream: StreamLike = None) -> DeviceBuffer:
         """A copy of ``array`` (queued on ``stream``; non-native byte order is
         converted to native, values unchanged).  An array of more bytes than the
         stream's device has memory (a broadcast view of 2**40 entries, say) is
         refused at once (OutOfMemoryError), before anything is copied."""
         host = np.asarray(array)
-        check_count("DeviceBuffer.from_numpy", "array", host, host.dtype.itemsize,
-                    stream_device(stream_handle(stream)))
+        check_count("DeviceBuffer.from_numpy", "array", host, host.dtype.itemsize, stream_device(stream_handle(stream)))
         if not host.dtype.isnative:
             host = host.astype(host.dtype.newbyteorder("="))
         host = np.ascontiguousarray(host)
@@ -404,8 +433,9 @@ class DeviceBuffer:
         broadcast view of 2**40 entries is never read)."""
         host = np.asarray(array)
         if host.size != self.size:
-            raise InvalidArgumentError(f"gpudyn: DeviceBuffer.copy_from_host: the host array has {host.size} "
-                                       f"elements, the buffer {self.size}")
+            raise InvalidArgumentError(
+                f"gpudyn: DeviceBuffer.copy_from_host: the host array has {host.size} elements, the buffer {self.size}"
+            )
         src, dst = host.dtype, self.dtype
         if src != dst:
             if src.kind in "biu" and dst.kind in "iu":
@@ -413,20 +443,27 @@ class DeviceBuffer:
                 once = _args._each_element_once(host)
                 if host.size and not (info.min <= int(once.min()) and int(once.max()) <= info.max):
                     bad = int(once.min()) if int(once.min()) < info.min else int(once.max())
-                    raise InvalidArgumentError(f"gpudyn: DeviceBuffer.copy_from_host: the host array holds {bad}, "
-                                               f"which {dst} (the buffer's dtype) cannot hold: expected "
-                                               f"{info.min} <= value <= {info.max}")
+                    raise InvalidArgumentError(
+                        f"gpudyn: DeviceBuffer.copy_from_host: the host array holds {bad}, "
+                        f"which {dst} (the buffer's dtype) cannot hold: expected "
+                        f"{info.min} <= value <= {info.max}"
+                    )
             elif not np.can_cast(src, dst, "same_kind"):
-                raise TypeError(f"gpudyn: DeviceBuffer.copy_from_host: the host array has dtype {src}, which does "
-                                f"not convert to {dst} (the buffer's dtype) without changing values; "
-                                f"convert it explicitly (array.astype({dst.name!r}))")
+                raise TypeError(
+                    f"gpudyn: DeviceBuffer.copy_from_host: the host array has dtype {src}, which does "
+                    f"not convert to {dst} (the buffer's dtype) without changing values; "
+                    f"convert it explicitly (array.astype({dst.name!r}))"
+                )
         host = np.ascontiguousarray(host, dtype=dst)
         if host.nbytes != self.nbytes:
             raise InvalidArgumentError(f"gpudyn: host array has {host.nbytes} bytes, buffer has {self.nbytes}")
         if self.nbytes:
             with on_device(self.device):  # the default stream is the buffer's device's
-                check(lib.gpudyn_memcpy(self._ptr, ffi.from_buffer(host), self.nbytes,
-                                        lib.GPUDYN_MEMCPY_HOST_TO_DEVICE, self._stream))
+                check(
+                    lib.gpudyn_memcpy(
+                        self._ptr, ffi.from_buffer(host), self.nbytes, lib.GPUDYN_MEMCPY_HOST_TO_DEVICE, self._stream
+                    )
+                )
                 # pageable source: keep the host array alive until the copy is done
                 check(lib.gpudyn_stream_synchronize(self._stream))
 
@@ -435,8 +472,11 @@ class DeviceBuffer:
         host = np.empty(self.shape, dtype=self.dtype)
         if self.nbytes:
             with on_device(self.device):  # after the work on the buffer's device's default stream
-                check(lib.gpudyn_memcpy(ffi.from_buffer(host), self._ptr, self.nbytes,
-                                        lib.GPUDYN_MEMCPY_DEVICE_TO_HOST, self._stream))
+                check(
+                    lib.gpudyn_memcpy(
+                        ffi.from_buffer(host), self._ptr, self.nbytes, lib.GPUDYN_MEMCPY_DEVICE_TO_HOST, self._stream
+                    )
+                )
                 check(lib.gpudyn_stream_synchronize(self._stream))
         return host
 
@@ -449,8 +489,10 @@ class DeviceBuffer:
     def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         # As CuPy does: device memory never becomes a NumPy array implicitly (a silent
         # device-to-host copy, or a 0-d object array, would both surprise).
-        raise TypeError("gpudyn: a DeviceBuffer lives in device memory and is not converted to a NumPy "
-                        "array implicitly; use buf.to_numpy() to copy it to the host")
+        raise TypeError(
+            "gpudyn: a DeviceBuffer lives in device memory and is not converted to a NumPy "
+            "array implicitly; use buf.to_numpy() to copy it to the host"
+        )
 
     # ---- zero-copy exports ------------------------------------------------
     @property
@@ -472,8 +514,9 @@ class DeviceBuffer:
         return (_KDL_CUDA, self.device)
 
     @_uses_memory
-    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
-                   copy: bool | None = None) -> Any:
+    def __dlpack__(
+        self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: bool | None = None
+    ) -> Any:
         if copy:
             raise BufferError("gpudyn: DeviceBuffer exports without copying only (copy=True requested)")
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
@@ -500,8 +543,7 @@ class DeviceBuffer:
         managed.deleter = _dl_deleter
         with _exports_lock:
             _exports[ctx] = (self, managed, shape)
-        return _capsule_new(ctypes.addressof(managed), _CAPSULE_NAME,
-                            ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+        return _capsule_new(ctypes.addressof(managed), _CAPSULE_NAME, ctypes.cast(_capsule_destructor, ctypes.c_void_p))
 
 
 def _producer_stream(obj: Any, cai: dict) -> int | None:
@@ -526,8 +568,12 @@ def _producer_stream(obj: Any, cai: dict) -> int | None:
 
 
 # DLPack device types (dlpack.h): where an exported tensor's memory is.
-_DL_DEVICE_NAMES = {1: "host memory (kDLCPU)", 2: "CUDA device memory (kDLCUDA)",
-                    3: "pinned host memory (kDLCUDAHost)", 13: "CUDA managed memory (kDLCUDAManaged)"}
+_DL_DEVICE_NAMES = {
+    1: "host memory (kDLCPU)",
+    2: "CUDA device memory (kDLCUDA)",
+    3: "pinned host memory (kDLCUDAHost)",
+    13: "CUDA managed memory (kDLCUDAManaged)",
+}
 _NOT_DEVICE_MEMORY = "host, pinned or managed memory, or an address CUDA does not know"
 
 
@@ -541,24 +587,33 @@ def _layout(where: str, name: str, cai: dict) -> tuple[int, int, np.dtype, int]:
     refused (NotImplementedError, as Numba: masked-out entries would be read as
     valid)."""
     if not isinstance(cai, dict):
-        raise TypeError(f"gpudyn: {where} argument '{name}' has a __cuda_array_interface__ that is a "
-                        f"{type(cai).__name__}, expected a dict")
+        raise TypeError(
+            f"gpudyn: {where} argument '{name}' has a __cuda_array_interface__ that is a "
+            f"{type(cai).__name__}, expected a dict"
+        )
     if cai.get("mask") is not None:
-        raise NotImplementedError(f"gpudyn: {where} argument '{name}' is a masked CUDA array (its "
-                                  "__cuda_array_interface__ has a 'mask'), which gpudyn does not read")
+        raise NotImplementedError(
+            f"gpudyn: {where} argument '{name}' is a masked CUDA array (its "
+            "__cuda_array_interface__ has a 'mask'), which gpudyn does not read"
+        )
     try:
         dt = np.dtype(cai["typestr"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise TypeError(f"gpudyn: {where} argument '{name}' has a __cuda_array_interface__ typestr "
-                        f"{cai.get('typestr')!r} that is no dtype ({exc})") from None
+        raise TypeError(
+            f"gpudyn: {where} argument '{name}' has a __cuda_array_interface__ typestr "
+            f"{cai.get('typestr')!r} that is no dtype ({exc})"
+        ) from None
     if not dt.isnative:
-        raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {dt.str} (non-native byte order); "
-                        "convert it to native byte order first")
+        raise TypeError(
+            f"gpudyn: {where} argument '{name}' has dtype {dt.str} (non-native byte order); "
+            "convert it to native byte order first"
+        )
     bad = f"gpudyn: {where} argument '{name}' has a __cuda_array_interface__ whose"
 
     def ints(field: str, value: Any) -> Any:
         if not isinstance(value, (tuple, list)) or not all(
-                isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in value):
+            isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in value
+        ):
             raise InvalidArgumentError(f"{bad} {field} is {value!r}, expected a tuple of integers")
         return tuple(int(v) for v in value)
 
@@ -568,14 +623,18 @@ def _layout(where: str, name: str, cai: dict) -> tuple[int, int, np.dtype, int]:
     n = math.prod(shape)
     nbytes = n * dt.itemsize
     if nbytes > _args.U64_MAX:
-        raise InvalidArgumentError(f"{bad} shape {shape} of {dt.itemsize}-byte elements is {nbytes} bytes, "
-                                   "more than 2**64 - 1")
+        raise InvalidArgumentError(
+            f"{bad} shape {shape} of {dt.itemsize}-byte elements is {nbytes} bytes, more than 2**64 - 1"
+        )
     data = cai.get("data")
     if not (isinstance(data, (tuple, list)) and len(data) == 2):
         raise InvalidArgumentError(f"{bad} data is {data!r}, expected (pointer, readonly)")
     ptr = 0 if data[0] is None else data[0]  # None: Numba's NULL (an empty array's)
-    if not isinstance(ptr, (numbers.Integral, np.integer)) or isinstance(ptr, (bool, np.bool_)) \
-            or not 0 <= int(ptr) <= _args.U64_MAX:
+    if (
+        not isinstance(ptr, (numbers.Integral, np.integer))
+        or isinstance(ptr, (bool, np.bool_))
+        or not 0 <= int(ptr) <= _args.U64_MAX
+    ):
         raise InvalidArgumentError(f"{bad} data pointer is {ptr!r}, expected an integer in [0, 2**64 - 1]")
     ptr = int(ptr)
     if ptr + nbytes > 1 << 64:
@@ -590,7 +649,8 @@ def _layout(where: str, name: str, cai: dict) -> tuple[int, int, np.dtype, int]:
             if extent > 1 and stride != acc:  # the stride of an axis of one element is never used
                 raise InvalidArgumentError(
                     f"gpudyn: {where} argument '{name}' must be C-contiguous (shape {shape}, strides {strides}; a "
-                    "broadcast view has zero strides): copy it first (cupy.ascontiguousarray, tensor.contiguous())")
+                    "broadcast view has zero strides): copy it first (cupy.ascontiguousarray, tensor.contiguous())"
+                )
             acc *= extent
     return ptr, n, dt, nbytes
 
@@ -618,11 +678,15 @@ def _dlpack_device(where: str, name: str, obj: Any, device: int | None) -> None:
     dev_type, dev_id = (int(v) for v in ask())
     if dev_type != 2:
         what = _DL_DEVICE_NAMES.get(dev_type, f"DLPack device type {dev_type}")
-        raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is {what}, not CUDA device memory: pass a "
-                                   "NumPy array (copied for you) or a device array")
+        raise InvalidArgumentError(
+            f"gpudyn: {where} argument '{name}' is {what}, not CUDA device memory: pass a "
+            "NumPy array (copied for you) or a device array"
+        )
     if device is not None and dev_id != device:
-        raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is memory of device {dev_id}, but this "
-                                   f"structure lives on device {device}: copy it to device {device} first")
+        raise InvalidArgumentError(
+            f"gpudyn: {where} argument '{name}' is memory of device {dev_id}, but this "
+            f"structure lives on device {device}: copy it to device {device} first"
+        )
 
 
 def _device_memory_of(where: str, name: str, ptr: int, nbytes: int, device: int) -> None:
@@ -631,23 +695,37 @@ def _device_memory_of(where: str, name: str, ptr: int, nbytes: int, device: int)
     another device's memory, host memory (pageable or pinned), managed memory
     and addresses CUDA does not know (0x1000, freed memory, past the end of an
     allocation) never reach a kernel."""
-    ends = [("first byte", ptr)] if nbytes <= 1 else [("first byte", ptr), (f"last byte ({nbytes} bytes on)",
-                                                                           ptr + nbytes - 1)]
+    ends = (
+        [("first byte", ptr)]
+        if nbytes <= 1
+        else [("first byte", ptr), (f"last byte ({nbytes} bytes on)", ptr + nbytes - 1)]
+    )
     for which, address in ends:
         owner = pointer_device(address)
         if owner == device:
             continue
         if owner >= 0:
-            raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is memory of device {owner}, but this "
-                                       f"structure lives on device {device}: copy it to device {device} first")
-        raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' is not device memory of device {device}: "
-                                   f"CUDA reports its {which} at 0x{address:x} as no device's memory "
-                                   f"({_NOT_DEVICE_MEMORY}); pass a NumPy array (copied for you) or an array "
-                                   f"in device {device}'s memory")
+            raise InvalidArgumentError(
+                f"gpudyn: {where} argument '{name}' is memory of device {owner}, but this "
+                f"structure lives on device {device}: copy it to device {device} first"
+            )
+        raise InvalidArgumentError(
+            f"gpudyn: {where} argument '{name}' is not device memory of device {device}: "
+            f"CUDA reports its {which} at 0x{address:x} as no device's memory "
+            f"({_NOT_DEVICE_MEMORY}); pass a NumPy array (copied for you) or an array "
+            f"in device {device}'s memory"
+        )
 
 
-def as_device_array(obj: Any, stream: StreamLike = None, dtype: DTypeLike | None = None, where: str = "",
-                    name: str = "values", device: int | None = None, accept: Any = None) -> tuple:
+def as_device_array(
+    obj: Any,
+    stream: StreamLike = None,
+    dtype: DTypeLike | None = None,
+    where: str = "",
+    name: str = "values",
+    device: int | None = None,
+    accept: Any = None,
+) -> tuple:
     """(ptr, n, dtype, keepalive) for a 1-D C-contiguous array given as a
     DeviceBuffer, anything with ``__cuda_array_interface__`` (CuPy, Numba,
     PyTorch CUDA tensors) or DLPack-only objects, ready to be read by work
@@ -695,13 +773,16 @@ def as_device_array(obj: Any, stream: StreamLike = None, dtype: DTypeLike | None
         _dlpack_device(where, name, obj, device)
         try:
             import torch  # PyTorch tensors expose CAI; DLPack-only producers go through torch
+
             obj = torch.from_dlpack(obj)
             cai = obj.__cuda_array_interface__
         except Exception as exc:  # pragma: no cover - depends on optional packages
             raise TypeError(f"gpudyn: cannot read {type(obj).__name__} as a device array: {exc}") from exc
     if cai is None:
-        raise TypeError(f"gpudyn: {where} argument '{name}' is a {type(obj).__name__}, neither a NumPy array nor "
-                        "a CUDA array (no __cuda_array_interface__ / __dlpack__)")
+        raise TypeError(
+            f"gpudyn: {where} argument '{name}' is a {type(obj).__name__}, neither a NumPy array nor "
+            "a CUDA array (no __cuda_array_interface__ / __dlpack__)"
+        )
     ptr, n, dt, nbytes = _layout(where, name, cai)
     if dtype is not None and np.dtype(dtype) != dt:
         raise TypeError(f"gpudyn: {where} argument '{name}' has dtype {dt}, expected {np.dtype(dtype)}")
@@ -711,9 +792,11 @@ def as_device_array(obj: Any, stream: StreamLike = None, dtype: DTypeLike | None
         if device is None:
             device = current_device()
         if nbytes > device_memory(device):
-            raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' describes {n} entries of {dt.itemsize} "
-                                       f"bytes, {nbytes} bytes, more than the {device_memory(device)} bytes of "
-                                       f"memory of device {device}: no array of this device")
+            raise InvalidArgumentError(
+                f"gpudyn: {where} argument '{name}' describes {n} entries of {dt.itemsize} "
+                f"bytes, {nbytes} bytes, more than the {device_memory(device)} bytes of "
+                f"memory of device {device}: no array of this device"
+            )
         if not ptr:
             raise InvalidArgumentError(f"gpudyn: {where} argument '{name}' has {n} entries at address 0 (NULL)")
         _device_memory_of(where, name, ptr, nbytes, device)
@@ -723,26 +806,33 @@ def as_device_array(obj: Any, stream: StreamLike = None, dtype: DTypeLike | None
     return ptr, n, dt, obj
 
 
-def as_integer_array(obj: Any, stream: StreamLike, dtype: DTypeLike, where: str, name: str,
-                     device: int | None = None) -> tuple:
+def as_integer_array(
+    obj: Any, stream: StreamLike, dtype: DTypeLike, where: str, name: str, device: int | None = None
+) -> tuple:
     """:func:`as_device_array` for unsigned integer inputs (sizes, addresses): host
     data (list, NumPy) is checked first, negative or too large entries refused
     rather than wrapped; device arrays must have ``dtype`` (and be on ``device``)."""
     host = host_input(where, name, obj, dtype, device)
-    return as_device_array(obj if host is None else host, stream, dtype=dtype, where=where, name=name,
-                           device=device)
+    return as_device_array(obj if host is None else host, stream, dtype=dtype, where=where, name=name, device=device)
 
 
-def as_address_array(obj: Any, stream: StreamLike, where: str, name: str, device: int | None = None,
-                     hint: str = "") -> tuple:
+def as_address_array(
+    obj: Any, stream: StreamLike, where: str, name: str, device: int | None = None, hint: str = ""
+) -> tuple:
     """:func:`as_device_array` for device addresses (pointers, warp headers): one
     rule for every call that takes them, 64-bit integer dtypes only (uint64 or
     int64, host and device arrays alike: an int32 array would hold truncated
     addresses; see :func:`gpudyn._args.host_addresses`); host values negative
     or beyond 2**64 - 1 refused."""
     host = host_input(where, name, obj, np.uint64, device, addresses=True, hint=hint)
-    return as_device_array(obj if host is None else host, stream, where=where, name=name, device=device,
-                           accept=lambda dt: _args.address_dtype(where, name, dt, hint))
+    return as_device_array(
+        obj if host is None else host,
+        stream,
+        where=where,
+        name=name,
+        device=device,
+        accept=lambda dt: _args.address_dtype(where, name, dt, hint),
+    )
 
 
 class device_inputs:
@@ -765,7 +855,7 @@ class device_inputs:
         self._temps: list[Any] = []
         self._outputs: list[Any] = []
 
-    def __enter__(self) -> "device_inputs":
+    def __enter__(self) -> device_inputs:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -790,11 +880,14 @@ class device_inputs:
             self._keep.append(keep)
         return ptr, n, dt
 
-    def array(self, obj: Any, dtype: DTypeLike | None = None, where: str = "", name: str = "values",
-              accept: Any = None) -> tuple:
+    def array(
+        self, obj: Any, dtype: DTypeLike | None = None, where: str = "", name: str = "values", accept: Any = None
+    ) -> tuple:
         """:func:`as_device_array` of ``obj``: (ptr, n, dtype)."""
-        return self._track(obj, as_device_array(obj, self.stream, dtype=dtype, where=where, name=name,
-                                                device=self.device, accept=accept))
+        return self._track(
+            obj,
+            as_device_array(obj, self.stream, dtype=dtype, where=where, name=name, device=self.device, accept=accept),
+        )
 
     def integers(self, obj: Any, dtype: DTypeLike, where: str, name: str) -> tuple:
         """:func:`as_integer_array` of ``obj``: (ptr, n, dtype)."""

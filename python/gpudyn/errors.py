@@ -1,6 +1,6 @@
 """Exceptions raised for gpudyn statuses (one class per gpudyn_status_t)."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 
 class GpudynError(RuntimeError):
@@ -50,8 +50,10 @@ class LibraryVersionError(GpudynError, ImportError):
     """The loaded libgpudyn.so is not the version this package was built with."""
 
 
-_BY_STATUS = {cls.status: cls for cls in (InvalidArgumentError, OutOfMemoryError, NoDeviceError, CudaError,
-                                          NotSupportedError, InternalError)}
+_BY_STATUS = {
+    cls.status: cls
+    for cls in (InvalidArgumentError, OutOfMemoryError, NoDeviceError, CudaError, NotSupportedError, InternalError)
+}
 
 
 def error_for_status(status: int, status_name: str, message: str) -> GpudynError:

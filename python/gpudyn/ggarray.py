@@ -31,6 +31,7 @@ queued: the stream named by its ``__cuda_array_interface__`` (v3), or, for a
 CuPy array or PyTorch tensor that names none, that library's current stream.
 NumPy inputs are copied on the array's stream.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -41,10 +42,9 @@ import numpy as np
 from . import _args, _deprecated, _view
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import (DeviceBuffer, check_count, device_inputs, element_dtype, on_device, stated_count,
-                     stream_device)
-from .errors import GpudynError, InvalidArgumentError, OutOfMemoryError
 from ._typing import ArrayLike, DeviceArrayLike, DTypeLike, StreamLike
+from .buffer import DeviceBuffer, check_count, device_inputs, element_dtype, on_device, stated_count, stream_device
+from .errors import GpudynError, InvalidArgumentError, OutOfMemoryError
 
 if TYPE_CHECKING:
     from .heap import Heap
@@ -61,11 +61,11 @@ _STATUS_WHY = {
     STATUS_ALLOCATION_FAILED: "a bucket could not be allocated (the GGArray's budget is used up: raise .budget)",
     STATUS_CAPACITY_EXCEEDED: "the capacity was exceeded",
     STATUS_WRONG_ELEMENT_SIZE: "a kernel used the view through a ref whose element type has another size "
-                               "than the array's dtype (e.g. ggarray_ref<long long> on an int32 array): "
-                               "its pushes returned false and its reads saw no elements",
+    "than the array's dtype (e.g. ggarray_ref<long long> on an int32 array): "
+    "its pushes returned false and its reads saw no elements",
     STATUS_DESTINATION_TOO_SMALL: "a flatten(out=...) found 'out' smaller than the elements and wrote nothing "
-                                  "to it (pass a larger out; its size= array, or size_async(), gives the count "
-                                  "on the device)",
+    "to it (pass a larger out; its size= array, or size_async(), gives the count "
+    "on the device)",
 }
 
 
@@ -79,12 +79,17 @@ def status_error(where: str, status: int) -> GpudynError:
         why.append(f"unknown status bits {unknown:#x}")
     causes = []
     if why or not status & STATUS_DESTINATION_TOO_SMALL:
-        causes.append(f"a push from a kernel failed: {'; '.join(why) or 'no failure'}; the elements it refused "
-                      "were not stored, every element stored before is kept")
+        causes.append(
+            f"a push from a kernel failed: {'; '.join(why) or 'no failure'}; the elements it refused "
+            "were not stored, every element stored before is kept"
+        )
     if status & STATUS_DESTINATION_TOO_SMALL:
         causes.append(_STATUS_WHY[STATUS_DESTINATION_TOO_SMALL])
-    cls = InvalidArgumentError if status & (STATUS_WRONG_ELEMENT_SIZE | STATUS_DESTINATION_TOO_SMALL) \
+    cls = (
+        InvalidArgumentError
+        if status & (STATUS_WRONG_ELEMENT_SIZE | STATUS_DESTINATION_TOO_SMALL)
         else OutOfMemoryError
+    )
     return cls(f"gpudyn: {where}: {'; and '.join(causes)} (status {status}); the status is now cleared")
 
 
@@ -107,14 +112,18 @@ def _exact(where: str, value: Any, dt: np.dtype) -> np.ndarray:
         lo, hi = (0, 1) if dt.kind == "b" else (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
         if lo <= value <= hi:
             return np.array([value], dtype=dt)
-        raise InvalidArgumentError(f"gpudyn: {where} argument 'value' is {value}, which {dt} (the array's dtype) "
-                                   f"cannot hold: expected {lo} <= value <= {hi}")
+        raise InvalidArgumentError(
+            f"gpudyn: {where} argument 'value' is {value}, which {dt} (the array's dtype) "
+            f"cannot hold: expected {lo} <= value <= {hi}"
+        )
     v = np.asarray(value).reshape(-1)
     if v.dtype == dt:
         return v
     if v.dtype.kind not in "biufc":
-        raise TypeError(f"gpudyn: {where} argument 'value' is {value!r} ({v.dtype}), expected a number "
-                        f"{dt} (the array's dtype) holds")
+        raise TypeError(
+            f"gpudyn: {where} argument 'value' is {value!r} ({v.dtype}), expected a number "
+            f"{dt} (the array's dtype) holds"
+        )
     why = None
     if v.dtype.kind == "c" and dt.kind != "c":
         why = "it has an imaginary part" if np.any(v.imag != 0) else None
@@ -133,8 +142,9 @@ def _exact(where: str, value: Any, dt: np.dtype) -> np.ndarray:
     if why is None and dt.kind == "f" and np.any(np.isfinite(v) & ~np.isfinite(out)):
         why = f"it overflows {dt}"
     if why is not None:
-        raise InvalidArgumentError(f"gpudyn: {where} argument 'value' is {value!r}, which {dt} (the array's dtype) "
-                                   f"cannot hold exactly: {why}")
+        raise InvalidArgumentError(
+            f"gpudyn: {where} argument 'value' is {value!r}, which {dt} (the array's dtype) cannot hold exactly: {why}"
+        )
     return out
 
 
@@ -227,8 +237,10 @@ class _Array(OwnedHandle):
         any number; non-numbers: TypeError."""
         where = type(self).__name__ + ".append"
         if np.ndim(value) != 0:  # a sequence would append all of its elements
-            raise TypeError(f"gpudyn: {where} argument 'value' has shape {np.shape(value)}, expected one number "
-                            "(extend appends an array)")
+            raise TypeError(
+                f"gpudyn: {where} argument 'value' has shape {np.shape(value)}, expected one number "
+                "(extend appends an array)"
+            )
         self.extend(_exact(where, value, self.dtype))
 
     def extend(self, values: ArrayLike, mask: ArrayLike | None = None, algorithm: str | int = "warp_scan") -> None:
@@ -248,7 +260,9 @@ class _Array(OwnedHandle):
         self._h()
         # Host arrays: refused before they are copied to the device (every check here takes constant time).
         if isinstance(values, np.ndarray) and values.dtype.newbyteorder("=") != self.dtype:
-            raise TypeError(f"gpudyn: {where} argument 'values' has dtype {values.dtype}, this array holds {self.dtype}")
+            raise TypeError(
+                f"gpudyn: {where} argument 'values' has dtype {values.dtype}, this array holds {self.dtype}"
+            )
         if isinstance(mask, np.ndarray):
             _mask_dtype(where, mask.dtype)
         if mask is not None:
@@ -287,12 +301,12 @@ class _Array(OwnedHandle):
         n = len(self)
         out = np.empty(n, dtype=self.dtype)
         if n:
-            check(self._fn("copy_to_host")(self._handle, ffi.cast("void*", out.ctypes.data), out.nbytes,
-                                           self._stream))
+            check(self._fn("copy_to_host")(self._handle, ffi.cast("void*", out.ctypes.data), out.nbytes, self._stream))
         return out
 
-    def flatten(self, out: DeviceArrayLike | None = None, stream: StreamLike = None,
-                size: DeviceArrayLike | None = None) -> Any:
+    def flatten(
+        self, out: DeviceArrayLike | None = None, stream: StreamLike = None, size: DeviceArrayLike | None = None
+    ) -> Any:
         """The elements, copied into contiguous device memory in the order of
         :meth:`to_numpy` (a GGArray's LFVector after LFVector).  Always a copy
         (the copy's result is then shared zero-copy with CuPy, PyTorch or Numba
@@ -319,23 +333,25 @@ class _Array(OwnedHandle):
         where = type(self).__name__ + ".flatten"
         if out is None:
             if size is not None:
-                raise InvalidArgumentError(f"gpudyn: {where} argument 'size' needs 'out' (flatten(out=..., "
-                                           "size=...)); without out the size is len(result)")
+                raise InvalidArgumentError(
+                    f"gpudyn: {where} argument 'size' needs 'out' (flatten(out=..., "
+                    "size=...)); without out the size is len(result)"
+                )
             n = len(self)
             with on_device(self.device):  # the output on the array's device
                 buf = DeviceBuffer(n, self.dtype, stream=self.stream if stream is None else stream)
                 if n:
-                    check(self._fn("flatten")(self._handle, ffi.cast("void*", buf.ptr), buf.nbytes,
-                                              buf._stream))
+                    check(self._fn("flatten")(self._handle, ffi.cast("void*", buf.ptr), buf.nbytes, buf._stream))
             return buf
         return self._flatten_async(where, out, stream, size)
 
-    def _flatten_async(self, where: str, out: DeviceArrayLike, stream: StreamLike,
-                       size: DeviceArrayLike | None) -> Any:
+    def _flatten_async(self, where: str, out: DeviceArrayLike, stream: StreamLike, size: DeviceArrayLike | None) -> Any:
         for name, arg in (("out", out), ("size", size)):
             if isinstance(arg, np.ndarray):
-                raise TypeError(f"gpudyn: {where} argument '{name}' is a NumPy array: flatten(out=...) writes "
-                                "device memory (to_numpy() gives a host copy)")
+                raise TypeError(
+                    f"gpudyn: {where} argument '{name}' is a NumPy array: flatten(out=...) writes "
+                    "device memory (to_numpy() gives a host copy)"
+                )
 
         def same_dtype(dt: np.dtype) -> None:
             if dt != self.dtype:
@@ -347,16 +363,17 @@ class _Array(OwnedHandle):
         with on_device(self.device), device_inputs(stream, self.device) as inputs:
             ptr, n, _ = inputs.array(out, where=where, name="out", accept=same_dtype)
             sptr = self._size_out(inputs, where, size) if size is not None else ffi.NULL
-            check(self._fn("flatten_async")(self._handle, ffi.cast("void*", ptr), n * self.dtype.itemsize, sptr,
-                                            s))
+            check(self._fn("flatten_async")(self._handle, ffi.cast("void*", ptr), n * self.dtype.itemsize, sptr, s))
         return out
 
     @staticmethod
     def _size_out(inputs: device_inputs, where: str, size: DeviceArrayLike) -> Any:
         """The device address of `size`'s first uint64 (a device array of one or more)."""
         if isinstance(size, np.ndarray):
-            raise TypeError(f"gpudyn: {where} argument 'size' is a NumPy array: the count is written on the "
-                            "device (pass a device array of uint64)")
+            raise TypeError(
+                f"gpudyn: {where} argument 'size' is a NumPy array: the count is written on the "
+                "device (pass a device array of uint64)"
+            )
         ptr, n, _ = inputs.array(size, dtype=np.uint64, where=where, name="size")
         if n < 1:
             raise InvalidArgumentError(f"gpudyn: {where} argument 'size' has no entries, expected at least one uint64")
@@ -433,28 +450,42 @@ class GGArray(_Array):
     _p = "gpudyn_ggarray_"
     _kernel_view = _view.declare("ggarray", "GGArray", "gpudyn_ggarray_view_t", elements=True)
 
-    def __init__(self, dtype: DTypeLike = np.int32, num_lfvectors: int = 512, first_bucket: int = 1024, *,
-                 pool_bytes: int | None = 0, budget: int | None = None, max_budget: int | None = None,
-                 heap: Heap | None = None, stream: StreamLike = None) -> None:
+    def __init__(
+        self,
+        dtype: DTypeLike = np.int32,
+        num_lfvectors: int = 512,
+        first_bucket: int = 1024,
+        *,
+        pool_bytes: int | None = 0,
+        budget: int | None = None,
+        max_budget: int | None = None,
+        heap: Heap | None = None,
+        stream: StreamLike = None,
+    ) -> None:
         w = "GGArray"
         dt = _dtype(w, dtype)
         num_lfvectors = _args.integer(w, "num_lfvectors", num_lfvectors, 1, _args.U32_MAX)
         first_bucket = _args.integer(w, "first_bucket", first_bucket, 32, 1 << 30)
         if first_bucket & (first_bucket - 1):
-            raise InvalidArgumentError(f"gpudyn: {w} argument 'first_bucket' is {first_bucket}, expected a power of "
-                                       "two in [32, 2^30]")
-        pool_bytes = _args.U64_MAX if pool_bytes is None else _args.integer(w, "pool_bytes", pool_bytes,
-                                                                             0, _args.U64_MAX - 1)
+            raise InvalidArgumentError(
+                f"gpudyn: {w} argument 'first_bucket' is {first_bucket}, expected a power of two in [32, 2^30]"
+            )
+        pool_bytes = (
+            _args.U64_MAX if pool_bytes is None else _args.integer(w, "pool_bytes", pool_bytes, 0, _args.U64_MAX - 1)
+        )
         # None keeps the library's default (0 is its spelling of "default": refused here).
         budget = 0 if budget is None else _args.integer(w, "budget", budget, 1)
         max_budget = 0 if max_budget is None else _args.integer(w, "max_budget", max_budget, 1)
         if heap is not None:
             from .heap import Heap
+
             if not isinstance(heap, Heap):
                 raise TypeError(f"gpudyn: {w} argument 'heap' is a {type(heap).__name__}, expected a gpudyn.Heap")
             if budget or max_budget:
-                raise InvalidArgumentError(f"gpudyn: {w} arguments 'budget' and 'max_budget' must be None with 'heap' "
-                                           "(the heap's mapped memory is the budget)")
+                raise InvalidArgumentError(
+                    f"gpudyn: {w} arguments 'budget' and 'max_budget' must be None with 'heap' "
+                    "(the heap's mapped memory is the budget)"
+                )
         self._stream = stream_handle(stream)
         o = ffi.new("gpudyn_ggarray_options_t*")
         check(lib.gpudyn_ggarray_options_init(o))
@@ -490,8 +521,9 @@ class GGArray(_Array):
         value = _args.integer("GGArray.budget", "budget", value, 1)
         now, mx = self._budget()
         if value < now:
-            raise InvalidArgumentError(f"gpudyn: GGArray.budget is {now} bytes and can only be raised, "
-                                       f"not set to {value}")
+            raise InvalidArgumentError(
+                f"gpudyn: GGArray.budget is {now} bytes and can only be raised, not set to {value}"
+            )
         check(self._fn("set_budget")(self._handle, value, self._stream))
 
     @property
@@ -526,8 +558,12 @@ class GGArray(_Array):
         out = ffi.new("uint64_t*")
         check(self._call("allocated_bytes")(self._handle, out, self._stream))
         n = len(self)
-        return {"size": n, "capacity": self.capacity, "allocated_bytes": int(out[0]),
-                "element_bytes": n * self.dtype.itemsize}
+        return {
+            "size": n,
+            "capacity": self.capacity,
+            "allocated_bytes": int(out[0]),
+            "element_bytes": n * self.dtype.itemsize,
+        }
 
     def _view_bytes(self) -> bytes:
         """The gpudyn_ggarray_view_t's bytes (what :meth:`view_arg` holds).
@@ -559,8 +595,12 @@ class _Contiguous(_Array):
         out = ffi.new("uint64_t*")
         check(self._call("allocated_bytes")(self._handle, out))
         n = len(self)
-        return {"size": n, "capacity": self.capacity, "allocated_bytes": int(out[0]),
-                "element_bytes": n * self.dtype.itemsize}
+        return {
+            "size": n,
+            "capacity": self.capacity,
+            "allocated_bytes": int(out[0]),
+            "element_bytes": n * self.dtype.itemsize,
+        }
 
     @property
     def __cuda_array_interface__(self) -> dict:
@@ -568,8 +608,14 @@ class _Contiguous(_Array):
         # `stream`: our pending writes are on our stream; consumers wait for it (CAI v3:
         # 1 names the legacy default stream, as 0 is not allowed).
         s = int(ffi.cast("uintptr_t", self._stream))
-        return {"shape": (len(self),), "typestr": self.dtype.str, "data": (self._data(), False),
-                "version": 3, "strides": None, "stream": s if s != 0 else 1}
+        return {
+            "shape": (len(self),),
+            "typestr": self.dtype.str,
+            "data": (self._data(), False),
+            "version": 3,
+            "strides": None,
+            "stream": s if s != 0 else 1,
+        }
 
     def as_buffer(self) -> DeviceBuffer:
         """Zero-copy :class:`DeviceBuffer` over the current elements (CAI and DLPack;
@@ -616,8 +662,9 @@ class VmmArray(_Contiguous):
     _view_type = "gpudyn_vmm_array_view_t"
     _kernel_view = _view.declare("vmm_array", "VmmArray", _view_type, elements=True)
 
-    def __init__(self, dtype: DTypeLike = np.int32, initial_capacity: int = 0, max_capacity: int = 0,
-                 stream: StreamLike = None) -> None:
+    def __init__(
+        self, dtype: DTypeLike = np.int32, initial_capacity: int = 0, max_capacity: int = 0, stream: StreamLike = None
+    ) -> None:
         dt = _dtype("VmmArray", dtype)
         initial_capacity = _args.integer("VmmArray", "initial_capacity", initial_capacity)
         max_capacity = _args.integer("VmmArray", "max_capacity", max_capacity)

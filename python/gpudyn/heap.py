@@ -10,6 +10,7 @@ written against ``<gpudyn/heap.cuh>`` (CuPy ``RawModule`` with
         ptrs = heap.malloc([16, 100, 4096])    # DeviceBuffer of uint64 device pointers
         heap.free(ptrs)
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,11 +18,19 @@ import numpy as np
 from . import _args, _deprecated, _view
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
-from .buffer import DeviceBuffer, device_inputs, host_input, on_device, stream_device
 from ._typing import ArrayLike, StreamLike
+from .buffer import DeviceBuffer, device_inputs, host_input, on_device, stream_device
 
-_STAT_FIELDS = ("bytes_mapped", "bytes_max", "bytes_held", "bytes_allocated", "allocations", "failed_allocations",
-                "bad_frees", "largest_free_bytes")
+_STAT_FIELDS = (
+    "bytes_mapped",
+    "bytes_max",
+    "bytes_held",
+    "bytes_allocated",
+    "allocations",
+    "failed_allocations",
+    "bad_frees",
+    "largest_free_bytes",
+)
 
 
 class Heap(OwnedHandle):
@@ -48,8 +57,13 @@ class Heap(OwnedHandle):
 
     _kernel_view = _view.declare("heap", "Heap", "gpudyn_heap_view_t", elements=False)
 
-    def __init__(self, initial_bytes: int | None = None, max_bytes: int | None = None,
-                 page_size: int | None = None, stream: StreamLike = None) -> None:
+    def __init__(
+        self,
+        initial_bytes: int | None = None,
+        max_bytes: int | None = None,
+        page_size: int | None = None,
+        stream: StreamLike = None,
+    ) -> None:
         opts = ffi.new("gpudyn_heap_options_t*")
         check(lib.gpudyn_heap_options_init(opts))
         # None keeps the library's default (0 is its spelling of "default": refused here).
@@ -94,8 +108,11 @@ class Heap(OwnedHandle):
             ptr, n, _ = inputs.integers(sizes if host is None else host, np.uint64, w, "sizes")
             out = inputs.output(n, np.uint64)
             if n:
-                check(lib.gpudyn_heap_malloc(h, ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr), n,
-                                             self._stream))
+                check(
+                    lib.gpudyn_heap_malloc(
+                        h, ffi.cast("const uint64_t*", ptr), ffi.cast("uint64_t*", out.ptr), n, self._stream
+                    )
+                )
         return out
 
     def free(self, pointers: ArrayLike) -> None:
@@ -172,8 +189,9 @@ class Heap(OwnedHandle):
         Stays valid across :meth:`grow`, until the heap is closed."""
         return _view.make_arg(self._kernel_view, None, self._view_bytes())
 
-    view = _deprecated.attribute("Heap", "view", "view_arg()",
-                                 lambda self: np.frombuffer(self._view_bytes(), dtype=np.uint8).copy())
+    view = _deprecated.attribute(
+        "Heap", "view", "view_arg()", lambda self: np.frombuffer(self._view_bytes(), dtype=np.uint8).copy()
+    )
     ref = _deprecated.attribute("Heap", "ref", "view_arg()", lambda self: self.view_arg())
 
     def __repr__(self) -> str:

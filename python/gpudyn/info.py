@@ -1,4 +1,5 @@
 """Device and CUDA version information."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,13 +26,14 @@ def _cc(arch: str) -> str:
 def _split_arch(arch: str) -> tuple[int, str]:
     """'90a' -> (90, 'a'); '86' -> (86, '')."""
     digits = arch[: len(arch) - len(arch.lstrip("0123456789"))]
-    return int(digits or 0), arch[len(digits):]
+    return int(digits or 0), arch[len(digits) :]
 
 
 def build_archs() -> dict:
     """The architectures libgpudyn carries: {'sass': ['75', '80', ...], 'ptx': '90' or ''}
     (the build's gpu_archs and gpu_ptx, docs/guides/packaging.md); needs no GPU."""
     from . import _version
+
     return {"sass": _archs(getattr(_version, "GPU_ARCHS", "")), "ptx": getattr(_version, "GPU_PTX", "").strip()}
 
 
@@ -84,8 +86,7 @@ def runs_on(compute_capability, sass=None, ptx=None) -> str:
         return "gpudyn: runs (PTX, JIT-compiled by the driver at first use)"
     if major * 10 + minor < 75:
         return "gpudyn: NOT SUPPORTED (gpudyn needs compute capability 7.5 or newer)"
-    return (f"gpudyn: NOT SUPPORTED by this build (build for it: pip install . "
-            f"-Csetup-args=-Dgpu_archs={major}{minor})")
+    return f"gpudyn: NOT SUPPORTED by this build (build for it: pip install . -Csetup-args=-Dgpu_archs={major}{minor})"
 
 
 def cuda_versions() -> dict:

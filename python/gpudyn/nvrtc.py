@@ -19,6 +19,7 @@ standard the headers need::
 
 CI compiles every device header with NVRTC using exactly this list.
 """
+
 from __future__ import annotations
 
 import os
@@ -147,12 +148,14 @@ def _arch_number(arch) -> str:
     text = str(arch).strip().lower()
     for prefix in ("sm_", "compute_"):
         if text.startswith(prefix):
-            text = text[len(prefix):]
+            text = text[len(prefix) :]
             break
     digits = text.rstrip("af")
     if not digits.isdigit() or len(text) - len(digits) > 1 or int(digits) < 75:
-        raise InvalidArgumentError(f"gpudyn: arch={arch!r} is not a CUDA architecture gpudyn supports "
-                                   "(75 or newer, e.g. 90, '90', 'sm_90', 'compute_90a')")
+        raise InvalidArgumentError(
+            f"gpudyn: arch={arch!r} is not a CUDA architecture gpudyn supports "
+            "(75 or newer, e.g. 90, '90', 'sm_90', 'compute_90a')"
+        )
     return text
 
 

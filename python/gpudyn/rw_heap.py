@@ -9,6 +9,7 @@ calling gpudyn.numba's ``get_page``/``malloc``/..., get the same heap through
 :meth:`RWHeap.view_arg` (by value).  ``PageHeap`` is the deprecated former
 name of :class:`RWHeap`.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -18,9 +19,9 @@ import numpy as np
 from . import _args, _deprecated, _view
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
+from ._typing import ArrayLike, StreamLike
 from .buffer import DeviceBuffer, check_count, device_inputs, host_input, on_device, stream_device
 from .errors import InvalidArgumentError
-from ._typing import ArrayLike, StreamLike
 
 #: GETPAGE algorithms by name (values of gpudyn_rw_heap_algorithm_t).
 ALGORITHMS = {"rw": 1, "rw_bm": 2, "corw": 3, "crw": 4}
@@ -58,8 +59,15 @@ class RWHeap(OwnedHandle):
 
     _kernel_view = _view.declare("rw_heap", "RWHeap", "gpudyn_rw_heap_view_t", elements=False)
 
-    def __init__(self, page_count: int = 1 << 20, page_size: int = 256, word_bits: int = 32,
-                 use_lockmap: bool = False, max_random_steps: int = 4096, stream: StreamLike = None) -> None:
+    def __init__(
+        self,
+        page_count: int = 1 << 20,
+        page_size: int = 256,
+        word_bits: int = 32,
+        use_lockmap: bool = False,
+        max_random_steps: int = 4096,
+        stream: StreamLike = None,
+    ) -> None:
         w = "RWHeap"
         page_count = _args.integer(w, "page_count", page_count, 1, _PAGE_COUNT_MAX)
         page_size = _args.integer(w, "page_size", page_size, 1)
@@ -95,13 +103,16 @@ class RWHeap(OwnedHandle):
         close that first."""
         users = [u for u in self._users if u._handle is not None]
         if self._handle is not None and users:
-            raise InvalidArgumentError(f"gpudyn: RWHeap.close: {len(users)} open WarpHeap(s) use this page heap "
-                                       "as backing; close them first (the page heap stays open)")
+            raise InvalidArgumentError(
+                f"gpudyn: RWHeap.close: {len(users)} open WarpHeap(s) use this page heap "
+                "as backing; close them first (the page heap stays open)"
+            )
         super().close()
 
     # ---- pages --------------------------------------------------------------
-    def get_pages(self, n: int, algorithm: str = "corw", per_thread: int = 1, seed: int | None = None,
-                  stats: bool = False) -> DeviceBuffer:
+    def get_pages(
+        self, n: int, algorithm: str = "corw", per_thread: int = 1, seed: int | None = None, stats: bool = False
+    ) -> DeviceBuffer:
         """``n`` pages (a DeviceBuffer of uint32 page ids), one GETPAGE per request
         with ``algorithm`` in ``"rw"``, ``"rw_bm"``, ``"corw"``, ``"crw"``.
         Pages are this heap's own unit, apart from :meth:`malloc` / :meth:`free`
@@ -126,8 +137,9 @@ class RWHeap(OwnedHandle):
         stats = _args.flag(w, "stats", stats)
         h = self._h()
         if n > self.page_count:  # before allocating the output (the library's check, made first)
-            raise InvalidArgumentError(f"gpudyn: {w} argument 'n' is {n}, more than the {self.page_count} pages "
-                                       "of the heap")
+            raise InvalidArgumentError(
+                f"gpudyn: {w} argument 'n' is {n}, more than the {self.page_count} pages of the heap"
+            )
         with on_device(self.device):  # the output on the heap's device
             out = DeviceBuffer(n, np.uint32, stream=self.stream)
         pages = ffi.cast("uint32_t*", out.ptr)
@@ -137,11 +149,16 @@ class RWHeap(OwnedHandle):
         st = ffi.new("gpudyn_exp_rw_heap_stats_t*") if stats else ffi.NULL
         if stats:
             st.struct_size = ffi.sizeof("gpudyn_exp_rw_heap_stats_t")
-        check(lib.gpudyn_exp_rw_heap_get_pages(h, pages, n, algo, per_thread, 0 if seed is None else seed, st,
-                                               self._stream))
+        check(
+            lib.gpudyn_exp_rw_heap_get_pages(
+                h, pages, n, algo, per_thread, 0 if seed is None else seed, st, self._stream
+            )
+        )
         if stats:
-            self.last_stats = {f: getattr(st, f) for f in ("requests", "failed", "total_steps", "warps",
-                                                           "warp_max_steps_sum", "max_steps", "tas", "was")}
+            self.last_stats = {
+                f: getattr(st, f)
+                for f in ("requests", "failed", "total_steps", "warps", "warp_max_steps_sum", "max_steps", "tas", "was")
+            }
             self.last_stats["algorithm"] = algorithm
         return out
 
@@ -159,9 +176,11 @@ class RWHeap(OwnedHandle):
         if host is not None:
             bad = host[(host >= self.page_count) & (host != INVALID_PAGE)]
             if bad.size:
-                raise InvalidArgumentError(f"gpudyn: {w} argument 'pages' holds {int(bad[0])}, not a page id "
-                                           f"(0 <= id < {self.page_count} or INVALID_PAGE); "
-                                           "addresses from malloc() are freed with free()")
+                raise InvalidArgumentError(
+                    f"gpudyn: {w} argument 'pages' holds {int(bad[0])}, not a page id "
+                    f"(0 <= id < {self.page_count} or INVALID_PAGE); "
+                    "addresses from malloc() are freed with free()"
+                )
             pages = host.astype(np.uint32)
         with on_device(self.device), device_inputs(self.stream, self.device) as inputs:  # a temporary there
             ptr, n, _ = inputs.array(pages, where=w, name="pages", accept=lambda dt: self._page_ids(w, dt))
@@ -171,8 +190,10 @@ class RWHeap(OwnedHandle):
     @staticmethod
     def _page_ids(where: str, dt: np.dtype) -> None:
         if dt != np.uint32:
-            raise TypeError(f"gpudyn: {where} argument 'pages' has dtype {dt}, expected uint32 page ids; "
-                            "uint64 addresses from malloc() are freed with free()")
+            raise TypeError(
+                f"gpudyn: {where} argument 'pages' has dtype {dt}, expected uint32 page ids; "
+                "uint64 addresses from malloc() are freed with free()"
+            )
 
     # ---- RW_malloc ----------------------------------------------------------
     @property
@@ -221,8 +242,10 @@ class RWHeap(OwnedHandle):
             bad = host[(host != 0) & ((host < base) | (host >= end))]
             if bad.size:
                 hint = "; page ids are freed with free_pages()" if int(bad[0]) < self.page_count else ""
-                raise InvalidArgumentError(f"gpudyn: {w} argument 'pointers' holds {int(bad[0])}, not an address in "
-                                           f"this heap's pool [0x{base:x}, 0x{end:x}){hint}")
+                raise InvalidArgumentError(
+                    f"gpudyn: {w} argument 'pointers' holds {int(bad[0])}, not an address in "
+                    f"this heap's pool [0x{base:x}, 0x{end:x}){hint}"
+                )
             pointers = host
         with on_device(self.device), device_inputs(self.stream, self.device) as inputs:  # a temporary there
             ptr, n, _ = inputs.addresses(pointers, w, "pointers", hint=self._ids_hint)
@@ -266,9 +289,19 @@ class RWHeap(OwnedHandle):
         info = ffi.new("gpudyn_rw_heap_info_t*")
         info.struct_size = ffi.sizeof("gpudyn_rw_heap_info_t")
         check(lib.gpudyn_rw_heap_get_info(self._h(), info, self._stream))
-        return {f: int(getattr(info, f)) for f in ("word_bits", "page_size", "page_count", "free_pages",
-                                                   "failed_requests", "bad_frees", "use_lockmap",
-                                                   "max_random_steps")}
+        return {
+            f: int(getattr(info, f))
+            for f in (
+                "word_bits",
+                "page_size",
+                "page_count",
+                "free_pages",
+                "failed_requests",
+                "bad_frees",
+                "use_lockmap",
+                "max_random_steps",
+            )
+        }
 
     def check(self) -> None:
         """Raises what requests from kernels (and bulk calls) met since the last
@@ -294,9 +327,13 @@ class RWHeap(OwnedHandle):
         ``bytes(arg)`` is the C struct."""
         return _view.make_arg(self._kernel_view, None, self._view_bytes())
 
-    view_bytes = _deprecated.method("RWHeap", "view_bytes", "view_arg",
-                                    lambda arg: np.frombuffer(bytes(arg), dtype=np.uint8).copy(),
-                                    " (bytes(arg) for the struct's bytes)")
+    view_bytes = _deprecated.method(
+        "RWHeap",
+        "view_bytes",
+        "view_arg",
+        lambda arg: np.frombuffer(bytes(arg), dtype=np.uint8).copy(),
+        " (bytes(arg) for the struct's bytes)",
+    )
     ref = _deprecated.attribute("RWHeap", "ref", "view_arg()", lambda self: self.view_arg())
 
     @property

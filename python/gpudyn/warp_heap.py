@@ -9,6 +9,7 @@ Kernels written against ``<gpudyn/warp_heap.cuh>`` (CuPy ``RawModule`` with
 ``warp_start``/``warp_alloc``/..., get the same heap through
 :meth:`WarpHeap.view_arg` (by value).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -18,9 +19,9 @@ import numpy as np
 from . import _args, _deprecated, _view
 from ._ffi import check, ffi, lib, stream_handle
 from ._handle import OwnedHandle
+from ._typing import ArrayLike, StreamLike
 from .buffer import DeviceBuffer, device_inputs, host_input, on_device, stream_device
 from .errors import InvalidArgumentError
-from ._typing import ArrayLike, StreamLike
 
 if TYPE_CHECKING:
     from .rw_heap import RWHeap
@@ -36,8 +37,16 @@ DEFAULT_MAX_SUPERBLOCK_RUN = 8
 # backing= names and their gpudyn_warp_heap_backing_t values.
 BACKINGS = {"cuda_malloc": 0, "arena": 1, "page_heap": 2}
 
-_STAT_FIELDS = ("headers", "superblocks", "large_blocks", "bytes_reserved", "bytes_requested",
-                "backing_allocations", "failed_allocations", "misuse")
+_STAT_FIELDS = (
+    "headers",
+    "superblocks",
+    "large_blocks",
+    "bytes_reserved",
+    "bytes_requested",
+    "backing_allocations",
+    "failed_allocations",
+    "misuse",
+)
 
 
 class WarpHeap(OwnedHandle):
@@ -78,32 +87,46 @@ class WarpHeap(OwnedHandle):
 
     _kernel_view = _view.declare("warp_heap", "WarpHeap", "gpudyn_warp_heap_view_t", elements=False)
 
-    def __init__(self, superblock_bytes: int = DEFAULT_SUPERBLOCK_BYTES,
-                 min_block_bytes: int = DEFAULT_MIN_BLOCK_BYTES,
-                 list_capacity: int = DEFAULT_LIST_CAPACITY,
-                 device_heap_bytes: int = 0, stream: StreamLike = None, backing: str | RWHeap = "arena",
-                 arena_bytes: int = DEFAULT_ARENA_BYTES, max_superblock_run: int = DEFAULT_MAX_SUPERBLOCK_RUN) -> None:
+    def __init__(
+        self,
+        superblock_bytes: int = DEFAULT_SUPERBLOCK_BYTES,
+        min_block_bytes: int = DEFAULT_MIN_BLOCK_BYTES,
+        list_capacity: int = DEFAULT_LIST_CAPACITY,
+        device_heap_bytes: int = 0,
+        stream: StreamLike = None,
+        backing: str | RWHeap = "arena",
+        arena_bytes: int = DEFAULT_ARENA_BYTES,
+        max_superblock_run: int = DEFAULT_MAX_SUPERBLOCK_RUN,
+    ) -> None:
         w = "WarpHeap"
         u32 = _args.U32_MAX
         sizes = {}
-        for name, value, hi in (("superblock_bytes", superblock_bytes, _args.U64_MAX),
-                                ("min_block_bytes", min_block_bytes, u32), ("list_capacity", list_capacity, u32),
-                                ("device_heap_bytes", device_heap_bytes, _args.U64_MAX),
-                                ("arena_bytes", arena_bytes, _args.U64_MAX),
-                                ("max_superblock_run", max_superblock_run, u32)):
+        for name, value, hi in (
+            ("superblock_bytes", superblock_bytes, _args.U64_MAX),
+            ("min_block_bytes", min_block_bytes, u32),
+            ("list_capacity", list_capacity, u32),
+            ("device_heap_bytes", device_heap_bytes, _args.U64_MAX),
+            ("arena_bytes", arena_bytes, _args.U64_MAX),
+            ("max_superblock_run", max_superblock_run, u32),
+        ):
             sizes[name] = _args.integer(w, name, value, 0, hi)
         from .rw_heap import RWHeap
+
         page_heap = None
         if isinstance(backing, RWHeap):
             page_heap = backing
         elif isinstance(backing, str) and backing in BACKINGS and backing != "page_heap":
             backing_value = BACKINGS[backing]
         elif isinstance(backing, str):
-            raise InvalidArgumentError(f"gpudyn: WarpHeap argument 'backing' is {backing!r}, expected 'arena', "
-                                       "'cuda_malloc' or a gpudyn.RWHeap")
+            raise InvalidArgumentError(
+                f"gpudyn: WarpHeap argument 'backing' is {backing!r}, expected 'arena', "
+                "'cuda_malloc' or a gpudyn.RWHeap"
+            )
         else:
-            raise TypeError(f"gpudyn: WarpHeap argument 'backing' is a {type(backing).__name__}, expected "
-                            "'arena', 'cuda_malloc' or a gpudyn.RWHeap")
+            raise TypeError(
+                f"gpudyn: WarpHeap argument 'backing' is a {type(backing).__name__}, expected "
+                "'arena', 'cuda_malloc' or a gpudyn.RWHeap"
+            )
         self.stream = stream
         self._stream = stream_handle(stream)
         opts = ffi.new("gpudyn_warp_heap_options_t*")
@@ -150,8 +173,11 @@ class WarpHeap(OwnedHandle):
             ptr, n, _ = inputs.integers(sizes if host is None else host, np.uint64, w, "sizes")
             out = inputs.output(n, np.uint64)
             if n:
-                check(lib.gpudyn_warp_heap_alloc_batch(h, ffi.cast("const uint64_t*", ptr), n,
-                                                       ffi.cast("void**", out.ptr), self._stream))
+                check(
+                    lib.gpudyn_warp_heap_alloc_batch(
+                        h, ffi.cast("const uint64_t*", ptr), n, ffi.cast("void**", out.ptr), self._stream
+                    )
+                )
         return out
 
     def clear(self) -> None:
@@ -212,9 +238,13 @@ class WarpHeap(OwnedHandle):
         collectives; ``bytes(arg)`` is the C struct."""
         return _view.make_arg(self._kernel_view, None, self._view_bytes())
 
-    view_bytes = _deprecated.method("WarpHeap", "view_bytes", "view_arg",
-                                    lambda arg: np.frombuffer(bytes(arg), dtype=np.uint8).copy(),
-                                    " (bytes(arg) for the struct's bytes)")
+    view_bytes = _deprecated.method(
+        "WarpHeap",
+        "view_bytes",
+        "view_arg",
+        lambda arg: np.frombuffer(bytes(arg), dtype=np.uint8).copy(),
+        " (bytes(arg) for the struct's bytes)",
+    )
     ref = _deprecated.attribute("WarpHeap", "ref", "view_arg()", lambda self: self.view_arg())
 
     def free_kept(self, headers: ArrayLike) -> None:

@@ -6,7 +6,11 @@
 
 #include "check.h"
 
-typedef enum { KIND_GGARRAY = 0, KIND_STATIC = 1, KIND_VMM = 2 } array_kind;
+typedef enum {
+    KIND_GGARRAY = 0,
+    KIND_STATIC = 1,
+    KIND_VMM = 2
+} array_kind;
 static const char* const kind_name[] = {"ggarray", "static", "vmm"};
 
 typedef struct {

@@ -42,8 +42,8 @@ static int mark(const char* name) {
 #define C(fn) (mark(#fn), fn)
 
 /* ---- refusals -------------------------------------------------------- */
-static int g_gpu = 0;        /* a device is usable */
-static int g_pageable = 0;   /* the device reaches pageable host memory (HMM/ATS): host pointers are accepted */
+static int g_gpu = 0;      /* a device is usable */
+static int g_pageable = 0; /* the device reaches pageable host memory (HMM/ATS): host pointers are accepted */
 
 /* What the state of the structure under test reads; valid calls that launch a
  * kernel.  Returns nonzero when one of them failed. */
@@ -73,8 +73,8 @@ static void after_refusal(const char* call, const char* file, int line) {
     char message[1024];
     snprintf(message, sizeof message, "%s", gpudyn_last_error_message());
     if (C(gpudyn_device_synchronize)() != GPUDYN_SUCCESS) {
-        fprintf(stderr, "%s:%d: after the refused %s (%s) the device reports an error: %s\n", file, line, call,
-                message, gpudyn_last_error_message());
+        fprintf(stderr, "%s:%d: after the refused %s (%s) the device reports an error: %s\n", file, line, call, message,
+                gpudyn_last_error_message());
         ++gpudyn_test_failures;
         return;
     }
@@ -93,25 +93,25 @@ static void after_refusal(const char* call, const char* file, int line) {
 }
 
 /* The call must fail (any error status) with a message, the context healthy after it. */
-#define REFUSE(call)                                                                                      \
-    do {                                                                                                  \
-        gpudyn_status_t s_ = (call);                                                                      \
-        if (s_ == GPUDYN_SUCCESS) {                                                                       \
-            fprintf(stderr, "%s:%d: %s succeeded, expected a refusal\n", __FILE__, __LINE__, #call);      \
-            ++gpudyn_test_failures;                                                                       \
-        } else if (gpudyn_last_error_message()[0] == '\0') {                                              \
-            fprintf(stderr, "%s:%d: %s failed (%s) without a message\n", __FILE__, __LINE__, #call,       \
-                    gpudyn_status_string(s_));                                                            \
-            ++gpudyn_test_failures;                                                                       \
-        }                                                                                                 \
-        after_refusal(#call, __FILE__, __LINE__);                                                         \
+#define REFUSE(call)                                                                                 \
+    do {                                                                                             \
+        gpudyn_status_t s_ = (call);                                                                 \
+        if (s_ == GPUDYN_SUCCESS) {                                                                  \
+            fprintf(stderr, "%s:%d: %s succeeded, expected a refusal\n", __FILE__, __LINE__, #call); \
+            ++gpudyn_test_failures;                                                                  \
+        } else if (gpudyn_last_error_message()[0] == '\0') {                                         \
+            fprintf(stderr, "%s:%d: %s failed (%s) without a message\n", __FILE__, __LINE__, #call,  \
+                    gpudyn_status_string(s_));                                                       \
+            ++gpudyn_test_failures;                                                                  \
+        }                                                                                            \
+        after_refusal(#call, __FILE__, __LINE__);                                                    \
     } while (0)
 
 /* INVALID_ARGUMENT naming `argname`, the context healthy after it. */
-#define REFUSE_ARG(call, argname)                                                                         \
-    do {                                                                                                  \
-        CHECK_INVALID(call, argname);                                                                     \
-        after_refusal(#call, __FILE__, __LINE__);                                                         \
+#define REFUSE_ARG(call, argname)                 \
+    do {                                          \
+        CHECK_INVALID(call, argname);             \
+        after_refusal(#call, __FILE__, __LINE__); \
     } while (0)
 
 /* Without a device the call fails with NO_DEVICE; with one it succeeds. */
@@ -138,12 +138,12 @@ static int bad_sizes(uint32_t known, uint32_t* out) {
 }
 
 /* ---- the device part's buffers ---------------------------------------- */
-#define DEVB (2u << 20) /* bytes of each device buffer: a whole 2 MiB granule, so its extent is exact */
-static unsigned char* D = NULL;   /* device, zeroed */
-static unsigned char* D2 = NULL;  /* device, zeroed */
-static unsigned char* F = NULL;   /* device memory of another device (NULL: one device only) */
-static void* g_unmapped = NULL;   /* a host address mapped once and unmapped since */
-static uint64_t g_zero_host[64];  /* pageable host memory, zero */
+#define DEVB (2u << 20)          /* bytes of each device buffer: a whole 2 MiB granule, so its extent is exact */
+static unsigned char* D = NULL;  /* device, zeroed */
+static unsigned char* D2 = NULL; /* device, zeroed */
+static unsigned char* F = NULL;  /* device memory of another device (NULL: one device only) */
+static void* g_unmapped = NULL;  /* a host address mapped once and unmapped since */
+static uint64_t g_zero_host[64]; /* pageable host memory, zero */
 
 /* Pointer/count pairs a device array argument of elements of `e` bytes must refuse. */
 typedef struct bad_array {
@@ -174,7 +174,15 @@ static int bad_arrays(uint32_t e, const void* stack, bad_array* out) {
 /* ---- host part: handles, struct sizes, option bounds ------------------- */
 
 /* Kinds of handles, for handle_cases' `skip`. */
-enum { K_NONE, K_HEAP, K_RW_HEAP, K_WARP_HEAP, K_GGARRAY, K_STATIC, K_VMM };
+enum {
+    K_NONE,
+    K_HEAP,
+    K_RW_HEAP,
+    K_WARP_HEAP,
+    K_GGARRAY,
+    K_STATIC,
+    K_VMM
+};
 
 /* Every call taking a handle, with handle `h` (NULL, garbage, a host address
  * that is no handle, or a live handle of kind `skip`, whose own calls are
@@ -292,14 +300,14 @@ static void handle_cases(void* h, int skip) {
         REFUSE_ARG(C(gpudyn_vmm_array_clear_status)(va, NULL), "array");
     }
 
-    if (h == NULL) {  /* destroy accepts NULL */
+    if (h == NULL) { /* destroy accepts NULL */
         CHECK_OK(C(gpudyn_heap_destroy)(NULL));
         CHECK_OK(C(gpudyn_rw_heap_destroy)(NULL));
         CHECK_OK(C(gpudyn_warp_heap_destroy)(NULL));
         CHECK_OK(C(gpudyn_ggarray_destroy)(NULL));
         CHECK_OK(C(gpudyn_static_array_destroy)(NULL));
         CHECK_OK(C(gpudyn_vmm_array_destroy)(NULL));
-    } else {  /* garbage and other kinds' handles are refused, not dereferenced (nor destroyed) */
+    } else { /* garbage and other kinds' handles are refused, not dereferenced (nor destroyed) */
         if (skip != K_HEAP) REFUSE_ARG(C(gpudyn_heap_destroy)((gpudyn_heap_t)h), "heap");
         if (skip != K_RW_HEAP) REFUSE_ARG(C(gpudyn_rw_heap_destroy)((gpudyn_rw_heap_t)h), "heap");
         if (skip != K_WARP_HEAP) REFUSE_ARG(C(gpudyn_warp_heap_destroy)((gpudyn_warp_heap_t)h), "heap");
@@ -311,20 +319,19 @@ static void handle_cases(void* h, int skip) {
 
 /* `create` refuses its options of type T with every struct_size but the published
  * ones (bad_sizes), naming struct_size. */
-#define REFUSE_STRUCT_SIZES(T, opts, create, out)                                                         \
-    do {                                                                                                  \
-        uint32_t sizes_[16];                                                                              \
-        const int n_ = bad_sizes(sizeof(opts), sizes_);                                                   \
-        for (int i_ = 0; i_ < n_; ++i_) {                                                                 \
-            T b_ = (opts);                                                                                \
-            b_.struct_size = sizes_[i_];                                                                  \
-            REFUSE_ARG(C(create)(out, &b_, NULL), "struct_size");                                          \
-        }                                                                                                 \
+#define REFUSE_STRUCT_SIZES(T, opts, create, out)                 \
+    do {                                                          \
+        uint32_t sizes_[16];                                      \
+        const int n_ = bad_sizes(sizeof(opts), sizes_);           \
+        for (int i_ = 0; i_ < n_; ++i_) {                         \
+            T b_ = (opts);                                        \
+            b_.struct_size = sizes_[i_];                          \
+            REFUSE_ARG(C(create)(out, &b_, NULL), "struct_size"); \
+        }                                                         \
     } while (0)
 
 /* Option structs: initializers, struct sizes, NULL/garbage options and out-handles, bounds. */
 static void option_cases(void) {
-
     /* heap */
     gpudyn_heap_options_t ho;
     REFUSE_ARG(C(gpudyn_heap_options_init)(NULL), "options");
@@ -593,8 +600,8 @@ static int probe_ggarray(void* handle, unsigned char* out, size_t* bytes) {
     gpudyn_ggarray_t a = (gpudyn_ggarray_t)handle;
     uint64_t v[5] = {0, 0, 0, 0, 0};
     uint32_t status = 0;
-    if (C(gpudyn_ggarray_size)(a, &v[0], NULL) != GPUDYN_SUCCESS) return 1;          /* a kernel */
-    if (C(gpudyn_ggarray_capacity)(a, &v[1], NULL) != GPUDYN_SUCCESS) return 1;      /* a kernel */
+    if (C(gpudyn_ggarray_size)(a, &v[0], NULL) != GPUDYN_SUCCESS) return 1;     /* a kernel */
+    if (C(gpudyn_ggarray_capacity)(a, &v[1], NULL) != GPUDYN_SUCCESS) return 1; /* a kernel */
     if (C(gpudyn_ggarray_allocated_bytes)(a, &v[2], NULL) != GPUDYN_SUCCESS) return 1;
     if (C(gpudyn_ggarray_get_budget)(a, &v[3], &v[4]) != GPUDYN_SUCCESS) return 1;
     if (C(gpudyn_ggarray_get_status)(a, &status, NULL) != GPUDYN_SUCCESS) return 1;
@@ -735,8 +742,8 @@ static void rw_heap_device_cases(void) {
     int n = bad_arrays(4, stack, bad);
     for (int i = 0; i < n; ++i) {
         REFUSE(C(gpudyn_rw_heap_get_pages)(h, (uint32_t*)bad[i].ptr, bad[i].count, GPUDYN_RW_HEAP_RW_BM, NULL));
-        REFUSE(C(gpudyn_exp_rw_heap_get_pages)(h, (uint32_t*)bad[i].ptr, bad[i].count, GPUDYN_RW_HEAP_CRW, 2, 7,
-                                               NULL, NULL));
+        REFUSE(C(gpudyn_exp_rw_heap_get_pages)(h, (uint32_t*)bad[i].ptr, bad[i].count, GPUDYN_RW_HEAP_CRW, 2, 7, NULL,
+                                               NULL));
         REFUSE(C(gpudyn_rw_heap_free_pages)(h, (const uint32_t*)bad[i].ptr, bad[i].count, NULL));
     }
     REFUSE_ARG(C(gpudyn_rw_heap_get_pages)(h, (uint32_t*)D, 4097, GPUDYN_RW_HEAP_RW, NULL), "n");
@@ -744,8 +751,7 @@ static void rw_heap_device_cases(void) {
     for (size_t i = 0; i < 4; ++i)
         REFUSE_ARG(C(gpudyn_rw_heap_get_pages)(h, (uint32_t*)D, 1, (gpudyn_rw_heap_algorithm_t)algos[i], NULL),
                    "algorithm");
-    REFUSE_ARG(C(gpudyn_exp_rw_heap_get_pages)(h, (uint32_t*)D, 1, GPUDYN_RW_HEAP_RW, 0, 7, NULL, NULL),
-               "per_thread");
+    REFUSE_ARG(C(gpudyn_exp_rw_heap_get_pages)(h, (uint32_t*)D, 1, GPUDYN_RW_HEAP_RW, 0, 7, NULL, NULL), "per_thread");
     uint32_t sizes[16];
     const int ns = bad_sizes(sizeof(gpudyn_exp_rw_heap_stats_t), sizes);
     for (int i = 0; i < ns; ++i) {
@@ -755,8 +761,7 @@ static void rw_heap_device_cases(void) {
         REFUSE_ARG(C(gpudyn_exp_rw_heap_get_pages)(h, (uint32_t*)D, 1, GPUDYN_RW_HEAP_RW, 1, 7, &st, NULL),
                    "struct_size");
     }
-    REFUSE_ARG(C(gpudyn_exp_rw_heap_get_pages)(h, (uint32_t*)D, 1, GPUDYN_RW_HEAP_RW, 1, 7, GARBAGE, NULL),
-               "stats");
+    REFUSE_ARG(C(gpudyn_exp_rw_heap_get_pages)(h, (uint32_t*)D, 1, GPUDYN_RW_HEAP_RW, 1, 7, GARBAGE, NULL), "stats");
     const int ni = bad_sizes(sizeof(gpudyn_rw_heap_info_t), sizes);
     for (int i = 0; i < ni; ++i) {
         gpudyn_rw_heap_info_t info;
@@ -864,13 +869,13 @@ static void array_cases(void* a, push_fn push, copy_fn flatten, copy_fn to_host)
     }
     const int algos[] = {3, -1, 0x7fffffff};
     for (size_t i = 0; i < 3; ++i) REFUSE_ARG(push(a, D, 1, NULL, (gpudyn_insert_algo_t)algos[i], NULL), "algorithm");
-    REFUSE_ARG(flatten(a, D, DEVB + 4, NULL), "dst_bytes");             /* more than the allocation */
-    REFUSE_ARG(flatten(a, D + DEVB - 4, 8, NULL), "dst_bytes");         /* the last element and one past it */
-    REFUSE_ARG(flatten(a, D + 2, 64, NULL), "dst");                     /* unaligned */
-    REFUSE_ARG(to_host(a, D, 64, NULL), "dst");                         /* device memory */
+    REFUSE_ARG(flatten(a, D, DEVB + 4, NULL), "dst_bytes");     /* more than the allocation */
+    REFUSE_ARG(flatten(a, D + DEVB - 4, 8, NULL), "dst_bytes"); /* the last element and one past it */
+    REFUSE_ARG(flatten(a, D + 2, 64, NULL), "dst");             /* unaligned */
+    REFUSE_ARG(to_host(a, D, 64, NULL), "dst");                 /* device memory */
     REFUSE_ARG(to_host(a, GARBAGE, 64, NULL), "dst");
     if (g_unmapped) REFUSE_ARG(to_host(a, g_unmapped, 64, NULL), "dst");
-    REFUSE_ARG(to_host(a, stack, 1ull << 46, NULL), "dst");             /* far past the stack's mapping */
+    REFUSE_ARG(to_host(a, stack, 1ull << 46, NULL), "dst"); /* far past the stack's mapping */
     if (!g_pageable) REFUSE_ARG(flatten(a, stack, sizeof stack, NULL), "dst");
     for (size_t i = 0; i < N_HUGE; ++i) REFUSE(to_host(a, stack, kHugeCounts[i], NULL));
 }
@@ -890,45 +895,45 @@ static void async_cases(void* a, const async_fns* f) {
     bad_array bad[MAX_BAD];
     int n = bad_arrays(4, stack, bad);
     for (int i = 0; i < n; ++i)
-        REFUSE(f->flatten(a, (void*)bad[i].ptr, bad[i].count * 4 < bad[i].count ? UINT64_MAX : bad[i].count * 4,
-                          good, NULL));
+        REFUSE(f->flatten(a, (void*)bad[i].ptr, bad[i].count * 4 < bad[i].count ? UINT64_MAX : bad[i].count * 4, good,
+                          NULL));
     n = bad_arrays(8, stack, bad);
     for (int i = 0; i < n; ++i) {
         if (bad[i].count != 1) continue; /* the size is one word */
         REFUSE_ARG(f->size(a, (uint64_t*)bad[i].ptr, NULL), "size");
         if (bad[i].ptr != NULL) REFUSE_ARG(f->flatten(a, D, 64, (uint64_t*)bad[i].ptr, NULL), "size");
     }
-    REFUSE_ARG(f->flatten(a, NULL, 8, good, NULL), "dst");             /* NULL with bytes */
-    REFUSE_ARG(f->flatten(a, D, DEVB + 4, good, NULL), "dst_bytes");   /* more than the allocation */
-    REFUSE_ARG(f->flatten(a, D + 2, 64, good, NULL), "dst");           /* unaligned */
-    REFUSE_ARG(f->size(a, (uint64_t*)(D + 4), NULL), "size");          /* unaligned */
+    REFUSE_ARG(f->flatten(a, NULL, 8, good, NULL), "dst");           /* NULL with bytes */
+    REFUSE_ARG(f->flatten(a, D, DEVB + 4, good, NULL), "dst_bytes"); /* more than the allocation */
+    REFUSE_ARG(f->flatten(a, D + 2, 64, good, NULL), "dst");         /* unaligned */
+    REFUSE_ARG(f->size(a, (uint64_t*)(D + 4), NULL), "size");        /* unaligned */
     if (!g_pageable) REFUSE_ARG(f->flatten(a, stack, sizeof stack, good, NULL), "dst");
 }
 
 /* Wrappers with the shared signature (each still goes through C()), one set per array. */
-#define ARRAY_WRAPPERS(p, kind)                                                                            \
-    static gpudyn_status_t p##_push(void* a, const void* v, uint64_t c, const uint8_t* m,                  \
-                                    gpudyn_insert_algo_t al, gpudyn_stream_t s) {                          \
-        return C(gpudyn_##kind##_push_back)((gpudyn_##kind##_t)a, v, c, m, al, s);                         \
-    }                                                                                                      \
-    static gpudyn_status_t p##_flatten(void* a, void* d, uint64_t b, gpudyn_stream_t s) {                  \
-        return C(gpudyn_##kind##_flatten)((gpudyn_##kind##_t)a, d, b, s);                                  \
-    }                                                                                                      \
-    static gpudyn_status_t p##_to_host(void* a, void* d, uint64_t b, gpudyn_stream_t s) {                  \
-        return C(gpudyn_##kind##_copy_to_host)((gpudyn_##kind##_t)a, d, b, s);                             \
-    }                                                                                                      \
-    static gpudyn_status_t p##_flatten_async(void* a, void* d, uint64_t b, uint64_t* n, gpudyn_stream_t s) {\
-        return C(gpudyn_##kind##_flatten_async)((gpudyn_##kind##_t)a, d, b, n, s);                         \
-    }                                                                                                      \
-    static gpudyn_status_t p##_size_async(void* a, uint64_t* n, gpudyn_stream_t s) {                       \
-        return C(gpudyn_##kind##_size_async)((gpudyn_##kind##_t)a, n, s);                                  \
-    }                                                                                                      \
-    static gpudyn_status_t p##_get_status(void* a, uint32_t* st) {                                         \
-        return C(gpudyn_##kind##_get_status)((gpudyn_##kind##_t)a, st, NULL);                              \
-    }                                                                                                      \
-    static gpudyn_status_t p##_clear_status(void* a) {                                                     \
-        return C(gpudyn_##kind##_clear_status)((gpudyn_##kind##_t)a, NULL);                                \
-    }                                                                                                      \
+#define ARRAY_WRAPPERS(p, kind)                                                                                    \
+    static gpudyn_status_t p##_push(void* a, const void* v, uint64_t c, const uint8_t* m, gpudyn_insert_algo_t al, \
+                                    gpudyn_stream_t s) {                                                           \
+        return C(gpudyn_##kind##_push_back)((gpudyn_##kind##_t)a, v, c, m, al, s);                                 \
+    }                                                                                                              \
+    static gpudyn_status_t p##_flatten(void* a, void* d, uint64_t b, gpudyn_stream_t s) {                          \
+        return C(gpudyn_##kind##_flatten)((gpudyn_##kind##_t)a, d, b, s);                                          \
+    }                                                                                                              \
+    static gpudyn_status_t p##_to_host(void* a, void* d, uint64_t b, gpudyn_stream_t s) {                          \
+        return C(gpudyn_##kind##_copy_to_host)((gpudyn_##kind##_t)a, d, b, s);                                     \
+    }                                                                                                              \
+    static gpudyn_status_t p##_flatten_async(void* a, void* d, uint64_t b, uint64_t* n, gpudyn_stream_t s) {       \
+        return C(gpudyn_##kind##_flatten_async)((gpudyn_##kind##_t)a, d, b, n, s);                                 \
+    }                                                                                                              \
+    static gpudyn_status_t p##_size_async(void* a, uint64_t* n, gpudyn_stream_t s) {                               \
+        return C(gpudyn_##kind##_size_async)((gpudyn_##kind##_t)a, n, s);                                          \
+    }                                                                                                              \
+    static gpudyn_status_t p##_get_status(void* a, uint32_t* st) {                                                 \
+        return C(gpudyn_##kind##_get_status)((gpudyn_##kind##_t)a, st, NULL);                                      \
+    }                                                                                                              \
+    static gpudyn_status_t p##_clear_status(void* a) {                                                             \
+        return C(gpudyn_##kind##_clear_status)((gpudyn_##kind##_t)a, NULL);                                        \
+    }                                                                                                              \
     static const async_fns p##_async = {p##_flatten_async, p##_size_async, p##_get_status, p##_clear_status};
 ARRAY_WRAPPERS(gg, ggarray)
 ARRAY_WRAPPERS(sa, static_array)
@@ -936,8 +941,7 @@ ARRAY_WRAPPERS(va, vmm_array)
 
 /* Eight elements 1..8 (uint32) at D, pushed by the valid call before the hostile ones. */
 static void eight_values(void) {
-    const uint64_t v[4] = {0x0000000200000001ull, 0x0000000400000003ull, 0x0000000600000005ull,
-                           0x0000000800000007ull};
+    const uint64_t v[4] = {0x0000000200000001ull, 0x0000000400000003ull, 0x0000000600000005ull, 0x0000000800000007ull};
     put_u64(D, v, 4);
 }
 
@@ -1250,9 +1254,10 @@ int main(int argc, char** argv) {
     }
 
     if (!g_gpu) {
-        printf("SKIP (part): no CUDA device (%s): the device part (buffers, extents, the context after each refusal, "
-               "the structures unchanged) did not run\n",
-               why);
+        printf(
+            "SKIP (part): no CUDA device (%s): the device part (buffers, extents, the context after each refusal, "
+            "the structures unchanged) did not run\n",
+            why);
     } else {
         void* p = NULL;
         CHECK_OK(C(gpudyn_device_alloc)(&p, DEVB, NULL));

@@ -21,27 +21,28 @@ static bool has(const std::string& text, const char* part) {
 }
 
 int main() {
-    const char* sass = "75,80,86,89,90";  // meson.options' defaults
+    const char* sass = "75,80,86,89,90"; // meson.options' defaults
     // SASS runs on its major's later minors, PTX on every later compute capability
     CHECK(arch_fit_of(9, 0, sass, "90") == arch_fit::sass);
     CHECK(arch_fit_of(7, 5, sass, "90") == arch_fit::sass);
-    CHECK(arch_fit_of(8, 7, sass, "90") == arch_fit::sass);  // Orin: sm_86's code
-    CHECK(arch_fit_of(10, 0, sass, "90") == arch_fit::ptx);  // B200: JIT from PTX 9.0
+    CHECK(arch_fit_of(8, 7, sass, "90") == arch_fit::sass); // Orin: sm_86's code
+    CHECK(arch_fit_of(10, 0, sass, "90") == arch_fit::ptx); // B200: JIT from PTX 9.0
     CHECK(arch_fit_of(12, 0, sass, "90") == arch_fit::ptx);
     CHECK(arch_fit_of(10, 0, sass, "") == arch_fit::none);
-    CHECK(arch_fit_of(7, 0, sass, "90") == arch_fit::none);  // V100: older than every arch
-    CHECK(arch_fit_of(9, 0, "80", "") == arch_fit::none);    // another major's SASS never runs
-    CHECK(arch_fit_of(8, 0, "86", "") == arch_fit::none);    // nor a later minor's
+    CHECK(arch_fit_of(7, 0, sass, "90") == arch_fit::none); // V100: older than every arch
+    CHECK(arch_fit_of(9, 0, "80", "") == arch_fit::none);   // another major's SASS never runs
+    CHECK(arch_fit_of(8, 0, "86", "") == arch_fit::none);   // nor a later minor's
     CHECK(arch_fit_of(9, 0, "80", "80") == arch_fit::ptx);
-    CHECK(arch_fit_of(9, 0, "90a", "") == arch_fit::sass);   // arch-specific: that one only
+    CHECK(arch_fit_of(9, 0, "90a", "") == arch_fit::sass); // arch-specific: that one only
     CHECK(arch_fit_of(10, 0, "90a,100a", "") == arch_fit::sass);
     CHECK(arch_fit_of(10, 3, "100a", "") == arch_fit::none);
     CHECK(arch_fit_of(9, 0, "", "") == arch_fit::none);
 
     CHECK(gpudyn::detail::format_arch_list(sass) == "7.5, 8.0, 8.6, 8.9, 9.0");
     CHECK(gpudyn::detail::format_arch_list("90a,100") == "9.0a, 10.0");
-    CHECK(gpudyn::detail::describe_build_archs(sass, "90") ==
-          "SASS for compute capability 7.5, 8.0, 8.6, 8.9, 9.0 and PTX 9.0 (JIT-compiled by the driver on 9.0 and newer)");
+    CHECK(
+        gpudyn::detail::describe_build_archs(sass, "90") ==
+        "SASS for compute capability 7.5, 8.0, 8.6, 8.9, 9.0 and PTX 9.0 (JIT-compiled by the driver on 9.0 and newer)");
     CHECK(gpudyn::detail::describe_build_archs("90", "") == "SASS for compute capability 9.0 and no PTX");
 
     // a build for sm_80 only on an H200

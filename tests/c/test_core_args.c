@@ -54,9 +54,9 @@ int main(void) {
             snprintf(want2, sizeof want2, "this library needs CUDA %d.0 or newer (update the driver)",
                      (int)(rt / 1000));
         } else { /* a driver new enough: no device, unless the runtime wants a newer minor version */
-            snprintf(want, sizeof want, "%s",
-                     strstr(gpudyn_last_error_message(), "(update the driver)") ? "(update the driver)"
-                                                                                 : "no CUDA device");
+            snprintf(
+                want, sizeof want, "%s",
+                strstr(gpudyn_last_error_message(), "(update the driver)") ? "(update the driver)" : "no CUDA device");
         }
         CHECK(strstr(gpudyn_last_error_message(), want) != NULL);
         CHECK(strstr(gpudyn_last_error_message(), want2) != NULL);

@@ -12,10 +12,12 @@ int main(void) {
     CHECK(info.multiprocessor_count > 0);
     CHECK(info.total_memory > 0 && info.free_memory <= info.total_memory);
     CHECK(info.driver_version >= info.runtime_version / 1000 * 1000);
-    printf("device: %s (sm_%d%d, %d SMs)\n", info.name, info.compute_capability_major,
-           info.compute_capability_minor, info.multiprocessor_count);
+    printf("device: %s (sm_%d%d, %d SMs)\n", info.name, info.compute_capability_major, info.compute_capability_minor,
+           info.multiprocessor_count);
 
-    enum { N = 1 << 20 };
+    enum {
+        N = 1 << 20
+    };
     unsigned* host_in = malloc(N * sizeof(unsigned));
     unsigned* host_out = malloc(N * sizeof(unsigned));
     for (unsigned i = 0; i < N; ++i) host_in[i] = i * 2654435761u;

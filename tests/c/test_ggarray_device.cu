@@ -22,7 +22,7 @@ extern "C" {
 #include <vector>
 
 static uint64_t splitmix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;  // SplitMix64 (Steele, Lea, Flood 2014)
+    x += 0x9e3779b97f4a7c15ull; // SplitMix64 (Steele, Lea, Flood 2014)
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
@@ -40,7 +40,7 @@ static const uint32_t kSizes[] = {1, 2, 4, 8, 16};
 
 // ---- A ----
 static void test_multiset(array_kind kind, gpudyn_insert_algo_t algo, uint32_t es, uint32_t lfv, uint64_t first) {
-    const uint64_t n = 100003;  // prime: partial tiles and warps everywhere
+    const uint64_t n = 100003; // prime: partial tiles and warps everywhere
     std::vector<uint8_t> in(n * es), mask(n);
     for (uint64_t i = 0; i < n; ++i) {
         for (uint32_t b = 0; b < es; b += 8) {
@@ -67,7 +67,10 @@ static void test_multiset(array_kind kind, gpudyn_insert_algo_t algo, uint32_t e
     uint64_t sel = 0;
     std::vector<uint8_t> expect(in);
     for (uint64_t i = 0; i < n; ++i)
-        if (mask[i]) { expect.insert(expect.end(), in.begin() + i * es, in.begin() + (i + 1) * es); ++sel; }
+        if (mask[i]) {
+            expect.insert(expect.end(), in.begin() + i * es, in.begin() + (i + 1) * es);
+            ++sel;
+        }
     const uint64_t total = n + sel;
     CHECK(any_size(&a) == total);
     out.assign(total * es, 0);
@@ -105,8 +108,9 @@ struct below90 {
 // 1024-thread blocks: the growth path (a call into the heap) takes the kernel
 // past 64 registers a thread, so the bound is stated (see ggarray.cuh, "Registers").
 template <gpudyn::insert_algo A>
-__global__ void __launch_bounds__(1024) user_push(gpudyn_ggarray_view_t gv, gpudyn_static_array_view_t sv, const int* in, unsigned n,
-                          unsigned rounds, int* fails, bool chunked) {
+__global__ void __launch_bounds__(1024)
+    user_push(gpudyn_ggarray_view_t gv, gpudyn_static_array_view_t sv, const int* in, unsigned n, unsigned rounds,
+              int* fails, bool chunked) {
     // Sized for the largest block of the tests (1024); the calls deduce it.
     __shared__ gpudyn::push_storage<gpudyn::kMaxBlockThreads, A> tg;
     __shared__ gpudyn::push_storage<gpudyn::kMaxBlockThreads, A> ts;
@@ -114,7 +118,7 @@ __global__ void __launch_bounds__(1024) user_push(gpudyn_ggarray_view_t gv, gpud
     gpudyn::static_array_ref<int> s{sv};
     const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
     const unsigned rank = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-    if (chunked) {  // 2 items per thread: the chunk is 1.5 tiles (a partial last tile)
+    if (chunked) { // 2 items per thread: the chunk is 1.5 tiles (a partial last tile)
         const unsigned lo = blockIdx.x * rounds * threads;
         const unsigned m = lo >= n ? 0u : (n - lo < rounds * threads ? n - lo : rounds * threads);
         const below90 src{in + lo};
@@ -179,7 +183,7 @@ template <gpudyn::insert_algo A>
 static void test_user_kernel(dim3 block, int algo_id, bool chunked) {
     const unsigned rounds = 3, blocks = 37;
     const unsigned threads = block.x * block.y * block.z;
-    const unsigned n = blocks * rounds * threads - 17;  // last block partly idle
+    const unsigned n = blocks * rounds * threads - 17; // last block partly idle
     std::vector<int> in(n);
     for (unsigned i = 0; i < n; ++i) in[i] = int(splitmix(i) % 100);
     pair_fixture f(in, 5);
@@ -219,8 +223,8 @@ static void test_user_kernel(dim3 block, int algo_id, bool chunked) {
 
 // ---- E: chunk order ----
 template <gpudyn::insert_algo A, int Items>
-__global__ void __launch_bounds__(1024) chunk_in_order(gpudyn_ggarray_view_t gv, gpudyn_static_array_view_t sv, const int* in, unsigned n,
-                               int* fails) {
+__global__ void __launch_bounds__(1024)
+    chunk_in_order(gpudyn_ggarray_view_t gv, gpudyn_static_array_view_t sv, const int* in, unsigned n, int* fails) {
     __shared__ gpudyn::push_storage<gpudyn::kMaxBlockThreads, A> t;
     gpudyn::ggarray_ref<int> g{gv};
     gpudyn::static_array_ref<int> s{sv};
@@ -247,7 +251,7 @@ static void test_chunk_order(dim3 block, unsigned n = 100003) {
     std::vector<int> og(m), os(m);
     CHECK_OK(any_to_host(&g, og.data(), m * 4));
     CHECK_OK(any_to_host(&s, os.data(), m * 4));
-    if (A == gpudyn::insert_algo::atomic) {  // order inside a tile is arbitrary: compare as multisets
+    if (A == gpudyn::insert_algo::atomic) { // order inside a tile is arbitrary: compare as multisets
         std::sort(og.begin(), og.end());
         std::sort(os.begin(), os.end());
         std::sort(expect.begin(), expect.end());
@@ -270,7 +274,10 @@ __global__ void mark(const unsigned* v, unsigned long long n, unsigned* bits, un
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x) {
         const unsigned x = v[i];
-        if (x >= n) { atomicAdd(bad, 1ull); continue; }
+        if (x >= n) {
+            atomicAdd(bad, 1ull);
+            continue;
+        }
         const unsigned bit = 1u << (x & 31);
         if (atomicOr(&bits[x >> 5], bit) & bit) atomicAdd(bad, 1ull);
     }
@@ -284,7 +291,7 @@ static void test_growth(array_kind kind, gpudyn_insert_algo_t algo) {
     CHECK(cudaMalloc(&vals, (final_n / 2) * 4) == cudaSuccess);
     uint64_t n = 0;
     for (uint64_t step = 0; step <= doublings; ++step) {
-        const uint64_t add = step == 0 ? start : n;  // 1e6, then double
+        const uint64_t add = step == 0 ? start : n; // 1e6, then double
         CHECK_OK(any_reserve(&a, n + add));
         iota<<<1024, 256>>>(vals, add, n);
         CHECK_OK(any_push(&a, vals, add, NULL, algo));
@@ -356,7 +363,7 @@ static void test_vmm_and_static_overflow(void) {
     void* p0 = nullptr;
     void* p1 = nullptr;
     CHECK_OK(gpudyn_vmm_array_data(v.v, &p0));
-    const uint64_t big = vcap + 1;  // one more than mapped
+    const uint64_t big = vcap + 1; // one more than mapped
     std::vector<unsigned> many(big);
     for (uint64_t i = 0; i < big; ++i) many[i] = unsigned(i);
     void* dm = to_device(many.data(), big * 4);
@@ -381,7 +388,7 @@ int main(void) {
     for (int k = 0; k < 3; ++k)
         for (gpudyn_insert_algo_t algo : kAlgos)
             for (uint32_t es : kSizes) test_multiset(array_kind(k), algo, es, 512, 1024);
-    for (gpudyn_insert_algo_t algo : kAlgos) test_multiset(KIND_GGARRAY, algo, 4, 7, 32);  // small buckets, odd count
+    for (gpudyn_insert_algo_t algo : kAlgos) test_multiset(KIND_GGARRAY, algo, 4, 7, 32); // small buckets, odd count
     printf("A done (%d failures)\n", gpudyn_test_failures);
     test_vmm_and_static_overflow();
     printf("overflow done (%d failures)\n", gpudyn_test_failures);
@@ -398,14 +405,14 @@ int main(void) {
         test_chunk_order<gpudyn::insert_algo::warp_scan, 3>(b);
         test_chunk_order<gpudyn::insert_algo::tensor_scan, 8>(b);
         test_chunk_order<gpudyn::insert_algo::tensor_scan, 3>(b);
-        const unsigned tile = b.x * b.y * b.z * 8;  // one tile a warp, full and partial
+        const unsigned tile = b.x * b.y * b.z * 8; // one tile a warp, full and partial
         for (unsigned n : {tile, tile - 37, 31u}) {
             test_chunk_order<gpudyn::insert_algo::warp_scan, 8>(b, n);
             test_chunk_order<gpudyn::insert_algo::atomic, 8>(b, n);
         }
     }
     printf("E done (%d failures)\n", gpudyn_test_failures);
-    if (!getenv("GPUDYN_SANITIZER")) {  // under compute-sanitizer (tests/run.sh) the 4 GB growth is left out
+    if (!getenv("GPUDYN_SANITIZER")) { // under compute-sanitizer (tests/run.sh) the 4 GB growth is left out
         for (gpudyn_insert_algo_t algo : kAlgos) test_growth(KIND_GGARRAY, algo);
         test_growth(KIND_STATIC, GPUDYN_INSERT_WARP_SCAN);
         test_growth(KIND_VMM, GPUDYN_INSERT_WARP_SCAN);

@@ -51,7 +51,7 @@ constexpr unsigned kThreads = 256;
 constexpr gpudyn::insert_algo kAlgo = gpudyn::insert_algo::warp_scan;
 using storage = gpudyn::push_storage<kThreads, kAlgo>;
 
-static bool g_small = false;  // under a sanitizer
+static bool g_small = false; // under a sanitizer
 // GPUDYN_ARENA_PREMAP (tests/sanitize.sh) maps arenas ahead: the bounds on what they hold do not apply.
 static bool premapped = false;
 
@@ -136,7 +136,7 @@ static unsigned grid_blocks() {
     int dev = 0, sms = 0;
     CUDA_OK(cudaGetDevice(&dev));
     CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    return unsigned(sms) * 8;  // 8 blocks of 256 threads per SM: full occupancy, many LFVectors busy
+    return unsigned(sms) * 8; // 8 blocks of 256 threads per SM: full occupancy, many LFVectors busy
 }
 
 static gpudyn_ggarray_view_t view_of(gpudyn_ggarray_t g) {
@@ -176,7 +176,7 @@ static bool holds_exactly(gpudyn_ggarray_t g, u32 tag, unsigned long long n, con
     uint64_t size = 0;
     CHECK_OK(gpudyn_ggarray_size(g, &size, NULL));
     unsigned* seen = nullptr;
-    unsigned long long* counts = nullptr;  // [0] unexpected values, [1] duplicates
+    unsigned long long* counts = nullptr; // [0] unexpected values, [1] duplicates
     const size_t words = size_t(n / 32 + 1);
     CUDA_OK(cudaMalloc(&seen, words * sizeof(unsigned)));
     CUDA_OK(cudaMemset(seen, 0, words * sizeof(unsigned)));
@@ -225,15 +225,15 @@ static void grow_after_cuda_malloc() {
     uint64_t bytes = 0;
     CHECK_OK(gpudyn_ggarray_allocated_bytes(g, &bytes, NULL));
     const uint64_t first_buckets = 512ull * 1024 * 4;
-    CHECK(bytes >= n * 4 && bytes <= 2 * n * 4 + first_buckets);  // every bucket from the heap, 2x bound
+    CHECK(bytes >= n * 4 && bytes <= 2 * n * 4 + first_buckets); // every bucket from the heap, 2x bound
     CHECK_OK(gpudyn_ggarray_destroy(g));
 }
 
 // ---- 2 ---------------------------------------------------------------------
 static void budget_runs_out_mid_kernel() {
-    const unsigned long long n1 = g_small ? (1ull << 18) : (1ull << 20);  // first launch: fits
-    const unsigned long long n = g_small ? (2ull << 20) : (8ull << 20);   // 8 MB (32 MB) in all
-    const uint64_t budget = g_small ? (4ull << 20) : (16ull << 20);       // half of it
+    const unsigned long long n1 = g_small ? (1ull << 18) : (1ull << 20); // first launch: fits
+    const unsigned long long n = g_small ? (2ull << 20) : (8ull << 20);  // 8 MB (32 MB) in all
+    const uint64_t budget = g_small ? (4ull << 20) : (16ull << 20);      // half of it
     const uint64_t raised = 256ull << 20;
     // No pool: every bucket comes from the heap.
     gpudyn_ggarray_t g = make(budget, raised, NULL, 64, ~0ull);
@@ -243,7 +243,7 @@ static void budget_runs_out_mid_kernel() {
     CHECK(push(g, 0, n1, 0, NULL, stored) == 0);
     CHECK(status_word(g) == 0);
     const unsigned long long failed = push(g, n1, n, 0, NULL, stored);
-    CHECK(failed > 0);  // the budget ran out in this kernel...
+    CHECK(failed > 0); // the budget ran out in this kernel...
     CHECK((status_word(g) & GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED) != 0);
     std::vector<uint8_t> host(n);
     CUDA_OK(cudaMemcpy(host.data(), stored, n, cudaMemcpyDeviceToHost));
@@ -252,8 +252,9 @@ static void budget_runs_out_mid_kernel() {
         kept += host[i];
         early += i < n1 && host[i];
     }
-    CHECK(early == n1);                  // the first launch's elements are all there
-    CHECK(kept > n1 && kept + failed == n);  // ...after some pushes of it succeeded: every push either stored or said false
+    CHECK(early == n1); // the first launch's elements are all there
+    // ...after some pushes of it succeeded: every push either stored or said false
+    CHECK(kept > n1 && kept + failed == n);
     CHECK(holds_exactly(g, 0, n, stored, kept, "2: after the budget ran out"));
     // A larger budget: the next launch stores what failed.
     uint64_t b = 0;
@@ -283,7 +284,7 @@ static void side_by_side() {
     CHECK_OK(gpudyn_heap_create(&heap, &ho, NULL));
     gpudyn_ggarray_t g[4] = {make(32ull << 20, 0, NULL, 32, 0), make(32ull << 20, 0, NULL, 32, 0),
                              make(0, 0, heap, 32, 0), make(0, 0, heap, 32, 0)};
-    {  // the given heap's mapping is the budget of both arrays that share it
+    { // the given heap's mapping is the budget of both arrays that share it
         gpudyn_heap_stats_t st;
         memset(&st, 0, sizeof(st));
         st.struct_size = sizeof(st);
@@ -341,15 +342,15 @@ static void side_by_side() {
 static void older_options() {
     gpudyn_ggarray_options_t o;
     CHECK_OK(gpudyn_ggarray_options_init(&o));
-    o.struct_size = offsetof(gpudyn_ggarray_options_t, max_budget_bytes);  // a caller built before the field
-    o.max_budget_bytes = 1;                          // beyond its struct_size: never read
-    o.heap = reinterpret_cast<gpudyn_heap_t>(0x10);  // same
+    o.struct_size = offsetof(gpudyn_ggarray_options_t, max_budget_bytes); // a caller built before the field
+    o.max_budget_bytes = 1;                                               // beyond its struct_size: never read
+    o.heap = reinterpret_cast<gpudyn_heap_t>(0x10);                       // same
     o.num_lfvectors = 8;
     gpudyn_ggarray_t g = NULL;
     CHECK_OK(gpudyn_ggarray_create(&g, &o, NULL));
     uint64_t b = 0, m = 0;
     CHECK_OK(gpudyn_ggarray_get_budget(g, &b, &m));
-    CHECK(b > 0 && m >= b);  // the defaults
+    CHECK(b > 0 && m >= b); // the defaults
     CHECK(push(g, 0, 100000, 0, NULL, NULL) == 0);
     CHECK(holds_exactly(g, 0, 100000, NULL, 100000, "4: older options"));
     CHECK_OK(gpudyn_ggarray_destroy(g));
@@ -381,11 +382,11 @@ static void settle_and_trim() {
 
 // ---- 5 ---------------------------------------------------------------------
 static void default_array_takes_3_2_gb() {
-    const unsigned long long n = g_small ? (4ull << 20) : 800000000ull;  // 3.2 GB of uint32
+    const unsigned long long n = g_small ? (4ull << 20) : 800000000ull; // 3.2 GB of uint32
     settle_and_trim();
     const size_t free_before = free_bytes();
     gpudyn_ggarray_options_t o;
-    CHECK_OK(gpudyn_ggarray_options_init(&o));  // every default: no budget named
+    CHECK_OK(gpudyn_ggarray_options_init(&o)); // every default: no budget named
     gpudyn_ggarray_t g = NULL;
     CHECK_OK(gpudyn_ggarray_create(&g, &o, NULL));
     unsigned long long* failed = nullptr;
@@ -414,16 +415,16 @@ static void default_array_takes_3_2_gb() {
 
 // ---- 6 ---------------------------------------------------------------------
 static void small_output_clear_and_trim() {
-    const unsigned long long n = 1ull << 20;  // 4 MB of uint32
+    const unsigned long long n = 1ull << 20; // 4 MB of uint32
     gpudyn_ggarray_t g = make(0, 0, NULL, 512, 0);
-    CHECK(premapped || held_bytes(g) == 0);    // nothing taken up front
+    CHECK(premapped || held_bytes(g) == 0); // nothing taken up front
     CHECK(push(g, 0, n, 0, NULL, NULL) == 0);
     const uint64_t held = held_bytes(g);
     const uint64_t first_buckets = 512ull * 1024 * 4, granule = 2ull << 20;
     CHECK(held >= n * 4 && (premapped || held <= 2 * n * 4 + first_buckets + granule));
     CHECK_OK(gpudyn_ggarray_clear(g, NULL));
-    CHECK(push(g, 0, n, 0, NULL, NULL) == 0);  // the same output again: the buckets it had
-    CHECK(held_bytes(g) == held);              // (premapped: the same too)
+    CHECK(push(g, 0, n, 0, NULL, NULL) == 0); // the same output again: the buckets it had
+    CHECK(held_bytes(g) == held);             // (premapped: the same too)
     CHECK(holds_exactly(g, 0, n, NULL, n, "6: after clear"));
     CHECK_OK(gpudyn_ggarray_clear(g, NULL));
     CHECK_OK(gpudyn_ggarray_trim(g, NULL));
@@ -432,19 +433,19 @@ static void small_output_clear_and_trim() {
     CHECK_OK(gpudyn_ggarray_capacity(g, &cap, NULL));
     CHECK_OK(gpudyn_ggarray_size(g, &size, NULL));
     CHECK(cap == 0 && size == 0);
-    CHECK(push(g, 0, n, 3, NULL, NULL) == 0);  // grows again after the trim
+    CHECK(push(g, 0, n, 3, NULL, NULL) == 0); // grows again after the trim
     CHECK(holds_exactly(g, 3, n, NULL, n, "6: after trim"));
-    CHECK_OK(gpudyn_ggarray_trim(g, NULL));    // not empty: only the mapping past its last bucket
+    CHECK_OK(gpudyn_ggarray_trim(g, NULL)); // not empty: only the mapping past its last bucket
     CHECK(holds_exactly(g, 3, n, NULL, n, "6: after a trim of a full array"));
     CHECK_OK(gpudyn_ggarray_destroy(g));
 }
 
 // ---- 7 ---------------------------------------------------------------------
 static void out_of_memory_in_a_loop() {
-    const unsigned long long chunk = g_small ? (1ull << 20) : (32ull << 20);  // values a round (128 MB)
+    const unsigned long long chunk = g_small ? (1ull << 20) : (32ull << 20); // values a round (128 MB)
     const unsigned rounds = 8;
     const unsigned long long n = chunk * rounds;
-    const size_t left = g_small ? (24ull << 20) : (320ull << 20);            // what the blocker leaves
+    const size_t left = g_small ? (24ull << 20) : (320ull << 20); // what the blocker leaves
     uint8_t* stored = nullptr;
     CUDA_OK(cudaMalloc(&stored, n));
     CUDA_OK(cudaMemset(stored, 0, n));
@@ -458,24 +459,24 @@ static void out_of_memory_in_a_loop() {
     if (!g_small) CUDA_OK(cudaMalloc(&blocker, f > left ? f - left : 1));
     unsigned long long failed = 0;
     unsigned first_failure = rounds;
-    for (unsigned r = 0; r < rounds; ++r) {  // produce, round after round, with no host fix-up
+    for (unsigned r = 0; r < rounds; ++r) { // produce, round after round, with no host fix-up
         const unsigned long long fr = push(g, r * chunk, (r + 1) * chunk, 0, NULL, stored);
         if (fr != 0 && first_failure == rounds) first_failure = r;
         failed += fr;
     }
-    CHECK(first_failure > 0 && first_failure < rounds);  // some rounds fit, the device ran out in one
+    CHECK(first_failure > 0 && first_failure < rounds); // some rounds fit, the device ran out in one
     CHECK(failed > 0);
     CHECK((status_word(g) & GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED) != 0);
-    if (blocker) CUDA_OK(cudaFree(blocker));             // more memory now
+    if (blocker) CUDA_OK(cudaFree(blocker)); // more memory now
     else CHECK_OK(gpudyn_ggarray_set_budget(g, 4 * left, NULL));
     std::vector<uint8_t> host(n);
     CUDA_OK(cudaMemcpy(host.data(), stored, n, cudaMemcpyDeviceToHost));
     unsigned long long kept = 0;
     for (unsigned long long i = 0; i < n; ++i) kept += host[i];
     CHECK(kept + failed == n);
-    CHECK(holds_exactly(g, 0, n, stored, kept, "7: after the device ran out"));  // nothing lost
+    CHECK(holds_exactly(g, 0, n, stored, kept, "7: after the device ran out")); // nothing lost
     CHECK_OK(gpudyn_ggarray_clear_status(g, NULL));
-    CHECK(push(g, 0, n, 0, stored, stored) == 0);       // the rest, now that there is memory
+    CHECK(push(g, 0, n, 0, stored, stored) == 0); // the rest, now that there is memory
     CHECK(status_word(g) == 0);
     CHECK(holds_exactly(g, 0, n, NULL, n, "7: after memory came back"));
     CUDA_OK(cudaFree(stored));
@@ -500,7 +501,7 @@ int main(void) {
     size_t limit = 0;
     CUDA_OK(cudaDeviceGetLimit(&limit, cudaLimitMallocHeapSize));
     CHECK(limit < (1ull << 30));
-    CHECK(cudaDeviceSetLimit(cudaLimitMallocHeapSize, size_t(8) << 30) != cudaSuccess);  // frozen now
+    CHECK(cudaDeviceSetLimit(cudaLimitMallocHeapSize, size_t(8) << 30) != cudaSuccess); // frozen now
     (void)cudaGetLastError();
     STEP(grow_after_cuda_malloc());
     STEP(budget_runs_out_mid_kernel());

@@ -24,10 +24,10 @@ int main(void) {
         gpudyn_ggarray_options_init(&o);
         o.num_lfvectors = 4;
         o.budget_bytes = kBudgetBytes;
-        o.pool_bytes = ~0ull;  // no pool: every bucket from the (small) heap
+        o.pool_bytes = ~0ull; // no pool: every bucket from the (small) heap
         gpudyn_ggarray_t g = NULL;
         CHECK_OK(gpudyn_ggarray_create(&g, &o, NULL));
-        const uint64_t small = 1000000, big = 16000000;  // 4 MB fits, 64 MB does not
+        const uint64_t small = 1000000, big = 16000000; // 4 MB fits, 64 MB does not
         std::vector<unsigned> in(big);
         for (uint64_t i = 0; i < big; ++i) in[i] = unsigned(i * 2654435761u);
         void* d = NULL;
@@ -44,7 +44,7 @@ int main(void) {
         CHECK(n == small);
         std::vector<unsigned> after(small);
         CHECK_OK(gpudyn_ggarray_copy_to_host(g, after.data(), small * 4, NULL));
-        CHECK(memcmp(before.data(), after.data(), small * 4) == 0);  // nothing lost, nothing moved
+        CHECK(memcmp(before.data(), after.data(), small * 4) == 0); // nothing lost, nothing moved
         std::vector<unsigned> ref(in.begin(), in.begin() + small);
         CHECK(same_multiset(after.data(), ref.data(), small, 4));
         CHECK_OK(gpudyn_ggarray_push_back(g, d, small, NULL, gpudyn_insert_algo_t(algo), NULL));
@@ -55,7 +55,7 @@ int main(void) {
         gpudyn_device_free(d, NULL);
         CHECK_OK(gpudyn_ggarray_destroy(g));
     }
-    {  // the pool: 64 MB of elements with a 32 MB budget
+    { // the pool: 64 MB of elements with a 32 MB budget
         const uint64_t big = 16000000;
         std::vector<unsigned> in(big);
         for (uint64_t i = 0; i < big; ++i) in[i] = unsigned(i * 2654435761u);
@@ -68,7 +68,7 @@ int main(void) {
         o.budget_bytes = kBudgetBytes;
         gpudyn_ggarray_t g = NULL;
         CHECK_OK(gpudyn_ggarray_create(&g, &o, NULL));
-        CHECK_OK(gpudyn_ggarray_reserve(g, 2 * big, NULL));  // far beyond the budget: pool rows
+        CHECK_OK(gpudyn_ggarray_reserve(g, 2 * big, NULL)); // far beyond the budget: pool rows
         uint64_t cap = 0, bytes = 0, n = 0;
         CHECK_OK(gpudyn_ggarray_capacity(g, &cap, NULL));
         CHECK(cap >= 2 * big);

@@ -18,7 +18,7 @@ extern "C" {
 using gpudyn::bulk_plan;
 
 static unsigned long long lcg(unsigned long long& x) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;  // Knuth's MMIX LCG
+    x = x * 6364136223846793005ull + 1442695040888963407ull; // Knuth's MMIX LCG
     return x >> 33;
 }
 
@@ -48,23 +48,21 @@ static void check_plan(unsigned long long count, unsigned resident, unsigned tar
     unsigned long long at = 0;
     for (auto& x : r) {
         if (x.first == x.second) continue;
-        CHECK(x.first == at);  // no gap, no overlap
+        CHECK(x.first == at); // no gap, no overlap
         at = x.second;
     }
     CHECK(at == count);
-    for (unsigned t = 0; t < targets; ++t)
-        CHECK(per_target[t] == count / targets + (t < count % targets ? 1 : 0));
+    for (unsigned t = 0; t < targets; ++t) CHECK(per_target[t] == count / targets + (t < count % targets ? 1 : 0));
 }
 
 int main() {
     unsigned long long seed = 12345;
     const unsigned targets_list[] = {1, 2, 7, 32, 512, 2048};
-    const unsigned long long counts[] = {0, 1, 2, 255, 256, 257, 4095, 4096, 100003, 1000000, 512000000ull,
-                                         (1ull << 40) + 12345};
+    const unsigned long long counts[] = {0,    1,    2,      255,     256,          257,
+                                         4095, 4096, 100003, 1000000, 512000000ull, (1ull << 40) + 12345};
     for (unsigned T : targets_list)
         for (unsigned long long n : counts)
-            for (unsigned resident : {1u, 7u, 264u})
-                check_plan(n, resident, T, 4096, unsigned(n % 97), nullptr);
+            for (unsigned resident : {1u, 7u, 264u}) check_plan(n, resident, T, 4096, unsigned(n % 97), nullptr);
     // A sequence of insertions keeps the LFVectors dealt round-robin.
     for (unsigned T : {7u, 512u}) {
         std::vector<unsigned long long> sizes(T, 0);

@@ -46,7 +46,7 @@
 #include <gpudyn/vmm_array.cuh>
 
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"  // the shared helpers this test does not call
+#pragma GCC diagnostic ignored "-Wunused-function" // the shared helpers this test does not call
 extern "C" {
 #include "ggarray_test_util.h"
 }
@@ -68,7 +68,7 @@ static bool g_sanitized = false;
 // Values are t * kItems + j (thread t, item j < kItems): unique per push.
 static const unsigned kItems = 8;
 
-__host__ __device__ inline unsigned mix(unsigned x) {  // "lowbias32" (C. Wellons, hash-prospector)
+__host__ __device__ inline unsigned mix(unsigned x) { // "lowbias32" (C. Wellons, hash-prospector)
     x ^= x >> 16;
     x *= 0x7feb352du;
     x ^= x >> 15;
@@ -77,9 +77,19 @@ __host__ __device__ inline unsigned mix(unsigned x) {  // "lowbias32" (C. Wellon
     return x;
 }
 
-enum pattern { kOddLanes, kEarlyReturn, kLoneThread, kParity, kLoops, kMany, kTargets, kFlagged, kPatterns };
-static const char* const pattern_name[] = {"odd lanes", "early return", "lone thread", "parity (2-D/3-D)",
-                                           "loops", "several values", "push_back_to", "flags and values"};
+enum pattern {
+    kOddLanes,
+    kEarlyReturn,
+    kLoneThread,
+    kParity,
+    kLoops,
+    kMany,
+    kTargets,
+    kFlagged,
+    kPatterns
+};
+static const char* const pattern_name[] = {"odd lanes", "early return",   "lone thread",  "parity (2-D/3-D)",
+                                           "loops",     "several values", "push_back_to", "flags and values"};
 
 // Items thread t (rank r in its block of `threads`, block b, coordinates x,y,z)
 // pushes with pattern p: items 0..count-1.  The same function decides on the
@@ -100,7 +110,9 @@ __host__ __device__ inline unsigned items_of(int p, unsigned t, unsigned r, unsi
 }
 
 template <class Ref>
-__device__ bool push_to(const Ref& a, unsigned, int v) { return a.push_back(v); }
+__device__ bool push_to(const Ref& a, unsigned, int v) {
+    return a.push_back(v);
+}
 __device__ bool push_to(const gpudyn::ggarray_ref<int>& a, unsigned t, int v) {
     return a.push_back_to(mix(t + 1) % a.num_lfvectors(), v);
 }
@@ -114,16 +126,16 @@ __global__ void push_kernel(View view, int p, unsigned char* ok) {
     const unsigned t = unsigned(b * threads + r);
     const unsigned k = items_of(p, t, r, threads, b, threadIdx.x, threadIdx.y, threadIdx.z);
     const Ref a{view};
-    if (p == kEarlyReturn && k == 0) return;  // neighbours gone: the rest of the warp still pushes
+    if (p == kEarlyReturn && k == 0) return; // neighbours gone: the rest of the warp still pushes
     if (p == kMany) {
         int v[kItems];
         for (unsigned j = 0; j < k; ++j) v[j] = int(t * kItems + j);
-        if (t % 4 == 3) return;  // these threads leave (k == 0 for them)
+        if (t % 4 == 3) return; // these threads leave (k == 0 for them)
         const bool stored = a.push_back(v, k);
         for (unsigned j = 0; j < k; ++j) ok[t * kItems + j] = stored;
         return;
     }
-    if (p == kFlagged) {  // push_back(flags, values): items j < k flagged, two branches, early leavers
+    if (p == kFlagged) { // push_back(flags, values): items j < k flagged, two branches, early leavers
         if (t % 5 == 4) return;
         bool f[kItems];
         int v[kItems];
@@ -137,7 +149,7 @@ __global__ void push_kernel(View view, int p, unsigned char* ok) {
         for (unsigned j = 0; j < k; ++j) ok[t * kItems + j] = stored;
         return;
     }
-    for (unsigned j = 0; j < k; ++j) {  // trip count differs per lane with kLoops
+    for (unsigned j = 0; j < k; ++j) { // trip count differs per lane with kLoops
         const int v = int(t * kItems + j);
         const bool stored = p == kTargets ? push_to(a, t, v) : a.push_back(v);
         ok[t * kItems + j] = stored;
@@ -201,9 +213,7 @@ static void with_ref(any_array* a, F&& f) {
 }
 
 static void launch_pattern(any_array* a, int p, dim3 grid, dim3 block, unsigned char* ok) {
-    with_ref(a, [&](auto ref, auto view) {
-        push_kernel<decltype(ref)><<<grid, block>>>(view, p, ok);
-    });
+    with_ref(a, [&](auto ref, auto view) { push_kernel<decltype(ref)><<<grid, block>>>(view, p, ok); });
     CHECK(cudaGetLastError() == cudaSuccess);
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
 }
@@ -238,8 +248,8 @@ static void test_divergent(array_kind kind, bool pooled) {
         for (int shape = 0; shape < (p == kParity ? 2 : 1); ++shape) {
             dim3 block(128);
             if (p == kLoneThread) block = dim3(96);
-            if (p == kParity) block = shape == 0 ? dim3(10, 7) : dim3(6, 5, 3);  // 70 / 90 threads: partial warps
-            const dim3 grid(blocks / 8, 8);  // 2-D grid: the block's LFVector is its linear index
+            if (p == kParity) block = shape == 0 ? dim3(10, 7) : dim3(6, 5, 3); // 70 / 90 threads: partial warps
+            const dim3 grid(blocks / 8, 8); // 2-D grid: the block's LFVector is its linear index
             const unsigned threads = block.x * block.y * block.z;
             const unsigned total = blocks * threads;
             // Host reference: every (t, j) the kernel pushes.
@@ -311,7 +321,7 @@ static void test_exhaustion(array_kind kind, int p, unsigned blocks, uint64_t ca
     std::vector<int> before(1000);
     for (size_t i = 0; i < before.size(); ++i) before[i] = -1 - int(i);
     any_array a;
-    if (kind == KIND_GGARRAY) {  // no pool: every bucket from the (small) budget
+    if (kind == KIND_GGARRAY) { // no pool: every bucket from the (small) budget
         memset(&a, 0, sizeof(a));
         a.kind = kind;
         a.element_size = 4;
@@ -322,7 +332,7 @@ static void test_exhaustion(array_kind kind, int p, unsigned blocks, uint64_t ca
         o.budget_bytes = budget;
         o.max_budget_bytes = budget;
         CHECK_OK(gpudyn_ggarray_create(&a.g, &o, NULL));
-    } else if (kind == KIND_VMM) {  // max_capacity = capacity: the mapping's rounding adds nothing
+    } else if (kind == KIND_VMM) { // max_capacity = capacity: the mapping's rounding adds nothing
         memset(&a, 0, sizeof(a));
         a.kind = kind;
         a.element_size = 4;
@@ -352,7 +362,7 @@ static void test_exhaustion(array_kind kind, int p, unsigned blocks, uint64_t ca
         // per refused reservation (hundreds of thousands here, which made the
         // exhausted kernel crawl, one failing request after the other).
         const uint64_t failures = arena_refusals(&a) - refused_before;
-        const uint64_t bound = 2ull * 4 * GPUDYN_GGARRAY_MAX_BUCKETS;  // 4 LFVectors
+        const uint64_t bound = 2ull * 4 * GPUDYN_GGARRAY_MAX_BUCKETS; // 4 LFVectors
         if (failures == 0 || failures > bound) {
             fprintf(stderr, "B: ggarray (%s): %llu refused arena requests in the kernel, expected 1..%llu\n",
                     pattern_name[p], (unsigned long long)failures, (unsigned long long)bound);
@@ -364,8 +374,8 @@ static void test_exhaustion(array_kind kind, int p, unsigned blocks, uint64_t ca
     uint64_t stored = 0;
     for (unsigned char c : ok) stored += c;
     const char* detail = pattern_name[p];
-    const uint32_t want_bit = kind == KIND_GGARRAY ? GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED
-                                                   : GPUDYN_ARRAY_STATUS_CAPACITY_EXCEEDED;
+    const uint32_t want_bit =
+        kind == KIND_GGARRAY ? GPUDYN_ARRAY_STATUS_ALLOCATION_FAILED : GPUDYN_ARRAY_STATUS_CAPACITY_EXCEEDED;
     uint32_t st = any_status(&a);
     report((st & want_bit) == 0, "B", &a, "status does not report the exhaustion", detail);
     uint64_t pushed = 0;
@@ -408,7 +418,7 @@ __global__ void wrong_kernel(View view, unsigned* trues, unsigned long long* siz
     unsigned t = 0;
     t += a.push_back(v[0]);
     t += a.push_back(v, 2);
-    t += a.push_back(temp, true, v[0]);  // block-level: every thread calls
+    t += a.push_back(temp, true, v[0]); // block-level: every thread calls
     if (t) atomicAdd(trues, t);
     if (threadIdx.x == 0) atomicAdd(sizes_seen, a.size());
 }
@@ -416,7 +426,7 @@ __global__ void wrong_kernel(View view, unsigned* trues, unsigned long long* siz
 static std::vector<uint64_t> words(any_array* a) {
     const views w = get_views(a);
     std::vector<uint64_t> out;
-    auto grab = [&](uint64_t addr, size_t bytes) {  // as bytes, one uint64 each
+    auto grab = [&](uint64_t addr, size_t bytes) { // as bytes, one uint64 each
         std::vector<unsigned char> h(bytes);
         CHECK(cudaMemcpy(h.data(), reinterpret_cast<void*>(addr), bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
         out.insert(out.end(), h.begin(), h.end());
@@ -510,31 +520,27 @@ __global__ void desync_kernel(View view, gpudyn_heap_view_t heap, unsigned n, un
     void* p = gpudyn::heap_ref{heap}.malloc(32);
     const unsigned h = mix(t);
     if (h & 1u) {
-        const long long start = clock64(), wait = (long long)(h >> 1) % 4000;  // up to ~2 us
-        while (clock64() - start < wait) {
-        }
+        const long long start = clock64(), wait = (long long)(h >> 1) % 4000; // up to ~2 us
+        while (clock64() - start < wait) {}
     } else if (h & 2u) {
         __nanosleep((threadIdx.x % 32u) * 64u);
     }
     const Ref a{view};
     bool stored = false;
     if (p != nullptr) {
-        *static_cast<unsigned*>(p) = t;  // the block is the thread's: use it
+        *static_cast<unsigned*>(p) = t; // the block is the thread's: use it
         stored = a.push_back(T(t) + T(1));
     }
-    ok[t] = stored ? 1 : 2;  // 0: the thread never got here
+    ok[t] = stored ? 1 : 2; // 0: the thread never got here
 }
 
 template <class T>
 static void desync_run(any_array* a, gpudyn_heap_view_t hv, unsigned n, unsigned char* dok) {
     const unsigned threads = 256, blocks = (n + threads - 1) / threads;
     const views w = get_views(a);
-    if (a->kind == KIND_GGARRAY)
-        desync_kernel<gpudyn::ggarray_ref<T>><<<blocks, threads>>>(w.g, hv, n, dok);
-    else if (a->kind == KIND_STATIC)
-        desync_kernel<gpudyn::static_array_ref<T>><<<blocks, threads>>>(w.s, hv, n, dok);
-    else
-        desync_kernel<gpudyn::vmm_array_ref<T>><<<blocks, threads>>>(w.v, hv, n, dok);
+    if (a->kind == KIND_GGARRAY) desync_kernel<gpudyn::ggarray_ref<T>><<<blocks, threads>>>(w.g, hv, n, dok);
+    else if (a->kind == KIND_STATIC) desync_kernel<gpudyn::static_array_ref<T>><<<blocks, threads>>>(w.s, hv, n, dok);
+    else desync_kernel<gpudyn::vmm_array_ref<T>><<<blocks, threads>>>(w.v, hv, n, dok);
     CHECK(cudaGetLastError() == cudaSuccess);
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
 }
@@ -602,10 +608,10 @@ static void test_desync(array_kind kind, unsigned element_size, bool small) {
         std::vector<unsigned char> ok(n);
         CHECK(cudaMemcpy(ok.data(), dok, n, cudaMemcpyDeviceToHost) == cudaSuccess);
         char detail[96];
-        snprintf(detail, sizeof detail, "desynchronized lanes, int%u%s, run %d", element_size * 8,
-                 kind == KIND_GGARRAY ? (small ? ", 3 LFVectors of 32-element first buckets" : ", default options")
-                                      : "",
-                 rep);
+        snprintf(
+            detail, sizeof detail, "desynchronized lanes, int%u%s, run %d", element_size * 8,
+            kind == KIND_GGARRAY ? (small ? ", 3 LFVectors of 32-element first buckets" : ", default options") : "",
+            rep);
         if (element_size == 4) desync_check<int>(&a, n, ok, detail);
         else desync_check<long long>(&a, n, ok, detail);
         cudaFree(dok);
@@ -617,15 +623,23 @@ static void test_desync(array_kind kind, unsigned element_size, bool small) {
 }
 
 // ---- E ----
-static const unsigned kBins = 3;  // arrays; bin kBins is the refused view
+static const unsigned kBins = 3; // arrays; bin kBins is the refused view
 __host__ __device__ inline unsigned bin_of(unsigned t) { return mix(t * 3u + 1u) % (kBins + 1); }
 __host__ __device__ inline unsigned bin_items(unsigned t) { return 1 + t % 3; }
-enum bin_mode { kBinOne, kBinMany, kBinFlagged, kBinTo, kBinModes };
+enum bin_mode {
+    kBinOne,
+    kBinMany,
+    kBinFlagged,
+    kBinTo,
+    kBinModes
+};
 static const char* const bin_mode_name[] = {"push_back(x)", "push_back(values, n)", "push_back(flags, values)",
                                             "push_back_to(1, x)"};
 
 template <class Ref>
-__device__ bool bin_push_to(const Ref& a, int v) { return a.push_back(v); }
+__device__ bool bin_push_to(const Ref& a, int v) {
+    return a.push_back(v);
+}
 __device__ bool bin_push_to(const gpudyn::ggarray_ref<int>& a, int v) { return a.push_back_to(1, v); }
 
 template <class Ref, class View>
@@ -655,7 +669,7 @@ static void test_several_arrays(array_kind kind, int mode) {
     views w[kBins + 1];
     for (unsigned b = 0; b < kBins; ++b) w[b] = get_views(&arr[b]);
     w[kBins] = w[0];
-    w[kBins].g.version = w[kBins].s.version = w[kBins].v.version = 0xdead;  // refused by every push
+    w[kBins].g.version = w[kBins].s.version = w[kBins].v.version = 0xdead; // refused by every push
     std::vector<std::vector<int>> want(kBins);
     std::vector<unsigned char> want_ok(n);
     for (unsigned t = 0; t < n; ++t) {
@@ -684,8 +698,10 @@ static void test_several_arrays(array_kind kind, int mode) {
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
     std::vector<unsigned char> ok(n);
     CHECK(cudaMemcpy(ok.data(), dok, n, cudaMemcpyDeviceToHost) == cudaSuccess);
-    report(ok != want_ok, "E", &arr[0], "a push's result is not true for an array's lanes and false for the refused "
-           "view's", bin_mode_name[mode]);
+    report(ok != want_ok, "E", &arr[0],
+           "a push's result is not true for an array's lanes and false for the refused "
+           "view's",
+           bin_mode_name[mode]);
     for (unsigned b = 0; b < kBins; ++b) {
         std::sort(want[b].begin(), want[b].end());
         report(contents(&arr[b]) != want[b], "E", &arr[b], "an array does not hold exactly its bin's values",
@@ -704,7 +720,8 @@ int main(void) {
     STEP(test_divergent(KIND_GGARRAY, false));
     // B: the contiguous arrays hold 1/8 of what the kernel pushes; the GGArray
     // gets twice its budget in int32 values (1/4 of the threads push nothing).
-    STEP(for (int k = 1; k < 3; ++k) for (int p : {int(kLoops), int(kMany)}) test_exhaustion(array_kind(k), p, 256, 30000, 0));
+    STEP(for (int k = 1; k < 3; ++k) for (int p : {int(kLoops), int(kMany)})
+             test_exhaustion(array_kind(k), p, 256, 30000, 0));
     const uint64_t budget = g_sanitized ? (8ull << 20) : kBudgetBytes;
     STEP(test_exhaustion(KIND_GGARRAY, kMany, unsigned(budget * 2 / 4 / 128 / 2), 0, budget));
     STEP(for (int k = 0; k < 3; ++k) test_refused(array_kind(k)));

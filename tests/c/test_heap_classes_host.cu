@@ -40,9 +40,9 @@ int main() {
             const unsigned long long slots = k.size >= 2048 ? 128 : 64;
             const unsigned long long want = std::min(std::max(slots * k.size, 128ull << 10), 1ull << 20);
             CHECK(slab >= want && k.slots >= 8);
-            CHECK((k.slab_pages & (k.slab_pages - 1)) == 0);  // a power of two (claimed aligned)
+            CHECK((k.slab_pages & (k.slab_pages - 1)) == 0); // a power of two (claimed aligned)
             CHECK(k.slab_pages == 1 || slab / 2 < std::max(want, 8ull * k.size));
-            CHECK((unsigned long long)k.slots * 16 <= slab);  // fits the slot words of the slab's pages
+            CHECK((unsigned long long)k.slots * 16 <= slab); // fits the slot words of the slab's pages
             // A class with few requests holds little: at most 1 MiB, or 8 slots and a page.
             CHECK(slab <= std::max(1ull << 20, 16ull * k.size + P));
         }
@@ -51,7 +51,7 @@ int main() {
         for (unsigned long long b = 1; b <= P / 2; ++b) {
             while (ref[c] < b) ++c;
             if (heap_class_of(b) != c) ++bad;
-            if (b > 128 && (ref[c] - b) * 8 > b) ++bad;  // <= 12.5 % waste
+            if (b > 128 && (ref[c] - b) * 8 > b) ++bad; // <= 12.5 % waste
             if ((b & (b - 1)) == 0 && b >= 16 && ref[c] != b) ++bad;
         }
         if (bad) fprintf(stderr, "page size %llu: %d sizes in a wrong class\n", P, bad);

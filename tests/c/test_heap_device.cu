@@ -87,9 +87,18 @@ __device__ unsigned long long linear_id() {
     return block * (blockDim.x * blockDim.y) + threadIdx.y * blockDim.x + threadIdx.x;
 }
 
-enum Mode { kConverged, kLaneSwitch, kOneAtATime, kOddLanes, kEarlyReturn, k2D, kModeCount };
+enum Mode {
+    kConverged,
+    kLaneSwitch,
+    kOneAtATime,
+    kOddLanes,
+    kEarlyReturn,
+    k2D,
+    kModeCount
+};
 static const char* mode_name(int m) {
-    static const char* n[] = {"converged", "lane switch", "one lane at a time", "odd lanes", "early return", "2-D blocks"};
+    static const char* n[] = {"converged", "lane switch",  "one lane at a time",
+                              "odd lanes", "early return", "2-D blocks"};
     return n[m];
 }
 // Which threads allocate in a mode (the rule the kernel applies, restated for the host).
@@ -100,9 +109,7 @@ static bool allocates(int mode, uint64_t i) {
 }
 
 #define GPUDYN_CASE(k) \
-    case k:            \
-        p = heap.malloc(bytes); \
-        break;
+    case k: p = heap.malloc(bytes); break;
 
 template <int M>
 __global__ void alloc_kernel(gpudyn_heap_view_t v, const uint64_t* sizes, uint64_t* ptrs, uint64_t n, uint64_t tag0,
@@ -112,22 +119,24 @@ __global__ void alloc_kernel(gpudyn_heap_view_t v, const uint64_t* sizes, uint64
     if (i >= n) return;
     const uint64_t bytes = sizes[i];
     void* p = nullptr;
-    const unsigned lane = threadIdx.x % 32;  // blocks of whole warps in x (2-D: 32 x k)
+    const unsigned lane = threadIdx.x % 32; // blocks of whole warps in x (2-D: 32 x k)
     if (M == kConverged || M == k2D) {
         p = heap.malloc(bytes);
     } else if (M == kLaneSwitch) {
         switch (lane) {
+            // clang-format off
             GPUDYN_CASE(0) GPUDYN_CASE(1) GPUDYN_CASE(2) GPUDYN_CASE(3) GPUDYN_CASE(4) GPUDYN_CASE(5)
             GPUDYN_CASE(6) GPUDYN_CASE(7) GPUDYN_CASE(8) GPUDYN_CASE(9) GPUDYN_CASE(10) GPUDYN_CASE(11)
             GPUDYN_CASE(12) GPUDYN_CASE(13) GPUDYN_CASE(14) GPUDYN_CASE(15) GPUDYN_CASE(16) GPUDYN_CASE(17)
             GPUDYN_CASE(18) GPUDYN_CASE(19) GPUDYN_CASE(20) GPUDYN_CASE(21) GPUDYN_CASE(22) GPUDYN_CASE(23)
             GPUDYN_CASE(24) GPUDYN_CASE(25) GPUDYN_CASE(26) GPUDYN_CASE(27) GPUDYN_CASE(28) GPUDYN_CASE(29)
             GPUDYN_CASE(30) GPUDYN_CASE(31)
+            // clang-format on
         }
     } else if (M == kOneAtATime) {
         const unsigned active = __activemask();
         for (unsigned k = 0; k < 32; ++k) {
-            if (lane == k) p = heap.malloc(bytes);  // the only lane in the call
+            if (lane == k) p = heap.malloc(bytes); // the only lane in the call
             __syncwarp(active);
         }
     } else if (M == kOddLanes) {
@@ -250,7 +259,9 @@ struct dev_vec {
     }
     explicit dev_vec(const std::vector<T>& h) : dev_vec(h.size()) { upload(h); }
     ~dev_vec() { cudaFree(p); }
-    void upload(const std::vector<T>& h) { CUDA_OK(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice)); }
+    void upload(const std::vector<T>& h) {
+        CUDA_OK(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+    }
     std::vector<T> download() const {
         std::vector<T> h(n);
         CUDA_OK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
@@ -316,7 +327,8 @@ struct live_block {
     uint64_t p, bytes;
 };
 // Ranges inside [base, base + mapped), pairwise disjoint; alignment.
-static int check_blocks(std::vector<live_block> blocks, const gpudyn_heap_view_t& v, uint64_t mapped, const char* what) {
+static int check_blocks(std::vector<live_block> blocks, const gpudyn_heap_view_t& v, uint64_t mapped,
+                        const char* what) {
     int bad_range = 0, overlap = 0, misaligned = 0;
     const uint64_t P = 1ull << v.page_shift;
     for (const auto& b : blocks) {
@@ -400,8 +412,9 @@ static void test_call_patterns() {
             usable_sum += ref_usable(sizes[i], P);
             run_bytes += ref_run_bytes(sizes[i], P);
         }
-        if (nulls) fprintf(stderr, "%s: %llu of %llu requests got null\n", mode_name(mode), (unsigned long long)nulls,
-                           (unsigned long long)expected);
+        if (nulls)
+            fprintf(stderr, "%s: %llu of %llu requests got null\n", mode_name(mode), (unsigned long long)nulls,
+                    (unsigned long long)expected);
         CHECK(nulls == 0);
         CHECK(check_blocks(blocks_of(sizes, ptrs), v, before.bytes_mapped, mode_name(mode)) == 0);
         CHECK(corrupted(sizes, ptrs, tag0) == 0);
@@ -413,7 +426,9 @@ static void test_call_patterns() {
             std::vector<uint64_t> u = du.download();
             uint64_t wrong = 0;
             for (uint64_t i = 0; i < n; ++i) wrong += u[i] != (ptrs[i] ? ref_usable(sizes[i], P) : 0);
-            if (wrong) fprintf(stderr, "%s: %llu usable sizes differ from the reference\n", mode_name(mode), (unsigned long long)wrong);
+            if (wrong)
+                fprintf(stderr, "%s: %llu usable sizes differ from the reference\n", mode_name(mode),
+                        (unsigned long long)wrong);
             CHECK(wrong == 0);
         }
         const gpudyn_heap_stats_t during = stats_of(h);
@@ -440,7 +455,7 @@ static void test_call_patterns() {
         if (mode % 2 == 0) free_kernel<<<blocks_for(n, 256), 256>>>(v, dp.p, n, 1000, ok.p);
         else free_divergent_kernel<<<blocks_for(n, 256), 256>>>(v, dp.p, n, ok.p);
         CUDA_OK(cudaDeviceSynchronize());
-        CHECK(count_ok(ok) == n);  // every free true (nullptr frees are true too)
+        CHECK(count_ok(ok) == n); // every free true (nullptr frees are true too)
         const gpudyn_heap_stats_t after = stats_of(h);
         CHECK(after.allocations == before.allocations);
         CHECK(after.bytes_allocated == before.bytes_allocated);
@@ -491,27 +506,28 @@ static void test_bad_frees() {
     uint64_t free_page = 0;
     {
         std::vector<uint64_t> bits(s0.bytes_mapped / P / 64);
-        CUDA_OK(cudaMemcpy(bits.data(), reinterpret_cast<void*>(v.page_bitmap), bits.size() * 8, cudaMemcpyDeviceToHost));
+        CUDA_OK(
+            cudaMemcpy(bits.data(), reinterpret_cast<void*>(v.page_bitmap), bits.size() * 8, cudaMemcpyDeviceToHost));
         for (uint64_t p = 0; p < bits.size() * 64; ++p)
             if (!((bits[p / 64] >> (p % 64)) & 1)) {
                 free_page = p;
                 break;
             }
     }
-    std::vector<uint64_t> bad = {reinterpret_cast<uint64_t>(foreign),
-                                 v.base + free_page * P,
-                                 v.base + uint64_t(v.max_pages) * P + 64,   // past the reserved range
+    std::vector<uint64_t> bad = {reinterpret_cast<uint64_t>(foreign), v.base + free_page * P,
+                                 v.base + uint64_t(v.max_pages) * P + 64, // past the reserved range
                                  v.base - 4096};
     for (uint64_t i = 0; i < 64; ++i) {
-        bad.push_back(ptrs[i] + (sizes[i] > 16 ? 16 : 8));  // interior of a slot or of a run's first page
-        if (sizes[i] > P) bad.push_back(ptrs[i] + P);       // a run's second page
+        bad.push_back(ptrs[i] + (sizes[i] > 16 ? 16 : 8)); // interior of a slot or of a run's first page
+        if (sizes[i] > P) bad.push_back(ptrs[i] + P);      // a run's second page
     }
     // A slab's tail: where slot k.slots would start, on a later page of the slab,
     // in a class whose slots do not fill their slab (slot-aligned, so only the
     // slot count tells it from a block).  Slabs are aligned to their page count.
     {
         std::vector<uint32_t> table(4 * uint64_t(v.class_count));
-        CUDA_OK(cudaMemcpy(table.data(), reinterpret_cast<void*>(v.class_table), table.size() * 4, cudaMemcpyDeviceToHost));
+        CUDA_OK(
+            cudaMemcpy(table.data(), reinterpret_cast<void*>(v.class_table), table.size() * 4, cudaMemcpyDeviceToHost));
         const std::vector<uint64_t> classes = ref_classes(P);
         std::vector<bool> seen(classes.size(), false);
         uint64_t tails = 0;
@@ -526,7 +542,7 @@ static void test_bad_frees() {
             bad.push_back(v.base + (ptrs[i] - v.base) / slab_bytes * slab_bytes + slots * size);
             ++tails;
         }
-        CHECK(tails > 0);  // 112 B: 1170 slots of a 128 KiB slab
+        CHECK(tails > 0); // 112 B: 1170 slots of a 128 KiB slab
     }
     {
         uint64_t ok = 0;
@@ -543,9 +559,9 @@ static void test_bad_frees() {
         snprintf(want, sizeof(want), "%llu bad free(s) since the last check", (unsigned long long)bad.size());
         CHECK(strstr(gpudyn_last_error_message(), want) != nullptr);
         CHECK_OK(gpudyn_heap_check(h, nullptr));
-        CHECK(stats_of(h).bad_frees == bad.size());  // the stats still count them
+        CHECK(stats_of(h).bad_frees == bad.size()); // the stats still count them
         uint64_t again = 0;
-        free_all(v, bad, &again);  // new bad frees: reported by the next check
+        free_all(v, bad, &again); // new bad frees: reported by the next check
         CHECK(again == 0 && stats_of(h).bad_frees == 2 * bad.size());
         CHECK_STATUS(gpudyn_heap_check(h, nullptr), GPUDYN_ERROR_INVALID_ARGUMENT);
         CHECK(strstr(gpudyn_last_error_message(), want) != nullptr);
@@ -561,7 +577,7 @@ static void test_bad_frees() {
     {
         std::vector<uint64_t> twice(n);
         const uint64_t half = n / 2;
-        for (uint64_t i = 0; i < half; ++i) twice[i] = twice[i + half] = ptrs[i];      // blocks apart
+        for (uint64_t i = 0; i < half; ++i) twice[i] = twice[i + half] = ptrs[i]; // blocks apart
         dev_vec<uint64_t> dp(twice);
         dev_vec<uint32_t> ok(n);
         free_kernel<<<blocks_for(n, 256), 256>>>(v, dp.p, n, 0, ok.p);
@@ -569,13 +585,15 @@ static void test_bad_frees() {
         std::vector<uint32_t> r = ok.download();
         uint64_t wrong = 0;
         for (uint64_t i = 0; i < half; ++i) wrong += r[i] + r[i + half] != 1;
-        if (wrong) fprintf(stderr, "concurrent double free across blocks: %llu pointers not freed exactly once\n", (unsigned long long)wrong);
+        if (wrong)
+            fprintf(stderr, "concurrent double free across blocks: %llu pointers not freed exactly once\n",
+                    (unsigned long long)wrong);
         CHECK(wrong == 0);
         CHECK(stats_of(h).bad_frees == half);
     }
     {
         const uint64_t half = n / 2;
-        std::vector<uint64_t> pairs(half);  // the second half of ptrs, each pointer twice in neighbouring lanes
+        std::vector<uint64_t> pairs(half); // the second half of ptrs, each pointer twice in neighbouring lanes
         for (uint64_t j = 0; j + 1 < half; j += 2) pairs[j] = pairs[j + 1] = ptrs[half + j / 2 * 2];
         dev_vec<uint64_t> dp(pairs);
         dev_vec<uint32_t> ok(half);
@@ -587,7 +605,9 @@ static void test_bad_frees() {
             wrong += r[j] + r[j + 1] != 1;
             ++freed;
         }
-        if (wrong) fprintf(stderr, "concurrent double free in one warp: %llu pointers not freed exactly once\n", (unsigned long long)wrong);
+        if (wrong)
+            fprintf(stderr, "concurrent double free in one warp: %llu pointers not freed exactly once\n",
+                    (unsigned long long)wrong);
         CHECK(wrong == 0);
         CHECK(stats_of(h).bad_frees == n / 2 + freed);
         // Sequential double free of the same pointers in a later kernel: all false.
@@ -638,7 +658,7 @@ static void test_exhaustion() {
     const uint64_t P = 65536;
     const uint64_t sizes_to_try[] = {16, 256, 4096, 24 * 1024, 200 * 1024, 0};
     for (uint64_t S : sizes_to_try) {
-        if (g_sanitizer && S < 256 && S != 0) continue;  // a million 16-byte blocks is too slow under the sanitizer
+        if (g_sanitizer && S < 256 && S != 0) continue; // a million 16-byte blocks is too slow under the sanitizer
         // Mixed sizes: a larger heap, as the issue's matrix has (each class's last slab is the slack).
         const uint64_t heap_bytes = uint64_t(g_sanitizer ? 16 : (S == 0 ? 256 : 64)) << 20;
         const uint64_t mean = S == 0 ? 2056 : S;
@@ -649,11 +669,11 @@ static void test_exhaustion() {
         const uint64_t per_round = std::min<uint64_t>(heap_bytes / mean / 8 + 32, g_sanitizer ? 4096 : (1u << 20));
         std::vector<uint64_t> all_sizes, all_ptrs;
         uint64_t nulls = 0, live_usable = 0;
-        const uint64_t max_rounds = heap_bytes / mean / per_round * 2 + 4;  // twice what fits
+        const uint64_t max_rounds = heap_bytes / mean / per_round * 2 + 4; // twice what fits
         for (uint64_t round = 0; round < max_rounds && nulls == 0; ++round) {
             std::vector<uint64_t> sizes = sizes_of(S, per_round, rng);
-            std::vector<uint64_t> p = alloc_on_device(v, sizes, round % 2 ? kLaneSwitch : kConverged,
-                                                      uint64_t(round) * per_round);
+            std::vector<uint64_t> p =
+                alloc_on_device(v, sizes, round % 2 ? kLaneSwitch : kConverged, uint64_t(round) * per_round);
             for (uint64_t i = 0; i < per_round; ++i) {
                 all_sizes.push_back(sizes[i]);
                 all_ptrs.push_back(p[i]);
@@ -671,7 +691,7 @@ static void test_exhaustion() {
             snprintf(want, sizeof(want), "%llu malloc request(s) found no memory", (unsigned long long)nulls);
             CHECK(strstr(gpudyn_last_error_message(), want) != nullptr);
             CHECK_OK(gpudyn_heap_check(h, nullptr));
-            const gpudyn_heap_stats_t c = stats_of(h);  // the stats still count them
+            const gpudyn_heap_stats_t c = stats_of(h); // the stats still count them
             CHECK(c.failed_allocations == nulls && c.allocations == s.allocations && c.bytes_held == s.bytes_held);
         }
         const uint64_t live = all_ptrs.size() - nulls;
@@ -693,7 +713,7 @@ static void test_exhaustion() {
         const gpudyn_heap_stats_t e = stats_of(h);
         CHECK(e.allocations == 0 && e.bytes_allocated == 0 && e.bad_frees == 0);
         if (S > P / 2) CHECK(e.bytes_held == 0);  // runs: every page back
-        else CHECK(e.bytes_held == s.bytes_held);  // slabs stay with their class (documented)
+        else CHECK(e.bytes_held == s.bytes_held); // slabs stay with their class (documented)
         // The same requests are served again (from the slabs the classes kept).
         std::vector<uint64_t> again(all_sizes.begin(), all_sizes.begin() + std::min<uint64_t>(live, per_round));
         std::vector<uint64_t> p = alloc_on_device(v, again, kConverged, 99);
@@ -717,9 +737,9 @@ static void test_exhaustion() {
             CHECK(b1.allocations == b0.allocations && b1.bytes_allocated == b0.bytes_allocated);
             CHECK(b1.failed_allocations > b0.failed_allocations);
             CHECK(b1.bad_frees == 0);
-            CHECK_STATUS(gpudyn_heap_check(h, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY);  // bulk failures too
+            CHECK_STATUS(gpudyn_heap_check(h, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY); // bulk failures too
             CHECK_OK(gpudyn_heap_check(h, nullptr));
-            CHECK_OK(gpudyn_heap_clear_status(h, nullptr));  // zeroes the counters and the check's marks
+            CHECK_OK(gpudyn_heap_clear_status(h, nullptr)); // zeroes the counters and the check's marks
             CHECK_OK(gpudyn_heap_check(h, nullptr));
         }
         CHECK_OK(gpudyn_heap_destroy(h));
@@ -761,7 +781,7 @@ static void test_two_heaps() {
     CHECK(overlap == 0);
     const gpudyn_heap_stats_t a0 = stats_of(a);
     uint64_t ok = 0;
-    free_all(vb, pa, &ok);  // A's pointers into B
+    free_all(vb, pa, &ok); // A's pointers into B
     CHECK(ok == 0);
     CHECK(stats_of(b).bad_frees == n);
     const gpudyn_heap_stats_t a1 = stats_of(a);
@@ -808,7 +828,7 @@ static void test_two_heaps_one_call_site() {
     std::vector<uint64_t> sa(sizes), sb(sizes), pa(ptrs), pb(ptrs);
     uint64_t na = 0, nulls = 0;
     for (uint64_t i = 0; i < n; ++i) {
-        (picks_b(i) ? pa : pb)[i] = 0;  // pa: A's blocks only, pb: B's
+        (picks_b(i) ? pa : pb)[i] = 0; // pa: A's blocks only, pb: B's
         na += !picks_b(i);
         nulls += ptrs[i] == 0;
     }
@@ -831,8 +851,8 @@ static void test_two_heaps_one_call_site() {
 
 // Blocks of 1024 threads: with __launch_bounds__ (what heap.cuh says such a
 // kernel needs) the launch succeeds and every block is served.
-__global__ void __launch_bounds__(1024) big_block_kernel(gpudyn_heap_view_t v, const uint64_t* sizes, uint64_t* ptrs,
-                                                         uint64_t n, uint64_t tag0) {
+__global__ void __launch_bounds__(1024)
+    big_block_kernel(gpudyn_heap_view_t v, const uint64_t* sizes, uint64_t* ptrs, uint64_t n, uint64_t tag0) {
     const uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
     if (i >= n) return;
     void* p = heap_ref{v}.malloc(sizes[i]);
@@ -909,7 +929,7 @@ static void test_malloc_pages() {
     CHECK(s.allocations == want && s.bytes_held == held && s.failed_allocations == 0);
     uint64_t ok = 0;
     free_all(v, ptrs, &ok);
-    CHECK(ok == n);  // free(nullptr) is true too: every real free succeeded
+    CHECK(ok == n); // free(nullptr) is true too: every real free succeeded
     CHECK(stats_of(h).allocations == 0 && stats_of(h).bytes_held == 0 && stats_of(h).bad_frees == 0);
     // Exhaustion: 32 runs of 4 MiB from a 64 MiB heap, twice as many as fit.
     CHECK_OK(gpudyn_heap_destroy(h));
@@ -937,7 +957,7 @@ static void test_grow() {
     const uint64_t small = uint64_t(32) << 20, big = uint64_t(128) << 20;
     gpudyn_heap_t h = make_heap(small, uint64_t(256) << 20);
     if (!h) return;
-    const gpudyn_heap_view_t v = view_of(h);  // taken before grow
+    const gpudyn_heap_view_t v = view_of(h); // taken before grow
     const gpudyn_heap_stats_t s0 = stats_of(h);
     CHECK(s0.bytes_mapped == small);
     if (s0.bytes_max < big) {
@@ -946,7 +966,7 @@ static void test_grow() {
         return;
     }
     CHECK(s0.bytes_max == (uint64_t(256) << 20));
-    const uint64_t S = 4096, n = small / S * 2;  // twice what fits
+    const uint64_t S = 4096, n = small / S * 2; // twice what fits
     std::vector<uint64_t> sizes(n, S);
     std::vector<uint64_t> p1 = alloc_on_device(v, sizes, kConverged, 0);
     uint64_t got1 = 0;
@@ -1014,7 +1034,7 @@ static void test_small_heap_every_class_at_once() {
         if (!h) return;
         const uint64_t n = 512;
         std::vector<uint64_t> sizes(n);
-        for (uint64_t i = 0; i < n; ++i) sizes[i] = uint64_t(16) << (i % 9);  // 16 B .. 4 KiB: nine classes
+        for (uint64_t i = 0; i < n; ++i) sizes[i] = uint64_t(16) << (i % 9); // 16 B .. 4 KiB: nine classes
         const gpudyn_heap_view_t v = view_of(h);
         const std::vector<uint64_t> ptrs = alloc_on_device(v, sizes, mode, 5ull << 50);
         uint64_t nulls = 0;
@@ -1103,7 +1123,7 @@ static void test_huge() {
     // Two threads ask for 1 GiB at once in a heap that holds one: exactly one wins.
     std::vector<uint64_t> sizes = {GiB, GiB};
     dev_vec<uint64_t> ds(sizes), dp(2);
-    alloc_kernel<kLaneSwitch><<<1, 32>>>(v, ds.p, dp.p, 2, 0, false);  // filled below by the grid
+    alloc_kernel<kLaneSwitch><<<1, 32>>>(v, ds.p, dp.p, 2, 0, false); // filled below by the grid
     CUDA_OK(cudaDeviceSynchronize());
     std::vector<uint64_t> p = dp.download();
     const uint64_t winner = p[0] ? p[0] : p[1];
@@ -1122,7 +1142,7 @@ static void test_huge() {
     }
     uint64_t ok = 0;
     free_all(v, p, &ok);
-    CHECK(ok == 2);  // the null entry frees as true
+    CHECK(ok == 2); // the null entry frees as true
     const gpudyn_heap_stats_t e = stats_of(h);
     CHECK(e.bytes_held == 0 && e.allocations == 0);
     CHECK(e.largest_free_bytes >= GiB);
@@ -1150,7 +1170,7 @@ static void test_left_lanes_and_refusals() {
         for (unsigned i = 0; i < 32; ++i) CHECK((p[i] != 0) == (i % 2 == 0 || other != 0));
         uint64_t ok = 0;
         free_all(v, p, &ok);
-        CHECK(ok == 32);  // free(nullptr) is true
+        CHECK(ok == 32); // free(nullptr) is true
     }
     CHECK(stats_of(h).allocations == 0);
     CHECK_OK(gpudyn_heap_clear_status(h, nullptr));
@@ -1165,7 +1185,6 @@ static void test_left_lanes_and_refusals() {
     CHECK(st.failed_allocations == 2 && st.bad_frees == 0 && st.allocations == 0);
     CHECK_OK(gpudyn_heap_destroy(h));
 }
-
 
 // Issue 39, items 1 and 5: one kernel allocating from two heaps (A: medium runs in
 // two lanes of each half-warp, small blocks elsewhere, each block stamped; then
@@ -1185,9 +1204,8 @@ __global__ void medium_and_second_heap_kernel(gpudyn_heap_view_t a, gpudyn_heap_
     const uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
     if (t >= n) return;
     for (int j = 0; j < 2; ++j) {
-        const uint64_t bytes = ((t % 16 == 0 || t % 16 == 2) && j == 0)
-                                   ? 40000
-                                   : 32 + gpudyn::detail::mix64(t * 2 + j + seed) % 480;
+        const uint64_t bytes =
+            ((t % 16 == 0 || t % 16 == 2) && j == 0) ? 40000 : 32 + gpudyn::detail::mix64(t * 2 + j + seed) % 480;
         void* p = A.malloc(bytes);
         pa[t * 2 + j] = reinterpret_cast<uint64_t>(p);
         sa[t * 2 + j] = bytes;
@@ -1302,7 +1320,7 @@ int main() {
     test_malloc_pages();
     test_grow();
     test_small_heap_every_class_at_once();
-    test_churn(0);     // mixed 16 .. 4096 B
+    test_churn(0); // mixed 16 .. 4096 B
     test_churn(64);
     test_churn(4096);
     test_huge();

@@ -36,8 +36,7 @@ __global__ void heap_fill(gpudyn_heap_view_t view, unsigned n, unsigned long lon
         for (unsigned k = 0; k < words; ++k) p[k] = i ^ (k << 20);
     out[i] = reinterpret_cast<unsigned long long>(p);
 }
-__global__ void heap_check_and_free(gpudyn_heap_view_t view, unsigned n, const unsigned long long* in,
-                                    unsigned* bad) {
+__global__ void heap_check_and_free(gpudyn_heap_view_t view, unsigned n, const unsigned long long* in, unsigned* bad) {
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     unsigned* p = reinterpret_cast<unsigned*>(in[i]);
@@ -57,14 +56,14 @@ static int current_device() {
 }
 
 // The call must succeed and leave `expect` current.
-#define CHECK_ON(call, expect)                                                          \
-    do {                                                                                \
-        CHECK_OK(call);                                                                 \
-        if (current_device() != (expect)) {                                             \
-            fprintf(stderr, "%s:%d: %s left device %d current, expected %d\n", __FILE__, \
-                    __LINE__, #call, current_device(), (expect));                       \
-            ++gpudyn_test_failures;                                                     \
-        }                                                                               \
+#define CHECK_ON(call, expect)                                                                            \
+    do {                                                                                                  \
+        CHECK_OK(call);                                                                                   \
+        if (current_device() != (expect)) {                                                               \
+            fprintf(stderr, "%s:%d: %s left device %d current, expected %d\n", __FILE__, __LINE__, #call, \
+                    current_device(), (expect));                                                          \
+            ++gpudyn_test_failures;                                                                       \
+        }                                                                                                 \
     } while (0)
 
 template <class T>
@@ -226,7 +225,7 @@ int main() {
         CHECK_ON(gpudyn_ggarray_create(&ga, &ao, gs(s1)), 0);
         CHECK_ON(gpudyn_ggarray_push_back(ga, values, host.size(), nullptr, GPUDYN_INSERT_WARP_SCAN, gs(s1)), 0);
         gpudyn_ggarray_view_t av;
-        CHECK_ON(gpudyn_ggarray_get_view(ga, &av, nullptr), 0);  // the default stream: GPU 1's
+        CHECK_ON(gpudyn_ggarray_get_view(ga, &av, nullptr), 0); // the default stream: GPU 1's
         CHECK(av.arena != 0);
         uint64_t held = 0;
         CHECK_ON(gpudyn_ggarray_allocated_bytes(ga, &held, gs(s1)), 0);
@@ -295,7 +294,7 @@ int main() {
     }
     CUDA_OK(cudaSetDevice(0));
     CHECK_ON(gpudyn_rw_heap_free_page_count(h, &u, nullptr), 0);
-    CHECK(u == ro.page_count);  // every page the page-backed warp heap took came back
+    CHECK(u == ro.page_count); // every page the page-backed warp heap took came back
 
     // ---- device heap: created on GPU 1 with GPU 0 current; bulk and kernel
     // malloc / free, stats and grow from either current device; a GGArray of
@@ -326,7 +325,7 @@ int main() {
         for (size_t i = 1; i < hr.size(); ++i) CHECK(hr[i].first >= hr[i - 1].second);
         CHECK_ON(gpudyn_heap_get_stats(hp, &hs, nullptr), 0);
         CHECK(hs.allocations == nm && hs.failed_allocations == 0);
-        CHECK_ON(gpudyn_heap_free(hp, ptrs, nm, nullptr), 0);  // the default stream: GPU 1's
+        CHECK_ON(gpudyn_heap_free(hp, ptrs, nm, nullptr), 0); // the default stream: GPU 1's
         // A user's kernel on GPU 1, then a grow with GPU 0 current, then a later
         // kernel reads every block back and frees it.
         const unsigned nk = 50000;
@@ -370,7 +369,7 @@ int main() {
             std::sort(got.begin(), got.end());
             CHECK(got == want);
             CHECK_ON(gpudyn_heap_get_stats(hp, &hs, nullptr), 0);
-            CHECK(hs.bytes_held >= host.size() * 4);  // the buckets are the heap's
+            CHECK(hs.bytes_held >= host.size() * 4); // the buckets are the heap's
             CHECK_ON(gpudyn_ggarray_destroy(gh), 0);
         }
         CHECK_ON(gpudyn_heap_destroy(hp), 0);

@@ -15,7 +15,7 @@
 #include "check.h"
 #include "heap_test_util.h"
 
-#include <gpudyn/experimental.h>  // step statistics of get_pages
+#include <gpudyn/experimental.h> // step statistics of get_pages
 
 #include <cuda_runtime.h>
 
@@ -65,7 +65,6 @@ static gpudyn_heap_t make_heap(uint64_t bytes) {
     return h;
 }
 
-
 static bool vmm_supported() {
     int32_t dev = 0;
     gpudyn_get_device(&dev);
@@ -95,7 +94,7 @@ static void test_ggarray_reserve_overflow() {
     o.num_lfvectors = 1;
     o.first_bucket_elements = 1ull << 30;
     o.element_size = 1;
-    o.pool_bytes = UINT64_MAX;  // no pool: the buckets come from the heap
+    o.pool_bytes = UINT64_MAX; // no pool: the buckets come from the heap
     a = nullptr;
     CHECK_OK(gpudyn_ggarray_create(&a, &o, nullptr));
     if (!a) return;
@@ -106,7 +105,7 @@ static void test_ggarray_reserve_overflow() {
 }
 
 static void test_pool_bytes_huge() {
-    if (!vmm_supported()) return;  // without VMM the pool option is ignored
+    if (!vmm_supported()) return; // without VMM the pool option is ignored
     gpudyn_ggarray_options_t o;
     gpudyn_ggarray_options_init(&o);
     gpudyn_ggarray_t a = nullptr;
@@ -136,7 +135,7 @@ static void test_rw_heap_pool_huge() {
     gpudyn_rw_heap_options_t o;
     gpudyn_rw_heap_options_init(&o);
     o.page_size = 1ull << 33;
-    o.page_count = 1ull << 30;  // 2^63 bytes
+    o.page_count = 1ull << 30; // 2^63 bytes
     gpudyn_rw_heap_t h = nullptr;
     CHECK_STATUS(gpudyn_rw_heap_create(&h, &o, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY);
     CHECK(message_names("page_size"));
@@ -148,7 +147,7 @@ static void test_vmm_max_capacity_is_a_limit() {
     gpudyn_vmm_array_options_t o;
     gpudyn_vmm_array_options_init(&o);
     o.element_size = 4;
-    o.max_capacity = 7;  // the range rounds up to the granularity (2 MiB): 7 must stay 7
+    o.max_capacity = 7; // the range rounds up to the granularity (2 MiB): 7 must stay 7
     gpudyn_vmm_array_t a = nullptr;
     CHECK_OK(gpudyn_vmm_array_create(&a, &o, nullptr));
     if (!a) return;
@@ -209,7 +208,7 @@ static void test_get_pages_follows_n() {
             fprintf(stderr, "get_pages(n = 1, per_thread = 2^28) took %.1f s\n", s);
             ++gpudyn_test_failures;
         }
-        CHECK(stats.warps == 1);  // one warp round counted
+        CHECK(stats.warps == 1); // one warp round counted
         uint32_t page = 0xFFFFFFFFu;
         CUDA_OK(cudaMemcpy(&page, pages, sizeof page, cudaMemcpyDeviceToHost));
         CHECK(page < page_count);
@@ -319,7 +318,7 @@ static void test_heap_reset_refused_with_ggarrays() {
     CHECK_OK(gpudyn_ggarray_create(&a, &go, nullptr));
     gpudyn_ggarray_view_t v;
     memset(&v, 0, sizeof v);
-    CHECK_OK(gpudyn_ggarray_get_view(a, &v, nullptr));  // the array takes its run of the heap
+    CHECK_OK(gpudyn_ggarray_get_view(a, &v, nullptr)); // the array takes its run of the heap
     CHECK_INVALID(gpudyn_heap_reset(h, nullptr), "GGArray");
     CHECK_OK(gpudyn_ggarray_destroy(a));
     CHECK_OK(gpudyn_heap_reset(h, nullptr));
@@ -395,7 +394,7 @@ static void test_destroy_does_not_synchronize() {
         CUDA_OK(cudaMalloc(&ptrs, 64 * 8));
         const std::vector<uint64_t> host_sizes(64, 64);
         CUDA_OK(cudaMemcpy(sizes, host_sizes.data(), 64 * 8, cudaMemcpyHostToDevice));
-        CHECK_OK(gpudyn_warp_heap_alloc_batch(w, sizes, 64, ptrs, gs(s)));  // kept headers: destroy runs a kernel
+        CHECK_OK(gpudyn_warp_heap_alloc_batch(w, sizes, 64, ptrs, gs(s))); // kept headers: destroy runs a kernel
         spin_kernel<<<1, 1, 0, busy>>>(kSpinNs);
         CHECK_OK(gpudyn_warp_heap_destroy(w));
         expect_still_running(busy, "gpudyn_warp_heap_destroy");
@@ -440,8 +439,8 @@ struct thread_result {
     int calls = 0;
     int failures = 0;
     int empty_messages = 0;
-    int unnamed = 0;       // messages that do not name the function
-    int wrong_status = 0;  // failures other than OUT_OF_MEMORY
+    int unnamed = 0;      // messages that do not name the function
+    int wrong_status = 0; // failures other than OUT_OF_MEMORY
     bool exhausted = false;
     std::string first_problem;
 };
@@ -461,7 +460,10 @@ static void note(thread_result& r, gpudyn_status_t st, const char* fn) {
 
 static void exhaust_heaps(thread_result* r, int index) {
     cudaStream_t s = nullptr;
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) { r->first_problem = "stream"; return; }
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+        r->first_problem = "stream";
+        return;
+    }
     gpudyn_warp_heap_options_t wo;
     gpudyn_warp_heap_options_init(&wo);
     wo.arena_bytes = 4 << 20;
@@ -482,10 +484,10 @@ static void exhaust_heaps(thread_result* r, int index) {
     std::vector<uint64_t> host(n, 1024 + 16 * uint64_t(index));
     cudaMemcpy(sizes, host.data(), n * 8, cudaMemcpyHostToDevice);
     if (w && h) {
-        for (int round = 0; round < 16; ++round) {  // 1 MiB a batch into a 4 MiB arena: fails by round 4
+        for (int round = 0; round < 16; ++round) { // 1 MiB a batch into a 4 MiB arena: fails by round 4
             note(*r, gpudyn_warp_heap_alloc_batch(w, sizes, n, ptrs, gs(s)), "gpudyn_warp_heap_alloc_batch");
             note(*r, gpudyn_rw_heap_get_pages(h, pages, n, GPUDYN_RW_HEAP_RW_BM, gs(s)),
-                 "gpudyn_rw_heap_get_pages");  // 2048 pages: the third round fails
+                 "gpudyn_rw_heap_get_pages"); // 2048 pages: the third round fails
         }
     }
     note(*r, gpudyn_warp_heap_destroy(w), "gpudyn_warp_heap_destroy");
@@ -506,7 +508,7 @@ static void test_threads_every_failure_has_a_message() {
     for (int t = 0; t < kThreads; ++t) {
         const thread_result& r = results[t];
         CHECK(r.calls > 0);
-        CHECK(r.exhausted);  // each thread reached OUT_OF_MEMORY
+        CHECK(r.exhausted); // each thread reached OUT_OF_MEMORY
         CHECK(r.empty_messages == 0);
         CHECK(r.unnamed == 0);
         CHECK(r.wrong_status == 0);
@@ -560,7 +562,7 @@ static void test_threads_share_one_structure() {
     std::vector<uint32_t> got(size);
     CHECK_OK(gpudyn_ggarray_copy_to_host(a, got.data(), got.size() * 4, nullptr));
     std::sort(got.begin(), got.end());
-    CHECK(got == host);  // host is 0..N-1, sorted
+    CHECK(got == host); // host is 0..N-1, sorted
     std::vector<uint32_t> taken(uint64_t(kThreads) * kRounds * pages_per);
     CUDA_OK(cudaMemcpy(taken.data(), pages, taken.size() * 4, cudaMemcpyDeviceToHost));
     std::set<uint32_t> distinct(taken.begin(), taken.end());
@@ -583,7 +585,7 @@ static void test_default_sizes_within_max() {
     const uint64_t max = uint64_t(64) << 20;
     gpudyn_heap_options_t o;
     gpudyn_heap_options_init(&o);
-    o.max_bytes = max;  // initial_bytes 0: the default
+    o.max_bytes = max; // initial_bytes 0: the default
     gpudyn_heap_t h = nullptr;
     CHECK_OK(gpudyn_heap_create(&h, &o, nullptr));
     if (h) {
@@ -592,13 +594,13 @@ static void test_default_sizes_within_max() {
         CHECK(st.bytes_max <= max);
         CHECK_OK(gpudyn_heap_destroy(h));
     }
-    o.max_bytes = 4096;  // below the page size
+    o.max_bytes = 4096; // below the page size
     CHECK_INVALID(gpudyn_heap_create(&h, &o, nullptr), "max_bytes");
     CHECK(h == nullptr);
 
     gpudyn_ggarray_options_t g;
     gpudyn_ggarray_options_init(&g);
-    g.max_budget_bytes = uint64_t(4) << 20;  // budget_bytes 0: the default
+    g.max_budget_bytes = uint64_t(4) << 20; // budget_bytes 0: the default
     gpudyn_ggarray_t a = nullptr;
     CHECK_OK(gpudyn_ggarray_create(&a, &g, nullptr));
     if (a) {
@@ -621,7 +623,7 @@ static void test_rw_malloc_count_limit() {
     CHECK_INVALID(gpudyn_rw_heap_malloc(h, sizes, ptrs, (uint64_t(1) << 40) + 256, nullptr), "'n'");
     std::vector<uint64_t> back(256, 1);
     CUDA_OK(cudaMemcpy(back.data(), ptrs, 256 * sizeof(uint64_t), cudaMemcpyDeviceToHost));
-    CHECK(std::count(back.begin(), back.end(), uint64_t(0)) == 256);  // nothing served
+    CHECK(std::count(back.begin(), back.end(), uint64_t(0)) == 256); // nothing served
     cudaFree(sizes);
     cudaFree(ptrs);
     CHECK_OK(gpudyn_rw_heap_destroy(h));
@@ -654,15 +656,15 @@ static void test_no_error_left_pending() {
         if (round == 0) {
             CHECK(gpudyn_stream_synchronize(gs(cs)) != GPUDYN_SUCCESS);
         } else {
-            void* p = nullptr;  // an allocation that cannot be satisfied, then a refused one
+            void* p = nullptr; // an allocation that cannot be satisfied, then a refused one
             CHECK(gpudyn_device_alloc(&p, ~uint64_t(0), nullptr) != GPUDYN_SUCCESS);
             CHECK(gpudyn_stream_synchronize(gs(cs)) != GPUDYN_SUCCESS);
         }
         cudaGraph_t graph = nullptr;
-        cudaStreamEndCapture(cs, &graph);  // invalidated by the refused call
+        cudaStreamEndCapture(cs, &graph); // invalidated by the refused call
         if (graph) cudaGraphDestroy(graph);
         cudaStreamDestroy(cs);
-        cudaGetLastError();  // this program's own runtime state (the library has its own)
+        cudaGetLastError(); // this program's own runtime state (the library has its own)
         CHECK_OK(gpudyn_heap_malloc(h, sizes, ptrs, n, nullptr));
         CHECK(heap_stats(h).allocations == n);
         CHECK_OK(gpudyn_heap_free(h, ptrs, n, nullptr));

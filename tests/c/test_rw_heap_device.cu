@@ -82,7 +82,7 @@ static std::vector<uint8_t> snapshot(gpudyn_rw_heap_t h) {
     std::vector<uint8_t> raw(bytes);
     CUDA_OK(cudaMemcpy(raw.data(), reinterpret_cast<void*>(v.bitmap), bytes, cudaMemcpyDeviceToHost));
     std::vector<uint8_t> used(v.page_count);
-    for (uint32_t p = 0; p < v.page_count; ++p) used[p] = (raw[p / 8] >> (p % 8)) & 1;  // little-endian words
+    for (uint32_t p = 0; p < v.page_count; ++p) used[p] = (raw[p / 8] >> (p % 8)) & 1; // little-endian words
     return used;
 }
 
@@ -92,7 +92,10 @@ static int check_pages(const std::vector<uint32_t>& pages, const std::vector<uin
     std::vector<uint32_t> sorted(pages);
     std::sort(sorted.begin(), sorted.end());
     for (size_t i = 0; i < sorted.size(); ++i) {
-        if (sorted[i] >= before.size()) { ++bad; continue; }
+        if (sorted[i] >= before.size()) {
+            ++bad;
+            continue;
+        }
         if (before[sorted[i]]) ++bad;
         if (i && sorted[i] == sorted[i - 1]) ++bad;
     }
@@ -127,8 +130,8 @@ static void test_uniqueness() {
                         CHECK(A == T - uint64_t(std::llround((1.0 - f) * double(T))));
                         const uint64_t n = full ? A : A / 2;
                         auto before = snapshot(h);
-                        auto pages = get_pages(h, d_pages, n, a, a == GPUDYN_RW_HEAP_CRW ? 4 : 1, 99 + full,
-                                               GPUDYN_SUCCESS);
+                        auto pages =
+                            get_pages(h, d_pages, n, a, a == GPUDYN_RW_HEAP_CRW ? 4 : 1, 99 + full, GPUDYN_SUCCESS);
                         char what[128];
                         snprintf(what, sizeof what, "%s w=%u lock=%u free=%.3f n=%llu", algo_name(a), w, lock, f,
                                  (unsigned long long)n);
@@ -136,7 +139,11 @@ static void test_uniqueness() {
                         CHECK(free_count(h) == A - n);
                         auto after = snapshot(h);
                         for (uint32_t p : pages)
-                            if (p < T && !after[p]) { ++gpudyn_test_failures; fprintf(stderr, "%s: page %u not marked\n", what, p); break; }
+                            if (p < T && !after[p]) {
+                                ++gpudyn_test_failures;
+                                fprintf(stderr, "%s: page %u not marked\n", what, p);
+                                break;
+                            }
                         CHECK_OK(gpudyn_rw_heap_free_pages(h, d_pages, n, nullptr));
                         CHECK(free_count(h) == A);
                     }
@@ -159,7 +166,7 @@ static void test_exhaustion_and_reuse() {
             CHECK(free_count(h) == A);
             get_pages(h, d_pages, A + 5, a, 1, 1, GPUDYN_ERROR_OUT_OF_MEMORY);
             CHECK(strstr(gpudyn_last_error_message(), "found no free page") != NULL);
-            CHECK(free_count(h) == A);  // rolled back: the heap keeps what it had
+            CHECK(free_count(h) == A); // rolled back: the heap keeps what it had
             CHECK(info_of(h).failed_requests >= 5);
             auto before = snapshot(h);
             auto pages = get_pages(h, d_pages, A, a, 1, 2, GPUDYN_SUCCESS);
@@ -243,9 +250,8 @@ static void test_tas_theory() {
             const bool rw = a == GPUDYN_RW_HEAP_RW;
             const double theory = rw ? eq3(double(T), A, double(N)) : eq5(double(T), A, double(N), 32);
             const double bound = was_bound(double(T), A, double(N), rw ? 1 : 32);
-            printf("%-5s free=%4.1f%% N=%7llu TAS %.3f (Eq.%d %.3f, ratio %.3f)  WAS %.3f (bound %.3f)\n",
-                   algo_name(a), f * 100, (unsigned long long)N, st.tas, rw ? 3 : 5, theory, st.tas / theory, st.was,
-                   bound);
+            printf("%-5s free=%4.1f%% N=%7llu TAS %.3f (Eq.%d %.3f, ratio %.3f)  WAS %.3f (bound %.3f)\n", algo_name(a),
+                   f * 100, (unsigned long long)N, st.tas, rw ? 3 : 5, theory, st.tas / theory, st.was, bound);
             CHECK(st.requests == N && st.failed == 0);
             CHECK(std::fabs(st.tas / theory - 1.0) <= 0.15);
             CHECK(st.was >= st.tas);
@@ -270,10 +276,8 @@ __global__ void divergent_kernel(gpudyn_rw_heap_view_t v, unsigned* pages, unsig
     unsigned page = gpudyn::kRwInvalidPage;
     if (lane % 3 != 0) {
         const unsigned odd = takes & 0xAAAAAAAAu, even = takes & 0x55555555u;
-        if (lane & 1)
-            page = heap.get_page_corw(odd, rng);
-        else
-            page = heap.get_page_corw(even, rng);
+        if (lane & 1) page = heap.get_page_corw(odd, rng);
+        else page = heap.get_page_corw(even, rng);
     } else if (lane == 3) {
         gpudyn::rw_malloc_storage local;
         ptrs[tid / 32] = reinterpret_cast<unsigned long long>(heap.malloc(1u << 3, 200, local, rng));
@@ -329,7 +333,7 @@ __global__ void malloc_free_kernel(gpudyn_rw_heap_view_t v, const unsigned long 
     gpudyn::detail::counter_rng rng(77, tid);
     void* p = heap.malloc(mask, sizes[tid], storage[threadIdx.x / 32], rng);
     if (sizes[tid] != 0 && p == nullptr) atomicAdd(failures, 1u);
-    if (p != nullptr) static_cast<unsigned char*>(p)[sizes[tid] - 1] = 1;  // the last byte is ours
+    if (p != nullptr) static_cast<unsigned char*>(p)[sizes[tid] - 1] = 1; // the last byte is ours
     if (!heap.free(p)) atomicAdd(failures, 1u);
 }
 
@@ -358,12 +362,16 @@ static void test_malloc() {
             std::vector<std::pair<uint64_t, uint64_t>> ranges;
             int bad = 0;
             for (unsigned i = 0; i < n; ++i) {
-                if (sizes[i] == 0) { bad += ptrs[i] != 0; continue; }
+                if (sizes[i] == 0) {
+                    bad += ptrs[i] != 0;
+                    continue;
+                }
                 bad += ptrs[i] == 0 || ptrs[i] % 16 != 0 || ptrs[i] < v.pool || ptrs[i] + sizes[i] > v.pool + T * S;
                 ranges.push_back({ptrs[i], sizes[i]});
             }
             std::sort(ranges.begin(), ranges.end());
-            for (size_t i = 1; i < ranges.size(); ++i) bad += ranges[i - 1].first + ranges[i - 1].second > ranges[i].first;
+            for (size_t i = 1; i < ranges.size(); ++i)
+                bad += ranges[i - 1].first + ranges[i - 1].second > ranges[i].first;
             if (bad) fprintf(stderr, "malloc w=%u lock=%u: %d bad pointers or overlaps\n", w, lock, bad);
             CHECK(bad == 0);
             const uint64_t used = T - free_count(h);
@@ -393,7 +401,8 @@ static void test_malloc() {
             const uint64_t A = free_count(h);
             std::vector<uint64_t> big(64, 4096);
             CUDA_OK(cudaMemcpy(d_sizes + n - 64, big.data(), 64 * sizeof(uint64_t), cudaMemcpyHostToDevice));
-            CHECK_STATUS(gpudyn_exp_rw_heap_malloc(h, d_sizes + n - 64, d_ptrs, 64, 2, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY);
+            CHECK_STATUS(gpudyn_exp_rw_heap_malloc(h, d_sizes + n - 64, d_ptrs, 64, 2, nullptr),
+                         GPUDYN_ERROR_OUT_OF_MEMORY);
             CHECK(free_count(h) == A);
             // Oversize: one request above 32 words of pages.
             uint64_t max_bytes = 0;
@@ -470,10 +479,9 @@ static std::vector<unsigned> run_free_each(gpudyn_rw_heap_view_t v, const std::v
 // legitimate frees the heap is exactly as free as at the start.
 static void test_bad_frees() {
     const uint64_t T = 1024, S = 256;
-    const unsigned n = 256;  // 8 warps: warps 0..6 small (shared runs), warp 7 large runs
+    const unsigned n = 256; // 8 warps: warps 0..6 small (shared runs), warp 7 large runs
     std::vector<uint64_t> sizes(n);
-    for (unsigned i = 0; i < n; ++i)
-        sizes[i] = i < 224 ? 16 * (1 + (i * 7) % 10) : 300 + 100 * (i % 5);
+    for (unsigned i = 0; i < n; ++i) sizes[i] = i < 224 ? 16 * (1 + (i * 7) % 10) : 300 + 100 * (i % 5);
     auto keep = [](unsigned i) { return i == 31 || i == 63 || (i >= 65 && i < 96) || (i >= 224 && i < 228); };
     const unsigned twice = 0, raced = 35, kRacers = 4;
     uint64_t *d_sizes, *d_ptrs;
@@ -522,19 +530,22 @@ static void test_bad_frees() {
 
         // Interior, misaligned and foreign pointers, and a get_page page through free().
         unsigned inner = 65;
-        while (sizes[inner] < 32) ++inner;  // a live small allocation with a byte 16 of its own
+        while (sizes[inner] < 32) ++inner; // a live small allocation with a byte 16 of its own
         CHECK(keep(inner));
         get_pages(h, d_pages, 1, GPUDYN_RW_HEAP_RW_BM, 1, 9, GPUDYN_SUCCESS);
         uint32_t taken = gpudyn::kRwInvalidPage;
         CUDA_OK(cudaMemcpy(&taken, d_pages, sizeof taken, cudaMemcpyDeviceToHost));
         const std::vector<uint64_t> bad_ptrs = {
-            ptrs[inner] + 16, ptrs[inner] + 1, ptrs[224] + 16, ptrs[224] + S, ptrs[224] + 1,
-            v.pool - 16,      v.pool + T * S,  v.pool + uint64_t(taken) * S,
-            ptrs[twice],  // freed above
+            ptrs[inner] + 16, ptrs[inner] + 1, ptrs[224] + 16, ptrs[224] + S,
+            ptrs[224] + 1,    v.pool - 16,     v.pool + T * S, v.pool + uint64_t(taken) * S,
+            ptrs[twice], // freed above
         };
         auto bad_ok = run_free_each(v, bad_ptrs);
         for (size_t k = 0; k < bad_ok.size(); ++k)
-            if (bad_ok[k]) { ++gpudyn_test_failures; fprintf(stderr, "w=%u: bad pointer %zu was freed\n", w, k); }
+            if (bad_ok[k]) {
+                ++gpudyn_test_failures;
+                fprintf(stderr, "w=%u: bad pointer %zu was freed\n", w, k);
+            }
         bad_expected += bad_ptrs.size();
         // free_page on malloc pages: a large run's first and second page, a shared run's page.
         const uint32_t bad_pages[3] = {uint32_t((ptrs[224] - v.pool) / S), uint32_t((ptrs[224] - v.pool) / S + 1),
@@ -550,7 +561,10 @@ static void test_bad_frees() {
             if (!keep(i) && i != twice && i != raced) rest[i] = ptrs[i];
         auto rest_ok = run_free_each(v, rest);
         for (unsigned i = 0; i < n; ++i)
-            if (rest[i] && !rest_ok[i]) { ++gpudyn_test_failures; fprintf(stderr, "w=%u: free of %u refused\n", w, i); }
+            if (rest[i] && !rest_ok[i]) {
+                ++gpudyn_test_failures;
+                fprintf(stderr, "w=%u: free of %u refused\n", w, i);
+            }
         CHECK(info_of(h).bad_frees == bad_expected);
 
         // Take every page left and overwrite it.
@@ -593,7 +607,10 @@ static void test_bad_frees() {
             if (keep(i)) kept[i] = ptrs[i];
         auto kept_ok = run_free_each(v, kept);
         for (unsigned i = 0; i < n; ++i)
-            if (kept[i] && !kept_ok[i]) { ++gpudyn_test_failures; fprintf(stderr, "w=%u: free of kept %u refused\n", w, i); }
+            if (kept[i] && !kept_ok[i]) {
+                ++gpudyn_test_failures;
+                fprintf(stderr, "w=%u: free of kept %u refused\n", w, i);
+            }
         CHECK(free_count(h) == start);
         CHECK(info_of(h).bad_frees == bad_expected);
         CHECK(info_of(h).failed_requests == 0);
@@ -620,10 +637,10 @@ static void test_malloc_fallback() {
     CUDA_OK(cudaMalloc(&d_ptrs, (kRuns + 1) * sizeof(uint64_t)));
     std::vector<uint64_t> sizes(kRuns + 1, kRunPages * S);
     CUDA_OK(cudaMemcpy(d_sizes, sizes.data(), sizes.size() * sizeof(uint64_t), cudaMemcpyHostToDevice));
-    std::vector<uint32_t> give;  // pages left free
+    std::vector<uint32_t> give; // pages left free
     for (unsigned r = 0; r < kRuns; ++r)
         for (uint32_t p = run_start[r]; p < run_start[r] + kRunPages; ++p) give.push_back(p);
-    for (uint32_t p = 3; p < T; p += 97) {  // single free pages that hold no run
+    for (uint32_t p = 3; p < T; p += 97) { // single free pages that hold no run
         bool near = false;
         for (unsigned r = 0; r < kRuns; ++r) near |= p + 1 >= run_start[r] && p <= run_start[r] + kRunPages;
         if (!near) give.push_back(p);
@@ -641,7 +658,7 @@ static void test_malloc_fallback() {
                 o.max_random_steps = 1;
                 gpudyn_rw_heap_t h = nullptr;
                 CHECK_OK(gpudyn_rw_heap_create(&h, &o, nullptr));
-                CHECK_OK(gpudyn_exp_rw_heap_occupy(h, 1.0, seed, nullptr));  // every page used
+                CHECK_OK(gpudyn_exp_rw_heap_occupy(h, 1.0, seed, nullptr)); // every page used
                 CUDA_OK(cudaMemcpy(d_pages, give.data(), give.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
                 CHECK_OK(gpudyn_rw_heap_free_pages(h, d_pages, give.size(), nullptr));
                 CHECK(free_count(h) == give.size());
@@ -693,7 +710,7 @@ __global__ void queue_pop_kernel(gpudyn::experimental::page_queue q, unsigned n,
 static void test_page_queue() {
     const unsigned M = 50000, N = 65536;
     std::vector<unsigned> ids(M);
-    for (unsigned i = 0; i < M; ++i) ids[i] = i * 7u + 3u;  // distinct
+    for (unsigned i = 0; i < M; ++i) ids[i] = i * 7u + 3u; // distinct
     unsigned *d_ids, *d_out;
     unsigned long long *d_head, *d_pos;
     CUDA_OK(cudaMalloc(&d_ids, M * sizeof(unsigned)));
@@ -728,7 +745,7 @@ static void test_page_queue() {
     CHECK(empty == N - M);
     std::sort(got.begin(), got.end());
     CHECK(got.size() == M && std::adjacent_find(got.begin(), got.end()) == got.end());
-    CHECK(got == ids);  // ids are ascending: every id handed out exactly once
+    CHECK(got == ids); // ids are ascending: every id handed out exactly once
     printf("page_queue: %u requests on %u ids, %u empty: OK\n", N, M, empty);
     cudaFree(d_ids);
     cudaFree(d_out);
@@ -746,7 +763,7 @@ static void test_stable_calls() {
     CUDA_OK(cudaMalloc(&d_pages, T * sizeof(uint32_t)));
     std::vector<uint32_t> all;
     for (auto a : kAlgos)
-        for (int r = 0; r < 3; ++r) {  // 12 calls, 12000 of 16384 pages
+        for (int r = 0; r < 3; ++r) { // 12 calls, 12000 of 16384 pages
             auto before = snapshot(h);
             CHECK_OK(gpudyn_rw_heap_get_pages(h, d_pages, n, a, nullptr));
             std::vector<uint32_t> pages(n);
@@ -767,7 +784,7 @@ static void test_stable_calls() {
     CHECK_OK(gpudyn_rw_heap_reset(h, nullptr));
 
     // RW_malloc: runs 16-byte aligned, inside the pool, pairwise disjoint.
-    const uint64_t m = 2048;  // mean 350 B: about a third of the pool
+    const uint64_t m = 2048; // mean 350 B: about a third of the pool
     std::vector<uint64_t> sizes(m);
     for (uint64_t i = 0; i < m; ++i) sizes[i] = 1 + (i * 37) % 700;
     uint64_t *d_sizes = nullptr, *d_ptrs = nullptr;
@@ -788,8 +805,7 @@ static void test_stable_calls() {
     for (size_t i = 1; i < runs.size(); ++i) CHECK(runs[i].first >= runs[i - 1].second);
     CHECK_OK(gpudyn_rw_heap_free(h, d_ptrs, m, nullptr));
     CHECK(free_count(h) == T && info_of(h).bad_frees == 0);
-    printf("stable get_pages / malloc: %zu pages in 12 calls, %llu runs: OK\n", all.size(),
-           (unsigned long long)m);
+    printf("stable get_pages / malloc: %zu pages in 12 calls, %llu runs: OK\n", all.size(), (unsigned long long)m);
     cudaFree(d_sizes);
     cudaFree(d_ptrs);
     cudaFree(d_pages);

@@ -92,7 +92,8 @@ __host__ __device__ inline u64 mix64(u64 x) {
 }
 __device__ inline u64 global_tid() {
     const u64 block = blockIdx.x + (u64)gridDim.x * (blockIdx.y + (u64)gridDim.y * blockIdx.z);
-    return block * (blockDim.x * blockDim.y * blockDim.z) + threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    return block * (blockDim.x * blockDim.y * blockDim.z) + threadIdx.x +
+           blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
 // every 4-byte word of the first and last 8 KiB (all of a smaller block) holds key ^ index; tail bytes too
 __device__ void stamp(void* p, u64 bytes, unsigned key) {
@@ -105,7 +106,9 @@ __device__ void stamp(void* p, u64 bytes, unsigned key) {
     unsigned char* b = static_cast<unsigned char*>(p);
     for (u64 k = nw * 4; k < bytes; ++k) b[k] = (unsigned char)(key ^ k);
 }
-__host__ __device__ inline unsigned key_of(u64 tid, unsigned j, u64 seed) { return (unsigned)mix64(seed ^ (tid * 64 + j)) | 1u; }
+__host__ __device__ inline unsigned key_of(u64 tid, unsigned j, u64 seed) {
+    return (unsigned)mix64(seed ^ (tid * 64 + j)) | 1u;
+}
 
 // The words stamp() wrote that no longer hold the key.
 __device__ unsigned stamp_errors(const void* p, u64 bytes, unsigned key) {
@@ -124,8 +127,8 @@ __device__ unsigned stamp_errors(const void* p, u64 bytes, unsigned key) {
 // ---- configuration ---------------------------------------------------------
 struct Config {
     bool reduced = false;
-    int seeds = 24;              // per scenario
-    unsigned mixed_blocks = 64;  // blocks of 128 threads
+    int seeds = 24;             // per scenario
+    unsigned mixed_blocks = 64; // blocks of 128 threads
     unsigned rounds = 5;
 };
 static Config g_cfg;
@@ -133,8 +136,8 @@ static Config g_cfg;
 // ---- failure bookkeeping: per scenario, per check ----------------------------
 struct Tally {
     std::string scenario;
-    std::map<std::string, u64> fails;  // check -> count
-    std::map<std::string, int> shown;  // check -> detail lines printed
+    std::map<std::string, u64> fails; // check -> count
+    std::map<std::string, int> shown; // check -> detail lines printed
     u64 blocks = 0, nulls = 0, bad_frees = 0, pages = 0, pushes = 0, warp_blocks = 0;
     void fail(const std::string& check, u64 count) {
         if (count == 0) return;
@@ -154,8 +157,8 @@ struct Tally {
 };
 
 static void summary(const Tally& t, int seeds, const char* what) {
-    printf("stress %-10s %2d seeds, %s: %llu blocks, %llu nulls, %llu bad frees refused", t.scenario.c_str(), seeds, what,
-           t.blocks, t.nulls, t.bad_frees);
+    printf("stress %-10s %2d seeds, %s: %llu blocks, %llu nulls, %llu bad frees refused", t.scenario.c_str(), seeds,
+           what, t.blocks, t.nulls, t.bad_frees);
     if (t.pages) printf(", %llu pages", t.pages);
     if (t.warp_blocks) printf(", %llu warp-heap blocks", t.warp_blocks);
     if (t.pushes) printf(", %llu pushes", t.pushes);
@@ -180,8 +183,8 @@ struct HeapModel {
     gpudyn_heap_view_t v{};
     u64 P = 0;
     std::vector<uint64_t> classes;
-    u64 failed = 0, bad = 0;            // totals the kernels caused
-    u64 failed_seen = 0, bad_seen = 0;  // at the last gpudyn_heap_check
+    u64 failed = 0, bad = 0;           // totals the kernels caused
+    u64 failed_seen = 0, bad_seen = 0; // at the last gpudyn_heap_check
     u64 usable(u64 bytes) const {
         if (bytes == 0) return 0;
         if (bytes <= P / 2)
@@ -212,41 +215,46 @@ static bool open_heap(HeapModel& m, const char* name, u64 initial, u64 max, u64 
     return true;
 }
 
-
 // One live block of the host model.
 struct Block {
     u64 p = 0, bytes = 0;
     unsigned key = 0;
-    unsigned heap = 0;   // index into the scenario's heaps
+    unsigned heap = 0; // index into the scenario's heaps
     unsigned tid = 0, j = 0, round = 0;
 };
 
 // Ranges of one structure: distinct, aligned, inside [lo, hi).  `what` names it.
 static void check_ranges(Tally& t, u64 seed, unsigned round, const std::string& what, std::vector<Block> v, u64 lo,
                          u64 hi, u64 align = 16) {
-    std::sort(v.begin(), v.end(), [](const Block& a, const Block& b) { return a.p < b.p || (a.p == b.p && a.tid < b.tid); });
+    std::sort(v.begin(), v.end(),
+              [](const Block& a, const Block& b) { return a.p < b.p || (a.p == b.p && a.tid < b.tid); });
     u64 dup = 0, overlap = 0, outside = 0, misaligned = 0;
     for (size_t i = 0; i < v.size(); ++i) {
         const Block& b = v[i];
         if (b.p < lo || b.p + b.bytes > hi || b.p + b.bytes < b.p) {
             ++outside;
-            t.detail("out of range " + what, "seed %llu round %u: 0x%llx + %llu outside [0x%llx, 0x%llx) (thread %u, j %u)",
-                     seed, round, b.p, b.bytes, lo, hi, b.tid, b.j);
+            t.detail("out of range " + what,
+                     "seed %llu round %u: 0x%llx + %llu outside [0x%llx, 0x%llx) (thread %u, j %u)", seed, round, b.p,
+                     b.bytes, lo, hi, b.tid, b.j);
         }
         if (b.p % align != 0) {
             ++misaligned;
-            t.detail("misaligned " + what, "seed %llu round %u: 0x%llx (thread %u, j %u)", seed, round, b.p, b.tid, b.j);
+            t.detail("misaligned " + what, "seed %llu round %u: 0x%llx (thread %u, j %u)", seed, round, b.p, b.tid,
+                     b.j);
         }
         if (i == 0) continue;
         const Block& a = v[i - 1];
         if (a.p == b.p) {
             ++dup;
-            t.detail("duplicates " + what, "seed %llu round %u: 0x%llx given to thread %u (j %u, round %u, %llu B) and thread %u (j %u, round %u, %llu B)",
-                     seed, round, b.p, a.tid, a.j, a.round, a.bytes, b.tid, b.j, b.round, b.bytes);
+            t.detail(
+                "duplicates " + what,
+                "seed %llu round %u: 0x%llx given to thread %u (j %u, round %u, %llu B) and thread %u (j %u, round %u, %llu B)",
+                seed, round, b.p, a.tid, a.j, a.round, a.bytes, b.tid, b.j, b.round, b.bytes);
         } else if (a.p + a.bytes > b.p) {
             ++overlap;
-            t.detail("overlaps " + what, "seed %llu round %u: [0x%llx, +%llu) (thread %u j %u) overlaps 0x%llx (thread %u j %u)",
-                     seed, round, a.p, a.bytes, a.tid, a.j, b.p, b.tid, b.j);
+            t.detail("overlaps " + what,
+                     "seed %llu round %u: [0x%llx, +%llu) (thread %u j %u) overlaps 0x%llx (thread %u j %u)", seed,
+                     round, a.p, a.bytes, a.tid, a.j, b.p, b.tid, b.j);
         }
     }
     t.fail("duplicates " + what, dup);
@@ -256,7 +264,8 @@ static void check_ranges(Tally& t, u64 seed, unsigned round, const std::string& 
 }
 
 // Stats and check() of heap m against the model (live: its live blocks).
-static void check_heap(Tally& t, u64 seed, unsigned round, const char* when, HeapModel& m, const std::vector<Block>& live) {
+static void check_heap(Tally& t, u64 seed, unsigned round, const char* when, HeapModel& m,
+                       const std::vector<Block>& live) {
     u64 n = 0, bytes = 0;
     for (const Block& b : live) {
         n += 1;
@@ -267,8 +276,8 @@ static void check_heap(Tally& t, u64 seed, unsigned round, const char* when, Hea
     auto cmp = [&](const char* field, u64 got, u64 want) {
         if (got == want) return;
         t.fail(std::string("stats.") + field + hn, 1);
-        t.detail(std::string("stats.") + field + hn, "seed %llu round %u %s: %llu, the model says %llu", seed, round, when,
-                 got, want);
+        t.detail(std::string("stats.") + field + hn, "seed %llu round %u %s: %llu, the model says %llu", seed, round,
+                 when, got, want);
     };
     cmp("allocations", st.allocations, n);
     cmp("bytes_allocated", st.bytes_allocated, bytes);
@@ -276,8 +285,8 @@ static void check_heap(Tally& t, u64 seed, unsigned round, const char* when, Hea
     cmp("bad_frees", st.bad_frees, m.bad);
     if (st.bytes_held < st.bytes_allocated || st.bytes_held > st.bytes_mapped) {
         t.fail("stats.bytes_held" + hn, 1);
-        t.detail("stats.bytes_held" + hn, "seed %llu round %u %s: held %llu, allocated %llu, mapped %llu", seed, round, when,
-                 (u64)st.bytes_held, (u64)st.bytes_allocated, (u64)st.bytes_mapped);
+        t.detail("stats.bytes_held" + hn, "seed %llu round %u %s: held %llu, allocated %llu, mapped %llu", seed, round,
+                 when, (u64)st.bytes_held, (u64)st.bytes_allocated, (u64)st.bytes_mapped);
     }
     for (const Block& b : live)
         if (b.p + b.bytes > m.v.base + st.bytes_mapped) {
@@ -291,7 +300,8 @@ static void check_heap(Tally& t, u64 seed, unsigned round, const char* when, Hea
     const gpudyn_status_t got = gpudyn_heap_check(m.h, nullptr);
     if (got != want) {
         t.fail("check()" + hn, 1);
-        t.detail("check()" + hn, "seed %llu round %u %s: %s (%s), the model says %s (failed %llu -> %llu, bad frees %llu -> %llu)",
+        t.detail("check()" + hn,
+                 "seed %llu round %u %s: %s (%s), the model says %s (failed %llu -> %llu, bad frees %llu -> %llu)",
                  seed, round, when, gpudyn_status_string(got), gpudyn_last_error_message(), gpudyn_status_string(want),
                  m.failed_seen, m.failed, m.bad_seen, m.bad);
     }
@@ -309,13 +319,18 @@ static std::vector<Block> of_heap(const std::vector<Block>& all, unsigned h) {
 
 // ---- the later kernel: re-check stamps, free (some from another thread) ------
 // What a checked entry is, and what the check kernel does with it.
-enum EntryKind : unsigned char { kHeapBlock, kRwPage, kRwBlock, kWarpBlock };
+enum EntryKind : unsigned char {
+    kHeapBlock,
+    kRwPage,
+    kRwBlock,
+    kWarpBlock
+};
 enum EntryAction : unsigned char {
-    kKeep,           // stamp check only
-    kFree,           // free
-    kFreeInterior,   // free(p + 16) first (refused), then free
-    kFreeWrongHeap,  // free into the next heap first (refused there), then free
-    kFreeTwice,      // free, then free again (refused)
+    kKeep,          // stamp check only
+    kFree,          // free
+    kFreeInterior,  // free(p + 16) first (refused), then free
+    kFreeWrongHeap, // free into the next heap first (refused there), then free
+    kFreeTwice,     // free, then free again (refused)
 };
 struct Entry {
     u64 p;
@@ -377,7 +392,8 @@ __global__ void check_free_kernel(HeapViews V, gpudyn_rw_heap_view_t rwv, const 
 }
 
 // ---- scenario 1: the repro's kernel, unchanged ----------------------------------
-__global__ void alloc_two_heaps(gpudyn_heap_view_t a, gpudyn_heap_view_t b, u64* pa, u64* sa, u64* pb, u64 n, u64 seed) {
+__global__ void alloc_two_heaps(gpudyn_heap_view_t a, gpudyn_heap_view_t b, u64* pa, u64* sa, u64* pb, u64 n,
+                                u64 seed) {
     const gpudyn::heap_ref A{a}, B{b};
     const u64 t = global_tid();
     if (t >= n) return;
@@ -438,12 +454,16 @@ static CheckOut run_check(const HeapViews& V, const gpudyn_rw_heap_view_t& rwv, 
 static void check_results(Tally& t, u64 seed, unsigned round, const std::vector<Entry>& e, const CheckOut& o,
                           const std::vector<std::string>& names) {
     for (size_t i = 0; i < e.size(); ++i) {
-        const char* kind = e[i].kind == kHeapBlock ? "heap" : e[i].kind == kRwPage ? "page" : e[i].kind == kRwBlock ? "rw" : "warp";
-        const std::string where = e[i].kind == kHeapBlock ? " (heap " + names[e[i].heap] + ")" : std::string(" (") + kind + ")";
+        const char* kind = e[i].kind == kHeapBlock ? "heap"
+                           : e[i].kind == kRwPage  ? "page"
+                           : e[i].kind == kRwBlock ? "rw"
+                                                   : "warp";
+        const std::string where =
+            e[i].kind == kHeapBlock ? " (heap " + names[e[i].heap] + ")" : std::string(" (") + kind + ")";
         if (o.stamp_bad[i] != 0) {
             t.fail("stamps" + where, 1);
-            t.detail("stamps" + where, "seed %llu round %u: block 0x%llx (%llu B) has %u overwritten words", seed, round,
-                     e[i].p, e[i].bytes, o.stamp_bad[i]);
+            t.detail("stamps" + where, "seed %llu round %u: block 0x%llx (%llu B) has %u overwritten words", seed,
+                     round, e[i].p, e[i].bytes, o.stamp_bad[i]);
         }
         const bool freed = (o.result[i] & 1) != 0, bad_ok = (o.result[i] & 2) != 0;
         if (e[i].action != kKeep && !freed) {
@@ -487,12 +507,14 @@ static void scenario_repro() {
             b.key = key_of(b.tid, b.j, seed);
             const u64 want = ((b.tid % 16 == 0 || b.tid % 16 == 2) && b.j == 0) ? 40000 : 32 + (mix64(i + seed) % 480);
             if (b.bytes != want) t.fail("kernel sizes", 1);
-            if (b.p) live.push_back(b); else ++hm[0].failed;
+            if (b.p) live.push_back(b);
+            else ++hm[0].failed;
         }
         for (u64 i = 0; i < n; ++i) {
             Block b;
             b.p = hpb[i], b.bytes = 64, b.heap = 1, b.tid = unsigned(i), b.j = 7, b.key = key_of(i, 7, seed);
-            if (b.p) live.push_back(b); else ++hm[1].failed;
+            if (b.p) live.push_back(b);
+            else ++hm[1].failed;
         }
         t.nulls += hm[0].failed + hm[1].failed;
         t.blocks += live.size();
@@ -517,8 +539,11 @@ static void scenario_repro() {
         std::vector<Entry> e1;
         CheckOut o1;
         for (size_t i = 0; i < e.size(); ++i) {
-            if (e[i].action == kFreeTwice) { ++hm[e[i].heap].bad; ++t.bad_frees; }
-            if (seen[e[i].p] > 1) {  // reported as duplicates already; not counted again
+            if (e[i].action == kFreeTwice) {
+                ++hm[e[i].heap].bad;
+                ++t.bad_frees;
+            }
+            if (seen[e[i].p] > 1) { // reported as duplicates already; not counted again
                 if (!(o.result[i] & 1)) ++hm[e[i].heap].bad;
                 continue;
             }
@@ -537,19 +562,19 @@ static void scenario_repro() {
 }
 
 // ---- scenarios 2 and 3: mixed requests, several structures ---------------------
-constexpr unsigned kThreads = 128;  // per block, in every shape
-constexpr unsigned kSlots = 4;      // per thread and round
-constexpr unsigned kEarly = 0xffu;  // trips: return at the top
+constexpr unsigned kThreads = 128; // per block, in every shape
+constexpr unsigned kSlots = 4;     // per thread and round
+constexpr unsigned kEarly = 0xffu; // trips: return at the top
 enum Site : unsigned char {
-    kSiteOne,       // heap_ref{views[h]}.malloc: lanes of one warp, different heaps, one call site
-    kSiteOdd,       // odd lanes only
-    kSiteBranch,    // one call site per heap, in different branches
-    kSiteTwice,     // a second malloc in the loop: a first block freed at once, then the kept one
-    kSiteReturn,    // the thread returns here (no request)
+    kSiteOne,    // heap_ref{views[h]}.malloc: lanes of one warp, different heaps, one call site
+    kSiteOdd,    // odd lanes only
+    kSiteBranch, // one call site per heap, in different branches
+    kSiteTwice,  // a second malloc in the loop: a first block freed at once, then the kept one
+    kSiteReturn, // the thread returns here (no request)
 };
 struct SlotPlan {
     u64 bytes;
-    unsigned char heap, site, free_now, push;  // free_now: freed in this kernel; push: to GGArray 0 / 1 (2: none)
+    unsigned char heap, site, free_now, push; // free_now: freed in this kernel; push: to GGArray 0 / 1 (2: none)
 };
 struct Extras {
     bool on;
@@ -566,15 +591,18 @@ struct Extras {
 };
 
 // Sizes of the structures' requests, for the kernel and the host model alike.
-__host__ __device__ inline u64 rw_bytes(u64 t, u64 seed, u64 P) { return P + mix64(t ^ (seed << 20)) % (5 * P); }  // 1..6 pages
+// 1..6 pages
+__host__ __device__ inline u64 rw_bytes(u64 t, u64 seed, u64 P) { return P + mix64(t ^ (seed << 20)) % (5 * P); }
 __host__ __device__ inline u64 wh_bytes(u64 t, unsigned k, u64 seed) {
     const u64 h = mix64(t * 4 + k + (seed << 24));
-    return (t % 32 == 0 && k == 1) ? 40000 : 16 + h % 2000;  // lane 0's second: beyond a superblock
+    return (t % 32 == 0 && k == 1) ? 40000 : 16 + h % 2000; // lane 0's second: beyond a superblock
 }
 __host__ __device__ inline u64 push_value(u64 seed, unsigned round, u64 slot) {
     return ((seed & 0xffff) << 48) | (u64(round) << 40) | slot;
 }
-__host__ __device__ inline unsigned slot_key(u64 slot, unsigned round, u64 seed) { return key_of(slot, round & 63, seed * 977 + round); }
+__host__ __device__ inline unsigned slot_key(u64 slot, unsigned round, u64 seed) {
+    return key_of(slot, round & 63, seed * 977 + round);
+}
 
 __device__ void structures_part(const Extras& x, u64 t, unsigned lane) {
 #ifndef STRESS_NO_RW
@@ -594,8 +622,9 @@ __device__ void structures_part(const Extras& x, u64 t, unsigned lane) {
     u64 qb = 0;
     if (lane % 3 == 0) {
         qb = rw_bytes(t, x.seed + x.round, P);
-        q = rw.malloc(rw_mask, qb, storage[(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32], rng);
-    } else if (lane == 31) {  // alone, with local storage
+        q = rw.malloc(rw_mask, qb, storage[(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32],
+                      rng);
+    } else if (lane == 31) { // alone, with local storage
         gpudyn::rw_malloc_storage local;
         qb = 200;
         q = rw.malloc(1u << 31, qb, local, rng);
@@ -621,35 +650,32 @@ __device__ void structures_part(const Extras& x, u64 t, unsigned lane) {
 #endif
 }
 
-__global__ void __launch_bounds__(kThreads) mixed_kernel(HeapViews V, const SlotPlan* plan, const unsigned char* trips,
-                                                         u64* ptrs, unsigned char* first_null, unsigned* same_kernel_bad, u64 n,
-                                                         Extras x) {
+__global__ void __launch_bounds__(kThreads)
+    mixed_kernel(HeapViews V, const SlotPlan* plan, const unsigned char* trips, u64* ptrs, unsigned char* first_null,
+                 unsigned* same_kernel_bad, u64 n, Extras x) {
     const u64 t = global_tid();
-    const unsigned lane = unsigned(t % 32);  // blocks of whole warps: the linear id's lane
-#ifndef STRESS_NO_PART  // (diagnostic builds: -DSTRESS_NO_PART, _NO_RW, _NO_WH, _NO_PUSH leave a part out)
+    const unsigned lane = unsigned(t % 32); // blocks of whole warps: the linear id's lane
+#ifndef STRESS_NO_PART // (diagnostic builds: -DSTRESS_NO_PART, _NO_RW, _NO_WH, _NO_PUSH leave a part out)
     if (x.on) structures_part(x, t, lane);
 #endif
     if (t >= n) return;
     const unsigned tr = trips[t];
-    if (tr == kEarly) return;  // early return
+    if (tr == kEarly) return; // early return
     const gpudyn::heap_ref H0{V.h[0]}, H1{V.h[1]}, H2{V.h[2]};
-    for (unsigned j = 0; j < tr; ++j) {  // data-dependent trip count
+    for (unsigned j = 0; j < tr; ++j) { // data-dependent trip count
         const u64 s = t * kSlots + j;
         const SlotPlan sp = plan[s];
-        if (sp.site == kSiteReturn) return;  // early return inside the loop
+        if (sp.site == kSiteReturn) return; // early return inside the loop
         void* p = nullptr;
         if (sp.site == kSiteOne) {
             p = gpudyn::heap_ref{V.h[sp.heap]}.malloc(sp.bytes);
         } else if (sp.site == kSiteOdd) {
             if (lane & 1) p = gpudyn::heap_ref{V.h[sp.heap]}.malloc(sp.bytes);
         } else if (sp.site == kSiteBranch) {
-            if (sp.heap == 0)
-                p = H0.malloc(sp.bytes);
-            else if (sp.heap == 1)
-                p = H1.malloc(sp.bytes);
-            else
-                p = H2.malloc(sp.bytes);
-        } else {  // kSiteTwice: a block freed at once, then a second malloc for the kept one
+            if (sp.heap == 0) p = H0.malloc(sp.bytes);
+            else if (sp.heap == 1) p = H1.malloc(sp.bytes);
+            else p = H2.malloc(sp.bytes);
+        } else { // kSiteTwice: a block freed at once, then a second malloc for the kept one
             const gpudyn::heap_ref h{V.h[sp.heap]};
             for (unsigned k = 0; k < 2; ++k) {
                 p = h.malloc(k == 0 ? 48 : sp.bytes);
@@ -658,7 +684,7 @@ __global__ void __launch_bounds__(kThreads) mixed_kernel(HeapViews V, const Slot
                         stamp(p, 48, ~slot_key(s, 0, 0));
                         if (stamp_errors(p, 48, ~slot_key(s, 0, 0)) != 0 || !h.free(p)) atomicAdd(same_kernel_bad, 1u);
                     } else {
-                        first_null[s] = 1;  // a null for the first 48 B: a failure the model counts
+                        first_null[s] = 1; // a null for the first 48 B: a failure the model counts
                     }
                 }
             }
@@ -686,16 +712,16 @@ __global__ void __launch_bounds__(kThreads) mixed_kernel(HeapViews V, const Slot
 // Request sizes of a slot for a heap of page P (range bytes R).
 static u64 plan_bytes(std::mt19937_64& rng, u64 P) {
     const unsigned r = unsigned(rng() % 1000);
-    if (r < 520) {  // small: log-uniform 1 .. P/2
+    if (r < 520) { // small: log-uniform 1 .. P/2
         const unsigned bits = 4 + unsigned(rng() % 100) * (unsigned(__builtin_ctzll(P)) - 4) / 100;
         const u64 hi = 1ull << bits;
         return 1 + rng() % std::min(hi, P / 2);
     }
-    if (r < 700) return 32 + rng() % 480;  // the repro's medium-small mix
+    if (r < 700) return 32 + rng() % 480; // the repro's medium-small mix
     if (r < 760) return 40000;
     if (r < 780) return 64;
-    if (r < 920) return P / 2 + 1 + rng() % (4 * P);  // one page to a few
-    if (r < 990) return P * (2 + rng() % 14) + rng() % P;  // many pages
+    if (r < 920) return P / 2 + 1 + rng() % (4 * P);      // one page to a few
+    if (r < 990) return P * (2 + rng() % 14) + rng() % P; // many pages
     return P * (16 + rng() % 48);
 }
 
@@ -734,7 +760,7 @@ static void scenario_mixed(bool structures) {
         gpudyn_rw_heap_t rwh = nullptr;
         gpudyn_warp_heap_t whh = nullptr;
         gpudyn_ggarray_t ga[2] = {nullptr, nullptr};
-        HeapModel gheap;  // the second GGArray's heap
+        HeapModel gheap; // the second GGArray's heap
         u64 rw_page = 4096, rw_count = 1u << 15;
         uint64_t wh_free0 = 0;
         std::vector<u64> pushed_expect[2];
@@ -760,18 +786,19 @@ static void scenario_mixed(bool structures) {
                 go.element_size = 8;
                 go.num_lfvectors = 64;
                 go.first_bucket_elements = 32;
-                go.pool_bytes = ~0ull;  // no pool: every bucket grows inside kernels
-                if (a == 0) go.budget_bytes = 32ull << 20; else go.heap = gheap.h;
+                go.pool_bytes = ~0ull; // no pool: every bucket grows inside kernels
+                if (a == 0) go.budget_bytes = 32ull << 20;
+                else go.heap = gheap.h;
                 CHECK_OK(gpudyn_ggarray_create(&ga[a], &go, nullptr));
             }
             x.pages = d_pages, x.rw_ptrs = d_rw, x.wh_ptrs = d_wh, x.kept = d_kept, x.pushed = d_pushed;
         }
-        std::vector<Block> live;            // heap blocks
-        std::vector<Entry> rw_live;         // page heap pages and blocks
+        std::vector<Block> live;    // heap blocks
+        std::vector<Entry> rw_live; // page heap pages and blocks
         u64 rw_failed = 0, rw_bad = 0, rw_failed_seen = 0, rw_bad_seen = 0;
         const int shape = si % 3;
         for (unsigned round = 0; round < rounds; ++round) {
-            if (round == 1) {  // grow between launches; the views stay valid
+            if (round == 1) { // grow between launches; the views stay valid
                 CHECK_OK(gpudyn_heap_grow(hm[0].h, (big ? 1024ull : 128ull) << 20, nullptr));
             }
             // The plan of this round, and which slots request (the kernel's rule).
@@ -791,7 +818,7 @@ static void scenario_mixed(bool structures) {
                     sp.bytes = plan_bytes(rng, hm[sp.heap].P);
                     sp.free_now = rng() % 5 == 0;
                     sp.push = (unsigned char)(structures ? rng() % 3 : 2);
-                    if (repro_round && j < 3) {  // the repro's pattern: A twice, then 64 B of B
+                    if (repro_round && j < 3) { // the repro's pattern: A twice, then 64 B of B
                         sp.heap = j < 2 ? 0 : 1;
                         sp.bytes = j == 2 ? 64 : ((tt % 16 == 0 || tt % 16 == 2) && j == 0) ? 40000 : 32 + rng() % 480;
                         sp.site = j == 2 ? kSiteBranch : kSiteOne;
@@ -827,7 +854,9 @@ static void scenario_mixed(bool structures) {
             }
             x.round = round;
             x.seed = seed;
-            const dim3 block = shape == 0 ? dim3(kThreads) : shape == 1 ? dim3(32, kThreads / 32) : dim3(8, 4, kThreads / 32);
+            const dim3 block = shape == 0   ? dim3(kThreads)
+                               : shape == 1 ? dim3(32, kThreads / 32)
+                                            : dim3(8, 4, kThreads / 32);
             const dim3 grid = shape == 2 ? dim3(blocks / 2, 2) : dim3(blocks);
             sync_kernel("(before mixed_kernel)", seed, round);
             mixed_kernel<<<grid, block>>>(V, d_plan, d_trips, d_ptrs, d_first, d_skb, n, x);
@@ -837,7 +866,10 @@ static void scenario_mixed(bool structures) {
             const auto first_null = to_host(d_first, nslots);
             if (skb[0] != 0) {
                 t.fail("same-kernel stamp or free", skb[0]);
-                t.detail("same-kernel stamp or free", "seed %llu round %u: %u blocks freed in the allocating kernel had a bad stamp or a refused free", seed, round, skb[0]);
+                t.detail(
+                    "same-kernel stamp or free",
+                    "seed %llu round %u: %u blocks freed in the allocating kernel had a bad stamp or a refused free",
+                    seed, round, skb[0]);
             }
             // The model: what each slot asked for, what it got.
             std::vector<Block> fresh;
@@ -852,7 +884,7 @@ static void scenario_mixed(bool structures) {
                         if (ptrs[s] != 0) t.fail("pointer without a request", 1);
                         continue;
                     }
-                    if (sp.site == kSiteTwice) {  // its first malloc, of 48 B, freed at once
+                    if (sp.site == kSiteTwice) { // its first malloc, of 48 B, freed at once
                         ++t.blocks;
                         if (first_null[s]) ++hm[sp.heap].failed, ++t.nulls;
                     }
@@ -863,7 +895,7 @@ static void scenario_mixed(bool structures) {
                         continue;
                     }
                     ++t.blocks;
-                    if (sp.free_now) continue;  // freed by its thread in this kernel
+                    if (sp.free_now) continue; // freed by its thread in this kernel
                     Block b;
                     b.p = ptrs[s], b.bytes = sp.bytes, b.heap = sp.heap, b.tid = unsigned(tt), b.j = j, b.round = round;
                     b.key = slot_key(s, round, seed);
@@ -872,7 +904,8 @@ static void scenario_mixed(bool structures) {
             }
             live.insert(live.end(), fresh.begin(), fresh.end());
             for (unsigned h = 0; h < 3; ++h) {
-                check_ranges(t, seed, round, "(heap " + hm[h].name + ")", of_heap(live, h), hm[h].v.base, hm[h].range_end());
+                check_ranges(t, seed, round, "(heap " + hm[h].name + ")", of_heap(live, h), hm[h].v.base,
+                             hm[h].range_end());
                 check_heap(t, seed, round, "after the allocating kernel", hm[h], of_heap(live, h));
             }
             // The structures' results.
@@ -889,17 +922,22 @@ static void scenario_mixed(bool structures) {
                     if (lane & 1) {
                         if (pages[tt] == gpudyn::kRwInvalidPage) ++rw_failed;
                         else if (pages[tt] >= rw_count) t.fail("page out of range", 1);
-                        else rw_live.push_back(Entry{pages[tt], rw_page, slot_key(tt, round, seed ^ 0x5a), kRwPage, 0, kKeep, 0});
+                        else
+                            rw_live.push_back(
+                                Entry{pages[tt], rw_page, slot_key(tt, round, seed ^ 0x5a), kRwPage, 0, kKeep, 0});
                     }
                     if (lane % 3 == 0 || lane == 31) {
                         const u64 b = lane % 3 == 0 ? rw_bytes(tt, seed + round, rw_page) : 200;
                         if (rwp[tt] == 0) ++rw_failed;
-                        else rw_live.push_back(Entry{rwp[tt], b, slot_key(tt, round, seed ^ 0xa5), kRwBlock, 0, kKeep, 0});
+                        else
+                            rw_live.push_back(
+                                Entry{rwp[tt], b, slot_key(tt, round, seed ^ 0xa5), kRwBlock, 0, kKeep, 0});
                     }
                     if (lane % 4 != 3)
                         for (unsigned k = 0; k < 2; ++k) {
                             Block b;
-                            b.p = whp[tt * 2 + k], b.bytes = wh_bytes(tt, k, seed + round), b.tid = unsigned(tt), b.j = k;
+                            b.p = whp[tt * 2 + k], b.bytes = wh_bytes(tt, k, seed + round), b.tid = unsigned(tt),
+                            b.j = k;
                             b.key = slot_key(tt * 2 + k, round, seed ^ 0x77), b.round = round;
                             if (b.p == 0) {
                                 t.fail("warp heap null", 1);
@@ -930,8 +968,9 @@ static void scenario_mixed(bool structures) {
                 check_ranges(t, seed, round, "(warp heap)", wh_blocks, arena, arena_end);
                 if (ws.headers != n / 32 || ws.failed_allocations != 0 || ws.misuse != 0) {
                     t.fail("warp heap stats", 1);
-                    t.detail("warp heap stats", "seed %llu round %u: headers %llu (model %llu), failed %llu, misuse %llu", seed,
-                             round, (u64)ws.headers, n / 32, (u64)ws.failed_allocations, (u64)ws.misuse);
+                    t.detail("warp heap stats",
+                             "seed %llu round %u: headers %llu (model %llu), failed %llu, misuse %llu", seed, round,
+                             (u64)ws.headers, n / 32, (u64)ws.failed_allocations, (u64)ws.misuse);
                 }
                 // GGArrays: every pushed value present exactly once.
                 for (u64 s = 0; s < nslots; ++s) {
@@ -957,8 +996,10 @@ static void scenario_mixed(bool structures) {
                         std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(d));
                         extra = d.size();
                         t.fail("ggarray contents", 1);
-                        t.detail("ggarray contents", "seed %llu round %u array %d: size %llu, model %zu, %llu missing, %llu extra or repeated",
-                                 seed, round, a, (u64)size, want.size(), missing, extra);
+                        t.detail(
+                            "ggarray contents",
+                            "seed %llu round %u array %d: size %llu, model %zu, %llu missing, %llu extra or repeated",
+                            seed, round, a, (u64)size, want.size(), missing, extra);
                     }
                     uint32_t status = 0;
                     CHECK_OK(gpudyn_ggarray_get_status(ga[a], &status, nullptr));
@@ -967,8 +1008,10 @@ static void scenario_mixed(bool structures) {
                 const gpudyn_heap_stats_t gs = heap_stats(gheap.h);
                 if (gs.allocations != gheap_allocs || gs.failed_allocations != 0 || gs.bad_frees != 0) {
                     t.fail("stats (heap ggarray)", 1);
-                    t.detail("stats (heap ggarray)", "seed %llu round %u: allocations %llu (before the kernel %llu), failed %llu, bad frees %llu",
-                             seed, round, (u64)gs.allocations, gheap_allocs, (u64)gs.failed_allocations, (u64)gs.bad_frees);
+                    t.detail(
+                        "stats (heap ggarray)",
+                        "seed %llu round %u: allocations %llu (before the kernel %llu), failed %llu, bad frees %llu",
+                        seed, round, (u64)gs.allocations, gheap_allocs, (u64)gs.failed_allocations, (u64)gs.bad_frees);
                 }
             }
             // The later kernel: every stamp, a random half freed (by other threads), bad frees.
@@ -980,8 +1023,14 @@ static void scenario_mixed(bool structures) {
                     const unsigned r = unsigned(rng() % 10);
                     a = r == 0 && b.bytes > 16 ? kFreeInterior : r == 1 ? kFreeWrongHeap : r == 2 ? kFreeTwice : kFree;
                 }
-                if (a == kFreeInterior || a == kFreeTwice) { ++hm[b.heap].bad; ++t.bad_frees; }
-                if (a == kFreeWrongHeap) { ++hm[(b.heap + 1) % 3].bad; ++t.bad_frees; }
+                if (a == kFreeInterior || a == kFreeTwice) {
+                    ++hm[b.heap].bad;
+                    ++t.bad_frees;
+                }
+                if (a == kFreeWrongHeap) {
+                    ++hm[(b.heap + 1) % 3].bad;
+                    ++t.bad_frees;
+                }
                 if (a == kKeep) keep.push_back(b);
                 entries.push_back(Entry{b.p, b.bytes, b.key, kHeapBlock, (unsigned char)b.heap, a, 0});
             }
@@ -989,7 +1038,10 @@ static void scenario_mixed(bool structures) {
             for (Entry e : rw_live) {
                 e.action = kKeep;
                 if (last || rng() % 2 == 0) e.action = rng() % 8 == 0 ? kFreeTwice : kFree;
-                if (e.action == kFreeTwice) { ++rw_bad; ++t.bad_frees; }
+                if (e.action == kFreeTwice) {
+                    ++rw_bad;
+                    ++t.bad_frees;
+                }
                 if (e.action == kKeep) rw_keep.push_back(e);
                 entries.push_back(e);
             }
@@ -998,7 +1050,8 @@ static void scenario_mixed(bool structures) {
             check_results(t, seed, round, entries, o, names);
             live.swap(keep);
             rw_live.swap(rw_keep);
-            for (unsigned h = 0; h < 3; ++h) check_heap(t, seed, round, "after the freeing kernel", hm[h], of_heap(live, h));
+            for (unsigned h = 0; h < 3; ++h)
+                check_heap(t, seed, round, "after the freeing kernel", hm[h], of_heap(live, h));
             if (structures) {
                 // Warp heap: the kept headers freed by the host; everything back.
                 CHECK_OK(gpudyn_warp_heap_free_kept(whh, d_kept, n / 32, nullptr));
@@ -1006,11 +1059,14 @@ static void scenario_mixed(bool structures) {
                 CHECK_OK(gpudyn_warp_heap_get_stats(whh, &ws, nullptr));
                 uint64_t free_now = 0;
                 CHECK_OK(gpudyn_warp_heap_backing_free_bytes(whh, &free_now, nullptr));
-                if (ws.headers || ws.superblocks || ws.large_blocks || ws.bytes_reserved || ws.misuse || free_now != wh_free0) {
+                if (ws.headers || ws.superblocks || ws.large_blocks || ws.bytes_reserved || ws.misuse ||
+                    free_now != wh_free0) {
                     t.fail("warp heap after free_kept", 1);
-                    t.detail("warp heap after free_kept", "seed %llu round %u: headers %llu superblocks %llu large %llu reserved %llu misuse %llu, backing free %llu of %llu",
-                             seed, round, (u64)ws.headers, (u64)ws.superblocks, (u64)ws.large_blocks, (u64)ws.bytes_reserved,
-                             (u64)ws.misuse, (u64)free_now, (u64)wh_free0);
+                    t.detail(
+                        "warp heap after free_kept",
+                        "seed %llu round %u: headers %llu superblocks %llu large %llu reserved %llu misuse %llu, backing free %llu of %llu",
+                        seed, round, (u64)ws.headers, (u64)ws.superblocks, (u64)ws.large_blocks, (u64)ws.bytes_reserved,
+                        (u64)ws.misuse, (u64)free_now, (u64)wh_free0);
                 }
                 // Page heap: free pages, failures and bad frees as the model says.
                 u64 used = 0;
@@ -1019,11 +1075,14 @@ static void scenario_mixed(bool structures) {
                 memset(&info, 0, sizeof info);
                 info.struct_size = sizeof info;
                 CHECK_OK(gpudyn_rw_heap_get_info(rwh, &info, nullptr));
-                if (info.free_pages != rw_count - used || info.failed_requests != rw_failed || info.bad_frees != rw_bad) {
+                if (info.free_pages != rw_count - used || info.failed_requests != rw_failed ||
+                    info.bad_frees != rw_bad) {
                     t.fail("page heap info", 1);
-                    t.detail("page heap info", "seed %llu round %u: free pages %llu (model %llu), failed %llu (model %llu), bad frees %llu (model %llu)",
-                             seed, round, (u64)info.free_pages, rw_count - used, (u64)info.failed_requests, rw_failed,
-                             (u64)info.bad_frees, rw_bad);
+                    t.detail(
+                        "page heap info",
+                        "seed %llu round %u: free pages %llu (model %llu), failed %llu (model %llu), bad frees %llu (model %llu)",
+                        seed, round, (u64)info.free_pages, rw_count - used, (u64)info.failed_requests, rw_failed,
+                        (u64)info.bad_frees, rw_bad);
                 }
                 const gpudyn_status_t want = rw_failed > rw_failed_seen ? GPUDYN_ERROR_OUT_OF_MEMORY
                                              : rw_bad > rw_bad_seen     ? GPUDYN_ERROR_INVALID_ARGUMENT

@@ -67,8 +67,8 @@ int main() {
     CUDA_OK(cudaGetLastError());
     unsigned r[2] = {0, 1};
     CUDA_OK(cudaMemcpy(r, d, sizeof r, cudaMemcpyDeviceToHost));
-    CHECK(r[0] == warps * 16);  // every started lane served
-    CHECK(r[1] == 0);           // no misuse got memory, no data lost
+    CHECK(r[0] == warps * 16); // every started lane served
+    CHECK(r[1] == 0);          // no misuse got memory, no data lost
     gpudyn_warp_heap_stats_t s{};
     CHECK_OK(gpudyn_warp_heap_get_stats(h, &s, nullptr));
     CHECK(s.misuse == warps * 2);

@@ -118,7 +118,7 @@ static void check_disjoint(std::vector<record> recs, const char* what) {
 // Probe of the CUDA malloc heap: how many 4 MiB blocks can be taken at once.
 // The pointers go to a global array (not a 2 KiB local one, past CUDA's default
 // 1 KiB stack).
-constexpr unsigned kProbeMax = 256;  // 256 x 4 MiB = 1 GiB > kDeviceHeapBytes
+constexpr unsigned kProbeMax = 256; // 256 x 4 MiB = 1 GiB > kDeviceHeapBytes
 __global__ void probe_kernel(void** blocks, unsigned* count) {
     unsigned n = 0;
     while (n < kProbeMax && (blocks[n] = malloc(4u << 20)) != nullptr) ++n;
@@ -268,7 +268,9 @@ static uint64_t simulate_superblocks(uint64_t sb, unsigned calls, unsigned bytes
 
 static void test_counts() {
     const unsigned warps = 64;
-    struct { unsigned calls, bytes; } cases[] = {{128, 16}, {100, 48}, {7, 1024}, {4, 32768}}  /* the last chains a second list (127 > 126) */;
+    struct {
+        unsigned calls, bytes;
+    } cases[] = {{128, 16}, {100, 48}, {7, 1024}, {4, 32768}} /* the last chains a second list (127 > 126) */;
     for (auto c : cases) {
         gpudyn_warp_heap_t h = make_heap(32768);
         const uint64_t before = backing_level(h);
@@ -339,7 +341,7 @@ static void test_large() {
     check_disjoint(recs, "large");
     gpudyn_warp_heap_stats_t s = stats_of(h);
     CHECK(s.failed_allocations == 0);
-    CHECK(s.backing_allocations > n / 32);  // headers plus one large block per call with a large request
+    CHECK(s.backing_allocations > n / 32); // headers plus one large block per call with a large request
     check_all_released(h, "large");
     CUDA_OK(cudaFree(d_recs));
     CUDA_OK(cudaFree(d_bad));
@@ -365,7 +367,7 @@ __global__ void partial_kernel(gpudyn_warp_heap_view_t view, record* recs, unsig
         for (unsigned r = 0; r < 8; ++r) {
             mine[r] = nullptr;
             if (r % 2 == 0) {
-                mine[r] = heap.alloc(small_size(tid, r));  // all members
+                mine[r] = heap.alloc(small_size(tid, r)); // all members
             } else if (lane & 1u) {
                 // Only the odd members, on a diverged path, with their own mask.
                 mine[r] = heap.alloc(members & 0xaaaaaaaau, small_size(tid, r));
@@ -392,8 +394,8 @@ __global__ void partial_kernel(gpudyn_warp_heap_view_t view, record* recs, unsig
 }
 
 static void test_partial() {
-    const unsigned blocks = 8, threads = 100, n = blocks * threads;  // last warp of each block: 4 lanes
-    gpudyn_warp_heap_t h = make_heap(1024);  // small superblocks: several per warp
+    const unsigned blocks = 8, threads = 100, n = blocks * threads; // last warp of each block: 4 lanes
+    gpudyn_warp_heap_t h = make_heap(1024);                         // small superblocks: several per warp
     gpudyn_warp_heap_view_t v;
     CHECK_OK(gpudyn_warp_heap_get_view(h, &v));
     record* d_recs;
@@ -452,7 +454,7 @@ __global__ void exhaust_kernel(gpudyn_warp_heap_view_t view, record* recs, unsig
     for (unsigned r = 0; r < kExhaustRounds; ++r) {
         mine[r] = heap.alloc(1u << 20);
         recs[tid * (kExhaustRounds + 2) + r] = record{(unsigned long long)mine[r], mine[r] ? (1ull << 20) : 0ull};
-        if (mine[r]) fill(mine[r], 4096, tid, r);  // first page of each block is enough to see overlap
+        if (mine[r]) fill(mine[r], 4096, tid, r); // first page of each block is enough to see overlap
     }
     // Beyond any backing: NULL, nothing else disturbed.
     void* huge = heap.alloc(1ull << 41);
@@ -513,7 +515,7 @@ __global__ void keep_kernel(gpudyn_warp_heap_view_t view, void** kept, void** pt
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     gpudyn::warp_heap heap = ref.start(kFullWarpMask);
     void* p = heap.alloc(96 + 16 * (tid % 4));
-    void* big = heap.alloc(50000);  // a large block, kept too
+    void* big = heap.alloc(50000); // a large block, kept too
     if (p) fill(p, 96, tid, 1);
     if (big) fill(big, 50000, tid, 2);
     ptrs[2 * tid] = p;
@@ -552,7 +554,7 @@ static void test_keep() {
     CHECK(s.headers == n / 32);
     CHECK(s.large_blocks == n / 32);
     CHECK(s.bytes_requested > 0);
-    CHECK(backing_level(h) < before);  // the kept memory is still held
+    CHECK(backing_level(h) < before); // the kept memory is still held
     resume_kernel<<<blocks, threads>>>(v, d_kept, d_ptrs, d_bad);
     CUDA_OK(cudaGetLastError());
     unsigned long long bad = 1;
@@ -575,7 +577,7 @@ __global__ void tidy_resume_kernel(gpudyn_warp_heap_view_t view, void** kept, un
     gpudyn::warp_heap heap = ref.resume(kFullWarpMask, kept[tid / 32]);
     unsigned long long b = heap.valid() ? 0 : 1;
     void* first = nullptr;
-    const unsigned span = bytes < 64 ? bytes : 64;  // the first (up to) 64 bytes of each block
+    const unsigned span = bytes < 64 ? bytes : 64; // the first (up to) 64 bytes of each block
 #pragma unroll 1
     for (unsigned c = 0; c < calls; ++c) {
         void* p = heap.alloc(bytes);
@@ -593,7 +595,9 @@ static void test_tidy_up_kept() {
     const unsigned warps = 64;
     // 4 calls x 32 lanes x 32 KiB: 128 superblocks per warp (a second list chained),
     // 256 MiB in all; then 48 B requests: several superblocks per warp.
-    struct { unsigned calls, bytes; } cases[] = {{4, 32768}, {100, 48}};
+    struct {
+        unsigned calls, bytes;
+    } cases[] = {{4, 32768}, {100, 48}};
     for (auto c : cases) {
         gpudyn_warp_heap_t h = make_heap(32768);
         const uint64_t before = backing_level(h);
@@ -614,12 +618,12 @@ static void test_tidy_up_kept() {
         CHECK_OK(gpudyn_warp_heap_tidy_up_kept(h, d_kept, warps, nullptr));
         const gpudyn_warp_heap_stats_t tidy = stats_of(h);
         // Each header keeps its block (header, first list, first superblock) and nothing else.
-        if (tidy.headers != warps || tidy.superblocks != warps || tidy.large_blocks != 0 ||
-            tidy.bytes_requested != 0 || tidy.bytes_reserved >= kept.bytes_reserved ||
-            tidy.bytes_reserved % warps != 0 || tidy.misuse != 0) {
-            fprintf(stderr, "tidy_up_kept %u x %u B: headers %llu superblocks %llu large %llu requested %llu "
-                    "reserved %llu (kept: %llu) misuse %llu\n", c.calls, c.bytes,
-                    (unsigned long long)tidy.headers, (unsigned long long)tidy.superblocks,
+        if (tidy.headers != warps || tidy.superblocks != warps || tidy.large_blocks != 0 || tidy.bytes_requested != 0 ||
+            tidy.bytes_reserved >= kept.bytes_reserved || tidy.bytes_reserved % warps != 0 || tidy.misuse != 0) {
+            fprintf(stderr,
+                    "tidy_up_kept %u x %u B: headers %llu superblocks %llu large %llu requested %llu "
+                    "reserved %llu (kept: %llu) misuse %llu\n",
+                    c.calls, c.bytes, (unsigned long long)tidy.headers, (unsigned long long)tidy.superblocks,
                     (unsigned long long)tidy.large_blocks, (unsigned long long)tidy.bytes_requested,
                     (unsigned long long)tidy.bytes_reserved, (unsigned long long)kept.bytes_reserved,
                     (unsigned long long)tidy.misuse);
@@ -645,7 +649,7 @@ static void test_tidy_up_kept() {
             CUDA_OK(cudaMemcpy(d_bogus, bogus, sizeof(bogus), cudaMemcpyHostToDevice));
             CHECK_INVALID(gpudyn_warp_heap_tidy_up_kept(h, d_bogus, 3, nullptr), "2 of 3 entries");
             CHECK(strstr(gpudyn_last_error_message(), "index 1") != nullptr);
-            CHECK_OK(gpudyn_warp_heap_free_kept(h, d_bogus, 3, nullptr));  // skipped, not freed
+            CHECK_OK(gpudyn_warp_heap_free_kept(h, d_bogus, 3, nullptr)); // skipped, not freed
             const gpudyn_warp_heap_stats_t after = stats_of(h);
             CHECK(after.misuse == 4 && after.headers == warps && after.bytes_reserved == tidy.bytes_reserved);
             CHECK(backing_level(h) == tidied);
@@ -676,9 +680,9 @@ __global__ void misuse_kernel(gpudyn_warp_heap_view_t view, unsigned* nonnull) {
     gpudyn::warp_heap heap = ref.start(kFullWarpMask, lane % 5 == 0);
     void* p = heap.alloc(kFullWarpMask, 16);
     if (p) atomicAdd(nonnull, 1u);
-    if (lane % 5 == 0) heap.end();  // the lanes that started do end properly
+    if (lane % 5 == 0) heap.end(); // the lanes that started do end properly
     gpudyn::warp_heap none;
-    if (lane == 1) none.end();      // end without a header
+    if (lane == 1) none.end(); // end without a header
 }
 
 static void test_misuse() {
@@ -721,7 +725,7 @@ static void test_batch(uint64_t superblock_bytes) {
     std::vector<uint64_t> sizes(n);
     uint64_t rounded_sum = 0;
     for (auto& s : sizes) {
-        s = rng() % 8 == 0 ? 0 : 4 * (1 + rng() % 100);  // 0 or 4..400 B
+        s = rng() % 8 == 0 ? 0 : 4 * (1 + rng() % 100); // 0 or 4..400 B
         rounded_sum += (s + 15) / 16 * 16;
     }
     gpudyn_warp_heap_t h = make_heap(superblock_bytes);
@@ -772,7 +776,7 @@ static void test_batch(uint64_t superblock_bytes) {
     CUDA_OK(cudaMemcpy(&bad, d_bad, 8, cudaMemcpyDeviceToHost));
     CHECK(bad == 0);
 
-    CHECK_OK(gpudyn_warp_heap_alloc_batch(h, d_sizes, n, d_ptrs, nullptr));  // a second batch
+    CHECK_OK(gpudyn_warp_heap_alloc_batch(h, d_sizes, n, d_ptrs, nullptr)); // a second batch
     CHECK_OK(gpudyn_warp_heap_batch_count(h, &batches));
     CHECK(batches == 2);
     CHECK_OK(gpudyn_warp_heap_release(h, nullptr));
@@ -780,7 +784,7 @@ static void test_batch(uint64_t superblock_bytes) {
     CHECK(batches == 0);
     check_all_released(h, superblock_bytes ? "batch" : "batch without superblocks");
     if (g_backing != GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC) CHECK(backing_level(h) == level0);
-    CHECK_OK(gpudyn_warp_heap_alloc_batch(h, d_sizes, n, d_ptrs, nullptr));  // destroy releases it
+    CHECK_OK(gpudyn_warp_heap_alloc_batch(h, d_sizes, n, d_ptrs, nullptr)); // destroy releases it
     CHECK_OK(gpudyn_warp_heap_destroy(h));
     CUDA_OK(cudaFree(d_sizes));
     CUDA_OK(cudaFree(d_ptrs));
@@ -792,14 +796,25 @@ static void test_batch(uint64_t superblock_bytes) {
 // Runs every test, or only those named on the command line (e.g. under a sanitizer).
 int main(int argc, char** argv) {
     REQUIRE_DEVICE();
-    struct { const char* name; void (*fn)(); } tests[] = {
-        {"small", test_small},     {"counts", test_counts},   {"large", test_large},
-        {"partial", test_partial}, {"exhaustion", test_exhaustion}, {"keep", test_keep},
-        {"tidy_up_kept", test_tidy_up_kept}, {"misuse", test_misuse},
+    struct {
+        const char* name;
+        void (*fn)();
+    } tests[] = {
+        {"small", test_small},
+        {"counts", test_counts},
+        {"large", test_large},
+        {"partial", test_partial},
+        {"exhaustion", test_exhaustion},
+        {"keep", test_keep},
+        {"tidy_up_kept", test_tidy_up_kept},
+        {"misuse", test_misuse},
         {"batch", [] { test_batch(32768); }},
         {"batch_no_superblocks", [] { test_batch(0); }},
     };
-    struct { const char* name; gpudyn_warp_heap_backing_t backing; } backings[] = {
+    struct {
+        const char* name;
+        gpudyn_warp_heap_backing_t backing;
+    } backings[] = {
         {"arena", GPUDYN_WARP_HEAP_BACKING_ARENA},
         {"cuda_malloc", GPUDYN_WARP_HEAP_BACKING_CUDA_MALLOC},
         {"page_heap", GPUDYN_WARP_HEAP_BACKING_PAGE_HEAP},

@@ -2,6 +2,7 @@
 test_guide_samples.py): compile C and CUDA programs against the installed library,
 and check Python samples without a GPU (the gpudyn names they use exist, and their
 Numba kernels compile)."""
+
 from __future__ import annotations
 
 import ast
@@ -41,16 +42,31 @@ def _link_args(rpath: list[str]) -> list[str]:
 
 
 def compile_c(src, exe) -> None:
-    subprocess.run(["cc", "-std=c99", "-Wall", "-Werror", str(src), *_link_args(["-Wl,-rpath,"]), "-o", str(exe)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        ["cc", "-std=c99", "-Wall", "-Werror", str(src), *_link_args(["-Wl,-rpath,"]), "-o", str(exe)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
 
 
 def compile_cuda(src, exe) -> None:
     """nvcc for this machine's GPU (-arch=native), or for the lowest supported one without a GPU."""
     arch = "-arch=native" if has_gpu() else f"-arch={COMPILE_ONLY_ARCH}"
-    r = subprocess.run([nvcc(), "-std=c++17", arch, "--Werror=all-warnings", str(src),
-                        *_link_args(["-Xlinker", "-rpath,"]),
-                        "-o", str(exe)], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            nvcc(),
+            "-std=c++17",
+            arch,
+            "--Werror=all-warnings",
+            str(src),
+            *_link_args(["-Xlinker", "-rpath,"]),
+            "-o",
+            str(exe),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -79,6 +95,7 @@ def _module_aliases(tree: ast.AST) -> dict:
 def _class_made_by(call, aliases: dict):
     """The gpudyn class `gpudyn.X(...)` or `gpudyn.X.from_numpy(...)` makes, else None."""
     import importlib
+
     if not isinstance(call, ast.Call):
         return None
     f = call.func
@@ -113,9 +130,8 @@ def _missing_methods(tree: ast.AST, aliases: dict) -> list[str]:
             if not isinstance(body, list):
                 continue
             for i, stmt in enumerate(body):
-                if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-                        and isinstance(stmt.targets[0], ast.Name)):
-                    scopes.append((stmt.targets[0].id, _class_made_by(stmt.value, aliases), body[i + 1:]))
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                    scopes.append((stmt.targets[0].id, _class_made_by(stmt.value, aliases), body[i + 1 :]))
         for name, cls, nodes in scopes:
             if cls is not None:
                 missing += [f"{cls.__name__}.{attr}" for attr in _uses(nodes, name) if not hasattr(cls, attr)]
@@ -127,6 +143,7 @@ def missing_gpudyn_names(source: str) -> list[str]:
     and `v.method` of objects made by `gpudyn.X(...)` in `source` that the installed
     package does not have (what a rename breaks, found without a GPU)."""
     import importlib
+
     tree = ast.parse(source)
     aliases = _module_aliases(tree)
     missing = _missing_methods(tree, aliases)
@@ -155,10 +172,12 @@ def numba_ref_type(structure: str, dtype=None):
     """The Numba type of a structure's kernel argument (`view_arg()`), made without a GPU."""
     import gpudyn.numba as gdn
     from numba.cuda.typing.typeof import typeof
+
     public = getattr(gdn, "ref_type", None)
     if public is not None:
         return public(getattr(gpudyn, structure), *(() if dtype is None else (dtype,)))
     from gpudyn.numba import _refs  # before the public ahead-of-time API
+
     kinds = {cls.__name__: kind for cls, kind in _refs._kinds()}
     cls = _refs.ref_class(kinds[structure], dtype)
     return typeof(cls(*(s(0) for s in cls._gpudyn_scalars)))
@@ -168,8 +187,10 @@ def compile_kernel(dispatcher, signature) -> str:
     """PTX of a @cuda.jit kernel for `signature`, compiled without a GPU."""
     import gpudyn.numba as gdn
     from numba import cuda
+
     archs = gdn.build_info()["archs"]
     arch = "90" if "90" in archs else archs[0]
-    ptx, _ = cuda.compile(dispatcher.py_func, signature, device=False, output="ptx",
-                          cc=divmod(int(arch.rstrip("af")), 10), abi="numba")
+    ptx, _ = cuda.compile(
+        dispatcher.py_func, signature, device=False, output="ptx", cc=divmod(int(arch.rstrip("af")), 10), abi="numba"
+    )
     return ptx

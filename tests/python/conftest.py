@@ -1,11 +1,13 @@
 """pytest configuration: the `gpu` marker skips tests (with the reason) when
 no CUDA device is usable."""
+
 import pytest
 
 
 def _no_device_reason():
     try:
         import gpudyn
+
         gpudyn.device_count()
         return None
     except Exception as exc:  # NoDeviceError, or the library failed to load

@@ -8,6 +8,7 @@ drivers and kernels (thread per vertex, plain atomic; two-pass) run under
 Numba's simulator and give valid searches; the C++ program's argument handling.
 GPU test: `gpudyn bench apps --quick` runs, every search validated, every
 target computed."""
+
 import json
 import os
 import subprocess
@@ -21,16 +22,24 @@ import pytest
 PROGRAM = "gpudyn_bench_apps"
 TARGET_NAMES = [
     f"BFS gpudyn vs {what}, {lang}, {m} per vertex"
-    for lang in ("Numba", "C++") for m in ("thread", "warp")
+    for lang in ("Numba", "C++")
+    for m in ("thread", "warp")
     for what in ("preallocated worst-case buffer (warp-aggregated atomic counter)", "two-pass (count, scan, write)")
 ]
-TARGET_NAMES = (TARGET_NAMES[:4] + ["BFS device memory gpudyn / two-pass, Numba (lower is better)"] + TARGET_NAMES[4:]
-                + ["BFS device memory gpudyn / two-pass, C++ (lower is better)",
-                   "every BFS validated (levels equal the reference, Graph500 rules) (1 = yes)"])
+TARGET_NAMES = (
+    TARGET_NAMES[:4]
+    + ["BFS device memory gpudyn / two-pass, Numba (lower is better)"]
+    + TARGET_NAMES[4:]
+    + [
+        "BFS device memory gpudyn / two-pass, C++ (lower is better)",
+        "every BFS validated (levels equal the reference, Graph500 rules) (1 = yes)",
+    ]
+)
 
 
 def _apps():
     from gpudyn.bench import apps
+
     return apps
 
 
@@ -56,11 +65,11 @@ def test_kronecker_edges_follow_graph500():
     a, b = apps.kronecker_edges(np, 10)
     assert np.array_equal(a, src) and np.array_equal(b, dst)  # seeded
     deg = np.bincount(np.concatenate([src, dst]), minlength=1 << 10)
-    assert deg.max() > 20 * deg.mean()                         # the skew of the initiator
+    assert deg.max() > 20 * deg.mean()  # the skew of the initiator
     # An initiator almost all A puts almost every edge on one vertex (the one label 0 got).
     x, y = apps.kronecker_edges(np, 8, initiator=(0.999, 0.0005, 0.0004, 0.0001))
     assert np.bincount(np.concatenate([x, y])).max() > 0.9 * 2 * x.size
-    assert (src == dst).any()                                  # self-loops stay in the edge list
+    assert (src == dst).any()  # self-loops stay in the edge list
 
 
 def test_csr_is_undirected_without_loops_or_duplicates():
@@ -70,13 +79,14 @@ def test_csr_is_undirected_without_loops_or_duplicates():
     u = np.repeat(np.arange(n), np.diff(row))
     assert not (u == col).any()
     pairs = set(zip(u.tolist(), col.tolist()))
-    assert len(pairs) == col.size                              # no duplicates
-    assert all((v, w) in pairs for w, v in pairs)              # both directions
-    want = {(int(a), int(b)) for a, b in zip(src, dst) if a != b} | {(int(b), int(a)) for a, b in zip(src, dst) if
-                                                                     a != b}
+    assert len(pairs) == col.size  # no duplicates
+    assert all((v, w) in pairs for w, v in pairs)  # both directions
+    want = {(int(a), int(b)) for a, b in zip(src, dst) if a != b} | {
+        (int(b), int(a)) for a, b in zip(src, dst) if a != b
+    }
     assert pairs == want
-    for v in range(n):                                          # rows sorted (the validation's lookup)
-        assert np.all(np.diff(col[row[v]:row[v + 1]]) > 0)
+    for v in range(n):  # rows sorted (the validation's lookup)
+        assert np.all(np.diff(col[row[v] : row[v + 1]]) > 0)
     assert np.array_equal(keys, (u.astype(np.int64) << 32) | col)
 
 
@@ -125,7 +135,7 @@ def test_validation_catches_each_rule():
 
     deep = int(np.flatnonzero(level == 2)[0])
     p = parent.copy()
-    p[deep] = root                                 # not an edge (level 2: no edge to the root)
+    p[deep] = root  # not an edge (level 2: no edge to the root)
     e = err(p, level)
     assert e["tree_edge_missing"] == 1 and e["tree_level"] == 1
     lv = level.copy()
@@ -140,7 +150,7 @@ def test_validation_catches_each_rule():
     p[unreached] = root
     assert err(p, level)["parent_out_of_range"] == 1
     lv = level.copy()
-    lv[deep] = -1                                  # reached set differs
+    lv[deep] = -1  # reached set differs
     p = parent.copy()
     p[deep] = -1
     e = err(p, lv)
@@ -148,8 +158,16 @@ def test_validation_catches_each_rule():
 
 
 def _series(ms, held, **extra):
-    return {"ms": [ms, ms], "median_ms": ms, "harmonic_mean_teps": 1e9, "held_bytes": held, "validated": True,
-            "host_reads_per_search": 2.0, "levels_per_search": 6.0, **extra}
+    return {
+        "ms": [ms, ms],
+        "median_ms": ms,
+        "harmonic_mean_teps": 1e9,
+        "held_bytes": held,
+        "validated": True,
+        "host_reads_per_search": 2.0,
+        "levels_per_search": 6.0,
+        **extra,
+    }
 
 
 def _results(gg_ms=1.0, worst_ms=1.2, two_ms=1.5, gg_held=40 << 20, two_held=16 << 20):
@@ -176,7 +194,7 @@ def test_targets_from_results(tmp_path):
     assert t[f"BFS gpudyn vs {w}, Numba, thread per vertex"]["value"] == pytest.approx(1.2)
     assert t[f"BFS gpudyn vs {w}, Numba, thread per vertex"]["met"] is True
     assert t["BFS gpudyn vs two-pass (count, scan, write), Numba, warp per vertex"]["value"] == pytest.approx(1.5)
-    assert t[f"BFS gpudyn vs {w}, C++, warp per vertex"]["met"] is False          # 1.2 / 2.0
+    assert t[f"BFS gpudyn vs {w}, C++, warp per vertex"]["met"] is False  # 1.2 / 2.0
     assert t["BFS gpudyn vs two-pass (count, scan, write), C++, thread per vertex"]["met"] is False  # 1.2 < 1.3
     mem = t["BFS device memory gpudyn / two-pass, Numba (lower is better)"]
     assert mem["value"] == pytest.approx(2.5) and mem["met"] is False and mem["comparison"] == "<="
@@ -241,9 +259,11 @@ def test_numba_kernels_compile(monkeypatch):
     if hasattr(gdn, "at"):
         lib = gdn
     else:
+
         @cuda.jit(device=True)
         def at(ref, i):
             return gdn.size(ref) + i
+
         lib = pytypes.SimpleNamespace(size=gdn.size, push_back=gdn.push_back, at=at)
     ks = apps.kernels(lib)
     ref = gdn.ref_type(gpudyn.GGArray, np.int32)
@@ -251,8 +271,15 @@ def test_numba_kernels_compile(monkeypatch):
     assert len(ks) == 10
     for name, k in ks.items():
         if name.startswith("expand"):
-            sig = ((ref, a32, ref, a32) if "gpudyn" in name else (a32,) * 4) + (a64, a32, a32, a32, types.int32, a32,
-                                                                               a32)
+            sig = ((ref, a32, ref, a32) if "gpudyn" in name else (a32,) * 4) + (
+                a64,
+                a32,
+                a32,
+                a32,
+                types.int32,
+                a32,
+                a32,
+            )
         elif name.startswith("count"):
             sig = (a32, types.int64, a64, a32, a32, a32, types.int32, a32)
         else:
@@ -311,6 +338,7 @@ def _program():
 def _has_device() -> bool:
     try:
         import gpudyn
+
         return gpudyn.device_count() > 0
     except Exception:  # NoDeviceError, or no driver at all
         return False
@@ -323,12 +351,14 @@ def test_program_arguments(tmp_path):
     out = str(tmp_path / "x.json")
     r = subprocess.run([prog, "--out", out], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--graph GRAPH.bin is required" in r.stderr
-    r = subprocess.run([prog, "--out", out, "--graph", "g", "--check-every", "0"], capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run(
+        [prog, "--out", out, "--graph", "g", "--check-every", "0"], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 2 and "argument '--check-every' is '0'" in r.stderr
     (tmp_path / "bad.bin").write_bytes(b"not a graph")
-    r = subprocess.run([prog, "--out", out, "--graph", str(tmp_path / "bad.bin")], capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run(
+        [prog, "--out", out, "--graph", str(tmp_path / "bad.bin")], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 2 and "not a readable graph file" in r.stderr
     assert not (tmp_path / "x.json").exists()
 
@@ -340,8 +370,9 @@ def test_program_without_a_device_says_so(tmp_path):
     _, _, row, col, _ = _graph(6)
     path = str(tmp_path / "g.bin")
     apps.write_graph_file(path, row, col, np.array([1], np.int32), [np.zeros(row.size - 1, np.int32)])
-    r = subprocess.run([_program(), "--out", str(tmp_path / "x.json"), "--graph", path], capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [_program(), "--out", str(tmp_path / "x.json"), "--graph", path], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 77, r.stderr
     assert "no CUDA device" in r.stderr and not (tmp_path / "x.json").exists()
 
@@ -358,8 +389,12 @@ def test_bench_apps_quick_is_clean(tmp_path):
         # 65k-vertex graph ~30 times; its timings mean nothing there.  The GGArray calls
         # it makes (push_back, size, at) run under the tools in the GGArray tests.
         pytest.skip("a benchmark under compute-sanitizer measures nothing (GPUDYN_SANITIZER is set)")
-    r = subprocess.run([sys.executable, "-m", "gpudyn", "bench", "apps", "--quick", "--out-dir", str(tmp_path)],
-                       capture_output=True, text=True, timeout=900)
+    r = subprocess.run(
+        [sys.executable, "-m", "gpudyn", "bench", "apps", "--quick", "--out-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     result = json.loads((tmp_path / "apps.json").read_text())
     assert result["failures"] == [] and result["validated"] is True, result["failures"]
@@ -373,5 +408,6 @@ def test_bench_apps_quick_is_clean(tmp_path):
                 assert s["validated"] and len(s["ms"]) == 2 and s["held_bytes"] > 0, (lang, v, m, s)
     assert result["python"]["cupy"]["validated"]
     import importlib.util
+
     if importlib.util.find_spec("matplotlib") is not None:
         assert result["plots"] == ["apps_bfs.png"] and (tmp_path / "apps_bfs.png").exists()

@@ -3,6 +3,7 @@
 file) run by a stand-in benchmark module, with a given device description, so no
 GPU is needed.  Checks the progress display (terminal vs log), the results folder,
 what every JSON records, and the metric notes."""
+
 import datetime as dt
 import io
 import json
@@ -13,9 +14,8 @@ import subprocess
 import sys
 import types
 
-import pytest
-
 import gpudyn
+import pytest
 from gpudyn import bench
 from gpudyn.bench import _common
 from gpudyn.bench._common import METRICS, Context, git_commit, metric_notes, run_benchmarks
@@ -71,8 +71,9 @@ def test_progress_is_one_plain_line_per_step_in_a_log(fake_bench, tmp_path, caps
     lines = err.splitlines()
     steps = [PLAIN.match(ln) for ln in lines if ln.startswith("[fake]")]
     assert all(steps), lines
-    assert [(int(m.group(1)), int(m.group(2)), m.group(4)) for m in steps] == \
-        [(i, len(STEPS), label) for i, label in enumerate(STEPS, 1)]
+    assert [(int(m.group(1)), int(m.group(2)), m.group(4)) for m in steps] == [
+        (i, len(STEPS), label) for i, label in enumerate(STEPS, 1)
+    ]
     assert "fake: a line that is not progress" in lines  # the program's other lines pass through
 
 
@@ -168,6 +169,7 @@ def test_caption_puts_definitions_under_the_figure(tmp_path):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.set_ylabel("TAS")
     fig.tight_layout()
@@ -198,7 +200,7 @@ def test_bench_help_names_the_default_folder():
 def test_bench_help_lists_every_benchmark_with_its_line():
     r = subprocess.run([sys.executable, "-m", "gpudyn", "bench", "--help"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    listed = r.stdout[r.stdout.index("benchmarks:"):].splitlines()[1:]
+    listed = r.stdout[r.stdout.index("benchmarks:") :].splitlines()[1:]
     assert [line.split()[0] for line in listed] == bench.available()
     for line in listed:
         name = line.split()[0]
@@ -245,8 +247,9 @@ needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="no git")
 
 
 def _git(cwd, *args):
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def _checkout(path, gpudyn_tree=True):
@@ -286,6 +289,7 @@ def test_git_commit_named_by_the_environment_wins(tmp_path, monkeypatch):
 @needs_git
 def test_git_commit_outside_a_gpudyn_checkout_is_the_package_record(tmp_path):
     from gpudyn import _version
+
     recorded = getattr(_version, "__git_commit__", None)
     other = _checkout(tmp_path / "other", gpudyn_tree=False)
     assert git_commit(str(other)) == recorded
@@ -314,8 +318,10 @@ def test_describe_device_keeps_device_versions_when_cuda_versions_fails(monkeypa
 
     def boom():
         raise gpudyn.CudaError("no driver")
-    monkeypatch.setattr(info, "device_info", lambda d=0: {"name": "GPU", "runtime_version": 13000,
-                                                          "driver_version": 13010})
+
+    monkeypatch.setattr(
+        info, "device_info", lambda d=0: {"name": "GPU", "runtime_version": 13000, "driver_version": 13010}
+    )
     monkeypatch.setattr(info, "cuda_versions", boom)
     dev = _common.describe_device(0)
     assert (dev["runtime_version"], dev["driver_version"]) == (13000, 13010)

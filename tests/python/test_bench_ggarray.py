@@ -4,6 +4,7 @@ checked against numbers written here): the static baseline is the fastest
 allocation, targets and their values, Fig. 6 rows (new and older layout), Fig. 3
 model beside measured bytes, bytes held in every table row, the four figures.
 GPU test: `gpudyn bench ggarray --quick` runs clean with every check passed."""
+
 import copy
 import json
 import os
@@ -34,15 +35,24 @@ TARGET_NAMES = [
 
 def _theory():
     from gpudyn.bench import theory
+
     return theory
 
 
 def _fig5_row(rw_last, insert_last, held, allocation, grow=0.0, **extra):
     n = len(SIZES)
-    row = {"grow_ms": [grow] * n, "insert_ms": [0.01] * (n - 1) + [insert_last], "rw_ms": [1.0] * (n - 1) + [rw_last],
-           "rw_final_samples_ms": [rw_last] * 3, "allocated_bytes": held[-1], "bytes_held": held,
-           "elements": [int(s) for s in SIZES], "element_bytes": FINAL * 4, "allocation": allocation,
-           "rw_all_passes_verified": True}
+    row = {
+        "grow_ms": [grow] * n,
+        "insert_ms": [0.01] * (n - 1) + [insert_last],
+        "rw_ms": [1.0] * (n - 1) + [rw_last],
+        "rw_final_samples_ms": [rw_last] * 3,
+        "allocated_bytes": held[-1],
+        "bytes_held": held,
+        "elements": [int(s) for s in SIZES],
+        "element_bytes": FINAL * 4,
+        "allocation": allocation,
+        "rw_all_passes_verified": True,
+    }
     row.update(extra)
     return row
 
@@ -56,54 +66,108 @@ def _raw():
         "static_cudaMalloc": _fig5_row(63.0, 0.52, [FINAL * 4] * 11, "cudaMalloc"),
         "static_cuMemCreate": _fig5_row(62.0, 0.50, [th.vmm_bytes(FINAL)] * 11, "one cuMemCreate ..."),
         "vmm": _fig5_row(62.4, 0.51, mod["vmm"], "cuMemCreate + cuMemMap per reserve", grow=0.9),
-        "ggarray32": _fig5_row(61.9, 0.69, mod["ggarray32"], "GGArray buckets", grow=0.3, num_lfvectors=32,
-                               first_bucket_elements=1024),
-        "ggarray512": _fig5_row(62.4, 0.57, mod["ggarray512"], "GGArray buckets", grow=0.16, num_lfvectors=512,
-                                first_bucket_elements=1024),
+        "ggarray32": _fig5_row(
+            61.9, 0.69, mod["ggarray32"], "GGArray buckets", grow=0.3, num_lfvectors=32, first_bucket_elements=1024
+        ),
+        "ggarray512": _fig5_row(
+            62.4, 0.57, mod["ggarray512"], "GGArray buckets", grow=0.16, num_lfvectors=512, first_bucket_elements=1024
+        ),
     }
     f4 = {a: [0.01] * 10 + [ms] for a, ms in zip(ALGOS, (2.1, 0.5, 0.77, 300.0, 9.0))}
     f4.update({"plain_write": [0.01] * 10 + [0.56], "plain_write_vec4": [0.01] * 10 + [0.48]})
-    once = {a: {"ok": True, "elements": FINAL, "size_counter": FINAL, "out_of_range": 0, "duplicates": 0, "missing": 0}
-            for a in ALGOS}
+    once = {
+        a: {"ok": True, "elements": FINAL, "size_counter": FINAL, "out_of_range": 0, "duplicates": 0, "missing": 0}
+        for a in ALGOS
+    }
     rows6 = []
     for n in (125_000_000, 250_000_000, 500_000_000, 1_000_000_000):
         for w in (1, 10, 100, 1000):
             g, v, i = 1.4 + w * n / 5e8, 0.95 + w * n / 5e8, 1.2 + w * n / 4.4e8
-            rows6.append({"final_size": n, "work_passes": w, "repeats": 1 if w * n * 8 > 2e12 else 3,
-                          "ggarray_ms": g, "ggarray_samples_ms": [g], "ggarray_bytes_held": 3 * 4 * n,
-                          "vmm_ms": v, "vmm_samples_ms": [v], "vmm_bytes_held": 4 * n,
-                          "ggarray_inplace_ms": i, "ggarray_inplace_samples_ms": [i],
-                          "ggarray_inplace_bytes_held": 2 * 4 * n, "ggarray_bucket_bytes": 2 * 4 * n,
-                          "flat_bytes": 4 * n, "speedup_ggarray_over_vmm": v / g,
-                          "speedup_ggarray_inplace_over_vmm": v / i, "verified": True})
-    base_rows = [{"name": name, "allocation": name, "shift_bytes": shift, "address_mod_2MiB": mod2,
-                  "bytes_held": FINAL * 4, "rw_ms": ms, "rw_samples_ms": [ms] * 5, "verified": True}
-                 for name, shift, mod2, ms in (("static_cudaMallocAsync", 0, 1024, 69.0),
-                                               ("static_cudaMalloc", 0, 0, 62.5),
-                                               ("static_cudaMalloc_shifted", 1024, 1024, 68.8),
-                                               ("static_cuMemCreate", 0, 0, 62.1), ("vmm", 0, 0, 62.3))]
+            rows6.append(
+                {
+                    "final_size": n,
+                    "work_passes": w,
+                    "repeats": 1 if w * n * 8 > 2e12 else 3,
+                    "ggarray_ms": g,
+                    "ggarray_samples_ms": [g],
+                    "ggarray_bytes_held": 3 * 4 * n,
+                    "vmm_ms": v,
+                    "vmm_samples_ms": [v],
+                    "vmm_bytes_held": 4 * n,
+                    "ggarray_inplace_ms": i,
+                    "ggarray_inplace_samples_ms": [i],
+                    "ggarray_inplace_bytes_held": 2 * 4 * n,
+                    "ggarray_bucket_bytes": 2 * 4 * n,
+                    "flat_bytes": 4 * n,
+                    "speedup_ggarray_over_vmm": v / g,
+                    "speedup_ggarray_inplace_over_vmm": v / i,
+                    "verified": True,
+                }
+            )
+    base_rows = [
+        {
+            "name": name,
+            "allocation": name,
+            "shift_bytes": shift,
+            "address_mod_2MiB": mod2,
+            "bytes_held": FINAL * 4,
+            "rw_ms": ms,
+            "rw_samples_ms": [ms] * 5,
+            "verified": True,
+        }
+        for name, shift, mod2, ms in (
+            ("static_cudaMallocAsync", 0, 1024, 69.0),
+            ("static_cudaMalloc", 0, 0, 62.5),
+            ("static_cudaMalloc_shifted", 1024, 1024, 68.8),
+            ("static_cuMemCreate", 0, 0, 62.1),
+            ("vmm", 0, 0, 62.3),
+        )
+    ]
     return {
-        "quick": False, "rw_passes": 30, "sizes": SIZES,
+        "quick": False,
+        "rw_passes": 30,
+        "sizes": SIZES,
         "fig4_insert_ms": f4,
         "fig4_insert_repeats": {a: [5] * 11 for a in ALGOS},
         "fig4_notes": {"allocation": "cudaMalloc"},
         "fig4_bytes_held": {"static": FINAL * 4, "plain_write": (FINAL // 2 + 1_000_000) * 4},
         "fig4_verified": dict(once, all=True, check="host", verify_seconds=3.0),
         "fig4_seconds": 9.0,
-        "grow_last": {"vmm_ms": [0.12] * 11, "ggarray512_ms": [0.11] * 11, "vmm_median_ms": [0.12],
-                      "ggarray512_median_ms": [0.11], "vmm_bytes_held": th.vmm_bytes(FINAL),
-                      "ggarray512_bytes_held": mod["ggarray512"][-1]},
+        "grow_last": {
+            "vmm_ms": [0.12] * 11,
+            "ggarray512_ms": [0.11] * 11,
+            "vmm_median_ms": [0.12],
+            "ggarray512_median_ms": [0.11],
+            "vmm_bytes_held": th.vmm_bytes(FINAL),
+            "ggarray512_bytes_held": mod["ggarray512"][-1],
+        },
         "fig5": fig5,
         "baselines": {"elements": FINAL, "repeats": 5, "async_offset_in_2MiB": 1024, "rows": base_rows},
-        "fig4_lfvectors": {"lfvectors": [32, 512, 2048], "grow_insert_ms": [0.87, 0.74, 0.74],
-                           "rw_b_ms": [64.0, 62.9, 68.4], "rw_g_ms": [251.0, 248.0, 248.0],
-                           "bytes_held": [mod["ggarray32"][-1], mod["ggarray512"][-1], mod["ggarray512"][-1]]},
-        "flatten": {"elements": FINAL // 2, "flatten_ms": 1.17, "memcpy_ms": 1.05, "flatten_bytes_held": 6 * FINAL,
-                    "ggarray_bucket_bytes": 4 * FINAL, "memcpy_bytes_held": 4 * FINAL},
-        "fig6": {"final_sizes": [125_000_000, 250_000_000, 500_000_000, 1_000_000_000],
-                 "work_passes": [1, 10, 100, 1000],
-                 "insert_doublings": 5, "repeats": 3, "single_run_above_work_bytes": 2e12, "verified": True,
-                 "seconds": 40.0, "rows": rows6},
+        "fig4_lfvectors": {
+            "lfvectors": [32, 512, 2048],
+            "grow_insert_ms": [0.87, 0.74, 0.74],
+            "rw_b_ms": [64.0, 62.9, 68.4],
+            "rw_g_ms": [251.0, 248.0, 248.0],
+            "bytes_held": [mod["ggarray32"][-1], mod["ggarray512"][-1], mod["ggarray512"][-1]],
+        },
+        "flatten": {
+            "elements": FINAL // 2,
+            "flatten_ms": 1.17,
+            "memcpy_ms": 1.05,
+            "flatten_bytes_held": 6 * FINAL,
+            "ggarray_bucket_bytes": 4 * FINAL,
+            "memcpy_bytes_held": 4 * FINAL,
+        },
+        "fig6": {
+            "final_sizes": [125_000_000, 250_000_000, 500_000_000, 1_000_000_000],
+            "work_passes": [1, 10, 100, 1000],
+            "insert_doublings": 5,
+            "repeats": 3,
+            "single_run_above_work_bytes": 2e12,
+            "verified": True,
+            "seconds": 40.0,
+            "rows": rows6,
+        },
         "seconds": 70.0,
     }
 
@@ -154,10 +218,12 @@ def test_baseline_without_the_baselines_section_is_the_fastest_fig5_static(tmp_p
     assert "Fig. 5" in result["static_baseline"]["chosen_by"]
     raw["fig5"]["static_cudaMalloc"]["rw_ms"][-1] = 61.0
     _, result = _run_module(tmp_path, raw)
-    assert result["static_baseline"] == {"row": "static_cudaMalloc", "allocation": "cudaMalloc",
-                                         "chosen_by": "fastest read/write at Fig. 5's last doubling",
-                                         "rw_ms": {"static_cudaMalloc": 61.0, "static_cudaMallocAsync": 69.0,
-                                                   "static_cuMemCreate": 62.0}}
+    assert result["static_baseline"] == {
+        "row": "static_cudaMalloc",
+        "allocation": "cudaMalloc",
+        "chosen_by": "fastest read/write at Fig. 5's last doubling",
+        "rw_ms": {"static_cudaMalloc": 61.0, "static_cudaMallocAsync": 69.0, "static_cuMemCreate": 62.0},
+    }
     assert "baselines: every allocation's read/write verified (1 = yes)" not in [x["name"] for x in ctx.targets]
 
 
@@ -171,9 +237,15 @@ def test_an_older_result_with_one_static_row_still_runs(tmp_path):
         for k in ("bytes_held", "elements", "allocation", "rw_final_samples_ms"):
             v.pop(k, None)
     del raw["baselines"], raw["fig4_verified"]
-    raw["fig6"] = {"final_size": 134217728, "work_passes": [1, 10], "ggarray_ms": [1.4, 4.2], "vmm_ms": [0.9, 3.7],
-                   "ggarray_inplace_ms": [1.2, 4.1], "speedup_ggarray_over_vmm": [0.64, 0.88],
-                   "speedup_ggarray_inplace_over_vmm": [0.75, 0.9]}
+    raw["fig6"] = {
+        "final_size": 134217728,
+        "work_passes": [1, 10],
+        "ggarray_ms": [1.4, 4.2],
+        "vmm_ms": [0.9, 3.7],
+        "ggarray_inplace_ms": [1.2, 4.1],
+        "speedup_ggarray_over_vmm": [0.64, 0.88],
+        "speedup_ggarray_inplace_over_vmm": [0.75, 0.9],
+    }
     ctx, result = _run_module(tmp_path, raw)
     assert result["static_baseline"]["row"] == "static"
     t = {x["name"]: x for x in ctx.targets}
@@ -186,11 +258,17 @@ def test_an_older_result_with_one_static_row_still_runs(tmp_path):
 def test_fig6_rows_convert_the_older_layout():
     from gpudyn.bench.ggarray import fig6_rows
 
-    old = {"final_size": 8, "work_passes": [1, 10], "ggarray_ms": [2.0, 3.0], "vmm_ms": [1.0, 3.0],
-           "speedup_ggarray_over_vmm": [0.5, 1.0]}
+    old = {
+        "final_size": 8,
+        "work_passes": [1, 10],
+        "ggarray_ms": [2.0, 3.0],
+        "vmm_ms": [1.0, 3.0],
+        "speedup_ggarray_over_vmm": [0.5, 1.0],
+    }
     assert fig6_rows(old) == [
         {"final_size": 8, "work_passes": 1, "ggarray_ms": 2.0, "vmm_ms": 1.0, "speedup_ggarray_over_vmm": 0.5},
-        {"final_size": 8, "work_passes": 10, "ggarray_ms": 3.0, "vmm_ms": 3.0, "speedup_ggarray_over_vmm": 1.0}]
+        {"final_size": 8, "work_passes": 10, "ggarray_ms": 3.0, "vmm_ms": 3.0, "speedup_ggarray_over_vmm": 1.0},
+    ]
     new = {"rows": [{"final_size": 8, "work_passes": 1}]}
     assert fig6_rows(new) == new["rows"]
 
@@ -270,8 +348,9 @@ def test_program_arguments(tmp_path):
     prog = _program()
     r = subprocess.run([prog], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--out FILE.json is required" in r.stderr
-    r = subprocess.run([prog, "--out", str(tmp_path / "x.json"), "--only", "nothing"], capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run(
+        [prog, "--out", str(tmp_path / "x.json"), "--only", "nothing"], capture_output=True, text=True, timeout=60
+    )
     if "no such section" not in r.stderr:
         pytest.skip("the installed program predates --only checking")
     assert r.returncode == 2 and "--only nothing: no such section" in r.stderr
@@ -285,8 +364,12 @@ def test_bench_ggarray_quick_is_clean(tmp_path):
     _program()
     if os.environ.get("GPUDYN_SANITIZER"):
         pytest.skip("a benchmark under compute-sanitizer measures nothing (GPUDYN_SANITIZER is set)")
-    r = subprocess.run([sys.executable, "-m", "gpudyn", "bench", "ggarray", "--quick", "--out-dir", str(tmp_path)],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "gpudyn", "bench", "ggarray", "--quick", "--out-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     result = json.loads((tmp_path / "ggarray.json").read_text())
     raw = result["raw"]

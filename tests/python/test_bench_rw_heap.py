@@ -2,10 +2,10 @@
 free-percentage axis beside CUDA malloc, the hash join against DO (Figs. 17, 18)
 with the bytes it holds, the queue comparison of Fig. 11, the targets that say
 whether every output was checked, and the figures they draw."""
+
 import os
 
 import pytest
-
 from gpudyn.bench import rw_heap
 from gpudyn.bench._common import Context
 
@@ -13,22 +13,56 @@ DEVICE = {"name": "NVIDIA H200", "runtime_version": 13000, "driver_version": 120
 
 
 def _f13_free(size, N, pct, ms, *, held=None, req=None, verified=True, skipped=False):
-    r = {"figure": "fig13_free", "allocator": "rw_malloc", "size": size, "N": N, "free_pct": pct,
-         "free_pct_measured": pct * 0.999, "pages_needed": 100, "pages_free": 1000}
+    r = {
+        "figure": "fig13_free",
+        "allocator": "rw_malloc",
+        "size": size,
+        "N": N,
+        "free_pct": pct,
+        "free_pct_measured": pct * 0.999,
+        "pages_needed": 100,
+        "pages_free": 1000,
+    }
     if skipped:
         r["skipped"] = True
         return r
-    r.update({"ms": ms, "failed": 0 if verified else 3, "bytes_requested": req or N * 16,
-              "bytes_held": held if held is not None else N * 16, "pool_bytes": 1 << 34, "verified": verified})
+    r.update(
+        {
+            "ms": ms,
+            "failed": 0 if verified else 3,
+            "bytes_requested": req or N * 16,
+            "bytes_held": held if held is not None else N * 16,
+            "pool_bytes": 1 << 34,
+            "verified": verified,
+        }
+    )
     return r
 
 
 def _join(figure, alloc, ms, *, tuples=4194304, page_size=64, build=0.5, pages=1000, verified=True, missing=0):
-    return {"figure": figure, "allocator": alloc, "tuples": tuples, "page_size": page_size, "pages_total": 1 << 27,
-            "ms": ms, "build_ms": build, "total_ms": ms + build, "matches": 800, "output_tuples": 800 - missing,
-            "pages_used": pages, "bytes_held": pages * page_size, "output_bytes": 6400, "pool_bytes": 1 << 33,
-            "failed": 0, "invalid": 0, "duplicate": 0, "missing": missing, "wrong_count_runs": 0,
-            "pages_leaked": 0, "verified": verified}
+    return {
+        "figure": figure,
+        "allocator": alloc,
+        "tuples": tuples,
+        "page_size": page_size,
+        "pages_total": 1 << 27,
+        "ms": ms,
+        "build_ms": build,
+        "total_ms": ms + build,
+        "matches": 800,
+        "output_tuples": 800 - missing,
+        "pages_used": pages,
+        "bytes_held": pages * page_size,
+        "output_bytes": 6400,
+        "pool_bytes": 1 << 33,
+        "failed": 0,
+        "invalid": 0,
+        "duplicate": 0,
+        "missing": missing,
+        "wrong_count_runs": 0,
+        "pages_leaked": 0,
+        "verified": verified,
+    }
 
 
 FIG13 = [
@@ -48,8 +82,12 @@ def test_fig13_free_summary_puts_cuda_malloc_beside_and_drops_skipped_points():
         _f13_free("mixed_16_4096", 16384, 10, 0.05),
     ]
     s = rw_heap.fig13_free_summary(rows)
-    assert [(x["size"], x["N"], x["free_pct"]) for x in s] == \
-        [("16", 65536, 100), ("16", 65536, 1), ("4096", 65536, 50), ("mixed_16_4096", 16384, 10)]
+    assert [(x["size"], x["N"], x["free_pct"]) for x in s] == [
+        ("16", 65536, 100),
+        ("16", 65536, 1),
+        ("4096", 65536, 50),
+        ("mixed_16_4096", 16384, 10),
+    ]
     first = s[0]
     assert first["cuda_malloc_ms"] == 7.0
     assert first["speedup_over_cuda_malloc"] == pytest.approx(1000.0)
@@ -76,12 +114,12 @@ def test_join_summary_measures_against_do_and_cuda_malloc():
     by = {(x["figure"], x["allocator"], x["page_size"]): x for x in s}
     co = by[("fig17", "CoRW", 64)]
     assert co["ms_over_do"] == pytest.approx(0.5)
-    assert co["speedup_over_do"] == pytest.approx(2.0 / 1.5)        # totals: build + probe
+    assert co["speedup_over_do"] == pytest.approx(2.0 / 1.5)  # totals: build + probe
     assert co["speedup_over_cuda_malloc"] == pytest.approx(100.0 / 1.5)
     assert by[("fig17", "RW", 64)]["ms_over_do"] == pytest.approx(2.0)
     bm = by[("fig18", "RW-BM", 2048)]
     assert bm["speedup_over_do"] == pytest.approx(2.0)
-    assert bm["speedup_over_cuda_malloc"] is None               # not run in fig18
+    assert bm["speedup_over_cuda_malloc"] is None  # not run in fig18
     assert bm["held_over_output"] == pytest.approx(50 * 2048 / 6400)
     # Sorted by figure, axis, then DO, RW, RW-BM, CoRW, cuda_malloc.
     assert [x["allocator"] for x in s if x["figure"] == "fig17"] == ["DO", "RW", "CoRW", "cuda_malloc"]
@@ -96,8 +134,11 @@ def test_join_summary_measures_against_do_and_cuda_malloc():
 
 def test_join_targets_count_runs_whose_output_is_wrong(tmp_path):
     ctx = Context("rw_heap", str(tmp_path), True, DEVICE)
-    rows = [_join("fig17", "DO", 1.0, tuples=16384), _join("fig17", "CoRW", 0.9, tuples=16384),
-            _join("fig18", "RW", 1.0, missing=2, verified=False)]
+    rows = [
+        _join("fig17", "DO", 1.0, tuples=16384),
+        _join("fig17", "CoRW", 0.9, tuples=16384),
+        _join("fig18", "RW", 1.0, missing=2, verified=False),
+    ]
     out = rw_heap._join_targets(ctx, rows)
     assert out == {"missing": 2, "errors": 2}
     t = {x["name"]: x for x in ctx.targets}
@@ -110,8 +151,14 @@ def test_join_targets_count_runs_whose_output_is_wrong(tmp_path):
 
 def test_fig13_free_target_counts_unverified_points(tmp_path):
     ctx = Context("rw_heap", str(tmp_path), True, DEVICE)
-    rw_heap._fig13_free_targets(ctx, [_f13_free("16", 1024, 50, 0.01), _f13_free("256", 1024, 1, 0.02, verified=False),
-                                      _f13_free("4096", 1024, 1, None, skipped=True)])
+    rw_heap._fig13_free_targets(
+        ctx,
+        [
+            _f13_free("16", 1024, 50, 0.01),
+            _f13_free("256", 1024, 1, 0.02, verified=False),
+            _f13_free("4096", 1024, 1, None, skipped=True),
+        ],
+    )
     (t,) = ctx.targets
     assert t["value"] == 1 and not t["met"]
 

@@ -5,13 +5,12 @@ new computations (Pearson's r of TAS/WAS against time, where the queue wins and
 loses, the N ~ A table, CRW in its regime, the verified target) on a hand-made
 raw result shaped like gpudyn_bench_rw_heap's rows, so the arithmetic is checked
 against numbers written here; and the figures drawn from it."""
+
 import json
 import math
 
 import pytest
-
-from gpudyn.bench import theory
-from gpudyn.bench import rw_heap
+from gpudyn.bench import rw_heap, theory
 from gpudyn.bench._common import Context
 
 PROGRAM = "gpudyn_bench_rw_heap"
@@ -69,7 +68,7 @@ def test_pearson():
     assert rw_heap.pearson([1, 2, 3, 4], [8, 6, 4, 2]) == pytest.approx(-1.0)
     # x = 1, 2, 3; y = 1, 3, 2: sxy = 1, sxx = 2, syy = 2 -> 1 / 2
     assert rw_heap.pearson([1, 2, 3], [1, 3, 2]) == pytest.approx(0.5)
-    assert rw_heap.pearson([1, 2], [1, 2]) is None        # too few points
+    assert rw_heap.pearson([1, 2], [1, 2]) is None  # too few points
     assert rw_heap.pearson([1, 1, 1], [1, 2, 3]) is None  # no spread
     with pytest.raises(ValueError):
         rw_heap.pearson([1, 2, 3], [1, 2])
@@ -82,8 +81,21 @@ def _bytes(T, queue=False):
 
 
 def _f11(alloc, T, free, N, ms, tas, was, near=None, **extra):
-    r = {"figure": "fig11", "allocator": alloc, "T": T, "A": int(round(free * T)), "free": free, "N": N, "ms": ms,
-         "tas": tas, "was": was, "failed": 0, "verified": True, **_bytes(T, alloc.startswith("queue")), **extra}
+    r = {
+        "figure": "fig11",
+        "allocator": alloc,
+        "T": T,
+        "A": int(round(free * T)),
+        "free": free,
+        "N": N,
+        "ms": ms,
+        "tas": tas,
+        "was": was,
+        "failed": 0,
+        "verified": True,
+        **_bytes(T, alloc.startswith("queue")),
+        **extra,
+    }
     if near is not None:
         r["near_a"] = near
     return r
@@ -111,22 +123,54 @@ def _raw(bad_check=False):
     for near, N, ms in ((0.9, 4719, (2.0, 0.05, 0.04, 0.004, 0.012)), (1.0, 5243, (9.0, 0.30, 0.20, 0.004, 0.012))):
         for alloc, m, tas in zip(("rw", "rw_bm", "corw", "queue", "queue_build"), ms, (900, 30, 20, N / 2, N / 2)):
             rows.append(_f11(alloc, T1, 0.005, N, m, tas, 4 * tas, near=near))
-    rows += [{"figure": "fig11", "allocator": "cuda_malloc_16B", "N": N, "ms": 0.5 * N / 1024,
-              "bytes_held": 12 << 30} for N in (1024, 65536)]
+    rows += [
+        {"figure": "fig11", "allocator": "cuda_malloc_16B", "N": N, "ms": 0.5 * N / 1024, "bytes_held": 12 << 30}
+        for N in (1024, 65536)
+    ]
     # CRW: 2 layouts x R = 8 at 50 % free; crw wins on clusters, ties at random.
-    for layout, c, clusters, ms in (("clusters", 100, 5243, (0.010, 0.020, 0.018)),
-                                    ("random", 0, 262000, (0.021, 0.020, 0.018))):
+    for layout, c, clusters, ms in (
+        ("clusters", 100, 5243, (0.010, 0.020, 0.018)),
+        ("random", 0, 262000, (0.021, 0.020, 0.018)),
+    ):
         for alloc, m, tas in zip(("crw", "rw_bm", "corw"), ms, (1.02, 1.0, 1.01)):
-            rows.append({"figure": "crw", "allocator": alloc, "layout": layout, "cluster_pages": c, "T": T1,
-                         "A": 524288, "clusters": clusters, "free": 0.5, "per_thread": 8, "N": 32768,
-                         "requests": 262144, "ms": m, "tas": tas, "was": 2 * tas, "failed": 0,
-                         "adjacent_fraction": 0.95 if (alloc == "crw" and c) else 0.01, "verified": True,
-                         **_bytes(T1)})
+            rows.append(
+                {
+                    "figure": "crw",
+                    "allocator": alloc,
+                    "layout": layout,
+                    "cluster_pages": c,
+                    "T": T1,
+                    "A": 524288,
+                    "clusters": clusters,
+                    "free": 0.5,
+                    "per_thread": 8,
+                    "N": 32768,
+                    "requests": 262144,
+                    "ms": m,
+                    "tas": tas,
+                    "was": 2 * tas,
+                    "failed": 0,
+                    "adjacent_fraction": 0.95 if (alloc == "crw" and c) else 0.01,
+                    "verified": True,
+                    **_bytes(T1),
+                }
+            )
     # Churn: the queue wins at 1 % free, loses at 50 %.
     for free, N, ms in ((0.5, 65536, (0.40, 0.10, 0.08)), (0.01, 4096, (0.02, 0.06, 0.05))):
         for alloc, m in zip(("queue", "rw_bm", "corw"), ms):
-            r = {"figure": "churn", "allocator": alloc, "T": T1, "A": int(round(free * T1)), "free": free, "N": N,
-                 "rounds": 8, "ms": m, "ms_per_round": m / 8, "verified": True, **_bytes(T1, alloc == "queue")}
+            r = {
+                "figure": "churn",
+                "allocator": alloc,
+                "T": T1,
+                "A": int(round(free * T1)),
+                "free": free,
+                "N": N,
+                "rounds": 8,
+                "ms": m,
+                "ms_per_round": m / 8,
+                "verified": True,
+                **_bytes(T1, alloc == "queue"),
+            }
             if alloc != "queue":
                 r.update({"tas": 1.5, "was": 3.0})
             rows.append(r)
@@ -134,12 +178,19 @@ def _raw(bad_check=False):
         rows[-1].update({"verified": False, "check": "3 pages changed while owned; "})
     # The other figures, as the paper-figure part of the driver reads them.
     for s in ("16", "256", "4096", "8192", "mixed_16_4096"):
-        rows += [{"figure": "fig13", "allocator": a, "scenario": s, "N": 65536, "ms": m, "failed": 0}
-                 for a, m in (("rw_malloc", 0.1), ("cuda_malloc", 10.0))]
-    rows += [{"figure": "fig15", "page_size": p, "request": 1050, "utilisation": 0.9, "pow2_class_utilisation": 0.51}
-             for p in (128, 256)]
-    rows += [{"figure": "fig17", "allocator": a, "tuples": n, "ms": 1.0, "missing_outputs": 0}
-             for a in ("DO", "RW", "RW-BM", "CoRW", "cuda_malloc") for n in (16384, 1048576)]
+        rows += [
+            {"figure": "fig13", "allocator": a, "scenario": s, "N": 65536, "ms": m, "failed": 0}
+            for a, m in (("rw_malloc", 0.1), ("cuda_malloc", 10.0))
+        ]
+    rows += [
+        {"figure": "fig15", "page_size": p, "request": 1050, "utilisation": 0.9, "pow2_class_utilisation": 0.51}
+        for p in (128, 256)
+    ]
+    rows += [
+        {"figure": "fig17", "allocator": a, "tuples": n, "ms": 1.0, "missing_outputs": 0}
+        for a in ("DO", "RW", "RW-BM", "CoRW", "cuda_malloc")
+        for n in (16384, 1048576)
+    ]
     return {"program": PROGRAM, "quick": True, "gpu": "test GPU", "reps": 3, "rows": rows}
 
 
@@ -152,15 +203,17 @@ def _run(tmp_path, raw, plots=False):
 
 
 def test_tas_time_correlation():
-    rows = [_f11("rw", T1, 0.5, n, ms, tas, was) for n, ms, tas, was in
-            ((1024, 0.1, 1.0, 2.0), (2048, 0.2, 2.0, 1.0), (4096, 0.4, 4.0, 3.0))]
+    rows = [
+        _f11("rw", T1, 0.5, n, ms, tas, was)
+        for n, ms, tas, was in ((1024, 0.1, 1.0, 2.0), (2048, 0.2, 2.0, 1.0), (4096, 0.4, 4.0, 3.0))
+    ]
     c = rw_heap.tas_time_correlation(rows)["rw"]
     assert c["points"] == 3
-    assert c["tas_r"] == pytest.approx(1.0)          # ms = 0.1 TAS
+    assert c["tas_r"] == pytest.approx(1.0)  # ms = 0.1 TAS
     assert c["tas_r_log"] == pytest.approx(1.0)
     # WAS 2, 1, 3 against ms 0.1, 0.2, 0.4: mx = 2, my = 0.7/3;
     # sxy = 0(-0.1333) + (-1)(-0.0333) + 1(0.1667) = 0.2, sxx = 2, syy = 0.0467 -> 0.2 / sqrt(0.0933) = 0.6547
-    assert c["was_r"] == pytest.approx(0.2 / math.sqrt(2 * (0.1 ** 2 + 0.2 ** 2 + 0.4 ** 2 - 0.49 / 3)), rel=1e-9)
+    assert c["was_r"] == pytest.approx(0.2 / math.sqrt(2 * (0.1**2 + 0.2**2 + 0.4**2 - 0.49 / 3)), rel=1e-9)
     assert c["was_r"] == pytest.approx(0.6547, abs=1e-4)
 
 
@@ -204,23 +257,33 @@ def test_driver_end_to_end(tmp_path):
     assert v["value"] == 1.0 and v["met"] and v["where"] == f"{result['verified_rows']} rows checked"
     assert result["verified_rows"] == 4 * 5 + 2 * 5 + 6 + 6
     near = result["near_a"]
-    assert [(e["T"], e["free"], e["n_over_a"], e["N"]) for e in near] == [(T1, 0.005, 0.9, 4719),
-                                                                           (T1, 0.005, 1.0, 5243)]
-    assert near[1]["rw_ms"] == 9.0 and near[1]["queue_build_ms"] == 0.012 and near[1]["rw_bytes"] == _bytes(T1)[
-        "bytes_held"]
+    assert [(e["T"], e["free"], e["n_over_a"], e["N"]) for e in near] == [
+        (T1, 0.005, 0.9, 4719),
+        (T1, 0.005, 1.0, 5243),
+    ]
+    assert (
+        near[1]["rw_ms"] == 9.0
+        and near[1]["queue_build_ms"] == 0.012
+        and near[1]["rw_bytes"] == _bytes(T1)["bytes_held"]
+    )
     fig12 = {(x["T"], x["free"], x["N"]): x for x in result["fig12"]}
     assert fig12[(T1, 0.005, 5243)]["near_a"] == 1.0 and fig12[(T1, 0.005, 5243)]["was_ratio_theory"] is None
     crw = {e["layout"]: e for e in result["crw"]}
     assert crw["clusters"]["rw_bm_over_crw_ms"] == pytest.approx(2.0)
     assert crw["clusters"]["crw_adjacent"] == 0.95
-    assert crw["clusters"]["crw_tas_eq9_bm"] == pytest.approx(
-        theory.crw_bm_tas(T1, 524288, 262144, 5243, per_thread=8))
+    assert crw["clusters"]["crw_tas_eq9_bm"] == pytest.approx(theory.crw_bm_tas(T1, 524288, 262144, 5243, per_thread=8))
     corr = result["tas_time_correlation"]
     assert set(corr) == {"rw", "rw_bm", "corw", "queue", "queue_build"}
     assert corr["queue"]["points"] == 6
     table = result["table"]
-    for heading in ("N close to the free pages A", "CRW in its regime", "Churn:", "Where the queue wins",
-                    "TAS and WAS against kernel time", "| CoRW GETPAGE N=65536"):
+    for heading in (
+        "N close to the free pages A",
+        "CRW in its regime",
+        "Churn:",
+        "Where the queue wins",
+        "TAS and WAS against kernel time",
+        "| CoRW GETPAGE N=65536",
+    ):
         assert heading in table, heading
     assert "| GETPAGE, queue list built before the timing (the paper's queue) | all | 6 | 4 |" in table
 
@@ -230,15 +293,20 @@ def test_a_failed_check_misses_the_verified_target(tmp_path):
     v = {x["name"]: x for x in ctx.targets}["GETPAGE, CRW and churn outputs verified (1 = yes)"]
     assert v["value"] == 0.0 and not v["met"]
     assert "1 failed: churn corw T=1048576, free=0.01, N=4096: 3 pages changed while owned" in v["where"]
-    assert result["verification_failures"] == [
-        "churn corw T=1048576, free=0.01, N=4096: 3 pages changed while owned; "]
+    assert result["verification_failures"] == ["churn corw T=1048576, free=0.01, N=4096: 3 pages changed while owned; "]
 
 
 def test_figures(tmp_path):
     pytest.importorskip("matplotlib")
     ctx, _ = _run(tmp_path, _raw(), plots=True)
-    for name in ("rw_heap_fig10.png", "rw_heap_crw.png", "rw_heap_tas_time.png", "rw_heap_churn.png",
-                 "rw_heap_fig12.png", f"rw_heap_fig11_T{T1}.png"):
+    for name in (
+        "rw_heap_fig10.png",
+        "rw_heap_crw.png",
+        "rw_heap_tas_time.png",
+        "rw_heap_churn.png",
+        "rw_heap_fig12.png",
+        f"rw_heap_fig11_T{T1}.png",
+    ):
         assert name in ctx.plots
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -277,8 +345,9 @@ def test_program_sections_quick_are_verified(tmp_path, section):
     if os.environ.get("GPUDYN_SANITIZER"):
         pytest.skip("a benchmark under compute-sanitizer measures nothing (GPUDYN_SANITIZER is set)")
     out = tmp_path / "raw.json"
-    r = subprocess.run([prog, "--out", str(out), "--quick", "--only", section], capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run(
+        [prog, "--out", str(out), "--quick", "--only", section], capture_output=True, text=True, timeout=600
+    )
     assert r.returncode == 0, r.stderr[-4000:]
     rows = json.loads(out.read_text())["rows"]
     figure = {"fig11": "fig11", "crw": "crw", "churn": "churn"}[section]

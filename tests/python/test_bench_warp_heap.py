@@ -6,6 +6,7 @@ of a hand-made raw result shaped like the program's (numbers written here, so th
 arithmetic is checked); a run of one section (--only) and failed self-checks are
 reported, not crashed on.  GPU test: the program's --quick --only fig4 JSON has the
 fields the host tests feed the driver, and its bytes-held self-checks pass."""
+
 import json
 import os
 import subprocess
@@ -25,17 +26,33 @@ FIG4_NS = {
     "warp_heap_page_heap": (32, 32, 32, 35, 43, 54, 81, 148, 270, 510, 1000, 2000, 3000),
     "cuda_malloc": (1900, 1900, 1900, 3000, 7400, 23000, 195000, 1900, 3000, 7100, 9000, 9500, 9800),
 }
-MEASURE = {"warp_heap": "backing", "warp_heap_page_heap": "backing", "warp_heap_cuda_malloc": "reserved",
-           "warp_heap_no_superblocks": "reserved", "cuda_malloc": "requested"}
+MEASURE = {
+    "warp_heap": "backing",
+    "warp_heap_page_heap": "backing",
+    "warp_heap_cuda_malloc": "reserved",
+    "warp_heap_no_superblocks": "reserved",
+    "cuda_malloc": "requested",
+}
 
 
 def _row(figure, a, threads, n, s, ms, held_factor=2.0, block=256):
     req = threads * n * ((s + 15) // 16 * 16)
-    return {"figure": figure, "allocator": a, "threads": threads, "n": n, "s": s, "block": block, "ms": ms,
-            "ns_per_alloc": ms * 1e6 / (threads * n), "failed": 0, "requested_bytes": req,
-            "reserved_bytes": 0 if a == "cuda_malloc" else int(req * held_factor),
-            "backing_taken_bytes": int(req * held_factor) if MEASURE[a] == "backing" else None,
-            "held_bytes": req if a == "cuda_malloc" else int(req * held_factor), "held_measure": MEASURE[a]}
+    return {
+        "figure": figure,
+        "allocator": a,
+        "threads": threads,
+        "n": n,
+        "s": s,
+        "block": block,
+        "ms": ms,
+        "ns_per_alloc": ms * 1e6 / (threads * n),
+        "failed": 0,
+        "requested_bytes": req,
+        "reserved_bytes": 0 if a == "cuda_malloc" else int(req * held_factor),
+        "backing_taken_bytes": int(req * held_factor) if MEASURE[a] == "backing" else None,
+        "held_bytes": req if a == "cuda_malloc" else int(req * held_factor),
+        "held_measure": MEASURE[a],
+    }
 
 
 def _raw(sections=("target", "fig4", "fig5", "fig6")):
@@ -48,8 +65,12 @@ def _raw(sections=("target", "fig4", "fig5", "fig6")):
             for s, ns in zip(FIG4_S, FIG4_NS[a]):
                 rows.append(_row("fig4", a, 64, 16, s, ns * 64 * 16 / 1e6, block=64))
     if "fig5" in sections:
-        for a, base in (("warp_heap", 0.01), ("warp_heap_cuda_malloc", 0.5), ("warp_heap_no_superblocks", 2.0),
-                        ("cuda_malloc", 8.0)):
+        for a, base in (
+            ("warp_heap", 0.01),
+            ("warp_heap_cuda_malloc", 0.5),
+            ("warp_heap_no_superblocks", 2.0),
+            ("cuda_malloc", 8.0),
+        ):
             for x in (1, 64, 4096):
                 for n, s in ((16, 16), (64, 64)):
                     rows.append(_row("fig5", a, x, n, s, base * x * n / 1000))
@@ -57,10 +78,26 @@ def _raw(sections=("target", "fig4", "fig5", "fig6")):
         for a, base in (("warp_heap", 0.02), ("warp_heap_cuda_malloc", 1.0)):
             for g in (1, 8, 64):
                 rows.append(_row("fig6", a, g * 1024, 16, 16, base * g, block=1024))
-    return {"superblock_bytes": SB, "min_block_bytes": 16, "list_capacity": 126, "arena_bytes": 8 << 30,
-            "arena_header_slots": 20480, "max_superblock_run": 8, "page_size": 36864, "page_count": 65536,
-            "device_heap_bytes": 6 << 30, "repeats": 5, "baseline_cap_allocs": 1 << 21, "baseline_slow_ms": 400,
-            "quick": False, "only": None, "verified": True, "failures": [], "wall_seconds": 80.0, "rows": rows}
+    return {
+        "superblock_bytes": SB,
+        "min_block_bytes": 16,
+        "list_capacity": 126,
+        "arena_bytes": 8 << 30,
+        "arena_header_slots": 20480,
+        "max_superblock_run": 8,
+        "page_size": 36864,
+        "page_count": 65536,
+        "device_heap_bytes": 6 << 30,
+        "repeats": 5,
+        "baseline_cap_allocs": 1 << 21,
+        "baseline_slow_ms": 400,
+        "quick": False,
+        "only": None,
+        "verified": True,
+        "failures": [],
+        "wall_seconds": 80.0,
+        "rows": rows,
+    }
 
 
 def _run_module(tmp_path, raw, plots=False):
@@ -78,8 +115,11 @@ def test_targets_are_unchanged_and_computed_from_the_default(tmp_path):
     ctx, result = _run_module(tmp_path, _raw())
     json.dumps(result, allow_nan=False)
     t = {x["name"]: x for x in ctx.targets}
-    assert list(t) == ["1M x 16 B: speedup over CUDA malloc", "1M x 16 B: warp heap time",
-                       "Fig. 4: time per allocation max/min over S <= 1024 B"]
+    assert list(t) == [
+        "1M x 16 B: speedup over CUDA malloc",
+        "1M x 16 B: warp heap time",
+        "Fig. 4: time per allocation max/min over S <= 1024 B",
+    ]
     assert t["1M x 16 B: speedup over CUDA malloc"]["value"] == pytest.approx(363.1 / 0.064)
     assert t["1M x 16 B: warp heap time"]["value"] == pytest.approx(0.064)
     assert t["Fig. 4: time per allocation max/min over S <= 1024 B"]["value"] == pytest.approx(45 / 30)
@@ -92,11 +132,11 @@ def test_fig4_flatness_over_every_s_is_information_per_configuration(tmp_path):
     d = flat["warp_heap"]
     assert d["ratio_packed"] == pytest.approx(45 / 30)
     assert d["ratio_all"] == pytest.approx(900 / 30)
-    assert d["flat_up_to"] == 1024          # 75 ns at 2048 B is 2.5x the 30 ns minimum
+    assert d["flat_up_to"] == 1024  # 75 ns at 2048 B is 2.5x the 30 ns minimum
     assert d["s_min"] == 16 and d["s_max"] == 65536
     p = flat["warp_heap_cuda_malloc"]
     assert p["ratio_all"] == pytest.approx(120000 / 60)
-    assert p["flat_up_to"] == 128           # 150 ns at 256 B > 2 x 60
+    assert p["flat_up_to"] == 128  # 150 ns at 256 B > 2 x 60
     # Slower than CUDA malloc from 2048 B to 32 KiB, faster again on the large path (64 KiB).
     assert p["slower_than_cuda_malloc_at"] == [(2048, 32768)]
     assert flat["warp_heap_no_superblocks"]["slower_than_cuda_malloc_at"] == []
@@ -108,8 +148,14 @@ def test_slower_than_baseline_at_gives_runs_of_consecutive_s():
     from gpudyn.bench.warp_heap import fmt_runs, slower_than_baseline_at
 
     base = [{"s": s, "ms": 1.0} for s in (16, 32, 64, 128, 256)]
-    rows = [{"s": 16, "ms": 2.0}, {"s": 32, "ms": 0.5}, {"s": 64, "ms": 1.5}, {"s": 128, "ms": 3.0},
-            {"s": 256, "ms": 0.9}, {"s": 512, "ms": 9.0}]  # 512: no baseline there
+    rows = [
+        {"s": 16, "ms": 2.0},
+        {"s": 32, "ms": 0.5},
+        {"s": 64, "ms": 1.5},
+        {"s": 128, "ms": 3.0},
+        {"s": 256, "ms": 0.9},
+        {"s": 512, "ms": 9.0},
+    ]  # 512: no baseline there
     assert slower_than_baseline_at(rows, base) == [(16, 16), (64, 128)]
     assert fmt_runs(slower_than_baseline_at(rows, base)) == "16 B, 64-128 B"
     assert slower_than_baseline_at([dict(r, ms=0.1) for r in rows], base) == []
@@ -142,8 +188,9 @@ def test_table_shows_the_paper_configuration_bytes_held_and_why_the_default_diff
     flat_line = next(ln for ln in lines if ln.startswith("| warp heap, arena (default) | 1.5 | 30 | 1024 B |"))
     assert flat_line
     assert any(ln.startswith("| CUDA malloc |") and "| - |" in ln for ln in lines)
-    assert any(ln.startswith("| warp heap on CUDA malloc (paper) | 13.3 | 2000 | 128 B | 2048-32768 B |")
-               for ln in lines)
+    assert any(
+        ln.startswith("| warp heap on CUDA malloc (paper) | 13.3 | 2000 | 128 B | 2048-32768 B |") for ln in lines
+    )
     assert any(ln.startswith("Bytes held, 'requested'") for ln in lines)
     assert lines[-1].startswith("Self-checks (") and lines[-1].endswith(": all passed.")
     assert result["verified"] is True and result["failures"] == []
@@ -179,8 +226,12 @@ def test_failed_self_checks_are_reported(tmp_path):
 def test_figures_from_a_raw_result(tmp_path):
     pytest.importorskip("matplotlib")
     ctx, _ = _run_module(tmp_path, _raw(), plots=True)
-    assert ctx.plots == ["warp_heap_fig4.png", "warp_heap_fig4_flatness.png", "warp_heap_fig5.png",
-                         "warp_heap_fig6.png"]
+    assert ctx.plots == [
+        "warp_heap_fig4.png",
+        "warp_heap_fig4_flatness.png",
+        "warp_heap_fig5.png",
+        "warp_heap_fig6.png",
+    ]
     for name in ctx.plots:
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -5,6 +5,7 @@ rewritten; the result is read back with zipfile and checked against the wheel fo
 the name and tag, every RECORD hash, the executable bit, and the refusal of a wheel
 holding a Python extension module.
 """
+
 from __future__ import annotations
 
 import base64
@@ -46,7 +47,7 @@ def _meson_python_wheel(path, cuda_version="13.0", extra_files=None):
         "gpudyn/bin/gpudyn_bench_x": b"\x7fELF" + b"\1" * 60,
         "gpudyn-0.3.1.dist-info/METADATA": METADATA.encode(),
         "gpudyn-0.3.1.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: meson\nRoot-Is-Purelib: false\n"
-                                         b"Tag: cp311-cp311-linux_x86_64\n",
+        b"Tag: cp311-cp311-linux_x86_64\n",
         "gpudyn-0.3.1.dist-info/entry_points.txt": b"[console_scripts]\ngpudyn = gpudyn.cli:main\n",
     }
     files.update(extra_files or {})
@@ -114,10 +115,13 @@ def test_other_cuda_major_and_no_suffix(backend, tmp_path):
         _check_record(z, "gpudyn-0.3.1.dist-info")
 
 
-@pytest.mark.parametrize("extra", [
-    {"gpudyn/_native.cpython-311-x86_64-linux-gnu.so": b"not even ELF"},  # suffix of one Python
-    {"gpudyn/_native.so": b"\x7fELF" + b"\0" * 60 + b"PyInit__native\0"},  # defines a module
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"gpudyn/_native.cpython-311-x86_64-linux-gnu.so": b"not even ELF"},  # suffix of one Python
+        {"gpudyn/_native.so": b"\x7fELF" + b"\0" * 60 + b"PyInit__native\0"},  # defines a module
+    ],
+)
 def test_refuses_a_wheel_with_an_extension_module(backend, tmp_path, extra):
     src = tmp_path / "gpudyn-0.3.1-cp311-cp311-linux_x86_64.whl"
     _meson_python_wheel(src, extra_files=extra)
@@ -147,6 +151,7 @@ def test_user_builds_carry_no_benchmarks():
     (bash benchmarks/run.sh, bash tests/run.sh) builds them, and gpudyn.bench (with the
     papers' models) is installed with them only."""
     import re
+
     options = _read("meson.options")
     m = re.search(r"option\('benchmarks',\s*type:\s*'boolean',\s*value:\s*(\w+)", options)
     assert m and m.group(1) == "false", "meson.options: benchmarks must default to false"

@@ -1,13 +1,12 @@
 """Host tests of the Python binding: run with or without a GPU."""
+
 import os
 import re
 import subprocess
 import sys
 
-import numpy as np
-import pytest
-
 import gpudyn
+import pytest
 from gpudyn import _ffi
 
 
@@ -53,8 +52,12 @@ def test_paper_instrumentation_is_only_in_the_experimental_surface():
 
 def test_status_names_and_exception_mapping():
     expected = {
-        1: gpudyn.InvalidArgumentError, 2: gpudyn.OutOfMemoryError, 3: gpudyn.NoDeviceError,
-        4: gpudyn.CudaError, 5: gpudyn.NotSupportedError, 6: gpudyn.InternalError,
+        1: gpudyn.InvalidArgumentError,
+        2: gpudyn.OutOfMemoryError,
+        3: gpudyn.NoDeviceError,
+        4: gpudyn.CudaError,
+        5: gpudyn.NotSupportedError,
+        6: gpudyn.InternalError,
     }
     for status, cls in expected.items():
         name = _ffi.ffi.string(_ffi.lib.gpudyn_status_string(status)).decode()
@@ -89,10 +92,11 @@ def test_cdef_source_follows_includes(tmp_path):
     (tmp_path / "gpudyn").mkdir()
     (tmp_path / "gpudyn" / "gpudyn.h").write_text(
         '#ifndef X\n#define X\n#ifdef __cplusplus\nextern "C" {\n#endif\n'
-        "GPUDYN_API int a(void);\n#ifdef __cplusplus\n}\n#endif\n#include \"gpudyn/b.h\"\n#endif\n")
+        "GPUDYN_API int a(void);\n#ifdef __cplusplus\n}\n#endif\n#include \"gpudyn/b.h\"\n#endif\n"
+    )
     (tmp_path / "gpudyn" / "b.h").write_text("#pragma once\nGPUDYN_API int b(int x);\n")
     src = _ffi.cdef_source(str(tmp_path / "gpudyn" / "gpudyn.h"))
-    assert [l.strip() for l in src.splitlines() if l.strip()] == ["int a(void);", "int b(int x);"]
+    assert [line.strip() for line in src.splitlines() if line.strip()] == ["int a(void);", "int b(int x);"]
 
 
 def test_stream_handle_accepts_common_stream_objects():
@@ -138,8 +142,10 @@ def test_info_without_gpu_prints_versions_and_one_clear_error():
     if drv == 0:
         want = [f"no NVIDIA driver found (this library needs one supporting CUDA {rt // 1000}.0 or newer)"]
     elif drv < rt // 1000 * 1000:
-        want = [f"the NVIDIA driver supports CUDA {drv_text} but this library needs CUDA {rt // 1000}.0 or newer",
-                "(update the driver)"]
+        want = [
+            f"the NVIDIA driver supports CUDA {drv_text} but this library needs CUDA {rt // 1000}.0 or newer",
+            "(update the driver)",
+        ]
     else:
         want = ["no CUDA device"]
     for text in want:
@@ -164,6 +170,7 @@ def test_bench_cli_unwritable_out_dir_is_one_clear_line(tmp_path, monkeypatch, c
     # makedirs under a plain file: NotADirectoryError's traceback before.
     from gpudyn import cli, info
     from gpudyn.bench import _common
+
     monkeypatch.setattr(info, "device_count", lambda: 1)
     monkeypatch.setattr(_common, "describe_device", lambda ordinal=0: {"name": "NVIDIA Test GPU"})
     (tmp_path / "afile").write_text("")
@@ -175,12 +182,14 @@ def test_bench_cli_unwritable_out_dir_is_one_clear_line(tmp_path, monkeypatch, c
 
 def test_bench_short_names_resolve_to_installed_benchmarks():
     from gpudyn.bench import ALIASES, available, resolve
+
     for short, full in ALIASES.items():
         assert resolve(short) == full and full in available()
 
 
 def test_markdown_table_and_targets(tmp_path):
     from gpudyn.bench._common import Context, gpu_slug, markdown_table
+
     ctx = Context("x", str(tmp_path), True, {"name": "NVIDIA H200"})
     t = ctx.target("ratio", 1.1, 1.2, "x", higher_is_better=False)
     assert t["met"] is True

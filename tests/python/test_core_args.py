@@ -3,28 +3,31 @@ a GPU: every check happens before any device call, so a bad scalar, dtype or
 stream gives a ValueError/TypeError naming the argument here too (without the
 check, these calls would reach the library: a cffi OverflowError, a silent
 truncation, or NoDeviceError on this machine)."""
+
 import ctypes
 import sys
 import types
 
+import gpudyn
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-import gpudyn
 from gpudyn import _args, _ffi
 from gpudyn._handle import OwnedHandle
 from gpudyn.buffer import DeviceBuffer, _producer_stream, as_device_array, element_dtype
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 FAST = settings(max_examples=40, deadline=None)
 U32, U64 = (1 << 32) - 1, (1 << 64) - 1
 
 # Values that are not counts: bools, fractions, non-finite floats, other types.
 not_integers = st.one_of(
-    st.booleans(), st.sampled_from([np.bool_(True), np.bool_(False)]),
+    st.booleans(),
+    st.sampled_from([np.bool_(True), np.bool_(False)]),
     st.floats(allow_nan=True, allow_infinity=True).filter(lambda f: not (f == f and abs(f) < 1e300 and f.is_integer())),
-    st.text(max_size=3), st.none(), st.lists(st.integers(0, 3), max_size=2).map(tuple),
+    st.text(max_size=3),
+    st.none(),
+    st.lists(st.integers(0, 3), max_size=2).map(tuple),
 )
 
 
@@ -62,8 +65,7 @@ def test_integer_refuses_non_integers(value):
 @given(value=st.one_of(st.text(max_size=12), st.integers(-5, 10), st.booleans(), st.floats(0, 3), st.none()))
 def test_choice_takes_exact_names_and_values_only(value):
     names = gpudyn.ggarray.ALGORITHMS
-    ok = (isinstance(value, str) and value in names) or (
-        type(value) is int and value in names.values())
+    ok = (isinstance(value, str) and value in names) or (type(value) is int and value in names.values())
     if ok:
         assert _args.choice("f", "algorithm", value, names) == names.get(value, value)
     else:
@@ -100,9 +102,14 @@ SCALARS = [
 @settings(max_examples=15, deadline=None)
 @given(data=st.data())
 def test_constructor_scalars_are_checked_first(make, name, lo, hi, data):
-    bad = data.draw(st.one_of(not_integers, st.integers(hi + 1, hi + (1 << 70)), st.integers(-(1 << 70), lo - 1),
-                              st.sampled_from([1.5, -1, hi + 1])).filter(
-        lambda v: not (name in ("pool_bytes", "budget", "max_budget") and v is None)))  # None: valid (no pool / default)
+    bad = data.draw(
+        st.one_of(
+            not_integers,
+            st.integers(hi + 1, hi + (1 << 70)),
+            st.integers(-(1 << 70), lo - 1),
+            st.sampled_from([1.5, -1, hi + 1]),
+        ).filter(lambda v: not (name in ("pool_bytes", "budget", "max_budget") and v is None))
+    )  # None: valid (no pool / default)
     with pytest.raises((TypeError, ValueError)) as info:
         make(**{name: bad})
     _bad_error(info, name)
@@ -110,17 +117,20 @@ def test_constructor_scalars_are_checked_first(make, name, lo, hi, data):
     assert isinstance(info.value, (TypeError, gpudyn.InvalidArgumentError))  # no bare ValueError
 
 
-@pytest.mark.parametrize("make,name", [
-    (lambda: gpudyn.RWHeap(max_random_steps=0), "max_random_steps"),
-    (lambda: gpudyn.GGArray(first_bucket=1000), "first_bucket"),
-    (lambda: gpudyn.GGArray(first_bucket=16), "first_bucket"),
-    (lambda: gpudyn.GGArray(first_bucket=1 << 31), "first_bucket"),
-    (lambda: gpudyn.Heap(initial_bytes=100), "initial_bytes"),
-    (lambda: gpudyn.Heap(max_bytes=100), "max_bytes"),
-    (lambda: gpudyn.Heap(initial_bytes=2**64 - 1), "initial_bytes"),
-    (lambda: gpudyn.Heap(max_bytes=2**64 - 1), "max_bytes"),
-    (lambda: gpudyn.Heap(initial_bytes=(2**31 + 1) * 4096, page_size=4096), "initial_bytes"),
-])
+@pytest.mark.parametrize(
+    "make,name",
+    [
+        (lambda: gpudyn.RWHeap(max_random_steps=0), "max_random_steps"),
+        (lambda: gpudyn.GGArray(first_bucket=1000), "first_bucket"),
+        (lambda: gpudyn.GGArray(first_bucket=16), "first_bucket"),
+        (lambda: gpudyn.GGArray(first_bucket=1 << 31), "first_bucket"),
+        (lambda: gpudyn.Heap(initial_bytes=100), "initial_bytes"),
+        (lambda: gpudyn.Heap(max_bytes=100), "max_bytes"),
+        (lambda: gpudyn.Heap(initial_bytes=2**64 - 1), "initial_bytes"),
+        (lambda: gpudyn.Heap(max_bytes=2**64 - 1), "max_bytes"),
+        (lambda: gpudyn.Heap(initial_bytes=(2**31 + 1) * 4096, page_size=4096), "initial_bytes"),
+    ],
+)
 def test_options_the_library_refuses_are_refused_under_their_python_names(make, name):
     # The library's message named the C field (options->first_bucket_elements ...).
     # A ValueError, and a gpudyn error like the library's own refusals.
@@ -160,14 +170,33 @@ def test_issue_examples():
 
 
 # ---- dtypes ----------------------------------------------------------------------
-REFUSED_DTYPES = [np.dtype([("a", "i4"), ("b", "i4")]), "V8", "S4", "U1", "M8[ns]", "m8[s]", object,
-                  ">i4", ">f8", "<u2" if sys.byteorder == "big" else ">u2", np.dtype(("i4", (2,))),
-                  np.longdouble, np.clongdouble]  # x87 extended precision: no device type
+REFUSED_DTYPES = [
+    np.dtype([("a", "i4"), ("b", "i4")]),
+    "V8",
+    "S4",
+    "U1",
+    "M8[ns]",
+    "m8[s]",
+    object,
+    ">i4",
+    ">f8",
+    "<u2" if sys.byteorder == "big" else ">u2",
+    np.dtype(("i4", (2,))),
+    np.longdouble,
+    np.clongdouble,
+]  # x87 extended precision: no device type
 
 
 @pytest.mark.parametrize("dtype", REFUSED_DTYPES, ids=str)
-@pytest.mark.parametrize("cls", [gpudyn.GGArray, gpudyn.VmmArray, lambda dtype: gpudyn.StaticArray(10, dtype=dtype),
-                                 lambda dtype: DeviceBuffer(4, dtype)])
+@pytest.mark.parametrize(
+    "cls",
+    [
+        gpudyn.GGArray,
+        gpudyn.VmmArray,
+        lambda dtype: gpudyn.StaticArray(10, dtype=dtype),
+        lambda dtype: DeviceBuffer(4, dtype),
+    ],
+)
 def test_dtypes_a_structure_cannot_hold_are_refused_at_construction(cls, dtype):
     with pytest.raises(TypeError, match="'dtype'") as info:
         cls(dtype=dtype)
@@ -183,8 +212,14 @@ def test_plain_dtypes_are_accepted(code):
 
 def test_big_endian_device_array_is_refused_before_any_device_call():
     class BigEndian:
-        __cuda_array_interface__ = {"shape": (4,), "typestr": ">i4", "data": (256, False), "version": 3,
-                                    "strides": None, "stream": 5}
+        __cuda_array_interface__ = {
+            "shape": (4,),
+            "typestr": ">i4",
+            "data": (256, False),
+            "version": 3,
+            "strides": None,
+            "stream": 5,
+        }
 
     with pytest.raises(TypeError, match="non-native byte order"):
         as_device_array(BigEndian(), where="GGArray.extend", name="values")
@@ -215,8 +250,19 @@ def test_device_buffer_is_not_converted_to_numpy_implicitly():
             call(buf)
 
 
-@pytest.mark.parametrize("shape,exc", [(-1, ValueError), (1.5, ValueError), (True, TypeError), ((2, -3), ValueError),
-                                       ("4", TypeError), (None, TypeError), (1j, TypeError), (b"4", TypeError)])
+@pytest.mark.parametrize(
+    "shape,exc",
+    [
+        (-1, ValueError),
+        (1.5, ValueError),
+        (True, TypeError),
+        ((2, -3), ValueError),
+        ("4", TypeError),
+        (None, TypeError),
+        (1j, TypeError),
+        (b"4", TypeError),
+    ],
+)
 def test_device_buffer_shape_checked_first(shape, exc):
     with pytest.raises(exc, match="'shape'"):
         DeviceBuffer(shape, np.int32)
@@ -252,8 +298,9 @@ def test_every_stream_spelling_gives_the_handle(h, kind):
     assert int(_ffi.ffi.cast("uintptr_t", _ffi.stream_handle(s))) == h
 
 
-@pytest.mark.parametrize("bad", [True, np.bool_(False), "stream", 1.0, -1, np.int64(-1), 1 << 64,
-                                 CudaStreamProto("x"), object()])
+@pytest.mark.parametrize(
+    "bad", [True, np.bool_(False), "stream", 1.0, -1, np.int64(-1), 1 << 64, CudaStreamProto("x"), object()]
+)
 def test_bad_streams_are_refused(bad):
     with pytest.raises((TypeError, ValueError), match="stream"):
         _ffi.stream_value(bad)
@@ -276,9 +323,14 @@ def test_producer_stream_rules(monkeypatch):
     monkeypatch.delitem(sys.modules, "cupy", raising=False)
     assert _producer_stream(Tensor(), cai) is None
     asked = []
-    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(
-        current_stream=lambda device: asked.append(device) or types.SimpleNamespace(cuda_stream=4242)))
-    fake_cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=99)))
+    fake_torch = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(
+            current_stream=lambda device: asked.append(device) or types.SimpleNamespace(cuda_stream=4242)
+        )
+    )
+    fake_cupy = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=99))
+    )
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
     assert _producer_stream(Tensor(), cai) == 4242 and asked == ["cuda:0"]
@@ -322,6 +374,7 @@ def test_page_heap_close_refused_while_a_warp_heap_uses_it():
     destroyed = []
     heap = gpudyn.RWHeap.__new__(gpudyn.RWHeap)  # stand-ins: no device here
     import weakref
+
     heap._users = weakref.WeakSet()
     heap._own(_ffi.ffi.new("int*"), lambda h: destroyed.append(h) or 0)
     user = gpudyn.WarpHeap.__new__(gpudyn.WarpHeap)
@@ -354,8 +407,10 @@ def test_device_buffer_byte_count_beyond_64_bits_is_out_of_memory(shape, dtype):
         DeviceBuffer(shape, dtype)
 
 
-@pytest.mark.parametrize("device,exc", [(0.9, TypeError), (1.0, TypeError), (True, TypeError), ("0", TypeError),
-                                        (1 << 40, gpudyn.InvalidArgumentError)])
+@pytest.mark.parametrize(
+    "device,exc",
+    [(0.9, TypeError), (1.0, TypeError), (True, TypeError), ("0", TypeError), (1 << 40, gpudyn.InvalidArgumentError)],
+)
 def test_device_info_ordinal_checked_first(device, exc):
     # int(device) made 0.9 device 0, True device 1, and 1 << 40 a cffi OverflowError.
     with pytest.raises(exc, match="'device'"):
@@ -363,12 +418,18 @@ def test_device_info_ordinal_checked_first(device, exc):
 
 
 @FAST
-@given(value=st.one_of(st.integers(-(1 << 70), 1 << 70), st.floats(allow_nan=True, allow_infinity=True),
-                       st.floats(-1e6, 1e6).map(round).map(float)),
-       code=st.sampled_from(list("?bBhHiIqQ")))
+@given(
+    value=st.one_of(
+        st.integers(-(1 << 70), 1 << 70),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.floats(-1e6, 1e6).map(round).map(float),
+    ),
+    code=st.sampled_from(list("?bBhHiIqQ")),
+)
 def test_append_takes_exactly_the_values_an_integer_dtype_holds(value, code):
     # append went through np.asarray([value], dtype): 1.5 stored as 1, np.int64(300) as 44 in uint8.
     from gpudyn.ggarray import _exact
+
     dt = np.dtype(code)
     lo, hi = (0, 1) if dt.kind == "b" else (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
     whole = isinstance(value, int) or (value == value and abs(value) != float("inf") and value.is_integer())
@@ -384,6 +445,7 @@ def test_append_takes_exactly_the_values_an_integer_dtype_holds(value, code):
 def test_append_of_an_integer_a_bool_array_cannot_hold(value):
     # Beyond int64, np.asarray made an object array: TypeError instead of the range's ValueError.
     from gpudyn.ggarray import _exact
+
     with pytest.raises(ValueError, match="cannot hold: expected 0 <= value <= 1"):
         _exact("StaticArray.append", value, np.dtype(np.bool_))
 
@@ -407,11 +469,14 @@ def test_append_refuses_a_sequence(value):
         a.append(value)
 
 
-@pytest.mark.parametrize("values,mask,exc,msg", [
-    (np.arange(4, dtype=np.int64), None, TypeError, "'values' has dtype int64, this array holds int32"),
-    (np.arange(4, dtype=np.int32), np.ones(4, np.int32), TypeError, "'mask' has dtype int32"),
-    (np.arange(4, dtype=np.int32), np.ones(3, np.bool_), ValueError, "'mask' has 3 entries, values has 4"),
-])
+@pytest.mark.parametrize(
+    "values,mask,exc,msg",
+    [
+        (np.arange(4, dtype=np.int64), None, TypeError, "'values' has dtype int64, this array holds int32"),
+        (np.arange(4, dtype=np.int32), np.ones(4, np.int32), TypeError, "'mask' has dtype int32"),
+        (np.arange(4, dtype=np.int32), np.ones(3, np.bool_), ValueError, "'mask' has 3 entries, values has 4"),
+    ],
+)
 def test_extend_refuses_host_arrays_before_copying_them(values, mask, exc, msg):
     a = gpudyn.StaticArray.__new__(gpudyn.StaticArray)  # a stand-in handle, no device: nothing may be copied first
     a._handle, a.dtype = object(), np.dtype(np.int32)
@@ -419,13 +484,16 @@ def test_extend_refuses_host_arrays_before_copying_them(values, mask, exc, msg):
         a.extend(values, mask=mask)
 
 
-@pytest.mark.parametrize("dtype,host,exc,msg", [
-    (np.uint8, np.array([300, 1, 2, 3]), ValueError, "holds 300"),
-    (np.uint64, np.array([-1, 2]), ValueError, "holds -1"),
-    (np.int32, np.array([1.7, 2.2]), TypeError, "dtype float64"),
-    (np.float32, np.array([1 + 1j, 2], dtype=np.complex64), TypeError, "dtype complex64"),
-    (np.bool_, np.array([0, 1]), TypeError, "dtype int64"),
-])
+@pytest.mark.parametrize(
+    "dtype,host,exc,msg",
+    [
+        (np.uint8, np.array([300, 1, 2, 3]), ValueError, "holds 300"),
+        (np.uint64, np.array([-1, 2]), ValueError, "holds -1"),
+        (np.int32, np.array([1.7, 2.2]), TypeError, "dtype float64"),
+        (np.float32, np.array([1 + 1j, 2], dtype=np.complex64), TypeError, "dtype complex64"),
+        (np.bool_, np.array([0, 1]), TypeError, "dtype int64"),
+    ],
+)
 def test_copy_from_host_refuses_lossy_casts_first(dtype, host, exc, msg):
     # The unsafe cast made 300 -> 44 and 1.7 -> 1 whenever the byte counts matched.
     buf = DeviceBuffer.__new__(DeviceBuffer)  # no device here: the cast is checked first
@@ -455,8 +523,15 @@ def test_get_pages_checks_n_against_the_page_count_before_allocating():
 
 def test_masked_cuda_array_is_refused():
     class Masked:  # CAI v3 'mask': the masked-out elements were read as valid
-        __cuda_array_interface__ = {"shape": (4,), "typestr": "<i4", "data": (256, False), "version": 3,
-                                    "strides": None, "stream": None, "mask": object()}
+        __cuda_array_interface__ = {
+            "shape": (4,),
+            "typestr": "<i4",
+            "data": (256, False),
+            "version": 3,
+            "strides": None,
+            "stream": None,
+            "mask": object(),
+        }
 
     with pytest.raises(NotImplementedError, match="'values' is a masked CUDA array"):
         as_device_array(Masked(), where="StaticArray.extend", name="values")

@@ -1,8 +1,8 @@
 """DeviceBuffer on a GPU: NumPy by copy, CuPy and PyTorch without copies."""
-import numpy as np
-import pytest
 
 import gpudyn
+import numpy as np
+import pytest
 
 pytestmark = pytest.mark.gpu
 
@@ -10,6 +10,7 @@ pytestmark = pytest.mark.gpu
 def test_device_info_and_cli():
     import subprocess
     import sys
+
     info = gpudyn.device_info()
     assert info["name"] and info["multiprocessor_count"] > 0
     assert info["compute_capability"] >= (7, 5)
@@ -66,6 +67,7 @@ def test_dlpack_capsule_keeps_buffer_alive():
     ptr = buf.ptr
     del buf  # the exported tensor still owns a reference
     import gc
+
     gc.collect()
     assert t.data_ptr() == ptr
     assert t.cpu().tolist() == list(range(10))

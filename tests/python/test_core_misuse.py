@@ -1,15 +1,15 @@
 """Misuse from Python on a GPU (issue 13, items 9 and 10): a page heap backing an
 open warp heap cannot be closed, page ids and addresses are kept apart, device
 buffers never become NumPy arrays implicitly, byte order is never mislabelled."""
+
 import gc
 import sys
 import threading
 import time
 
+import gpudyn
 import numpy as np
 import pytest
-
-import gpudyn
 from gpudyn import _ffi
 
 pytestmark = pytest.mark.gpu
@@ -38,7 +38,7 @@ def test_page_heap_cannot_be_closed_under_its_warp_heap():
     wh.close()
     backing.close()  # allowed now
     with pytest.raises(ValueError, match="closed"):
-        backing.free_page_count
+        backing.free_page_count  # noqa: B018  (the property read is the call under test)
 
 
 def test_page_ids_and_addresses_are_kept_apart():
@@ -207,8 +207,14 @@ def test_closed_device_buffers_and_views_refuse_use():
     buf.close()
     empty.close()
     for b in (buf, empty):
-        for use in (b.to_numpy, lambda: b.__cuda_array_interface__, b.__dlpack__, b.__dlpack_device__,
-                    lambda: b.copy_from_host(np.zeros(16, np.int32)), lambda: b.fill_bytes(0)):
+        for use in (
+            b.to_numpy,
+            lambda: b.__cuda_array_interface__,
+            b.__dlpack__,
+            b.__dlpack_device__,
+            lambda: b.copy_from_host(np.zeros(16, np.int32)),
+            lambda: b.fill_bytes(0),
+        ):
             with pytest.raises(ValueError, match="this DeviceBuffer is closed"):
                 use()
     with gpudyn.GGArray(np.int32, num_lfvectors=8) as g:
@@ -220,8 +226,12 @@ def test_closed_device_buffers_and_views_refuse_use():
     view = s.as_buffer()
     assert view.to_numpy().tolist() == list(range(1024))
     s.close()  # frees the memory the view names
-    for use in (view.to_numpy, lambda: view.__cuda_array_interface__, view.__dlpack__,
-                lambda: view.copy_from_host(np.zeros(1024, np.int32))):
+    for use in (
+        view.to_numpy,
+        lambda: view.__cuda_array_interface__,
+        view.__dlpack__,
+        lambda: view.copy_from_host(np.zeros(1024, np.int32)),
+    ):
         with pytest.raises(ValueError, match="view of a StaticArray that is closed"):
             use()
 
@@ -307,6 +317,7 @@ class _SlowCreate:
             self.calling.set()
             self.release.wait(5)
             return real(*args)
+
         return slow
 
 
@@ -342,8 +353,9 @@ def test_close_of_a_heap_waits_for_an_array_being_created_on_it(monkeypatch):
     from gpudyn import ggarray as ggarray_module
 
     heap = gpudyn.Heap(initial_bytes=64 << 20)
-    waited, errors, made = _close_during_create(monkeypatch, ggarray_module, "gpudyn_ggarray_create", heap,
-                                                lambda: gpudyn.GGArray(np.int32, 32, heap=heap))
+    waited, errors, made = _close_during_create(
+        monkeypatch, ggarray_module, "gpudyn_ggarray_create", heap, lambda: gpudyn.GGArray(np.int32, 32, heap=heap)
+    )
     assert waited, "Heap.close() destroyed the heap while a GGArray was being created on it"
     assert len(made) == 1
     # Once created, the array is the heap's user: the close was refused, the heap stays open.
@@ -358,8 +370,9 @@ def test_close_of_a_page_heap_waits_for_a_warp_heap_being_created_on_it(monkeypa
     from gpudyn import warp_heap as warp_heap_module
 
     page_heap = gpudyn.RWHeap(page_count=4096, page_size=4096)
-    waited, errors, made = _close_during_create(monkeypatch, warp_heap_module, "gpudyn_warp_heap_create",
-                                                page_heap, lambda: gpudyn.WarpHeap(backing=page_heap))
+    waited, errors, made = _close_during_create(
+        monkeypatch, warp_heap_module, "gpudyn_warp_heap_create", page_heap, lambda: gpudyn.WarpHeap(backing=page_heap)
+    )
     assert waited, "RWHeap.close() destroyed the page heap while a WarpHeap was being created on it"
     assert len(made) == 1
     assert len(errors) == 1 and isinstance(errors[0], gpudyn.InvalidArgumentError)

@@ -2,18 +2,22 @@
 random sequences of calls against a NumPy/Python model, invariants checked after
 every step, and errors raised exactly when the model says.  Sizes stay small so
 a run takes seconds; see test_core_args.py for the argument checks run without a GPU."""
+
+import gpudyn
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-import gpudyn
-
 pytestmark = pytest.mark.gpu
 
-SETTINGS = settings(max_examples=12, stateful_step_count=20, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=12,
+    stateful_step_count=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 ALGOS = st.sampled_from(["atomic", "warp_scan", "tensor_scan"])
 values_st = st.lists(st.integers(-(1 << 31), (1 << 31) - 1), max_size=400)
 

@@ -6,13 +6,13 @@ early, or freeing a temporary before the kernel that reads it has run, shows
 up as wrong values.  Side streams come from the driver API (libcuda, always
 present with a GPU) so the tests need neither CuPy nor PyTorch; the CuPy and
 PyTorch variants run where those are installed."""
+
 import ctypes
 import gc
 
+import gpudyn
 import numpy as np
 import pytest
-
-import gpudyn
 from gpudyn import _ffi
 
 pytestmark = pytest.mark.gpu
@@ -60,8 +60,11 @@ def _keep_busy(stream):
 
 
 def _copy_on(stream, dst, src):
-    _ffi.check(_ffi.lib.gpudyn_memcpy(dst._ptr, src._ptr, src.nbytes, _ffi.lib.GPUDYN_MEMCPY_DEVICE_TO_DEVICE,
-                                          _ffi.stream_handle(stream)))
+    _ffi.check(
+        _ffi.lib.gpudyn_memcpy(
+            dst._ptr, src._ptr, src.nbytes, _ffi.lib.GPUDYN_MEMCPY_DEVICE_TO_DEVICE, _ffi.stream_handle(stream)
+        )
+    )
 
 
 def _sync_all():
@@ -134,6 +137,7 @@ def test_device_input_waits_for_its_producer_stream(side_streams, consumer, spel
             busy = _keep_busy(side)
             _copy_on(side, src, vals)
             return busy, vals
+
     keep = finish()
     with s:
         if consumer in ("static_array", "ggarray"):
@@ -203,11 +207,14 @@ def test_torch_tensor_filled_on_its_own_stream():
 
 def test_cupy_array_filled_on_its_own_stream():
     cp = pytest.importorskip("cupy")
-    spin = cp.RawKernel(r'''
+    spin = cp.RawKernel(
+        r'''
     extern "C" __global__ void spin(long long cycles) {
         long long t0 = clock64();
         while (clock64() - t0 < cycles) {}
-    }''', "spin")
+    }''',
+        "spin",
+    )
     with gpudyn.StaticArray(N, np.int32) as a:
         x = cp.zeros(N, dtype=cp.int32)
         cp.cuda.Device().synchronize()
@@ -242,9 +249,12 @@ def test_numpy_inputs_on_a_raw_handle_do_not_wait_for_other_streams(side_streams
     before the checked round, so only the inputs are under test here (first calls:
     test_first_calls_do_not_wait_for_other_streams)."""
     side, other = side_streams(), side_streams()
-    with gpudyn.Heap(initial_bytes=64 << 20, stream=side) as heap, \
-            gpudyn.RWHeap(page_count=4096, stream=side) as pages, \
-            gpudyn.WarpHeap(stream=side) as warp, gpudyn.StaticArray(4096, np.int32, stream=side) as arr:
+    with (
+        gpudyn.Heap(initial_bytes=64 << 20, stream=side) as heap,
+        gpudyn.RWHeap(page_count=4096, stream=side) as pages,
+        gpudyn.WarpHeap(stream=side) as warp,
+        gpudyn.StaticArray(4096, np.int32, stream=side) as arr,
+    ):
         heap_ptrs = [heap.malloc(np.full(100, 100, dtype=np.uint64)).to_numpy() for _ in range(2)]
         page_ids = [pages.get_pages(64).to_numpy() for _ in range(2)]
         page_ptrs = [pages.malloc(np.full(64, 256, dtype=np.uint64)).to_numpy() for _ in range(2)]
@@ -257,11 +267,15 @@ def test_numpy_inputs_on_a_raw_handle_do_not_wait_for_other_streams(side_streams
         kept = []
         for checked in (False, True):
             r = int(checked)
-            calls = {"Heap.malloc (out of memory)": failed_malloc, "Heap.free": lambda: heap.free(heap_ptrs[r]),
-                     "Heap.malloc": lambda: heap.malloc([16] * 8),
-                     "RWHeap.free_pages": lambda: pages.free_pages(page_ids[r]),
-                     "RWHeap.free": lambda: pages.free(page_ptrs[r]), "WarpHeap.malloc": lambda: warp.malloc([48] * 64),
-                     "StaticArray.extend": lambda: arr.extend(x, mask=x % 2 == 0)}
+            calls = {
+                "Heap.malloc (out of memory)": failed_malloc,
+                "Heap.free": lambda: heap.free(heap_ptrs[r]),
+                "Heap.malloc": lambda: heap.malloc([16] * 8),
+                "RWHeap.free_pages": lambda: pages.free_pages(page_ids[r]),
+                "RWHeap.free": lambda: pages.free(page_ptrs[r]),
+                "WarpHeap.malloc": lambda: warp.malloc([48] * 64),
+                "StaticArray.extend": lambda: arr.extend(x, mask=x % 2 == 0),
+            }
             for name, call in calls.items():
                 busy = _keep_busy(other) if checked else None
                 kept.append(call())  # a result buffer on a raw handle, dropped, would wait for the device
@@ -320,6 +334,7 @@ def test_numpy_pointers_to_the_device_heap_survive_a_busy_stream(side_streams):
 
 def test_call_inputs_close_their_temporaries_and_only_those(side_streams):
     from gpudyn.buffer import current_device, device_inputs
+
     side = side_streams()
     user = gpudyn.DeviceBuffer.from_numpy(np.arange(4, dtype=np.uint32), stream=side)
     with pytest.raises(RuntimeError, match="the call failed"):
@@ -361,7 +376,7 @@ def test_numpy_sizes_survive_a_busy_stream(side_streams):
 def test_numpy_values_and_mask_survive_a_busy_stream(side_streams):
     side = side_streams()
     x = np.arange(N, dtype=np.int32) + 1
-    mask = (x % 3 == 0)
+    mask = x % 3 == 0
     with gpudyn.StaticArray(N, np.int32, stream=side) as a:
         busy = _keep_busy(side)
         a.extend(x, mask=mask)
@@ -432,6 +447,7 @@ print("OK", heap.stats()["allocations"], heap.stats()["bad_frees"])
 def test_buffers_on_a_destroyed_stream_are_freed_safely():
     import subprocess
     import sys
+
     r = subprocess.run([sys.executable, "-c", _DEAD_STREAM], capture_output=True, text=True, timeout=240)
     assert r.returncode == 0 and "OK 0 0" in r.stdout, (r.returncode, r.stdout[-2000:], r.stderr[-3000:])
 
@@ -486,6 +502,7 @@ print("WAITED", waited)
 def test_first_calls_do_not_wait_for_other_streams():
     import subprocess
     import sys
+
     r = subprocess.run([sys.executable, "-c", _FIRST_CALLS], capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
     assert "WAITED []" in r.stdout, r.stdout[-2000:]
@@ -512,10 +529,12 @@ def _on_two_gpus(body: str) -> str:
     import subprocess
     import sys
     import textwrap
+
     if gpudyn.device_count() < 2:
         pytest.skip("needs two CUDA devices")
-    r = subprocess.run([sys.executable, "-c", _TWO_GPUS + textwrap.dedent(body)], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", _TWO_GPUS + textwrap.dedent(body)], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
     return r.stdout
 

@@ -3,13 +3,13 @@ the structure's device header), and the kernels of those that keep them in a
 module-level string compile with NVRTC and exactly gpudyn.nvrtc_options(),
 without a GPU.  Running them on a GPU, results checked, is test_examples.py
 (every examples/*/*.py runs there)."""
+
 import importlib.util
 import pathlib
 import re
 
-import pytest
-
 import gpudyn
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*/*.py"))
@@ -23,7 +23,7 @@ def _rawmodule_sources() -> dict:
         text = path.read_text(encoding="utf-8")
         if "RawModule" not in text:
             continue
-        for cu in set(re.findall(r"(\w+\.cu)\b", text)):   # kernels kept in a .cu file of examples/
+        for cu in set(re.findall(r"(\w+\.cu)\b", text)):  # kernels kept in a .cu file of examples/
             for f in (ROOT / "examples").glob(f"*/{cu}"):
                 text += f.read_text(encoding="utf-8")
         out[path] = text
@@ -58,23 +58,32 @@ def nvrtc():
         pytest.skip(f"NVRTC is not available here ({e}); pip install nvidia-cuda-nvrtc")
 
 
-@pytest.mark.parametrize("path,source", list(_kernel_strings()),
-                         ids=lambda x: f"{x.parent.name}/{x.name}" if isinstance(x, pathlib.Path) else "")
+@pytest.mark.parametrize(
+    "path,source",
+    list(_kernel_strings()),
+    ids=lambda x: f"{x.parent.name}/{x.name}" if isinstance(x, pathlib.Path) else "",
+)
 def test_example_kernels_compile_with_nvrtc(nvrtc, path, source):
     ok, log, ptx_size = nvrtc.compile(source, path.name + ".cu", gpudyn.nvrtc_options(arch="90"))
     assert ok and ptx_size > 0, log
 
 
 def test_a_broken_kernel_does_not_compile(nvrtc):
-    ok, log, _ = nvrtc.compile('#include <gpudyn/rw_heap.cuh>\nextern "C" __global__ void k() { undefined(); }',
-                               "broken.cu", gpudyn.nvrtc_options(arch="90"))
+    ok, log, _ = nvrtc.compile(
+        '#include <gpudyn/rw_heap.cuh>\nextern "C" __global__ void k() { undefined(); }',
+        "broken.cu",
+        gpudyn.nvrtc_options(arch="90"),
+    )
     assert not ok and "undefined" in log
 
 
 # The C view type of each structure, taken by value and wrapped in its device
 # handle: what the headers' own comments show, under NVRTC as under nvcc.
 _C_VIEW_KERNELS = {
-    "heap": ("gpudyn_heap_view_t", "gpudyn::heap_ref h{v}; out[0] = reinterpret_cast<unsigned long long>(h.malloc(8));"),
+    "heap": (
+        "gpudyn_heap_view_t",
+        "gpudyn::heap_ref h{v}; out[0] = reinterpret_cast<unsigned long long>(h.malloc(8));",
+    ),
     "rw_heap": ("gpudyn_rw_heap_view_t", "gpudyn::rw_heap_ref h{v}; out[0] = h.page_count();"),
     "warp_heap": ("gpudyn_warp_heap_view_t", "gpudyn::warp_heap_ref h{v}; out[0] = h.valid();"),
     "ggarray": ("gpudyn_ggarray_view_t", "gpudyn::ggarray_ref<unsigned> a{v}; out[0] = a.push_back(1u);"),
@@ -84,7 +93,9 @@ _C_VIEW_KERNELS = {
 @pytest.mark.parametrize("structure", sorted(_C_VIEW_KERNELS))
 def test_the_c_view_type_compiles_with_nvrtc(nvrtc, structure):
     view_type, body = _C_VIEW_KERNELS[structure]
-    source = (f"#include <gpudyn/{structure}.cuh>\n"
-              f'extern "C" __global__ void k({view_type} v, unsigned long long* out) {{ {body} }}\n')
+    source = (
+        f"#include <gpudyn/{structure}.cuh>\n"
+        f'extern "C" __global__ void k({view_type} v, unsigned long long* out) {{ {body} }}\n'
+    )
     ok, log, ptx_size = nvrtc.compile(source, f"{structure}_c_view.cu", gpudyn.nvrtc_options(arch="90"))
     assert ok and ptx_size > 0, log

@@ -2,13 +2,13 @@
 with DeprecationWarning naming its replacement, at the caller's line, and still
 works.  Host tests call each alias on an object whose replacement is a stand-in
 (no GPU); the GPU test calls each on real structures."""
+
 import importlib.util
 import warnings
 
+import gpudyn
 import numpy as np
 import pytest
-
-import gpudyn
 from gpudyn import _ffi, _view
 
 STRUCTURES = (gpudyn.GGArray, gpudyn.StaticArray, gpudyn.VmmArray, gpudyn.Heap, gpudyn.RWHeap, gpudyn.WarpHeap)
@@ -30,12 +30,15 @@ def _at_caller(record):
 
 
 # ---- module attributes ---------------------------------------------------------------------
-@pytest.mark.parametrize("name,new,value", [
-    ("ffi", r"gpudyn\._ffi\.ffi", lambda: _ffi.ffi),
-    ("lib", r"gpudyn\._ffi\.lib", lambda: _ffi.lib),
-    ("check", "the structures' methods", lambda: _ffi.check),
-    ("PageHeap", r"gpudyn\.RWHeap", lambda: gpudyn.RWHeap),
-])
+@pytest.mark.parametrize(
+    "name,new,value",
+    [
+        ("ffi", r"gpudyn\._ffi\.ffi", lambda: _ffi.ffi),
+        ("lib", r"gpudyn\._ffi\.lib", lambda: _ffi.lib),
+        ("check", "the structures' methods", lambda: _ffi.check),
+        ("PageHeap", r"gpudyn\.RWHeap", lambda: gpudyn.RWHeap),
+    ],
+)
 def test_module_alias_warns_and_works(name, new, value):
     assert name not in gpudyn.__all__
     with _warns(new) as record:
@@ -46,6 +49,7 @@ def test_module_alias_warns_and_works(name, new, value):
 
 def test_rw_heap_module_page_heap_alias():
     from gpudyn import rw_heap
+
     with _warns(r"gpudyn\.rw_heap\.RWHeap") as record:
         from gpudyn.rw_heap import PageHeap
     assert PageHeap is rw_heap.RWHeap and issubclass(PageHeap, gpudyn.RWHeap)
@@ -56,9 +60,10 @@ def test_theory_alias():
     assert "theory" not in gpudyn.__all__
     if importlib.util.find_spec("gpudyn.bench") is None:
         with _warns(r"gpudyn\.bench\.theory"), pytest.raises(ImportError):
-            gpudyn.theory
+            gpudyn.theory  # noqa: B018  (the attribute read is the call under test)
         return
     import gpudyn.bench.theory as theory
+
     with _warns(r"gpudyn\.bench\.theory") as record:
         got = gpudyn.theory
     _at_caller(record)
@@ -96,8 +101,9 @@ CALLS = [
 OLD_NAMES = ["memory_stats"] * 3 + ["view_bytes"] * 5 + ["ref"] * 6 + ["reset", "reset", "info", "alloc", "release"]
 
 
-@pytest.mark.parametrize("cls,call,new,standin,want", CALLS,
-                         ids=[f"{c[0].__name__}.{old}" for c, old in zip(CALLS, OLD_NAMES)])
+@pytest.mark.parametrize(
+    "cls,call,new,standin,want", CALLS, ids=[f"{c[0].__name__}.{old}" for c, old in zip(CALLS, OLD_NAMES)]
+)
 def test_method_alias_warns_and_calls_the_new_name(cls, call, new, standin, want):
     arg = _zero_arg(cls)
     seen = []
@@ -135,6 +141,7 @@ def test_heap_view_property_alias():
 def test_numba_ref_function_alias():
     pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
     import gpudyn.numba as gdn
+
     arg = _zero_arg(gpudyn.Heap)
     obj = _bare(gpudyn.Heap, view_arg=lambda: arg)
     assert "ref" not in gdn.__all__
@@ -162,8 +169,14 @@ def test_new_names_do_not_warn():
 # ---- on real structures --------------------------------------------------------------------------
 @pytest.mark.gpu
 def test_every_alias_works_on_real_structures():
-    made = [gpudyn.GGArray(np.int32), gpudyn.StaticArray(64, np.int32), gpudyn.VmmArray(np.int32),
-            gpudyn.Heap(initial_bytes=8 << 20), gpudyn.RWHeap(page_count=1024), gpudyn.WarpHeap(arena_bytes=8 << 20)]
+    made = [
+        gpudyn.GGArray(np.int32),
+        gpudyn.StaticArray(64, np.int32),
+        gpudyn.VmmArray(np.int32),
+        gpudyn.Heap(initial_bytes=8 << 20),
+        gpudyn.RWHeap(page_count=1024),
+        gpudyn.WarpHeap(arena_bytes=8 << 20),
+    ]
     try:
         for s in made:
             with _warns("view_arg"):

@@ -17,6 +17,7 @@ Every process started here has NVLink multicast off (NCCL_NVLS_ENABLE=0 and the
 like, bfs.MULTICAST_OFF): on the lent multi-GPU machines a program that uses it
 can put the host's GPUs out of service.
 """
+
 import json
 import os
 import pathlib
@@ -57,11 +58,17 @@ def _spawn(script: str, world: int, timeout: int = 120) -> list:
     """Runs `script` (Python source) as ranks 0..world-1 of one gloo world;
     returns each rank's (returncode, stdout, stderr)."""
     port = str(_free_port())
-    procs = [subprocess.Popen([sys.executable, "-c", script], cwd=str(EXAMPLES), text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env=_env(RANK=str(r), WORLD_SIZE=str(world), LOCAL_RANK=str(r),
-                                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
-             for r in range(world)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            cwd=str(EXAMPLES),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(RANK=str(r), WORLD_SIZE=str(world), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1", MASTER_PORT=port),
+        )
+        for r in range(world)
+    ]
     out = []
     try:
         for p in procs:
@@ -81,7 +88,7 @@ def test_partition_owner_matches_the_ranges(n, world):
     v = np.arange(n)
     owners = part.owner(v)
     for r in range(world):
-        assert np.all(owners[part.lo(r):part.lo(r + 1)] == r)
+        assert np.all(owners[part.lo(r) : part.lo(r + 1)] == r)
     assert sum(part.size(r) for r in range(world)) == n and part.lo(world) == n
 
 
@@ -164,14 +171,18 @@ def test_gloo_exchange_and_bfs(world):
     assert r0["validated"], r0["errors"]
     assert all(d >= 3 for d in r0["depth"]) and all(n > 100 for n in r0["reached"]), r0
     assert len(r0["levels"]) == keys
-    assert any(r0["caught_level"].values()) and r0["caught_parent"]["tree_edge_missing"] + \
-        r0["caught_parent"]["tree_level"] > 0, r0
+    assert (
+        any(r0["caught_level"].values())
+        and r0["caught_parent"]["tree_edge_missing"] + r0["caught_parent"]["tree_level"] > 0
+    ), r0
     # The search crossed ranks: items were sent, received, and some claims came from them.
     checks = [r["checks"] for r in reports]
     assert sum(c["items_sent"] for c in checks) == sum(c["items_received"] for c in checks) > 0
     assert sum(c["claimed_from_received"] for c in checks) > 0
+
     def count(s, d):  # the worker's sizes
         return 0 if s == 1 else (3 * s + 5 * d + 1) % 7 + (100 if d == 0 else 0)
+
     for r in reports:
         assert r["exchange"] == sum(count(s, r["rank"]) for s in range(world) if s != r["rank"]), r
 
@@ -191,11 +202,13 @@ def test_bfs_kernels_compile(monkeypatch):
     cc = divmod(int(arch.rstrip("af")), 10)
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: pytypes.SimpleNamespace(compute_capability=cc))
     import bfs_gpu as g
+
     if hasattr(gdn, "ref_type"):
         ref = gdn.ref_type(gpudyn.GGArray, np.int64)
     else:  # the gpudyn.numba before view_arg() (kernel refs through .ref)
         from gpudyn.numba import _refs
         from numba.cuda.typing.typeof import typeof
+
         kinds = {c.__name__: k for c, k in _refs._kinds()}
         rc = _refs.ref_class(kinds["GGArray"], np.int64)
         ref = typeof(rc(*(s(0) for s in rc._gpudyn_scalars)))
@@ -203,13 +216,15 @@ def test_bfs_kernels_compile(monkeypatch):
     i32, i64 = types.int32, types.int64
     for world in (1, 3):
         outs = types.UniTuple(ref, world)
-        sigs = {"seed_gpudyn": (ref, i32),
-                "expand_gpudyn": (ref, outs, a64, a32, a32, a32, i64, i64, i32, i32, i32, a32),
-                "sizes_gpudyn": (outs, i32, a64),
-                "claim_gpudyn": (a64, i64, ref, a32, a32, i64, i32, a32),
-                "count_two_pass": (a32, i64, a64, a32, a32, a32, i64, i64, i32, i32, i32, a32),
-                "write_two_pass": (a32, i64, a64, a32, a64, a32, a32, i64, i64, i32, i32, i64, i64, a64, a32),
-                "claim_two_pass": (a64, i64, a32, i64, a32, a32, i64, i32)}
+        sigs = {
+            "seed_gpudyn": (ref, i32),
+            "expand_gpudyn": (ref, outs, a64, a32, a32, a32, i64, i64, i32, i32, i32, a32),
+            "sizes_gpudyn": (outs, i32, a64),
+            "claim_gpudyn": (a64, i64, ref, a32, a32, i64, i32, a32),
+            "count_two_pass": (a32, i64, a64, a32, a32, a32, i64, i64, i32, i32, i32, a32),
+            "write_two_pass": (a32, i64, a64, a32, a64, a32, a32, i64, i64, i32, i32, i64, i64, a64, a32),
+            "claim_two_pass": (a64, i64, a32, i64, a32, a32, i64, i32),
+        }
         for name, sig in sigs.items():
             ptx, _ = cuda.compile(getattr(g, name).py_func, sig, device=False, output="ptx", cc=cc, abi="numba")
             assert ("gpudyn_numba_ggarray_" in ptx) == name.endswith("gpudyn"), name
@@ -231,6 +246,7 @@ class WarpSim:
 
     def __init__(self):
         import threading
+
         self._threading = threading
         self._tl = threading.local()
         self._lock = threading.Lock()
@@ -309,7 +325,7 @@ class WarpSim:
 
     @staticmethod
     def as_cuda_array(t):
-        return t.numpy()          # a torch CPU tensor's memory, shared
+        return t.numpy()  # a torch CPU tensor's memory, shared
 
     def launch(self, fn, grid, block, args, lockstep):
         threading, errors = self._threading, []
@@ -318,14 +334,23 @@ class WarpSim:
             for bid in range(grid):
                 blk = pytypes.SimpleNamespace(barrier=None, lock=threading.Lock(), shared=[])
                 for tid in range(block):
-                    tl.tid, tl.bid, tl.bdim, tl.gdim, tl.block, tl.warp, tl.shared_calls = \
-                        tid, bid, block, grid, blk, None, 0
+                    tl.tid, tl.bid, tl.bdim, tl.gdim, tl.block, tl.warp, tl.shared_calls = (
+                        tid,
+                        bid,
+                        block,
+                        grid,
+                        blk,
+                        None,
+                        0,
+                    )
                     fn(*args)
             return
         for bid in range(grid):
             blk = pytypes.SimpleNamespace(barrier=threading.Barrier(block), lock=threading.Lock(), shared=[])
-            warps = [pytypes.SimpleNamespace(barrier=threading.Barrier(min(self.WARP, block - w)),
-                                             slots=[None] * self.WARP) for w in range(0, block, self.WARP)]
+            warps = [
+                pytypes.SimpleNamespace(barrier=threading.Barrier(min(self.WARP, block - w)), slots=[None] * self.WARP)
+                for w in range(0, block, self.WARP)
+            ]
 
             def body(tid, bid=bid, blk=blk, warps=warps):
                 tl = self._tl
@@ -338,6 +363,7 @@ class WarpSim:
                     blk.barrier.abort()
                     for w in warps:
                         w.barrier.abort()
+
             threads = [threading.Thread(target=body, args=(t,)) for t in range(block)]
             for t in threads:
                 t.start()
@@ -353,6 +379,7 @@ class SimGGArray:
 
     def __init__(self, dtype, stream=None):
         import threading
+
         self.items, self.lock, self.dtype = [], threading.Lock(), dtype
 
     def push(self, v):
@@ -383,11 +410,23 @@ def simulate_gpu_backends(bfs_gpu, block=64):
     """Points bfs_gpu's kernels, Numba, gpudyn and torch.cuda at the simulator (a
     world on the CPU, gloo): the backends' host code runs as it is."""
     sim = WarpSim()
-    gdn = pytypes.SimpleNamespace(push_back=lambda a, v: a.push(v), at=lambda a, i: a.items[i],
-                                  size=lambda a: len(a.items), ranged_size=lambda a: len(a.items), ref_type=None)
-    names = ["seed_gpudyn", "expand_gpudyn", "sizes_gpudyn", "claim_gpudyn", "count_two_pass", "write_two_pass",
-             "claim_two_pass"]
-    lockstep = {"count_two_pass", "write_two_pass"}           # the kernels with warp collectives
+    gdn = pytypes.SimpleNamespace(
+        push_back=lambda a, v: a.push(v),
+        at=lambda a, i: a.items[i],
+        size=lambda a: len(a.items),
+        ranged_size=lambda a: len(a.items),
+        ref_type=None,
+    )
+    names = [
+        "seed_gpudyn",
+        "expand_gpudyn",
+        "sizes_gpudyn",
+        "claim_gpudyn",
+        "count_two_pass",
+        "write_two_pass",
+        "claim_two_pass",
+    ]
+    lockstep = {"count_two_pass", "write_two_pass"}  # the kernels with warp collectives
     env = dict(vars(bfs_gpu), cuda=sim, gdn=gdn, owner=bfs_gpu.owner.py_func, _ranged_size=gdn.ranged_size)
 
     class Kernel:
@@ -397,6 +436,7 @@ def simulate_gpu_backends(bfs_gpu, block=64):
 
         def __getitem__(self, config):
             return lambda *args: sim.launch(self.f, config[0], config[1], args, self.lockstep)
+
     for name in names:
         setattr(bfs_gpu, name, Kernel(getattr(bfs_gpu, name), name in lockstep))
     bfs_gpu.cuda, bfs_gpu.gdn = sim, gdn
@@ -496,8 +536,7 @@ def _gpus() -> int:
 def test_torchrun_multi_gpu(tmp_path):
     pytest.importorskip("cupy", reason="CuPy is not installed (the graph generator runs on it)")
     n = _gpus()
-    torchrun = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={n}",
-                f"--master_port={_free_port()}"]
+    torchrun = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={n}", f"--master_port={_free_port()}"]
     r = _run(torchrun + [str(EXAMPLES / "push_allgather.py")])
     assert "push_allgather.py: ok" in r.stdout
     out = tmp_path / "bfs.json"

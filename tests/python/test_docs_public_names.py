@@ -12,14 +12,15 @@ Also checks the device API page against the headers: every public class of the
 device headers (Doxygen's XML, build/docs/doxygen/xml) is on it, and no
 implementation namespace is.
 """
+
 from __future__ import annotations
 
 import inspect
 import os
 import re
 import types
-import zlib
 import xml.etree.ElementTree as ET
+import zlib
 
 import pytest
 
@@ -30,7 +31,8 @@ DOXYGEN_XML = os.path.join(ROOT, "build", "docs", "doxygen", "xml")
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(INVENTORY),
-    reason="the docs site is not built (bash .ci/docs.sh, or sphinx-build -W -b html docs build/docs/html)")
+    reason="the docs site is not built (bash .ci/docs.sh, or sphinx-build -W -b html docs build/docs/html)",
+)
 
 
 def _stale_note() -> str:
@@ -40,8 +42,10 @@ def _stale_note() -> str:
         for dirpath, _, files in os.walk(folder):
             for f in files:
                 if f.endswith((".py", ".h", ".cuh")) and os.path.getmtime(os.path.join(dirpath, f)) > built:
-                    return (f" (the site in build/docs/html is older than {os.path.relpath(os.path.join(dirpath, f), ROOT)}:"
-                            " rebuild it with bash .ci/docs.sh after reinstalling the package)")
+                    return (
+                        f" (the site in build/docs/html is older than {os.path.relpath(os.path.join(dirpath, f), ROOT)}:"
+                        " rebuild it with bash .ci/docs.sh after reinstalling the package)"
+                    )
     return ""
 
 
@@ -103,9 +107,10 @@ def test_every_public_python_name_is_documented():
     inv = _inventory()
     documented = set().union(*(v for k, v in inv.items() if k.startswith("py:")))
     missing = [n for n in _public_names() if n not in documented]
-    assert not missing, ("public names missing from the docs (docs/reference/python.md documents "
-                         "gpudyn.__all__ with autodoc; a name here lacks an entry): " + ", ".join(missing)
-                         + _stale_note())
+    assert not missing, (
+        "public names missing from the docs (docs/reference/python.md documents "
+        "gpudyn.__all__ with autodoc; a name here lacks an entry): " + ", ".join(missing) + _stale_note()
+    )
 
 
 def test_no_deprecated_alias_is_documented():
@@ -146,19 +151,34 @@ def test_every_public_device_class_is_documented():
     inv = _inventory()
     documented = inv.get("cpp:class", set()) | inv.get("cpp:struct", set())
     classes = _public_device_classes()
-    assert {"gpudyn::heap_ref", "gpudyn::ggarray_ref", "gpudyn::rw_heap_ref",
-            "gpudyn::warp_heap_ref", "gpudyn::static_array_ref", "gpudyn::vmm_array_ref",
-            "gpudyn::push_storage"} <= set(classes)
+    assert {
+        "gpudyn::heap_ref",
+        "gpudyn::ggarray_ref",
+        "gpudyn::rw_heap_ref",
+        "gpudyn::warp_heap_ref",
+        "gpudyn::static_array_ref",
+        "gpudyn::vmm_array_ref",
+        "gpudyn::push_storage",
+    } <= set(classes)
     missing = [c for c in classes if c not in documented]
-    assert not missing, "device classes missing from docs/reference/device_api.md: " + ", ".join(missing) + _stale_note()
+    assert not missing, (
+        "device classes missing from docs/reference/device_api.md: " + ", ".join(missing) + _stale_note()
+    )
 
 
 def test_device_api_documents_members_and_hides_internals():
     inv = _inventory()
     functions = inv.get("cpp:function", set())
-    for member in ("gpudyn::heap_ref::malloc", "gpudyn::heap_ref::free", "gpudyn::ggarray_ref::push_back",
-                   "gpudyn::warp_heap_ref::start", "gpudyn::warp_heap::alloc", "gpudyn::rw_heap_ref::get_page",
-                   "gpudyn::static_array_ref::push_back", "gpudyn::static_array_ref::span"):
+    for member in (
+        "gpudyn::heap_ref::malloc",
+        "gpudyn::heap_ref::free",
+        "gpudyn::ggarray_ref::push_back",
+        "gpudyn::warp_heap_ref::start",
+        "gpudyn::warp_heap::alloc",
+        "gpudyn::rw_heap_ref::get_page",
+        "gpudyn::static_array_ref::push_back",
+        "gpudyn::static_array_ref::span",
+    ):
         assert member in functions, member
     every = set().union(*(v for k, v in inv.items() if k.startswith("cpp:")))
     leaked = sorted(n for n in every if "detail::" in n)

@@ -7,6 +7,7 @@ test, so the statically linked CUDA runtime sees that driver.  The runtime looks
 driver's functions with cuGetProcAddress; the stand-in provides only the three it needs
 to reach the version check, which is all a too-old driver lets it do.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,8 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 import gpudyn
+import pytest
 
 FAKE_LIBCUDA = r"""
 #include <stdlib.h>
@@ -75,8 +75,11 @@ def fake_driver_dir(tmp_path_factory):
 
 
 def _run(fake_driver_dir, driver_version, args):
-    env = dict(os.environ, GPUDYN_FAKE_DRIVER_VERSION=str(driver_version),
-               LD_LIBRARY_PATH=fake_driver_dir + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
+    env = dict(
+        os.environ,
+        GPUDYN_FAKE_DRIVER_VERSION=str(driver_version),
+        LD_LIBRARY_PATH=fake_driver_dir + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""),
+    )
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=120)
 
 

@@ -1,5 +1,6 @@
 """Every Python example under examples/ runs to completion on a GPU (each one
 checks its own results against NumPy and exits non-zero on a mismatch)."""
+
 import pathlib
 import subprocess
 import sys

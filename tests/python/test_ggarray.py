@@ -1,9 +1,9 @@
 """GGArray / StaticArray / VmmArray from Python: argument errors (host) and
 device correctness (GPU): multisets, masks, flatten zero-copy, OOM, theory bound."""
-import numpy as np
-import pytest
 
 import gpudyn
+import numpy as np
+import pytest
 from gpudyn.bench import theory
 
 ALGOS = ["atomic", "warp_scan", "tensor_scan"]
@@ -65,6 +65,7 @@ def test_cupy_and_torch_inputs_and_zero_copy_flatten():
     g.extend(cp.arange(1000, dtype=cp.int32))
     try:
         import torch
+
         g.extend(torch.arange(1000, 2000, dtype=torch.int32, device="cuda"))
         total = 2000
     except ImportError:
@@ -109,7 +110,6 @@ def test_growth_memory_bound():
     assert st["allocated_bytes"] <= theory.ggarray_bytes_bound(n, 4)
 
 
-
 @pytest.mark.gpu
 def test_extend_maps_pool_rows_beyond_the_device_heap():
     # 512 MB of int32 in one extend, no reserve: more than the process's device
@@ -124,11 +124,13 @@ def test_extend_maps_pool_rows_beyond_the_device_heap():
         st = g.stats()
         assert n * 4 <= st["allocated_bytes"] <= theory.ggarray_bytes_bound(n, 4)
 
+
 @pytest.mark.gpu
 def test_example_cupy_rawmodule_push_back():
     pytest.importorskip("cupy")
     import importlib.util
     import pathlib
+
     path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "ggarray" / "cupy_push_back.py"
     spec = importlib.util.spec_from_file_location("cupy_push_back", path)
     mod = importlib.util.module_from_spec(spec)

@@ -2,10 +2,10 @@
 pool come from (never CUDA's device malloc).  Argument checks (host), then on
 the GPU: the budget property, exhaustion (OutOfMemoryError, array unchanged)
 and a raised budget, and arrays sharing a gpudyn.Heap."""
-import numpy as np
-import pytest
 
 import gpudyn
+import numpy as np
+import pytest
 
 MiB = 1 << 20
 
@@ -27,7 +27,7 @@ def test_budget_property():
         assert g.budget >= 64 * MiB
         assert g.max_budget >= 1024 * MiB
         g.extend(np.arange(1000, dtype=np.int32))
-        g.view_arg()                          # a kernel could grow now: the array maps its budget
+        g.view_arg()  # a kernel could grow now: the array maps its budget
         assert g.budget >= 64 * MiB
         g.budget = 128 * MiB
         assert g.budget >= 128 * MiB
@@ -73,11 +73,11 @@ def test_arrays_share_a_heap():
         assert st["bytes_allocated"] >= 2 * x.nbytes  # both arrays' arenas are runs of the shared heap
         with pytest.raises(ValueError, match="budget"):
             gpudyn.GGArray(np.int32, heap=heap, budget=64 * MiB)
-        a.budget = 128 * MiB                  # grows the shared heap
+        a.budget = 128 * MiB  # grows the shared heap
         assert heap.stats()["bytes_mapped"] >= 128 * MiB
         assert b.budget >= 128 * MiB
         with pytest.raises(gpudyn.InvalidArgumentError, match="GGArray"):
-            heap.close()                      # refused while arrays use it; stays open
+            heap.close()  # refused while arrays use it; stays open
         a.close()
         b.close()
         st = heap.stats()
@@ -128,11 +128,11 @@ def test_shared_heap_array_takes_another_run_after_a_refusal():
         assert 0 < stored < n
         assert a.status == gpudyn.GGArray.STATUS_ALLOCATION_FAILED
         with pytest.raises(gpudyn.OutOfMemoryError, match="budget"):
-            len(a)                           # the next host call reports it (and clears it)
+            len(a)  # the next host call reports it (and clears it)
         assert len(a) == stored  # what the kernel said it stored, nothing else
         held = heap.stats()["bytes_allocated"]
         assert 16 * MiB <= held <= 40 * MiB  # one run: a's share of 64 MiB, b none yet
-        a.budget = 512 * MiB                 # grows the shared heap
+        a.budget = 512 * MiB  # grows the shared heap
         push(grid, (256,), (a.view_arg(), np.uint32(n), done))  # another run for a
         assert int(done.sum()) == n and a.status == 0
         assert np.array_equal(np.sort(a.to_numpy()), np.arange(n, dtype=np.int32))  # each once

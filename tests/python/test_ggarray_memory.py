@@ -2,10 +2,10 @@
 kernel pushes with no size named, holds about its elements' bytes between
 launches, keeps its buckets over clear() and gives them back with trim().
 GPU tests; the host checks of gpudyn.trim's argument run everywhere."""
-import numpy as np
-import pytest
 
 import gpudyn
+import numpy as np
+import pytest
 
 MiB = 1 << 20
 
@@ -29,6 +29,7 @@ def _push_kernel():
             if not gdn.push_back(out, np.int32(i)):
                 numba_cuda.atomic.add(failed, 0, 1)
             i += stride
+
     return push_range
 
 
@@ -36,9 +37,9 @@ def _push_kernel():
 def test_default_array_takes_more_than_2_gib_from_one_kernel():
     cp = pytest.importorskip("cupy")
     push_range = _push_kernel()
-    n = 600_000_000                                  # 2.4 GB of int32
+    n = 600_000_000  # 2.4 GB of int32
     failed = cp.zeros(1, dtype=np.int64)
-    with gpudyn.GGArray(np.int32) as a:             # every default: no budget named
+    with gpudyn.GGArray(np.int32) as a:  # every default: no budget named
         push_range[132 * 8, 256](a.view_arg(), n, failed)
         assert int(failed[0]) == 0
         assert len(a) == n
@@ -55,14 +56,14 @@ def test_default_array_takes_more_than_2_gib_from_one_kernel():
 def test_clear_keeps_buckets_and_trim_gives_them_back():
     cp = pytest.importorskip("cupy")
     push_range = _push_kernel()
-    n = 1 << 22                                      # 16 MiB of int32
+    n = 1 << 22  # 16 MiB of int32
     failed = cp.zeros(1, dtype=np.int64)
     with gpudyn.GGArray(np.int32) as a:
-        assert a.stats()["allocated_bytes"] == 0   # nothing taken up front
+        assert a.stats()["allocated_bytes"] == 0  # nothing taken up front
         push_range[132 * 8, 256](a.view_arg(), n, failed)
         held = a.stats()["allocated_bytes"]
         assert n * 4 <= held <= 2 * n * 4 + 512 * 1024 * 4 + 2 * MiB
-        for _ in range(3):                          # produce, clear, repeat: no new memory
+        for _ in range(3):  # produce, clear, repeat: no new memory
             a.clear()
             push_range[132 * 8, 256](a.view_arg(), n, failed)
             assert a.stats()["allocated_bytes"] == held

@@ -10,26 +10,27 @@ matches a host reference.  flatten(out=...) and size_async() are
 stream-ordered; a too-small `out` is written nowhere and the status says so.
 Host parts (no GPU): the new status bit's error, the argument checks made
 before any device work, the C++ kernels compiled with NVRTC."""
+
 import os
 import time
 
+import gpudyn
 import numpy as np
 import pytest
-
-import gpudyn
 from gpudyn import _ffi
 from gpudyn.ggarray import STATUS_ALLOCATION_FAILED, STATUS_DESTINATION_TOO_SMALL, status_error
 
 try:
+    import gpudyn.numba as gdn
     from numba import cuda
 
-    import gpudyn.numba as gdn
     HAVE_NUMBA = True
 except ImportError:  # numba-cuda is an extra
     HAVE_NUMBA = False
 
-needs_numba = pytest.mark.skipif(not HAVE_NUMBA, reason="numba-cuda is not installed "
-                                                        "(pip install 'gpudyn-cu13[numba]')")
+needs_numba = pytest.mark.skipif(
+    not HAVE_NUMBA, reason="numba-cuda is not installed (pip install 'gpudyn-cu13[numba]')"
+)
 # Under compute-sanitizer kernels run 10-100x slower: fewer elements there, and
 # the slow kernel of the no-wait tests sleeps longer (the tools slow the host's
 # API calls too).
@@ -68,8 +69,7 @@ class _Prefix:
 
 def _make(kind, dtype, capacity, **gg):
     if kind == "GGArray":
-        return gpudyn.GGArray(dtype, num_lfvectors=gg.get("num_lfvectors", 8), first_bucket=32,
-                              stream=gg.get("stream"))
+        return gpudyn.GGArray(dtype, num_lfvectors=gg.get("num_lfvectors", 8), first_bucket=32, stream=gg.get("stream"))
     if kind == "StaticArray":
         return gpudyn.StaticArray(capacity, dtype, stream=gg.get("stream"))
     return gpudyn.VmmArray(dtype, initial_capacity=capacity, max_capacity=capacity, stream=gg.get("stream"))
@@ -138,6 +138,7 @@ extern "C" __global__ void read_spans(gpudyn_ggarray_view_t v, long long* out, u
 def test_cupy_read_kernels_compile_with_nvrtc():
     import importlib.util
     import pathlib
+
     check_py = pathlib.Path(__file__).resolve().parents[2] / ".ci" / "nvrtc_check.py"
     spec = importlib.util.spec_from_file_location("nvrtc_check", check_py)
     check = importlib.util.module_from_spec(spec)
@@ -152,6 +153,7 @@ def test_cupy_read_kernels_compile_with_nvrtc():
 
 # ---- Numba kernels ------------------------------------------------------------------------------
 if HAVE_NUMBA:
+
     @cuda.jit
     def produce_uneven(a, n, salt):
         t = cuda.grid(1)
@@ -167,7 +169,7 @@ if HAVE_NUMBA:
         if cuda.grid(1) == 0:
             sizes[0] = n
             sizes[1] = gdn.size(a)
-            sizes[2] = gdn.at(a, n)      # past the elements: 0
+            sizes[2] = gdn.at(a, n)  # past the elements: 0
             sizes[3] = gdn.at(a, -1)
         for i in range(cuda.grid(1), n, cuda.gridsize(1)):
             out[i] = gdn.at(a, i)
@@ -258,9 +260,14 @@ def test_the_numba_kernels_here_compile_without_a_gpu():
     archs = gdn.build_info()["archs"]
     cc = divmod(int(("90" if "90" in archs else archs[0]).rstrip("af")), 10)
     gg, i64, u64 = ref("GGArray", np.int64), types.int64, types.uint64[::1]
-    sigs = [(produce_uneven, (gg, i64, i64)), (read_at, (gg, types.int64[::1], u64)),
-            (read_spans, (gg, i64, i64, types.int64[::1], types.uint32[::1])),
-            (produce_round, (gg, i64, i64)), (consume_round, (gg, gg, u64)), (spin, (i64,))]
+    sigs = [
+        (produce_uneven, (gg, i64, i64)),
+        (read_at, (gg, types.int64[::1], u64)),
+        (read_spans, (gg, i64, i64, types.int64[::1], types.uint32[::1])),
+        (produce_round, (gg, i64, i64)),
+        (consume_round, (gg, gg, u64)),
+        (spin, (i64,)),
+    ]
     for kind in ("GGArray", "StaticArray", "VmmArray"):
         for dtype in (np.uint8, np.complex128, np.bool_):
             out = types.Array(typeof(np.zeros(1, dtype)).dtype, 1, "C")
@@ -320,8 +327,11 @@ def _values(dtype, n):
 @needs_numba
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["GGArray", "StaticArray", "VmmArray"])
-@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int32, np.float32, np.float64, np.complex128, np.bool_],
-                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize(
+    "dtype",
+    [np.uint8, np.int16, np.int32, np.float32, np.float64, np.complex128, np.bool_],
+    ids=lambda d: np.dtype(d).name,
+)
 def test_numba_at_and_span_read_every_dtype_exactly(kind, dtype):
     n = 3000
     with _make(kind, dtype, 4096) as arr:
@@ -346,8 +356,10 @@ def test_produce_consume_loop_needs_no_host_wait():
     want = loop_reference(iters, m)
     s = cuda.stream()
     mismatch = cuda.to_device(np.zeros(1, np.uint64), stream=s)
-    with gpudyn.GGArray(np.int64, num_lfvectors=64, first_bucket=32, stream=s) as a0, \
-            gpudyn.GGArray(np.int64, num_lfvectors=64, first_bucket=32, stream=s) as b0:
+    with (
+        gpudyn.GGArray(np.int64, num_lfvectors=64, first_bucket=32, stream=s) as a0,
+        gpudyn.GGArray(np.int64, num_lfvectors=64, first_bucket=32, stream=s) as b0,
+    ):
 
         def loop():
             a, b = a0, b0
@@ -373,8 +385,10 @@ def test_produce_consume_loop_needs_no_host_wait():
         still_running = not spin_done.query()
         s.synchronize()
         t_all = time.perf_counter() - t0
-        assert still_running, (f"the slow kernel ({t_all:.3f} s) had finished when the loop's host calls returned "
-                               f"({t_loop:.3f} s): a call waited for the device")
+        assert still_running, (
+            f"the slow kernel ({t_all:.3f} s) had finished when the loop's host calls returned "
+            f"({t_loop:.3f} s): a call waited for the device"
+        )
         assert t_loop < t_all / 3, (t_loop, t_all)
         assert mismatch.copy_to_host()[0] == 0  # size() == ranged_size() in every consumer
         assert final.status == 0
@@ -387,8 +401,7 @@ def test_flatten_out_and_size_async_do_not_wait():
     s = cuda.stream()
     with gpudyn.GGArray(np.int64, num_lfvectors=16, first_bucket=32, stream=s) as a:
         a.extend(np.arange(5000, dtype=np.int64) * 3)
-        with gpudyn.DeviceBuffer(8000, np.int64, stream=s) as buf, \
-                gpudyn.DeviceBuffer(1, np.uint64, stream=s) as count:
+        with gpudyn.DeviceBuffer(8000, np.int64, stream=s) as buf, gpudyn.DeviceBuffer(1, np.uint64, stream=s) as count:
             a.flatten(out=buf, size=count)  # once: the kernels loaded
             a.size_async(out=count)
             rounds = _spin_rounds(s, SPIN_SECONDS)
@@ -455,8 +468,8 @@ def test_flatten_out_into_a_reused_buffer(kind):
             arr.extend(values[:50])
             want = arr.to_numpy()
             arr.flatten(out=_Prefix(buf, n + 50), size=size)
-            np.testing.assert_array_equal(buf.to_numpy()[:n + 50], want)
-            assert size.to_numpy()[0] == n + 50 and (buf.to_numpy()[n + 50:] == sentinel).all()
+            np.testing.assert_array_equal(buf.to_numpy()[: n + 50], want)
+            assert size.to_numpy()[0] == n + 50 and (buf.to_numpy()[n + 50 :] == sentinel).all()
             assert int(arr.size_async().to_numpy()[0]) == n + 50
             arr.size_async(out=size)
             assert size.to_numpy()[0] == n + 50

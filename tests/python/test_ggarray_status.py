@@ -1,10 +1,10 @@
 """Failures of pushes from users' kernels are visible: the arrays' status
 (gpudyn_<array>_get_status / clear_status), OutOfMemoryError at the next host
 call, check(); the status ABI's argument errors (host)."""
-import numpy as np
-import pytest
 
 import gpudyn
+import numpy as np
+import pytest
 from gpudyn._ffi import check, ffi, lib
 from gpudyn.ggarray import STATUS_ALLOCATION_FAILED, STATUS_CAPACITY_EXCEEDED, STATUS_WRONG_ELEMENT_SIZE, status_error
 
@@ -115,8 +115,11 @@ def test_full_contiguous_array_reports_at_the_next_host_call(kind):
     cp = pytest.importorskip("cupy")
     mod = _module(cp)
     before = np.arange(-100, 0, dtype=np.int32)
-    a = gpudyn.StaticArray(5000, dtype=np.int32) if kind == "static" else \
-        gpudyn.VmmArray(dtype=np.int32, initial_capacity=5000, max_capacity=1 << 20)
+    a = (
+        gpudyn.StaticArray(5000, dtype=np.int32)
+        if kind == "static"
+        else gpudyn.VmmArray(dtype=np.int32, initial_capacity=5000, max_capacity=1 << 20)
+    )
     a.extend(before)
     cap = a.capacity
     n = 3 * cap  # 2/3 of the threads push: more than fits
@@ -194,9 +197,11 @@ def test_view_arg_by_value_in_a_kernel_per_thread_push():
 def test_a_kernel_with_the_wrong_element_type_is_refused_and_reported(kind):
     cp = pytest.importorskip("cupy")
     mod = _module(cp)
-    make = {"static": lambda: gpudyn.StaticArray(4096, dtype=np.int32),
-            "vmm": lambda: gpudyn.VmmArray(dtype=np.int32, initial_capacity=4096, max_capacity=1 << 20),
-            "ggarray": lambda: gpudyn.GGArray(dtype=np.int32, num_lfvectors=3, first_bucket=32)}[kind]
+    make = {
+        "static": lambda: gpudyn.StaticArray(4096, dtype=np.int32),
+        "vmm": lambda: gpudyn.VmmArray(dtype=np.int32, initial_capacity=4096, max_capacity=1 << 20),
+        "ggarray": lambda: gpudyn.GGArray(dtype=np.int32, num_lfvectors=3, first_bucket=32),
+    }[kind]
     with make() as a:
         before = np.arange(-50, 0, dtype=np.int32)
         a.extend(before)

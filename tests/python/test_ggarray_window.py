@@ -5,10 +5,10 @@ them: after clear (pushes start again at bucket 0 of kept buckets), with a view
 taken before the clear, across launches that grow many buckets, and for
 element sizes where no window can be formed (1-byte elements with 32-element
 first buckets: a bucket's start minus its first index is not 64-byte aligned)."""
-import numpy as np
-import pytest
 
 import gpudyn
+import numpy as np
+import pytest
 
 KERNELS = r"""
 #include <gpudyn/ggarray.cuh>
@@ -87,7 +87,7 @@ def test_one_byte_elements_with_small_first_buckets():
     mod = _module(cp)
     a = gpudyn.GGArray(np.uint8, num_lfvectors=3, first_bucket=32)
     n = 200_000
-    for rep in range(2):
+    for _rep in range(2):
         ok = cp.zeros(n, dtype=cp.uint8)
         mod.get_function("push_bytes")(((n + 255) // 256,), (256,), (a.view_arg(), np.uint32(n), ok))
         assert int(ok.sum()) == n and a.status == 0

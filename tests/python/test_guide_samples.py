@@ -4,16 +4,16 @@ that could rot.  On a GPU every Python sample runs to completion (each checks it
 results) and every CUDA sample is compiled and run; without one the Python samples'
 gpudyn names are looked up and their Numba kernels compiled, and the CUDA samples are
 compiled and linked against the installed library.  Relative links resolve."""
+
 import os
 import pathlib
 import re
 import subprocess
 import sys
 
+import _samples
 import numpy as np
 import pytest
-
-import _samples
 
 GUIDES = pathlib.Path(_samples.ROOT) / "docs" / "guides"
 SAMPLES = GUIDES / "samples"
@@ -27,8 +27,10 @@ CODE = {"python", "py", "pycon", "c", "cpp", "c++", "cuda", "cu"}
 # "GGArray:int64" is that structure's view_arg() type, else a Numba type ("int64[::1]").
 KERNELS = {
     "numba_set_bits.py": {"set_bits": ("GGArray:int64", "int64")},
-    "numba_produce_consume.py": {"produce": ("GGArray:int64", "int64"),
-                                 "halve_evens": ("GGArray:int64", "GGArray:int64")},
+    "numba_produce_consume.py": {
+        "produce": ("GGArray:int64", "int64"),
+        "halve_evens": ("GGArray:int64", "GGArray:int64"),
+    },
     "numba_span.py": {"fill": ("GGArray:int64", "int64"), "sum_by_spans": ("GGArray:int64", "int64[::1]")},
     "numba_heap.py": {"rows": ("Heap", "int64[::1]", "int64[::1]")},
 }
@@ -62,8 +64,19 @@ def _includes():
 
 def test_guides_exist():
     names = {p.name for p in _guides()}
-    for page in ("choosing.md", "python.md", "numba.md", "cuda_cpp.md", "c.md", "streams.md", "lifetime.md",
-                 "errors.md", "memory.md", "architecture.md", "building.md"):
+    for page in (
+        "choosing.md",
+        "python.md",
+        "numba.md",
+        "cuda_cpp.md",
+        "c.md",
+        "streams.md",
+        "lifetime.md",
+        "errors.md",
+        "memory.md",
+        "architecture.md",
+        "building.md",
+    ):
         assert page in names
 
 
@@ -93,8 +106,9 @@ def test_every_sample_is_shown():
 @pytest.mark.parametrize("guide", _guides(), ids=lambda p: p.name)
 def test_guide_links_resolve(guide):
     text = _prose(guide.read_text(encoding="utf-8"))
-    missing = [t for t in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
-               if "://" not in t and not (guide.parent / t).exists()]
+    # MyST's path: scheme links a file outside the site (a download): the file must exist too.
+    targets = [t.removeprefix("path:") for t in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)]
+    missing = [t for t in targets if "://" not in t and not (guide.parent / t).exists()]
     assert not missing, f"{guide.name} links to files that do not exist: {missing}"
 
 
@@ -106,6 +120,7 @@ def test_python_sample_names_exist(path):
 
 def _numba_type(spec: str):
     from numba.cuda import types
+
     if spec[:1].isupper():
         structure, _, dtype = spec.partition(":")
         return _samples.numba_ref_type(structure, np.dtype(dtype) if dtype else None)
@@ -135,8 +150,9 @@ NO_GPU = {"numba_compile_ahead.py"}
 @pytest.mark.parametrize("name", sorted(NO_GPU))
 def test_python_sample_runs_without_a_gpu(name):
     pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
-    r = subprocess.run([sys.executable, str(SAMPLES / name)], capture_output=True, text=True, timeout=300,
-                       cwd=SAMPLES, check=False)
+    r = subprocess.run(
+        [sys.executable, str(SAMPLES / name)], capture_output=True, text=True, timeout=300, cwd=SAMPLES, check=False
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines()[-1].startswith("ok"), r.stdout
 
@@ -146,8 +162,9 @@ def test_python_sample_runs_without_a_gpu(name):
 def test_python_sample_runs(path):
     if "numba" in path.read_text(encoding="utf-8"):
         pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
-    r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
-                       cwd=os.path.dirname(path))
+    r = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=os.path.dirname(path)
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines()[-1].startswith("ok"), r.stdout
 

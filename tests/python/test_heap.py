@@ -5,25 +5,31 @@ driver's targets from a hand-made raw result.  GPU tests: pointers aligned,
 disjoint and holding what was written; 2^k sizes 2^k-aligned; double, foreign
 and interior frees counted and harmless; exhaustion raises OutOfMemoryError and
 keeps every allocation; grow between calls; reset; two heaps side by side."""
+
 import json
 import subprocess
 import sys
 
+import gpudyn
 import numpy as np
 import pytest
-
-import gpudyn
-from gpudyn import _ffi
-from gpudyn import DeviceBuffer
+from gpudyn import DeviceBuffer, _ffi
 from gpudyn.heap import Heap
 
 MiB = 1 << 20
 
 
 # ---- argument errors (no GPU needed) -------------------------------------------
-@pytest.mark.parametrize("kwargs, name", [({"initial_bytes": -1}, "initial_bytes"), ({"max_bytes": 0}, "max_bytes"),
-                                          ({"page_size": "64K"}, "page_size"), ({"initial_bytes": 1.5}, "initial_bytes"),
-                                          ({"page_size": True}, "page_size")])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"initial_bytes": -1}, "initial_bytes"),
+        ({"max_bytes": 0}, "max_bytes"),
+        ({"page_size": "64K"}, "page_size"),
+        ({"initial_bytes": 1.5}, "initial_bytes"),
+        ({"page_size": True}, "page_size"),
+    ],
+)
 def test_options_are_checked_before_any_device_call(kwargs, name):
     # ValueError for a value out of range, TypeError for a str or bool (as every class does)
     with pytest.raises((ValueError, TypeError), match=f"Heap argument '{name}'"):
@@ -40,17 +46,27 @@ def _unopened():
     return Heap.__new__(Heap)
 
 
-@pytest.mark.parametrize("sizes, exc, match", [([16, -1], ValueError, "'sizes' holds -1"),
-                                               ([1.5, 16], TypeError, "'sizes' has dtype float64"),
-                                               (np.array([16], dtype=np.float32), TypeError, "'sizes'")])
+@pytest.mark.parametrize(
+    "sizes, exc, match",
+    [
+        ([16, -1], ValueError, "'sizes' holds -1"),
+        ([1.5, 16], TypeError, "'sizes' has dtype float64"),
+        (np.array([16], dtype=np.float32), TypeError, "'sizes'"),
+    ],
+)
 def test_malloc_sizes_are_checked(sizes, exc, match):
     with pytest.raises(exc, match=match):
         _unopened().malloc(sizes)
 
 
-@pytest.mark.parametrize("pointers, exc, match", [([16, -5], ValueError, "'pointers' holds -5"),
-                                                  (["a"], TypeError, "'pointers' has dtype"),
-                                                  (np.array([1.0]), TypeError, "'pointers' has dtype float64")])
+@pytest.mark.parametrize(
+    "pointers, exc, match",
+    [
+        ([16, -5], ValueError, "'pointers' holds -5"),
+        (["a"], TypeError, "'pointers' has dtype"),
+        (np.array([1.0]), TypeError, "'pointers' has dtype float64"),
+    ],
+)
 def test_free_pointers_are_checked(pointers, exc, match):
     with pytest.raises(exc, match=match):
         _unopened().free(pointers)
@@ -68,8 +84,18 @@ def test_unopened_heap_refuses_device_calls():
 
 # ---- the benchmark driver (no GPU: a hand-made raw result) ------------------------
 def _row(allocator, mode, n, s, alloc_ms, free_ms=0.01, **kw):
-    r = {"kind": "matrix", "allocator": allocator, "mode": mode, "n": n, "s": s, "bytes_live": 1000,
-         "alloc_ms": alloc_ms, "free_ms": free_ms, "alloc_free_ms": alloc_ms + free_ms, "bytes_held": 1100}
+    r = {
+        "kind": "matrix",
+        "allocator": allocator,
+        "mode": mode,
+        "n": n,
+        "s": s,
+        "bytes_live": 1000,
+        "alloc_ms": alloc_ms,
+        "free_ms": free_ms,
+        "alloc_free_ms": alloc_ms + free_ms,
+        "bytes_held": 1100,
+    }
     r.update(kw)
     return r
 
@@ -82,28 +108,48 @@ def test_bench_driver_targets(tmp_path):
     n, m = 1 << 20, 1 << 10
     rows = []
     for s, ms in (("16", 0.04), ("256", 0.06), ("4096", 0.1), ("mixed", 0.2)):
-        rows += [_row("heap", "converged", n, s, ms), _row("heap", "divergent", n, s, 2 * ms),
-                 _row("cuda_malloc", "converged", n, s, 500.0), _row("cuda_malloc", "divergent", n, s, 900.0),
-                 _row("heap", "converged", m, s, 0.005, free_ms=0.004), _row("heap", "divergent", m, s, 0.006),
-                 _row("cuda_malloc", "converged", m, s, 2.0), _row("cuda_malloc", "divergent", m, s, 3.0)]
+        rows += [
+            _row("heap", "converged", n, s, ms),
+            _row("heap", "divergent", n, s, 2 * ms),
+            _row("cuda_malloc", "converged", n, s, 500.0),
+            _row("cuda_malloc", "divergent", n, s, 900.0),
+            _row("heap", "converged", m, s, 0.005, free_ms=0.004),
+            _row("heap", "divergent", m, s, 0.006),
+            _row("cuda_malloc", "converged", m, s, 2.0),
+            _row("cuda_malloc", "divergent", m, s, 3.0),
+        ]
     rows[0]["free_ms"] = 0.05  # the worst free: 1M x 16 B
-    rows[-1] = {"kind": "matrix", "allocator": "cuda_malloc", "mode": "divergent", "n": m, "s": "mixed",
-                "bytes_live": 1000, "skipped": True, "reason": "time budget of 200 s spent"}
+    rows[-1] = {
+        "kind": "matrix",
+        "allocator": "cuda_malloc",
+        "mode": "divergent",
+        "n": m,
+        "s": "mixed",
+        "bytes_live": 1000,
+        "skipped": True,
+        "reason": "time budget of 200 s spent",
+    }
     # A crashed baseline point (the child process died): even with a time in it, it
     # must not count (0.001 ms would be the worst speedup by far).
     assert rows[11]["allocator"] == "cuda_malloc" and (rows[11]["n"], rows[11]["s"]) == (n, "256")
-    rows[11].update(crashed=True, alloc_ms=0.001,
-                    error="heap_bench.cu:405: cudaEventSynchronize(ev1): an illegal memory access (exit status 1)")
+    rows[11].update(
+        crashed=True,
+        alloc_ms=0.001,
+        error="heap_bench.cu:405: cudaEventSynchronize(ev1): an illegal memory access (exit status 1)",
+    )
     rows.append({"kind": "churn", "n": n, "s": "64", "rounds": 10, "held_over_live": 1.3})
     rows.append({"kind": "churn", "n": n, "s": "16", "rounds": 10, "held_over_live": 1.1})
     rows.append({"kind": "exhaustion", "s": "8192", "usable_fraction": 0.95, "heap_bytes_mapped": 1 << 30})
-    rows.append({"kind": "exhaustion", "s": "mixed", "usable_fraction": 0.85, "heap_bytes_mapped": 1 << 30,
-                 "overlaps": 2})
+    rows.append(
+        {"kind": "exhaustion", "s": "mixed", "usable_fraction": 0.85, "heap_bytes_mapped": 1 << 30, "overlaps": 2}
+    )
     rows.append({"kind": "largest", "bytes": 3 << 30, "heap_bytes_mapped": 16 << 30})
     for nn in (n, m):  # floors: no allocator, no verification fields
         for op, conv_ms, div_ms in (("empty", 0.002, 0.01), ("bump", 0.003, 0.03 if nn == n else 0.012)):
-            rows += [{"kind": "floor", "allocator": "floor", "op": op, "mode": mode, "n": nn, "alloc_ms": v}
-                     for mode, v in (("converged", conv_ms), ("divergent", div_ms))]
+            rows += [
+                {"kind": "floor", "allocator": "floor", "op": op, "mode": mode, "n": nn, "alloc_ms": v}
+                for mode, v in (("converged", conv_ms), ("divergent", div_ms))
+            ]
 
     ctx = Context("heap", str(tmp_path), True, {"name": "test"})
     ctx.run_program = lambda program, args=None: {"rows": rows}
@@ -111,8 +157,8 @@ def test_bench_driver_targets(tmp_path):
     result = heap.run(ctx)
     json.dumps(result, allow_nan=False)  # the result file stays strict JSON
     t = {x["name"]: x for x in ctx.targets}
-    assert t["heap malloc 1M x 16 B converged (ms)"]["met"] is True           # 0.04 <= 0.05
-    assert t["heap malloc 1M x 4096 B converged (ms)"]["met"] is False        # 0.1 > 0.08
+    assert t["heap malloc 1M x 16 B converged (ms)"]["met"] is True  # 0.04 <= 0.05
+    assert t["heap malloc 1M x 4096 B converged (ms)"]["met"] is False  # 0.1 > 0.08
     assert t["heap malloc 1M x mixed 16-4096 B converged (ms)"]["value"] == pytest.approx(0.2)
     div = t["heap divergent / converged malloc, 1M x 256 B"]
     assert div["value"] == pytest.approx(2.0)
@@ -131,8 +177,9 @@ def test_bench_driver_targets(tmp_path):
     assert result["verification"]["heap"]["nulls"] == 0  # floor rows add nothing to the checks
     points = result["cuda_malloc_points"]
     assert points["crashed_points"] == [{"point": "1M x 256 B, divergent", "error": rows[11]["error"]}]
-    assert points["skipped_points"] == [{"point": "1K x mixed 16-4096 B, divergent",
-                                         "reason": "time budget of 200 s spent"}]
+    assert points["skipped_points"] == [
+        {"point": "1K x mixed 16-4096 B, divergent", "reason": "time budget of 200 s spent"}
+    ]
     assert "CUDA malloc crashed at 1M x 256 B, divergent: heap_bench.cu:405" in result["table"]
     churn = t["heap bytes held / bytes live after churn, worst S"]
     assert churn["value"] == pytest.approx(1.3) and churn["where"].startswith("1M x 64 B")
@@ -181,8 +228,9 @@ def test_data_written_reads_back():
     sizes = np.array([16, 17, 100, 4096, 5000, 64 * 1024, 300_000, 3 * MiB], dtype=np.uint64)
     with Heap(initial_bytes=64 * MiB) as heap:
         ptrs = heap.malloc(np.tile(sizes, 4)).to_numpy()
-        data = [np.random.default_rng(i).integers(0, 256, int(s), dtype=np.uint8) for i, s in
-                enumerate(np.tile(sizes, 4))]
+        data = [
+            np.random.default_rng(i).integers(0, 256, int(s), dtype=np.uint8) for i, s in enumerate(np.tile(sizes, 4))
+        ]
         for p, d in zip(ptrs, data):
             _bytes_at(int(p), d.size, heap).copy_from_host(d)
         for p, d in zip(ptrs, data):  # every block still holds its own bytes: nothing overlapped
@@ -193,7 +241,7 @@ def test_data_written_reads_back():
 @pytest.mark.gpu
 def test_power_of_two_sizes_are_naturally_aligned():
     with Heap(initial_bytes=64 * MiB) as heap:
-        sizes = np.array([2 ** k for k in range(4, 17)] * 8, dtype=np.uint64)  # 16 B .. 64 KiB (the page size)
+        sizes = np.array([2**k for k in range(4, 17)] * 8, dtype=np.uint64)  # 16 B .. 64 KiB (the page size)
         ptrs = heap.malloc(sizes).to_numpy()
         assert (ptrs % sizes == 0).all(), "2^k-sized requests up to the page size are 2^k-aligned"
 
@@ -204,18 +252,18 @@ def test_bad_frees_are_counted_and_change_nothing():
         ptrs = heap.malloc([48] * 100 + [200_000] * 4).to_numpy()
         heap.free(ptrs[:50])
         assert heap.stats()["allocations"] == 54
-        heap.free(ptrs[:50])                       # double frees
-        heap.free([foreign.ptr])                   # not the heap's
-        heap.free(ptrs[50:52] + 16)                # interior pointers of live blocks
-        heap.free([int(ptrs[-1]) + 4096])          # interior pointer of a page run
+        heap.free(ptrs[:50])  # double frees
+        heap.free([foreign.ptr])  # not the heap's
+        heap.free(ptrs[50:52] + 16)  # interior pointers of live blocks
+        heap.free([int(ptrs[-1]) + 4096])  # interior pointer of a page run
         st = heap.stats()
         assert st["bad_frees"] == 50 + 1 + 2 + 1
         assert st["allocations"] == 54, "a bad free released nothing"
-        heap.free(ptrs[50:])                       # the live ones still free normally
+        heap.free(ptrs[50:])  # the live ones still free normally
         st = heap.stats()
         assert st["allocations"] == 0 and st["bad_frees"] == 54
         with pytest.raises(gpudyn.InvalidArgumentError, match=r"\b54 bad free"):
-            heap.check()                           # raised once; the stats keep counting
+            heap.check()  # raised once; the stats keep counting
         heap.check()
         assert heap.stats()["bad_frees"] == 54
         heap.free(ptrs[:1])
@@ -246,7 +294,7 @@ def test_exhaustion_raises_and_keeps_every_allocation():
         more = heap.malloc([64 * 1024]).to_numpy()  # the heap still works
         assert more[0] != 0
         with pytest.raises(gpudyn.OutOfMemoryError, match="found no memory since the last check"):
-            heap.check()                           # bulk calls' failures count too
+            heap.check()  # bulk calls' failures count too
         heap.check()
         assert heap.stats()["failed_allocations"] == after["failed_allocations"]
         heap.clear_status()
@@ -334,12 +382,17 @@ def test_bench_heap_quick_is_clean(tmp_path):
     (no null, read-back error, overlap, misalignment, bad free or leak) and every
     target is computed."""
     from gpudyn.bench._common import Context
+
     try:
         Context("heap", str(tmp_path), True, {}).find_program("gpudyn_bench_heap")
     except FileNotFoundError as exc:
         pytest.skip(str(exc))
-    r = subprocess.run([sys.executable, "-m", "gpudyn", "bench", "heap", "--quick", "--out-dir", str(tmp_path)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "gpudyn", "bench", "heap", "--quick", "--out-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     result = json.loads((tmp_path / "heap.json").read_text())
     assert not any(result["verification"]["heap"].values()), result["verification"]
@@ -349,7 +402,10 @@ def test_bench_heap_quick_is_clean(tmp_path):
     floors = {(x["op"], x["mode"], x["n"]): x["alloc_ms"] for x in rows if x["kind"] == "floor"}
     assert len(floors) == 4 * len({x["n"] for x in heap_rows}) and all(v > 0 for v in floors.values())
     names = [t["name"] for t in result["targets"]]
-    for name in ("heap speedup over CUDA malloc, worst point of the matrix",
-                 "heap bytes held / bytes live after churn, worst S", "heap usable fraction at exhaustion, worst S",
-                 "heap largest single allocation (GiB)"):
+    for name in (
+        "heap speedup over CUDA malloc, worst point of the matrix",
+        "heap bytes held / bytes live after churn, worst S",
+        "heap usable fraction at exhaustion, worst S",
+        "heap largest single allocation (GiB)",
+    ):
         assert name in names

@@ -17,12 +17,12 @@ device memory, what memory an address is) and fails the test on any other call
 (a copy, an allocation, a kernel).  GPU tests make the same refused calls on real
 structures and check after each one that the CUDA context is healthy and the
 structure unchanged."""
+
 import time
 
+import gpudyn
 import numpy as np
 import pytest
-
-import gpudyn
 from gpudyn import _args, _ffi, buffer, ggarray, heap, rw_heap, warp_heap
 from gpudyn._ffi import ffi
 from gpudyn.buffer import DeviceBuffer, as_device_array, check_count
@@ -42,8 +42,15 @@ class Cai:
     `typestr` lie at `ptr`; `extra` replaces or adds fields."""
 
     def __init__(self, ptr, shape, typestr="<u8", strides=None, readonly=False, **extra):
-        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr, "data": (ptr, readonly),
-                                         "version": 3, "strides": strides, "stream": None, **extra}
+        self.__cuda_array_interface__ = {
+            "shape": tuple(shape),
+            "typestr": typestr,
+            "data": (ptr, readonly),
+            "version": 3,
+            "strides": strides,
+            "stream": None,
+            **extra,
+        }
 
 
 # ---- host: a fake library --------------------------------------------------------
@@ -84,6 +91,7 @@ class FakeLib:
         def device_work(*args):
             self.work.append(name)
             raise AssertionError(f"{name} was called: a refused input reached the device")
+
         return device_work
 
 
@@ -122,8 +130,14 @@ ADDRESS_CALLS = {
     "WarpHeap.free_kept": lambda x: _open(gpudyn.WarpHeap).free_kept(x),
     "WarpHeap.tidy_up_kept": lambda x: _open(gpudyn.WarpHeap).tidy_up_kept(x),
 }
-NARROW = [np.array([1, 2], np.int32), np.array([1, 2], np.uint32), np.array([7], np.int16), np.array([3], np.uint8),
-          np.int32(5), np.uint32(5)]
+NARROW = [
+    np.array([1, 2], np.int32),
+    np.array([1, 2], np.uint32),
+    np.array([7], np.int16),
+    np.array([3], np.uint8),
+    np.int32(5),
+    np.uint32(5),
+]
 
 
 @pytest.mark.parametrize("call", ADDRESS_CALLS, ids=str)
@@ -143,16 +157,22 @@ def test_device_address_arrays_of_another_dtype_are_refused(fake, call, typestr)
 
 
 def test_one_address_rule_accepts_64_bit_integers_and_python_ints(fake):
-    for value in ([0, 1 << 63, (1 << 64) - 1], np.array([5, 1 << 40], np.int64), np.array([9], np.uint64),
-                  np.uint64(3), 12):
+    for value in (
+        [0, 1 << 63, (1 << 64) - 1],
+        np.array([5, 1 << 40], np.int64),
+        np.array([9], np.uint64),
+        np.uint64(3),
+        12,
+    ):
         got = _args.host_addresses("Heap.free", "pointers", value)
         assert got.dtype == np.uint64 and got.tolist() == np.atleast_1d(np.asarray(value, dtype=object)).tolist()
     with pytest.raises(gpudyn.InvalidArgumentError, match="'pointers' holds -1"):
         _args.host_addresses("Heap.free", "pointers", np.array([-1, 16], np.int64))
     # a device array of uint64 or int64 in device 0's memory passes every check (nothing copied, nothing waited on)
     for typestr in ("<u8", "<i8"):
-        ptr, n, dt = buffer.as_address_array(Cai(DEV0 + 64, (16,), typestr), None, "Heap.free", "pointers",
-                                              device=0)[:3]
+        ptr, n, dt = buffer.as_address_array(Cai(DEV0 + 64, (16,), typestr), None, "Heap.free", "pointers", device=0)[
+            :3
+        ]
         assert (ptr, n, dt) == (DEV0 + 64, 16, np.dtype(typestr))
 
 
@@ -190,9 +210,16 @@ def _refused_at_once(call, exc=gpudyn.OutOfMemoryError, match=None):
 
 
 @pytest.mark.parametrize("name", BULK_CALLS, ids=str)
-@pytest.mark.parametrize("make", [lambda: _huge(), lambda: np.broadcast_to(np.uint64(16), (1 << 20, 1 << 20)),
-                                  lambda: range(1 << 70), lambda: range(0, 1 << 45, 2)],
-                         ids=["as_strided-2^40", "broadcast_to-2^20x2^20", "range-2^70", "range-2^44"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: _huge(),
+        lambda: np.broadcast_to(np.uint64(16), (1 << 20, 1 << 20)),
+        lambda: range(1 << 70),
+        lambda: range(0, 1 << 45, 2),
+    ],
+    ids=["as_strided-2^40", "broadcast_to-2^20x2^20", "range-2^70", "range-2^44"],
+)
 def test_huge_inputs_are_refused_in_constant_time(fake, name, make):
     # Heap.malloc spun for minutes on the 2^40-entry view (min/max over every entry, then an 8 TiB copy).
     e = _refused_at_once(lambda: BULK_CALLS[name](make()), match=rf"{name} argument '\w+' has \d+ entries")
@@ -220,8 +247,11 @@ def test_device_buffer_copies_refuse_huge_inputs_at_once(fake):
     _refused_at_once(lambda: DeviceBuffer.from_numpy(_huge()), match="'array' has 1099511627776 entries")
     buf = DeviceBuffer.__new__(DeviceBuffer)  # a stand-in of 2 uint64: the count is checked before any value
     buf.dtype, buf.shape, buf._owner, buf.nbytes = np.dtype(np.uint32), (2,), None, 8
-    _refused_at_once(lambda: buf.copy_from_host(_huge()), gpudyn.InvalidArgumentError,
-                     match="has 1099511627776 elements, the buffer 2")
+    _refused_at_once(
+        lambda: buf.copy_from_host(_huge()),
+        gpudyn.InvalidArgumentError,
+        match="has 1099511627776 elements, the buffer 2",
+    )
 
 
 def test_a_device_buffer_beyond_the_devices_memory_is_refused_before_allocating(fake):
@@ -296,11 +326,22 @@ def test_array_values_and_masks_outside_the_devices_memory_are_refused(fake, cas
 
 def test_device_memory_of_the_structures_device_passes_every_check(fake):
     # (nothing copied, nothing waited on: the fake fails the test on any device work)
-    for cai in (Cai(DEV0, (4,)), Cai(DEV0 + MiB - 32, (4,)), Cai(DEV0, (1, 4), strides=(999, 8)),
-                Cai(DEV0, (4,), readonly=True), Cai(DEV0, (0,)), Cai(0, (0,)), Cai(None, (0,))):
+    for cai in (
+        Cai(DEV0, (4,)),
+        Cai(DEV0 + MiB - 32, (4,)),
+        Cai(DEV0, (1, 4), strides=(999, 8)),
+        Cai(DEV0, (4,), readonly=True),
+        Cai(DEV0, (0,)),
+        Cai(0, (0,)),
+        Cai(None, (0,)),
+    ):
         ptr, n, dt, keep = as_device_array(cai, dtype=np.uint64, where="Heap.malloc", name="sizes", device=0)
-        assert (ptr, n, dt, keep) == (cai.__cuda_array_interface__["data"][0] or 0, math_prod(cai), np.dtype("<u8"),
-                                      cai)
+        assert (ptr, n, dt, keep) == (
+            cai.__cuda_array_interface__["data"][0] or 0,
+            math_prod(cai),
+            np.dtype("<u8"),
+            cai,
+        )
     with pytest.raises(gpudyn.InvalidArgumentError, match=r"entries at address 0 \(NULL\)"):
         as_device_array(Cai(None, (4,)), where="Heap.malloc", name="sizes", device=0)
 
@@ -353,11 +394,16 @@ class DLPackOnly:
         return self.device
 
 
-@pytest.mark.parametrize("device,match", [((1, 0), r"host memory \(kDLCPU\)"),
-                                          ((3, 0), r"pinned host memory \(kDLCUDAHost\)"),
-                                          ((13, 0), r"CUDA managed memory \(kDLCUDAManaged\)"),
-                                          ((10, 0), "DLPack device type 10"),
-                                          ((2, 1), "is memory of device 1, but this structure lives on device 0")])
+@pytest.mark.parametrize(
+    "device,match",
+    [
+        ((1, 0), r"host memory \(kDLCPU\)"),
+        ((3, 0), r"pinned host memory \(kDLCUDAHost\)"),
+        ((13, 0), r"CUDA managed memory \(kDLCUDAManaged\)"),
+        ((10, 0), "DLPack device type 10"),
+        ((2, 1), "is memory of device 1, but this structure lives on device 0"),
+    ],
+)
 def test_dlpack_producers_outside_the_devices_memory_are_refused_before_import(fake, device, match):
     with pytest.raises(gpudyn.InvalidArgumentError, match=match):
         _open(gpudyn.Heap).malloc(DLPackOnly(device))
@@ -378,24 +424,29 @@ def _real_hostile_inputs(dtype, cp=None, keep=None):
     host = np.zeros(64, dt)
     keep = keep if keep is not None else []
     keep.append(host)
-    cases = [("0x1000", Cai(0x1000, (4,), dt.str), "not device memory"),
-             ("host array", Cai(host.ctypes.data, host.shape, dt.str), "not device memory"),
-             ("null with entries", Cai(0, (4,), dt.str), "NULL"),
-             ("zero strides", Cai(0x1000, (1 << 20,), dt.str, strides=(0,)), "C-contiguous")]
+    cases = [
+        ("0x1000", Cai(0x1000, (4,), dt.str), "not device memory"),
+        ("host array", Cai(host.ctypes.data, host.shape, dt.str), "not device memory"),
+        ("null with entries", Cai(0, (4,), dt.str), "NULL"),
+        ("zero strides", Cai(0x1000, (1 << 20,), dt.str, strides=(0,)), "C-contiguous"),
+    ]
     if cp is not None:
         pinned = cp.cuda.alloc_pinned_memory(64 * dt.itemsize)
         managed = cp.cuda.malloc_managed(64 * dt.itemsize)
         view = cp.lib.stride_tricks.as_strided(cp.zeros(1, dt), shape=(1 << 20,), strides=(0,))
         keep += [pinned, managed, view]
-        cases += [("pinned", Cai(pinned.ptr, (64,), dt.str), "not device memory"),
-                  ("managed", Cai(managed.ptr, (64,), dt.str), "not device memory"),
-                  ("cupy broadcast view", view, "C-contiguous")]
+        cases += [
+            ("pinned", Cai(pinned.ptr, (64,), dt.str), "not device memory"),
+            ("managed", Cai(managed.ptr, (64,), dt.str), "not device memory"),
+            ("cupy broadcast view", view, "C-contiguous"),
+        ]
     return cases
 
 
 def _cupy():
     try:
         import cupy
+
         return cupy
     except ImportError:
         return None
@@ -408,12 +459,18 @@ def test_heap_refusals_leave_the_heap_and_the_context_healthy():
         ptrs = h.malloc([64] * 8).to_numpy()
         before = h.stats()
         total = gpudyn.device_info(h.device)["total_memory"]
-        refusals = [("int32 addresses", lambda: h.free(np.array([1, 2], np.int32)), TypeError, "64-bit"),
-                    ("uint32 pointers", lambda: h.free(ptrs.astype(np.uint32)), TypeError, "64-bit"),
-                    ("2^40 broadcast sizes", lambda: h.malloc(_huge()), gpudyn.OutOfMemoryError, "entries"),
-                    ("one entry past the device", lambda: h.malloc(broadcast(total // 8 + 1)),
-                     gpudyn.OutOfMemoryError, f"more than the {total} bytes"),
-                    ("2^40 broadcast pointers", lambda: h.free(_huge()), gpudyn.OutOfMemoryError, "entries")]
+        refusals = [
+            ("int32 addresses", lambda: h.free(np.array([1, 2], np.int32)), TypeError, "64-bit"),
+            ("uint32 pointers", lambda: h.free(ptrs.astype(np.uint32)), TypeError, "64-bit"),
+            ("2^40 broadcast sizes", lambda: h.malloc(_huge()), gpudyn.OutOfMemoryError, "entries"),
+            (
+                "one entry past the device",
+                lambda: h.malloc(broadcast(total // 8 + 1)),
+                gpudyn.OutOfMemoryError,
+                f"more than the {total} bytes",
+            ),
+            ("2^40 broadcast pointers", lambda: h.free(_huge()), gpudyn.OutOfMemoryError, "entries"),
+        ]
         for name, obj, match in _real_hostile_inputs(np.uint64, _cupy(), keep):
             refusals.append((f"sizes: {name}", lambda o=obj: h.malloc(o), gpudyn.InvalidArgumentError, match))
             refusals.append((f"pointers: {name}", lambda o=obj: h.free(o), gpudyn.InvalidArgumentError, match))
@@ -436,11 +493,17 @@ def test_page_heap_refusals_leave_the_heap_and_the_context_healthy():
         pages = p.get_pages(16).to_numpy()
         ptrs = p.malloc([256] * 8).to_numpy()
         free, info = p.free_page_count, p.stats()
-        refusals = [("int32 addresses", lambda: p.free(ptrs.astype(np.int32)), TypeError, "64-bit"),
-                    ("2^40 broadcast sizes", lambda: p.malloc(_huge()), gpudyn.OutOfMemoryError, "entries"),
-                    ("2^40 broadcast pages", lambda: p.free_pages(broadcast(BROADCAST, np.uint32, 1)),
-                     gpudyn.OutOfMemoryError, "entries"),
-                    ("2^40 broadcast pointers", lambda: p.free(_huge()), gpudyn.OutOfMemoryError, "entries")]
+        refusals = [
+            ("int32 addresses", lambda: p.free(ptrs.astype(np.int32)), TypeError, "64-bit"),
+            ("2^40 broadcast sizes", lambda: p.malloc(_huge()), gpudyn.OutOfMemoryError, "entries"),
+            (
+                "2^40 broadcast pages",
+                lambda: p.free_pages(broadcast(BROADCAST, np.uint32, 1)),
+                gpudyn.OutOfMemoryError,
+                "entries",
+            ),
+            ("2^40 broadcast pointers", lambda: p.free(_huge()), gpudyn.OutOfMemoryError, "entries"),
+        ]
         for name, obj, match in _real_hostile_inputs(np.uint64, _cupy(), keep):
             refusals.append((f"sizes: {name}", lambda o=obj: p.malloc(o), gpudyn.InvalidArgumentError, match))
             refusals.append((f"pointers: {name}", lambda o=obj: p.free(o), gpudyn.InvalidArgumentError, match))
@@ -461,14 +524,15 @@ def test_warp_heap_refusals_leave_the_heap_and_the_context_healthy():
     with gpudyn.WarpHeap(arena_bytes=16 << 20) as w:
         first = w.malloc([48] * 64).to_numpy()
         before, batches = w.stats(), w.batch_count
-        refusals = [("int32 headers", lambda: w.free_kept(np.array([16, 32], np.int32)), TypeError, "64-bit"),
-                    ("uint32 headers", lambda: w.tidy_up_kept(np.array([16], np.uint32)), TypeError, "64-bit"),
-                    ("2^40 broadcast sizes", lambda: w.malloc(_huge()), gpudyn.OutOfMemoryError, "entries"),
-                    ("2^40 broadcast headers", lambda: w.free_kept(_huge()), gpudyn.OutOfMemoryError, "entries")]
+        refusals = [
+            ("int32 headers", lambda: w.free_kept(np.array([16, 32], np.int32)), TypeError, "64-bit"),
+            ("uint32 headers", lambda: w.tidy_up_kept(np.array([16], np.uint32)), TypeError, "64-bit"),
+            ("2^40 broadcast sizes", lambda: w.malloc(_huge()), gpudyn.OutOfMemoryError, "entries"),
+            ("2^40 broadcast headers", lambda: w.free_kept(_huge()), gpudyn.OutOfMemoryError, "entries"),
+        ]
         for name, obj, match in _real_hostile_inputs(np.uint64, _cupy(), keep):
             refusals.append((f"sizes: {name}", lambda o=obj: w.malloc(o), gpudyn.InvalidArgumentError, match))
-            refusals.append((f"headers: {name}", lambda o=obj: w.tidy_up_kept(o), gpudyn.InvalidArgumentError,
-                             match))
+            refusals.append((f"headers: {name}", lambda o=obj: w.tidy_up_kept(o), gpudyn.InvalidArgumentError, match))
         for name, call, exc, match in refusals:
             _refused_at_once(call, exc, match)
             _context_is_healthy()
@@ -483,24 +547,24 @@ def test_warp_heap_refusals_leave_the_heap_and_the_context_healthy():
 @pytest.mark.parametrize("kind", ["static", "vmm", "ggarray"])
 def test_array_refusals_leave_the_array_and_the_context_healthy(kind):
     keep = []
-    make = {"static": lambda: gpudyn.StaticArray(4096, np.int32),
-            "vmm": lambda: gpudyn.VmmArray(np.int32, initial_capacity=4096, max_capacity=1 << 20),
-            "ggarray": lambda: gpudyn.GGArray(np.int32, num_lfvectors=8)}[kind]
+    make = {
+        "static": lambda: gpudyn.StaticArray(4096, np.int32),
+        "vmm": lambda: gpudyn.VmmArray(np.int32, initial_capacity=4096, max_capacity=1 << 20),
+        "ggarray": lambda: gpudyn.GGArray(np.int32, num_lfvectors=8),
+    }[kind]
     with make() as a:
         x = np.arange(1000, dtype=np.int32)
         a.extend(x)
         good = DeviceBuffer.from_numpy(np.arange(8, dtype=np.int32))
         keep.append(good)
-        refusals = [("2^40 broadcast values", lambda: a.extend(_huge(np.int32)), gpudyn.OutOfMemoryError,
-                     "entries")]
+        refusals = [("2^40 broadcast values", lambda: a.extend(_huge(np.int32)), gpudyn.OutOfMemoryError, "entries")]
         for name, obj, match in _real_hostile_inputs(np.int32, _cupy(), keep):
             refusals.append((f"values: {name}", lambda o=obj: a.extend(o), gpudyn.InvalidArgumentError, match))
         for name, obj, match in _real_hostile_inputs(np.uint8, _cupy(), keep):
             if obj.__cuda_array_interface__["shape"] != (8,):  # a mask of another length is refused for that
                 cai = obj.__cuda_array_interface__
                 obj = Cai(cai["data"][0], (8,), "|u1", strides=None if cai.get("strides") is None else (0,))
-            refusals.append((f"mask: {name}", lambda o=obj: a.extend(good, mask=o), gpudyn.InvalidArgumentError,
-                             match))
+            refusals.append((f"mask: {name}", lambda o=obj: a.extend(good, mask=o), gpudyn.InvalidArgumentError, match))
         for name, call, exc, match in refusals:
             _refused_at_once(call, exc, match)
             _context_is_healthy()
@@ -516,9 +580,12 @@ def test_device_memory_of_every_kind_the_package_makes_is_accepted():
     # VMM-mapped (VmmArray, Heap: cuMemCreate/cuMemMap), cudaMalloc (StaticArray), the
     # stream-ordered pool (DeviceBuffer), and a CuPy array when CuPy is there.
     x = np.arange(1000, dtype=np.int32)
-    with gpudyn.VmmArray(np.int32, initial_capacity=4096, max_capacity=1 << 20) as v, \
-            gpudyn.StaticArray(4096, np.int32) as s, gpudyn.GGArray(np.int32, num_lfvectors=8) as g, \
-            gpudyn.Heap(initial_bytes=16 << 20) as h:
+    with (
+        gpudyn.VmmArray(np.int32, initial_capacity=4096, max_capacity=1 << 20) as v,
+        gpudyn.StaticArray(4096, np.int32) as s,
+        gpudyn.GGArray(np.int32, num_lfvectors=8) as g,
+        gpudyn.Heap(initial_bytes=16 << 20) as h,
+    ):
         v.extend(x)
         s.extend(x + 1000)
         g.extend(v)

@@ -2,6 +2,7 @@
 interpreter, the structure modules import in every order, ``import gpudyn``
 imports no Numba, and no core module imports gpudyn.numba (each structure
 declares what it offers kernels; gpudyn.numba reads the declarations)."""
+
 import ast
 import importlib.util
 import itertools
@@ -9,14 +10,23 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 import gpudyn
+import pytest
 
 PACKAGE_DIR = os.path.dirname(gpudyn.__file__)
 STRUCTURE_MODULES = ["gpudyn.ggarray", "gpudyn.heap", "gpudyn.rw_heap", "gpudyn.warp_heap"]
-CORE_MODULES = ["gpudyn", "gpudyn._view", "gpudyn._handle", "gpudyn._deprecated", "gpudyn._typing", "gpudyn.buffer",
-                "gpudyn.errors", "gpudyn.info", "gpudyn.nvrtc", "gpudyn.cli"] + STRUCTURE_MODULES
+CORE_MODULES = [
+    "gpudyn",
+    "gpudyn._view",
+    "gpudyn._handle",
+    "gpudyn._deprecated",
+    "gpudyn._typing",
+    "gpudyn.buffer",
+    "gpudyn.errors",
+    "gpudyn.info",
+    "gpudyn.nvrtc",
+    "gpudyn.cli",
+] + STRUCTURE_MODULES
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None and importlib.util.find_spec("numba.cuda") is not None
 NUMBA_MODULES = ["gpudyn.numba", "gpudyn.numba._refs", "gpudyn.numba._device", "gpudyn.numba._link"]
 
@@ -34,8 +44,12 @@ print("numba" if numba else "no numba")
 
 def _run_all(orders):
     """Each order of imports in its own fresh interpreter (all at once): {order: stdout}."""
-    procs = {order: subprocess.Popen([sys.executable, "-c", CHILD, *order], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True) for order in orders}
+    procs = {
+        order: subprocess.Popen(
+            [sys.executable, "-c", CHILD, *order], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for order in orders
+    }
     out = {}
     for order, p in procs.items():
         stdout, stderr = p.communicate(timeout=300)
@@ -60,8 +74,11 @@ def test_every_module_imports_first_and_core_modules_import_no_numba():
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba-cuda is not installed")
 def test_gpudyn_numba_before_and_after_the_structures():
-    orders = [("gpudyn.numba", "gpudyn.ggarray"), ("gpudyn.warp_heap", "gpudyn.numba", "gpudyn.rw_heap"),
-              ("gpudyn.numba._refs", "gpudyn")]
+    orders = [
+        ("gpudyn.numba", "gpudyn.ggarray"),
+        ("gpudyn.warp_heap", "gpudyn.numba", "gpudyn.rw_heap"),
+        ("gpudyn.numba._refs", "gpudyn"),
+    ]
     assert all(v == "numba" for v in _run_all(orders).values())
 
 
@@ -86,7 +103,12 @@ def test_no_core_module_imports_numba():
                     names = [("." * node.level) + (node.module or "")]
                     names += [names[0] + "." + a.name if node.level and not node.module else "" for a in node.names]
                 for n in names:
-                    if n == "numba" or n.startswith("numba.") or n in (".numba", "gpudyn.numba", "..numba") \
-                            or n.startswith((".numba.", "gpudyn.numba.")) or n.endswith(".numba"):
+                    if (
+                        n == "numba"
+                        or n.startswith("numba.")
+                        or n in (".numba", "gpudyn.numba", "..numba")
+                        or n.startswith((".numba.", "gpudyn.numba."))
+                        or n.endswith(".numba")
+                    ):
                         offenders.append(f"{os.path.join(rel, f)}:{node.lineno}: {n}")
     assert not offenders, offenders

@@ -2,39 +2,44 @@
 `gpudyn info`), on the host.  The library decides the same way when a structure is
 created on a device it has no code for (NOT_SUPPORTED; tests/c/test_core_archs_host.cu);
 that failure itself needs such a GPU."""
+
 import subprocess
 import sys
 
-import pytest
-
 import gpudyn
+import pytest
 from gpudyn import info
 
 DEFAULT = ["75", "80", "86", "89", "90"]  # meson.options' gpu_archs
 
 
-@pytest.mark.parametrize("cc,sass,ptx,fit", [
-    ((9, 0), DEFAULT, "90", "sass"),
-    ((7, 5), DEFAULT, "90", "sass"),
-    ((8, 7), DEFAULT, "90", "sass"),     # Orin runs sm_86's code
-    ((10, 0), DEFAULT, "90", "ptx"),     # B200: JIT from PTX 9.0
-    ((12, 0), DEFAULT, "90", "ptx"),
-    ((10, 0), DEFAULT, "", "none"),
-    ((7, 0), DEFAULT, "90", "none"),     # older than every architecture
-    ((9, 0), ["80"], "", "none"),        # another major's SASS never runs
-    ((8, 0), ["86"], "", "none"),        # nor a later minor's
-    ((9, 0), ["80"], "80", "ptx"),
-    ((9, 0), ["90a"], "", "sass"),       # arch-specific: that compute capability only
-    ((10, 3), ["100a"], "", "none"),
-    ((9, 0), [], "", "none"),
-])
+@pytest.mark.parametrize(
+    "cc,sass,ptx,fit",
+    [
+        ((9, 0), DEFAULT, "90", "sass"),
+        ((7, 5), DEFAULT, "90", "sass"),
+        ((8, 7), DEFAULT, "90", "sass"),  # Orin runs sm_86's code
+        ((10, 0), DEFAULT, "90", "ptx"),  # B200: JIT from PTX 9.0
+        ((12, 0), DEFAULT, "90", "ptx"),
+        ((10, 0), DEFAULT, "", "none"),
+        ((7, 0), DEFAULT, "90", "none"),  # older than every architecture
+        ((9, 0), ["80"], "", "none"),  # another major's SASS never runs
+        ((8, 0), ["86"], "", "none"),  # nor a later minor's
+        ((9, 0), ["80"], "80", "ptx"),
+        ((9, 0), ["90a"], "", "sass"),  # arch-specific: that compute capability only
+        ((10, 3), ["100a"], "", "none"),
+        ((9, 0), [], "", "none"),
+    ],
+)
 def test_arch_fit(cc, sass, ptx, fit):
     assert info.arch_fit(cc, sass, ptx) == fit
 
 
 def test_built_for_and_runs_on_lines():
-    assert info.built_for(DEFAULT, "90") == ("built for compute capability 7.5, 8.0, 8.6, 8.9, 9.0 (SASS) and "
-                                             "newer GPUs through PTX 9.0 (JIT-compiled by the driver)")
+    assert info.built_for(DEFAULT, "90") == (
+        "built for compute capability 7.5, 8.0, 8.6, 8.9, 9.0 (SASS) and "
+        "newer GPUs through PTX 9.0 (JIT-compiled by the driver)"
+    )
     assert info.built_for(["90"], "") == "built for compute capability 9.0 (SASS) only (no PTX)"
     assert info.runs_on((9, 0), DEFAULT, "90") == "gpudyn: runs (SASS)"
     assert "PTX" in info.runs_on((10, 0), DEFAULT, "90")

@@ -4,6 +4,7 @@ every device function compiled to PTX and to LTO-IR
 (numba.cuda.compile, for sm_90 or the first built architecture) and linked with
 the installed shims, checking that every foreign call resolves with the
 prototype the shim has.  The GPU behaviour is in test_numba_gpu.py."""
+
 import ctypes
 import os
 import re
@@ -14,19 +15,37 @@ import pytest
 numba_cuda = pytest.importorskip("numba.cuda", reason="numba-cuda is not installed (pip install 'gpudyn-cu13[numba]')")
 
 import gpudyn  # noqa: E402
-from gpudyn import _ffi  # noqa: E402
 import gpudyn.numba as gdn  # noqa: E402
-from gpudyn import _view  # noqa: E402
+from gpudyn import (
+    _ffi,  # noqa: E402
+    _view,  # noqa: E402
+)
 from gpudyn.numba import _link  # noqa: E402
 from numba import cuda  # noqa: E402
 from numba.cuda import types  # noqa: E402
 from numba.cuda.typing.typeof import typeof  # noqa: E402
 
-STRUCTURES = {c.__name__: c for c in (gpudyn.GGArray, gpudyn.StaticArray, gpudyn.VmmArray, gpudyn.Heap,
-                                      gpudyn.RWHeap, gpudyn.WarpHeap)}
+STRUCTURES = {
+    c.__name__: c
+    for c in (gpudyn.GGArray, gpudyn.StaticArray, gpudyn.VmmArray, gpudyn.Heap, gpudyn.RWHeap, gpudyn.WarpHeap)
+}
 KINDS = {name: cls._kernel_view for name, cls in STRUCTURES.items()}
-ARRAY_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16,
-                np.float32, np.float64, np.complex64, np.complex128, np.bool_]
+ARRAY_DTYPES = [
+    np.int8,
+    np.uint8,
+    np.int16,
+    np.uint16,
+    np.int32,
+    np.uint32,
+    np.int64,
+    np.uint64,
+    np.float16,
+    np.float32,
+    np.float64,
+    np.complex64,
+    np.complex128,
+    np.bool_,
+]
 
 
 def ref_type(name, dtype=None):
@@ -49,7 +68,9 @@ def test_kernels_compile_on_a_numpy_without_row_stack():
     import subprocess
     import sys
     import textwrap
-    script = textwrap.dedent("""
+
+    script = textwrap.dedent(
+        """
         import numpy as np
         if hasattr(np, "row_stack"):
             del np.row_stack                       # NumPy 2.5 as far as numba-cuda can tell
@@ -60,7 +81,9 @@ def test_kernels_compile_on_a_numpy_without_row_stack():
             a[0] = 1
         cuda.compile(k, (types.int32[::1],), device=False, output="ptx", cc=(%d, %d), abi="numba")
         print("compiled", np.row_stack is np.vstack)
-    """ % compile_arch()[1])
+    """
+        % compile_arch()[1]
+    )
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == "compiled True", r.stdout + r.stderr
 
@@ -103,10 +126,12 @@ def test_link_mode_from_environment(monkeypatch):
 def test_link_mode_follows_the_nvjitlink_numba_cuda_uses(monkeypatch):
     monkeypatch.delenv("GPUDYN_NUMBA_LINK", raising=False)
     major, minor = _link._major_minor(gdn.build_info()["cuda_version"])
-    for have, want in ((None, "ptx"),                     # the driver's linker: PTX
-                       ((major, minor), "ltoir"),         # same CUDA major, as new: LTO-IR
-                       ((major, minor + 5), "ltoir"),
-                       ((major + 1, 0), "ptx")):          # a later major reads our PTX, not our LTO-IR
+    for have, want in (
+        (None, "ptx"),  # the driver's linker: PTX
+        ((major, minor), "ltoir"),  # same CUDA major, as new: LTO-IR
+        ((major, minor + 5), "ltoir"),
+        ((major + 1, 0), "ptx"),
+    ):  # a later major reads our PTX, not our LTO-IR
         monkeypatch.setattr(_link, "nvjitlink_version", lambda have=have: have)
         assert _link.pick_mode() == want, have
     for older in ((major - 1, 9),) + (((major, minor - 1),) if minor > 0 else ()):
@@ -120,6 +145,7 @@ def test_view_arg_mirrors_the_c_view(name):
     kind = KINDS[name]
     dtype = np.float32 if kind.elements else None
     cls = _view.arg_class(kind, dtype)
+
     # Every scalar of the C struct, nested structs (the GGArray's heap view) flattened in order.
     def leaves(ctype, prefix="", base=0):
         for f, field in ctype.fields:
@@ -127,6 +153,7 @@ def test_view_arg_mirrors_the_c_view(name):
                 yield from leaves(field.type, prefix + f + "_", base + field.offset)
             else:
                 yield prefix + f, base + field.offset
+
     c_leaves = list(leaves(_ffi.ffi.typeof(kind.view_type)))
     assert list(cls._fields) == [f for f, _ in c_leaves]
     arg = fake_arg(name, dtype)
@@ -217,6 +244,7 @@ def test_compile_ahead_of_time_with_the_public_ref_type():
     """The documented way to compile a kernel without a GPU: gdn.ref_type in the
     signature, abi="numba" (numba.cuda.compile's default C ABI is for device
     functions only)."""
+
     def fill(out, n):
         t = cuda.grid(1)
         if t < n:
@@ -233,7 +261,7 @@ def test_compile_ahead_of_time_with_the_public_ref_type():
 def every_function(heap, pages, wh, gg, st, vm, out):
     t = cuda.grid(1)
     p = gdn.malloc(heap, 64 + t)
-    if p != 0:                                  # divergent: a failed malloc skips
+    if p != 0:  # divergent: a failed malloc skips
         a = gdn.array(p, 16, np.int32)
         a[0] = t
         out[t] = a[0]
@@ -266,24 +294,44 @@ def every_function(heap, pages, wh, gg, st, vm, out):
 
 
 EXPECTED_SHIMS = {
-    "gpudyn_numba_heap_malloc", "gpudyn_numba_heap_free",
-    "gpudyn_numba_rw_heap_get_page", "gpudyn_numba_rw_heap_free_page", "gpudyn_numba_rw_heap_page_address",
-    "gpudyn_numba_rw_heap_malloc", "gpudyn_numba_rw_heap_free",
-    "gpudyn_numba_warp_heap_start", "gpudyn_numba_warp_heap_alloc", "gpudyn_numba_warp_heap_tidy_up",
+    "gpudyn_numba_heap_malloc",
+    "gpudyn_numba_heap_free",
+    "gpudyn_numba_rw_heap_get_page",
+    "gpudyn_numba_rw_heap_free_page",
+    "gpudyn_numba_rw_heap_page_address",
+    "gpudyn_numba_rw_heap_malloc",
+    "gpudyn_numba_rw_heap_free",
+    "gpudyn_numba_warp_heap_start",
+    "gpudyn_numba_warp_heap_alloc",
+    "gpudyn_numba_warp_heap_tidy_up",
     "gpudyn_numba_warp_heap_end",
-    "gpudyn_numba_ggarray_push_back_u32", "gpudyn_numba_static_array_push_back_u64",
-    "gpudyn_numba_vmm_array_push_back_u128", "gpudyn_numba_ggarray_extend_u32",
-    "gpudyn_numba_ggarray_size", "gpudyn_numba_static_array_size", "gpudyn_numba_vmm_array_size",
-    "gpudyn_numba_ggarray_ranged_size", "gpudyn_numba_ggarray_at_u32", "gpudyn_numba_static_array_at_u64",
-    "gpudyn_numba_vmm_array_at_u128", "gpudyn_numba_ggarray_span_u32", "gpudyn_numba_static_array_span_u64",
+    "gpudyn_numba_ggarray_push_back_u32",
+    "gpudyn_numba_static_array_push_back_u64",
+    "gpudyn_numba_vmm_array_push_back_u128",
+    "gpudyn_numba_ggarray_extend_u32",
+    "gpudyn_numba_ggarray_size",
+    "gpudyn_numba_static_array_size",
+    "gpudyn_numba_vmm_array_size",
+    "gpudyn_numba_ggarray_ranged_size",
+    "gpudyn_numba_ggarray_at_u32",
+    "gpudyn_numba_static_array_at_u64",
+    "gpudyn_numba_vmm_array_at_u128",
+    "gpudyn_numba_ggarray_span_u32",
+    "gpudyn_numba_static_array_span_u64",
     "gpudyn_numba_vmm_array_span_u128",
 }
 
 
 def _signature():
-    return (ref_type("Heap"), ref_type("RWHeap"), ref_type("WarpHeap"),
-            ref_type("GGArray", np.int32), ref_type("StaticArray", np.float64),
-            ref_type("VmmArray", np.complex128), types.uint64[::1])
+    return (
+        ref_type("Heap"),
+        ref_type("RWHeap"),
+        ref_type("WarpHeap"),
+        ref_type("GGArray", np.int32),
+        ref_type("StaticArray", np.float64),
+        ref_type("VmmArray", np.complex128),
+        types.uint64[::1],
+    )
 
 
 _FUNC_RE = re.compile(r"\.(extern|visible)\s+\.func\s*(?:\(\s*\.param\s+(\.\w+)\s+\w+\s*\))?\s*(\w+)\s*\(([^)]*)\)")
@@ -316,14 +364,13 @@ def _check_calls(ptx: str, expected: set):
 
 
 def test_kernel_calls_resolve_to_the_shims_ptx():
-    ptx, _ = cuda.compile(every_function, _signature(), device=False, output="ptx", cc=compile_arch()[1],
-                          abi="numba")
+    ptx, _ = cuda.compile(every_function, _signature(), device=False, output="ptx", cc=compile_arch()[1], abi="numba")
     _check_calls(ptx, EXPECTED_SHIMS)
 
 
 def push_every_way(gg, st, vm, out):
     t = cuda.grid(1)
-    if t % 2 == 1:                   # odd lanes only
+    if t % 2 == 1:  # odd lanes only
         out[0] = gdn.push_back(gg, t) and gdn.push_back(st, 1.5) and gdn.push_back(vm, True)
     vals = cuda.local.array(3, out.dtype)
     vals[0] = 1
@@ -337,8 +384,11 @@ def test_push_back_compiles_for_every_dtype(dtype):
     sig = tuple(ref_type(name, dtype) for name in ("GGArray", "StaticArray", "VmmArray"))
     sig += (types.Array(typeof(np.zeros(1, dtype)).dtype, 1, "C"),)
     ptx, _ = cuda.compile(push_every_way, sig, device=False, output="ptx", cc=compile_arch()[1], abi="numba")
-    _check_calls(ptx, {f"gpudyn_numba_{k}_push_back_u{bits}" for k in ("ggarray", "static_array", "vmm_array")}
-                 | {f"gpudyn_numba_static_array_extend_u{bits}", "gpudyn_numba_vmm_array_size"})
+    _check_calls(
+        ptx,
+        {f"gpudyn_numba_{k}_push_back_u{bits}" for k in ("ggarray", "static_array", "vmm_array")}
+        | {f"gpudyn_numba_static_array_extend_u{bits}", "gpudyn_numba_vmm_array_size"},
+    )
 
 
 def read_every_way(gg, st, vm, out, n):
@@ -348,7 +398,7 @@ def read_every_way(gg, st, vm, out, n):
     s = gdn.span(vm, t, n)
     if s.size > 0:
         out[t + 2 * n] = s[0]
-        s[0] = out[t]                  # a span's elements are the array's own
+        s[0] = out[t]  # a span's elements are the array's own
 
 
 @pytest.mark.parametrize("dtype", ARRAY_DTYPES, ids=lambda d: np.dtype(d).name)
@@ -357,13 +407,20 @@ def test_reads_compile_for_every_dtype(dtype):
     sig = tuple(ref_type(name, dtype) for name in ("GGArray", "StaticArray", "VmmArray"))
     sig += (types.Array(typeof(np.zeros(1, dtype)).dtype, 1, "C"), types.int64)
     ptx, _ = cuda.compile(read_every_way, sig, device=False, output="ptx", cc=compile_arch()[1], abi="numba")
-    _check_calls(ptx, {f"gpudyn_numba_ggarray_at_u{bits}", f"gpudyn_numba_static_array_at_u{bits}",
-                       f"gpudyn_numba_vmm_array_span_u{bits}"})
+    _check_calls(
+        ptx,
+        {
+            f"gpudyn_numba_ggarray_at_u{bits}",
+            f"gpudyn_numba_static_array_at_u{bits}",
+            f"gpudyn_numba_vmm_array_span_u{bits}",
+        },
+    )
 
 
 def _linker(mode: str):
     """cuda.core's Linker, or a skip naming why it cannot run here."""
     from cuda.core import Linker, LinkerOptions, ObjectCode
+
     have = _link.nvjitlink_version()
     built = _link._major_minor(gdn.build_info()["cuda_version"])
     if have is None:
@@ -372,8 +429,10 @@ def _linker(mode: str):
         except Exception:
             no_driver = True
         if mode == "ltoir" or no_driver:
-            pytest.skip(f"linking {mode} here needs nvJitLink (pip install 'nvidia-nvjitlink=={built[0]}.*')"
-                        + ("" if mode == "ltoir" else " or a CUDA driver"))
+            pytest.skip(
+                f"linking {mode} here needs nvJitLink (pip install 'nvidia-nvjitlink=={built[0]}.*')"
+                + ("" if mode == "ltoir" else " or a CUDA driver")
+            )
     elif have[0] < built[0] or (mode == "ltoir" and have < built):
         pytest.skip(f"nvJitLink {have} is older than the CUDA {built} that built the shims")
     return Linker, LinkerOptions, ObjectCode
@@ -396,7 +455,7 @@ def test_kernel_links_with_the_installed_shims(mode):
     log = linker.get_error_log()
     assert len(cubin.code) > 0 and "error" not in log.lower(), log
     # And without the shims the same kernel does not link: the calls are really foreign.
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017  (numba-cuda raises its own link error types)
         Linker(kernel_obj, options=options).link("cubin")
 
 
@@ -410,71 +469,97 @@ def _typing_error(fn, sig, match):
 def test_wrong_structure_is_a_typing_error_naming_ref():
     def k(heap):
         gdn.get_page(heap)
+
     _typing_error(k, (ref_type("Heap"),), r"get_page: argument 'ref' must be a RWHeap\.view_arg\(\)")
 
 
 def test_plain_tuple_is_not_a_ref():
     def k(t):
         gdn.malloc(t, 16)
-    _typing_error(k, (types.UniTuple(types.uint64, 3),), r"malloc: argument 'ref' must be a Heap\.view_arg\(\) "
-                                                           r"or RWHeap\.view_arg\(\)")
+
+    _typing_error(
+        k,
+        (types.UniTuple(types.uint64, 3),),
+        r"malloc: argument 'ref' must be a Heap\.view_arg\(\) "
+        r"or RWHeap\.view_arg\(\)",
+    )
 
 
 def test_float_size_is_a_typing_error_naming_nbytes():
     def k(heap):
         gdn.malloc(heap, 1.5)
+
     _typing_error(k, (ref_type("Heap"),), r"malloc: argument 'nbytes' must be an integer")
 
 
 def test_extend_values_must_have_the_arrays_dtype():
     def k(gg, vals):
         gdn.extend(gg, vals, 2)
-    _typing_error(k, (ref_type("GGArray", np.int32), types.int64[::1]),
-                  r"extend: argument 'values' must be a 1-D C-contiguous array of int32")
+
+    _typing_error(
+        k,
+        (ref_type("GGArray", np.int32), types.int64[::1]),
+        r"extend: argument 'values' must be a 1-D C-contiguous array of int32",
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.float64])
 def test_complex_value_into_a_real_array_is_a_typing_error_naming_value(dtype):
     def k(gg):
         gdn.push_back(gg, 1 + 2j)
+
     _typing_error(k, (ref_type("GGArray", dtype),), r"push_back: argument 'value' is complex128")
 
 
 def test_push_back_into_a_heap_is_a_typing_error():
     def k(heap):
         gdn.push_back(heap, 1)
-    _typing_error(k, (ref_type("Heap"),), r"push_back: argument 'ref' must be a GGArray\.view_arg\(\) or "
-                                         r"StaticArray\.view_arg\(\) or VmmArray\.view_arg\(\)")
+
+    _typing_error(
+        k,
+        (ref_type("Heap"),),
+        r"push_back: argument 'ref' must be a GGArray\.view_arg\(\) or "
+        r"StaticArray\.view_arg\(\) or VmmArray\.view_arg\(\)",
+    )
 
 
 def test_ranged_size_is_the_ggarrays_only():
     def k(st):
         gdn.ranged_size(st)
-    _typing_error(k, (ref_type("StaticArray", np.int32),), r"ranged_size: argument 'ref' must be a "
-                                                            r"GGArray\.view_arg\(\)")
+
+    _typing_error(
+        k,
+        (ref_type("StaticArray", np.int32),),
+        r"ranged_size: argument 'ref' must be a "
+        r"GGArray\.view_arg\(\)",
+    )
 
 
 def test_float_index_is_a_typing_error_naming_i():
     def k(gg):
         gdn.at(gg, 1.5)
+
     _typing_error(k, (ref_type("GGArray", np.int32),), r"at: argument 'i' must be an integer")
 
 
 def test_span_of_a_heap_is_a_typing_error():
     def k(heap):
         gdn.span(heap, 0, 4)
+
     _typing_error(k, (ref_type("Heap"),), r"span: argument 'ref' must be a GGArray\.view_arg\(\)")
 
 
 def test_array_dtype_must_be_a_numpy_type():
     def k(heap):
         gdn.array(gdn.malloc(heap, 16), 4, 3)
+
     _typing_error(k, (ref_type("Heap"),), r"array: argument 'dtype'")
 
 
 # ---- gpudyn bench numba: its host parts ---------------------------------------------------
 def _brute_force(n, mode):
     from gpudyn.bench import numba as bench
+
     values = []
     for t in range(n):
         h = t
@@ -491,6 +576,7 @@ def _brute_force(n, mode):
 @pytest.mark.parametrize("mode", [0, 1, 2])
 def test_bench_numba_expected_output_matches_enumeration(mode):
     from gpudyn.bench import numba as bench
+
     assert bench.expected(5000, mode) == _brute_force(5000, mode)
 
 
@@ -499,8 +585,10 @@ def test_bench_numba_kernels_compile_and_call_the_shims(kernel, monkeypatch):
     """Both ways the bench writes its GGArray kernel compile to PTX without a GPU and
     call exactly the shim of that way."""
     import types as pytypes
-    from numba.cuda import dispatcher
+
     from gpudyn.bench import numba as bench
+    from numba.cuda import dispatcher
+
     # The kernels call a @cuda.jit device function, which numba-cuda compiles for the
     # current device's architecture: without a GPU, name the one compiled for.
     fake = pytypes.SimpleNamespace(compute_capability=compile_arch()[1])
@@ -513,8 +601,15 @@ def test_bench_numba_kernels_compile_and_call_the_shims(kernel, monkeypatch):
 
 def test_bench_numba_row_takes_the_faster_kernel_and_the_worse_ratio():
     from gpudyn.bench import numba as bench
-    series = {"numba_push_back": [2.0, 2.2, 2.1], "cpp_push_back": [2.0, 2.0, 2.0], "numba_e2e_push_back": [3.0] * 3,
-              "numba_extend": [1.5] * 3, "cpp_extend": [1.0] * 3, "numba_e2e_extend": [2.5, 2.4, 2.6]}
+
+    series = {
+        "numba_push_back": [2.0, 2.2, 2.1],
+        "cpp_push_back": [2.0, 2.0, 2.0],
+        "numba_e2e_push_back": [3.0] * 3,
+        "numba_extend": [1.5] * 3,
+        "cpp_extend": [1.0] * 3,
+        "numba_e2e_extend": [2.5, 2.4, 2.6],
+    }
     row = bench._row(8.0, 100, series, [5.0, 5.0, 5.0], 4096, 800, True)
     assert row["numba_ms"] == pytest.approx(2.1) and row["numba_ms_extend"] == pytest.approx(1.5)
     assert row["numba_over_cpp"] == pytest.approx(1.05) and row["numba_over_cpp_extend"] == pytest.approx(1.5)
@@ -526,7 +621,9 @@ def test_bench_numba_row_takes_the_faster_kernel_and_the_worse_ratio():
 def test_bench_numba_cpp_kernel_compiles_with_nvrtc():
     import importlib.util
     import pathlib
+
     from gpudyn.bench import numba as bench
+
     check_py = pathlib.Path(__file__).resolve().parents[2] / ".ci" / "nvrtc_check.py"
     spec = importlib.util.spec_from_file_location("nvrtc_check", check_py)
     check = importlib.util.module_from_spec(spec)

@@ -2,6 +2,7 @@
 called under divergence, to exhaustion (0 / False / INVALID_PAGE, counted, and
 nothing stored before lost), several structures in one kernel, both link modes;
 every result checked against a host reference computed here."""
+
 import os
 import subprocess
 import sys
@@ -44,7 +45,7 @@ def heap_build(heap, n, addresses):
     if i >= n:
         return
     length = (np.uint64(i) * np.uint64(2654435761) % np.uint64(1 << 32)) % np.uint64(97)
-    if length == 0:                       # early return: the others allocate diverged
+    if length == 0:  # early return: the others allocate diverged
         addresses[i] = 0
         return
     p = gdn.malloc(heap, length * 4)
@@ -89,7 +90,9 @@ def test_heap_malloc_free_divergent():
         stats = heap.stats()
         assert stats["allocations"] == 0 and stats["bad_frees"] == 0
         # The same pointers again: double frees, refused and counted, nothing changes.
-        heap_sum_and_free[(n + 255) // 256, 256](heap.view_arg(), n, cuda.to_device(np.where(a != 0, a, 0)), sums, freed)
+        heap_sum_and_free[(n + 255) // 256, 256](
+            heap.view_arg(), n, cuda.to_device(np.where(a != 0, a, 0)), sums, freed
+        )
         f = freed.copy_to_host()
         assert not f[a != 0].any() and f[a == 0].all()
         assert heap.stats()["bad_frees"] == int((a != 0).sum())
@@ -145,7 +148,7 @@ def pages_take(pages, n, out, addresses):
     if i >= n:
         return
     out[i] = gdn.INVALID_PAGE
-    if i % 3 != 0:                        # two lanes in three, diverged
+    if i % 3 != 0:  # two lanes in three, diverged
         page = gdn.get_page(pages)
         out[i] = page
         if page != gdn.INVALID_PAGE:
@@ -214,7 +217,7 @@ def test_page_heap_exhaustion():
 def pages_malloc(pages, n, addresses):
     i = cuda.grid(1)
     if i < n:
-        nbytes = 16 + (i % 7) * 200       # 16 B .. 1.2 KiB: below and above a page
+        nbytes = 16 + (i % 7) * 200  # 16 B .. 1.2 KiB: below and above a page
         p = gdn.malloc(pages, nbytes)
         addresses[i] = p
         if p != 0:
@@ -256,10 +259,10 @@ def test_page_heap_malloc_free_per_lane():
 def warp_blocks(wh, words_of_lane, addresses, bad):
     i = cuda.grid(1)
     lane = cuda.laneid
-    wants = lane % 3 != 2                       # a third of the lanes never start
-    mask = cuda.ballot_sync(FULL, wants)        # every lane of the warp is here
+    wants = lane % 3 != 2  # a third of the lanes never start
+    mask = cuda.ballot_sync(FULL, wants)  # every lane of the warp is here
     if wants:
-        h = gdn.warp_start(wh, mask)            # every lane of mask, same mask
+        h = gdn.warp_start(wh, mask)  # every lane of mask, same mask
         words = words_of_lane[lane]
         p = gdn.warp_alloc(wh, h, mask, words * 8)
         addresses[i] = p
@@ -267,17 +270,17 @@ def warp_blocks(wh, words_of_lane, addresses, bad):
             row = gdn.array(p, words, np.uint64)
             for k in range(words):
                 row[k] = i
-        cuda.syncwarp(mask)                     # every lane of the warp wrote its block
+        cuda.syncwarp(mask)  # every lane of the warp wrote its block
         if p != 0:
             row = gdn.array(p, words, np.uint64)
             for k in range(words):
                 if row[k] != i:
                     cuda.atomic.add(bad, 0, 1)  # another lane's block overlaps this one
-        gdn.warp_tidy_up(wh, h, mask)           # everything but the header back
-        q = gdn.warp_alloc(wh, h, mask, 64)     # and the warp allocates again
+        gdn.warp_tidy_up(wh, h, mask)  # everything but the header back
+        q = gdn.warp_alloc(wh, h, mask, 64)  # and the warp allocates again
         if q == 0:
             cuda.atomic.add(bad, 1, 1)
-        gdn.warp_end(wh, h)                     # each started lane once
+        gdn.warp_end(wh, h)  # each started lane once
     else:
         addresses[i] = 0
 
@@ -293,7 +296,7 @@ def test_warp_heap_collectives():
         lane = np.arange(threads) % 32
         started = lane % 3 != 2
         assert (a[started] != 0).all() and (a[~started] == 0).all()
-        for w in range(threads // 32):          # a warp's blocks are live together (ended warps' are reused)
+        for w in range(threads // 32):  # a warp's blocks are live together (ended warps' are reused)
             s = slice(w * 32, (w + 1) * 32)
             check_disjoint(a[s][started[s]], words[lane[s][started[s]]] * 8)
         assert (bad.copy_to_host() == 0).all()
@@ -311,12 +314,12 @@ def warp_exhaust(wh, rounds, nbytes, addresses, start_failed, bad):
     if h == 0:
         start_failed[i] = True
         return
-    for r in range(rounds):                    # no tidy_up: the warp's blocks pile up
+    for r in range(rounds):  # no tidy_up: the warp's blocks pile up
         p = gdn.warp_alloc(wh, h, mask, nbytes)
         addresses[r, i] = p
         if p != 0:
             gdn.array(p, 1, np.uint64)[0] = r * 100_000 + i
-    for r in range(rounds):                    # every block still holds what its lane wrote
+    for r in range(rounds):  # every block still holds what its lane wrote
         if addresses[r, i] != 0 and gdn.array(addresses[r, i], 1, np.uint64)[0] != r * 100_000 + i:
             cuda.atomic.add(bad, 0, 1)
     gdn.warp_end(wh, h)
@@ -335,8 +338,8 @@ def test_warp_heap_exhaustion():
         started = ~sf
         got = a[:, started]
         assert started.any() and 0 < (got != 0).sum() < got.size
-        for w in range(threads // 32):          # a warp's blocks are all live at once
-            blocks = a[:, w * 32:(w + 1) * 32]
+        for w in range(threads // 32):  # a warp's blocks are all live at once
+            blocks = a[:, w * 32 : (w + 1) * 32]
             check_disjoint(blocks[blocks != 0], np.full((blocks != 0).sum(), nbytes))
         assert bad.copy_to_host()[0] == 0, "a block was overwritten"
         stats = wh.stats()
@@ -356,7 +359,7 @@ def emit(out, n, ok):
     t = cuda.grid(1)
     if t < n:
         good = True
-        for j in range(t % 4):                # 0 .. 3 values: lanes leave the loop apart
+        for j in range(t % 4):  # 0 .. 3 values: lanes leave the loop apart
             good = gdn.push_back(out, t * 4 + j) and good
         ok[t] = good
 
@@ -368,14 +371,19 @@ def expected_values(n, dtype):
 
 def _arrays(dtype, n):
     cap = 2 * n
-    return {"GGArray": lambda: gpudyn.GGArray(dtype),
-            "StaticArray": lambda: gpudyn.StaticArray(cap, dtype),
-            "VmmArray": lambda: gpudyn.VmmArray(dtype, initial_capacity=cap, max_capacity=cap)}
+    return {
+        "GGArray": lambda: gpudyn.GGArray(dtype),
+        "StaticArray": lambda: gpudyn.StaticArray(cap, dtype),
+        "VmmArray": lambda: gpudyn.VmmArray(dtype, initial_capacity=cap, max_capacity=cap),
+    }
 
 
 @pytest.mark.parametrize("kind", ["GGArray", "StaticArray", "VmmArray"])
-@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64, np.float32, np.float64, np.int8,
-                                   np.complex128], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize(
+    "dtype",
+    [np.int32, np.int64, np.uint32, np.uint64, np.float32, np.float64, np.int8, np.complex128],
+    ids=lambda d: np.dtype(d).name,
+)
 def test_push_back_variable_counts(kind, dtype):
     n = 3000 if np.dtype(dtype).itemsize > 1 else 30  # int8: values up to 118
     with _arrays(dtype, n)[kind]() as arr:
@@ -428,9 +436,11 @@ def extend_n(out, n, counts, ok):
         ok[t] = gdn.extend(out, vals, counts[t])
 
 
-_BAD_COUNTS = {np.int64: [-1, 5, 1 << 32, (1 << 32) + 2, -(1 << 40)],
-               np.uint64: [5, 1 << 32, (1 << 32) + 2, 1 << 63, (1 << 64) - 1],
-               np.int32: [-1, 5, (1 << 31) - 1, -(1 << 31)]}
+_BAD_COUNTS = {
+    np.int64: [-1, 5, 1 << 32, (1 << 32) + 2, -(1 << 40)],
+    np.uint64: [5, 1 << 32, (1 << 32) + 2, 1 << 63, (1 << 64) - 1],
+    np.int32: [-1, 5, (1 << 31) - 1, -(1 << 31)],
+}
 
 
 @pytest.mark.parametrize("count_dtype", list(_BAD_COUNTS))
@@ -448,7 +458,7 @@ def test_extend_with_n_outside_the_values_stores_nothing_for_that_thread(count_d
         np.testing.assert_array_equal(ok.copy_to_host(), valid)
         want = np.sort(np.concatenate([t[k > j] * 4 + j for j in range(4)]))
         np.testing.assert_array_equal(np.sort(arr.to_numpy()), want)
-        assert arr.status == 0   # a refused n is not an out-of-memory
+        assert arr.status == 0  # a refused n is not an out-of-memory
 
 
 @cuda.jit
@@ -460,8 +470,10 @@ def push_ids(out, ok):
 @pytest.mark.parametrize("kind", ["StaticArray", "VmmArray"])
 def test_push_back_into_a_full_array(kind):
     cap, threads = 1000, 4096
-    make = {"StaticArray": lambda: gpudyn.StaticArray(cap, np.int64),
-            "VmmArray": lambda: gpudyn.VmmArray(np.int64, initial_capacity=cap, max_capacity=cap)}[kind]
+    make = {
+        "StaticArray": lambda: gpudyn.StaticArray(cap, np.int64),
+        "VmmArray": lambda: gpudyn.VmmArray(np.int64, initial_capacity=cap, max_capacity=cap),
+    }[kind]
     with make() as arr:
         cap = arr.capacity  # the VMM array maps whole granules: maybe more
         ok = cuda.device_array(threads, np.bool_)
@@ -469,7 +481,7 @@ def test_push_back_into_a_full_array(kind):
         k = ok.copy_to_host()
         assert 0 < k.sum() <= cap and not k.all()
         assert arr.status & arr.STATUS_CAPACITY_EXCEEDED
-        with pytest.raises(gpudyn.OutOfMemoryError):   # the next host call reports it (once)
+        with pytest.raises(gpudyn.OutOfMemoryError):  # the next host call reports it (once)
             len(arr)
         # Exactly the values whose push returned True are stored, each once.
         np.testing.assert_array_equal(np.sort(arr.to_numpy()), np.flatnonzero(k))
@@ -496,16 +508,18 @@ def several_back(heap, pages, n, rows, seen):
     i = cuda.grid(1)
     if i >= n or rows[i, 0] == 0:
         return
-    seen[i] = gdn.array(rows[i, 0], 4, np.uint64)[0] + gdn.array(gdn.page_address(pages, rows[i, 1]), 1,
-                                                                 np.uint64)[0]
+    seen[i] = gdn.array(rows[i, 0], 4, np.uint64)[0] + gdn.array(gdn.page_address(pages, rows[i, 1]), 1, np.uint64)[0]
     gdn.free(heap, rows[i, 0])
     gdn.free_page(pages, rows[i, 1])
 
 
 def test_several_structures_in_one_kernel():
     n = 10_000
-    with gpudyn.Heap(initial_bytes=64 << 20) as heap, gpudyn.RWHeap(page_count=1 << 14) as pages, \
-            gpudyn.GGArray(np.int64) as out:
+    with (
+        gpudyn.Heap(initial_bytes=64 << 20) as heap,
+        gpudyn.RWHeap(page_count=1 << 14) as pages,
+        gpudyn.GGArray(np.int64) as out,
+    ):
         rows = cuda.to_device(np.zeros((n, 2), np.uint64))
         several[(n + 255) // 256, 256](heap.view_arg(), pages.view_arg(), out.view_arg(), n, rows)
         i = np.arange(n)
@@ -539,8 +553,13 @@ def test_link_mode_runs(mode):
             assert (np.sort(a.to_numpy()) == np.arange(1, 1000, 2)).all()
         print(gdn.link_file())
     """)
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "GPUDYN_NUMBA_LINK": mode})
+    r = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "GPUDYN_NUMBA_LINK": mode},
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("." + mode)
 
@@ -550,8 +569,13 @@ def test_bench_numba_quick_verifies_every_output(tmp_path):
     sum and sum of squares, and no push failed."""
     pytest.importorskip("cupy", reason="gpudyn bench numba needs CuPy")
     import json
-    r = subprocess.run([sys.executable, "-m", "gpudyn", "bench", "numba", "--quick", "--out-dir", str(tmp_path)],
-                       capture_output=True, text=True, timeout=600)
+
+    r = subprocess.run(
+        [sys.executable, "-m", "gpudyn", "bench", "numba", "--quick", "--out-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     rec = json.loads((tmp_path / "numba.json").read_text())
     assert [row["mean"] for row in rec["rows"]] == [0.01, 1.0, 8.0]
@@ -560,8 +584,7 @@ def test_bench_numba_quick_verifies_every_output(tmp_path):
         variants = {f"{who}_{k}_ok" for who in ("numba", "cpp", "numba_e2e") for k in ("push_back", "extend")}
         assert variants | {"two_pass_ok"} <= set(chk) and all(chk[v] for v in variants), chk
         assert chk["push_failures"] == 0, chk
-        assert min(row["numba_ms"], row["cpp_ms"], row["numba_ms_extend"], row["cpp_ms_extend"],
-                   row["two_pass_ms"]) > 0
+        assert min(row["numba_ms"], row["cpp_ms"], row["numba_ms_extend"], row["cpp_ms_extend"], row["two_pass_ms"]) > 0
         assert row["e2e_kernel"] in ("push_back", "extend")
     names = [t["name"] for t in rec["targets"]]
     assert all("Numba" in name for name in names) and len(names) == 9

@@ -1,8 +1,8 @@
 """gpudyn.nvrtc: where the include folders of an NVRTC compile come from (host only)."""
+
 import os
 
 import pytest
-
 from gpudyn import nvrtc
 
 
@@ -60,8 +60,17 @@ def test_no_toolkit_no_cuda_include(tmp_path, monkeypatch):
     assert nvrtc.cuda_include_dirs() == []
 
 
-@pytest.mark.parametrize("arch,want", [(90, "compute_90"), ("90", "compute_90"), ("sm_90", "compute_90"),
-                                       ("compute_90a", "compute_90a"), ("SM_75", "compute_75"), ("100f", "compute_100f")])
+@pytest.mark.parametrize(
+    "arch,want",
+    [
+        (90, "compute_90"),
+        ("90", "compute_90"),
+        ("sm_90", "compute_90"),
+        ("compute_90a", "compute_90a"),
+        ("SM_75", "compute_75"),
+        ("100f", "compute_100f"),
+    ],
+)
 def test_arch_spellings_give_one_option(arch, want):
     opts = nvrtc.nvrtc_options(arch=arch)
     assert opts[-1] == f"--gpu-architecture={want}"

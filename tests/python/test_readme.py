@@ -4,14 +4,14 @@ the installed library (and run, to fail with the no-device status), and the Pyth
 is parsed, its gpudyn names looked up and its Numba kernels compiled.  Shell blocks
 (```sh) are commands, not tests.  The README stays a guide: at most 220 lines, no
 commit hashes, every relative link pointing at a file of the tree."""
+
 import os
 import re
 import shutil
 
+import _samples
 import numpy as np
 import pytest
-
-import _samples
 
 README = os.path.join(_samples.ROOT, "README.md")
 TESTED = ("python", "cpp", "c")
@@ -88,6 +88,7 @@ def test_readme_python_quickstart_names_exist():
 def test_readme_python_quickstart_kernels_compile():
     pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
     from numba.cuda import types
+
     ns = _samples.definitions(_block("python"), "README.md python quickstart")
     ref = _samples.numba_ref_type("GGArray", np.int64)
     for kernel, sig in ((ns["emit"], (ref, types.int64)), (ns["total"], (ref, types.int64[::1]))):

@@ -3,21 +3,21 @@
 Host tests: the theory against hand-computed values, argument errors.  GPU
 tests: pages unique and previously free, exhaustion keeps the heap intact,
 RW_malloc ranges disjoint/aligned/inside the pool, TAS near Eq. 3 / Eq. 5."""
+
 import math
 
+import gpudyn
 import numpy as np
 import pytest
-
-import gpudyn
 from gpudyn.bench import theory
 from gpudyn.rw_heap import RWHeap
 
 
 # ---- theory (hand-computed) -------------------------------------------------
 def test_queue_metrics():
-    assert theory.queue_tas(9) == 5.0                      # (9 + 1) / 2
-    assert theory.queue_was(1) == 1.0                      # k=0 gives 1, k=1 gives 0
-    assert theory.queue_was(2) == pytest.approx(2 - 0.5 ** 32, abs=1e-12)
+    assert theory.queue_tas(9) == 5.0  # (9 + 1) / 2
+    assert theory.queue_was(1) == 1.0  # k=0 gives 1, k=1 gives 0
+    assert theory.queue_was(2) == pytest.approx(2 - 0.5**32, abs=1e-12)
     assert theory.queue_was(1000) == pytest.approx(32 / 33 * 1000, rel=2e-3)  # Eq. 2's approximation
 
 
@@ -85,7 +85,7 @@ def test_pages_unique_and_free(algorithm, free):
         heap.free_pages(pages[: A // 2])
         assert heap.free_page_count == A // 2
         again = heap.get_pages(A // 2, algorithm=algorithm, seed=2).to_numpy()
-        assert len(np.unique(np.concatenate([again, pages[A // 2:]]))) == A
+        assert len(np.unique(np.concatenate([again, pages[A // 2 :]]))) == A
         assert heap.stats()["bad_frees"] == 0
 
 

@@ -1,6 +1,7 @@
 """benchmarks/results/SUMMARY.md is what tools/gen_summary.py makes of the committed
 JSONs: refreshing a result without regenerating the summary fails here (and so in CI,
 which runs tests/run.sh)."""
+
 import json
 import pathlib
 import subprocess
@@ -13,6 +14,7 @@ SUMMARY = ROOT / "benchmarks" / "results" / "SUMMARY.md"
 
 def _load_tool():
     import importlib.util
+
     spec = importlib.util.spec_from_file_location("gen_summary", TOOL)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -43,12 +45,35 @@ def test_summary_lists_every_target_of_every_json():
 def test_render_of_a_results_tree(tmp_path):
     gpu = tmp_path / "a100"
     gpu.mkdir()
-    (gpu / "x.json").write_text(json.dumps({
-        "device": "GPU A", "git_commit": "abc1234", "date": "2026-01-01T00:00:00+00:00", "gpudyn_version": "0.1.0",
-        "targets": [
-            {"name": "speed | ratio", "value": 1.23456, "goal": 1.0, "unit": "x", "met": True, "comparison": ">="},
-            {"name": "time", "value": 0.5, "goal": 0.25, "unit": "ms", "met": False, "comparison": "<=",
-             "where": "1M threads"}]}))
+    (gpu / "x.json").write_text(
+        json.dumps(
+            {
+                "device": "GPU A",
+                "git_commit": "abc1234",
+                "date": "2026-01-01T00:00:00+00:00",
+                "gpudyn_version": "0.1.0",
+                "targets": [
+                    {
+                        "name": "speed | ratio",
+                        "value": 1.23456,
+                        "goal": 1.0,
+                        "unit": "x",
+                        "met": True,
+                        "comparison": ">=",
+                    },
+                    {
+                        "name": "time",
+                        "value": 0.5,
+                        "goal": 0.25,
+                        "unit": "ms",
+                        "met": False,
+                        "comparison": "<=",
+                        "where": "1M threads",
+                    },
+                ],
+            }
+        )
+    )
     (gpu / "probe.json").write_text(json.dumps({"bytes": 1}))
     text = _load_tool().render(str(tmp_path))
     assert "1 of 2 targets met." in text

@@ -1,10 +1,10 @@
 """WarpHeap (FDGMalloc) from Python: argument errors without a GPU; on a GPU,
 ragged batches are disjoint, aligned and complete, data survives until
 clear, the statistics match the requests and out-of-memory rolls back."""
-import numpy as np
-import pytest
 
 import gpudyn
+import numpy as np
+import pytest
 from gpudyn import _ffi
 from gpudyn.warp_heap import WarpHeap
 
@@ -13,13 +13,16 @@ from gpudyn.warp_heap import WarpHeap
 HEAP_BYTES = 256 << 20
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    ({"min_block_bytes": 24}, "min_block_bytes"),
-    ({"min_block_bytes": 8}, "min_block_bytes"),
-    ({"superblock_bytes": 40}, "superblock_bytes"),
-    ({"superblock_bytes": 1 << 27}, "superblock_bytes"),
-    ({"list_capacity": 0}, "list_capacity"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"min_block_bytes": 24}, "min_block_bytes"),
+        ({"min_block_bytes": 8}, "min_block_bytes"),
+        ({"superblock_bytes": 40}, "superblock_bytes"),
+        ({"superblock_bytes": 1 << 27}, "superblock_bytes"),
+        ({"list_capacity": 0}, "list_capacity"),
+    ],
+)
 def test_bad_options_name_the_argument(kwargs, name):
     with pytest.raises(gpudyn.InvalidArgumentError, match=name):
         WarpHeap(**kwargs)
@@ -63,8 +66,9 @@ def test_ragged_batches_are_disjoint_and_counted(superblock_bytes, backing):
     sizes[rng.random(sizes.size) < 0.1] = 0
     sizes[::997] = 40_000  # larger than a superblock
     pages = gpudyn.RWHeap(page_count=PAGE_COUNT, page_size=PAGE_BYTES) if backing == "page_heap" else None
-    with WarpHeap(superblock_bytes=superblock_bytes, device_heap_bytes=HEAP_BYTES,
-                  backing=pages if pages is not None else backing) as heap:
+    with WarpHeap(
+        superblock_bytes=superblock_bytes, device_heap_bytes=HEAP_BYTES, backing=pages if pages is not None else backing
+    ) as heap:
         free_before = heap.backing_free_bytes() if backing != "cuda_malloc" else None
         ptrs = heap.malloc(sizes).to_numpy()
         _check_disjoint(ptrs, sizes)
@@ -93,16 +97,22 @@ def test_ragged_batches_are_disjoint_and_counted(superblock_bytes, backing):
 def test_data_survives_until_clear():
     cp = pytest.importorskip("cupy")
     sizes = np.array([(i % 37) * 8 + 8 for i in range(10_000)], dtype=np.uint64)
-    fill = cp.RawKernel(r'''
+    fill = cp.RawKernel(
+        r'''
     extern "C" __global__ void fill(const unsigned long long* p, const unsigned long long* s, int n) {
         int i = blockIdx.x * blockDim.x + threadIdx.x;
         if (i < n) { unsigned char* b = (unsigned char*)p[i]; for (unsigned long long k = 0; k < s[i]; ++k) b[k] = (unsigned char)(i * 31 + k); }
-    }''', "fill")
-    check = cp.RawKernel(r'''
+    }''',
+        "fill",
+    )
+    check = cp.RawKernel(
+        r'''
     extern "C" __global__ void check(const unsigned long long* p, const unsigned long long* s, int n, int* bad) {
         int i = blockIdx.x * blockDim.x + threadIdx.x;
         if (i < n) { const unsigned char* b = (const unsigned char*)p[i]; for (unsigned long long k = 0; k < s[i]; ++k) if (b[k] != (unsigned char)(i * 31 + k)) atomicAdd(bad, 1); }
-    }''', "check")
+    }''',
+        "check",
+    )
     with WarpHeap(device_heap_bytes=HEAP_BYTES) as heap:
         ptrs = cp.asarray(heap.malloc(sizes))
         d_sizes = cp.asarray(sizes)

@@ -21,6 +21,7 @@ meson-python issue #639), so this thin wrapper applies them after its build_whee
 
 The sdist (``gpudyn-X.Y.Z.tar.gz``) and editable installs are meson-python's unchanged.
 """
+
 from __future__ import annotations
 
 import base64
@@ -105,8 +106,11 @@ def finish_wheel(path: str, cuda_suffix: bool = True) -> str:
 
     modules = extension_modules(members)
     if modules:
-        raise RuntimeError("gpudyn_build: the wheel holds Python extension modules (" + ", ".join(modules)
-                           + "), so it cannot be tagged py3-none: tag it per Python version instead")
+        raise RuntimeError(
+            "gpudyn_build: the wheel holds Python extension modules ("
+            + ", ".join(modules)
+            + "), so it cannot be tagged py3-none: tag it per Python version instead"
+        )
 
     wheel_text = members[f"{old_distinfo}/WHEEL"].decode()
     tag = re.search(r"^Tag: (\S+)$", wheel_text, re.M).group(1)
@@ -140,7 +144,7 @@ def finish_wheel(path: str, cuda_suffix: bool = True) -> str:
             data = members[info.filename]
             filename = info.filename
             if filename.startswith(old_distinfo + "/"):
-                filename = new_distinfo + filename[len(old_distinfo):]
+                filename = new_distinfo + filename[len(old_distinfo) :]
                 if filename == f"{new_distinfo}/WHEEL":
                     data = wheel_text.encode()
                 elif filename == f"{new_distinfo}/METADATA":

@@ -11,11 +11,12 @@
 // [make_rows]
 __global__ void make_rows(gpudyn_heap_view_t view, const unsigned* len, float** rows, unsigned n) {
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;                                   // any thread, any branch
+    if (i >= n) return; // any thread, any branch
     const gpudyn::heap_ref heap{view};
-    float* row = static_cast<float*>(heap.malloc(len[i] * sizeof(float)));  // nullptr when full (counted)
-    if (row) for (unsigned k = 0; k < len[i]; ++k) row[k] = float(k);
-    rows[i] = row;                                        // a later kernel may heap.free(rows[i])
+    float* row = static_cast<float*>(heap.malloc(len[i] * sizeof(float))); // nullptr when full (counted)
+    if (row)
+        for (unsigned k = 0; k < len[i]; ++k) row[k] = float(k);
+    rows[i] = row; // a later kernel may heap.free(rows[i])
 }
 // [make_rows]
 
@@ -37,7 +38,7 @@ static void check(gpudyn_status_t s) {
 }
 
 int main() {
-    constexpr unsigned kRows = 1u << 16, kBlock = 256;   // 64K threads, a block size any GPU takes
+    constexpr unsigned kRows = 1u << 16, kBlock = 256; // 64K threads, a block size any GPU takes
     gpudyn_heap_options_t options;
     check(gpudyn_heap_options_init(&options));
     gpudyn_heap_t heap;
@@ -46,7 +47,7 @@ int main() {
     check(gpudyn_heap_get_view(heap, &view));
 
     std::vector<unsigned> len(kRows);
-    for (unsigned i = 0; i < kRows; ++i) len[i] = 1 + i % 1000;   // 4 B to 4000 B a row
+    for (unsigned i = 0; i < kRows; ++i) len[i] = 1 + i % 1000; // 4 B to 4000 B a row
     void *d_len, *d_rows, *d_wrong;
     check(gpudyn_device_alloc(&d_len, kRows * sizeof(unsigned), nullptr));
     check(gpudyn_device_alloc(&d_rows, kRows * sizeof(float*), nullptr));
@@ -61,7 +62,7 @@ int main() {
     unsigned wrong = 0;
     check(gpudyn_memcpy(&wrong, d_wrong, sizeof wrong, GPUDYN_MEMCPY_DEVICE_TO_HOST, nullptr));
     check(gpudyn_stream_synchronize(nullptr));
-    check(gpudyn_heap_check(heap, nullptr));             // OUT_OF_MEMORY if a malloc got nullptr
+    check(gpudyn_heap_check(heap, nullptr)); // OUT_OF_MEMORY if a malloc got nullptr
     std::printf("%u rows, %u wrong\n", kRows, wrong);
     for (void* p : {d_len, d_rows, d_wrong}) check(gpudyn_device_free(p, nullptr));
     check(gpudyn_heap_destroy(heap));

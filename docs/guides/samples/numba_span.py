@@ -1,9 +1,9 @@
 """Reading a GGArray by spans: contiguous pieces, one bucket lookup per piece."""
-import numpy as np
-from numba import cuda
 
 import gpudyn
 import gpudyn.numba as gdn
+import numpy as np
+from numba import cuda
 
 
 @cuda.jit
@@ -14,13 +14,13 @@ def fill(a, n):
 
 
 @cuda.jit
-def sum_by_spans(src, result):           # one thread walks [lo, hi) piece by piece
+def sum_by_spans(src, result):  # one thread walks [lo, hi) piece by piece
     if cuda.grid(1) == 0:
         lo = 0
         hi = gdn.ranged_size(src)
         total = 0
         while lo < hi:
-            piece = gdn.span(src, lo, hi)    # a 1-D array over the first contiguous piece of [lo, hi)
+            piece = gdn.span(src, lo, hi)  # a 1-D array over the first contiguous piece of [lo, hi)
             for k in range(len(piece)):
                 total += piece[k]
             lo += len(piece)

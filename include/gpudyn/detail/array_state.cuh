@@ -22,7 +22,7 @@ namespace detail {
 constexpr unsigned kArrayAllocationFailed = 1u;
 constexpr unsigned kArrayCapacityExceeded = 2u;
 constexpr unsigned kArrayWrongElementSize = 4u;
-constexpr unsigned kArrayDestinationTooSmall = 8u;  ///< set by flatten_async's kernel, not by a push
+constexpr unsigned kArrayDestinationTooSmall = 8u; ///< set by flatten_async's kernel, not by a push
 
 /// A ref bound with an element type of another size: every operation through it
 /// is refused, and the host learns why from this bit.  A plain read first, so a
@@ -49,6 +49,6 @@ __device__ __forceinline__ unsigned long long held_elements(unsigned long long* 
     return held_elements(c, f);
 }
 
-}  // namespace detail
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace detail
+} // namespace v0
+} // namespace gpudyn

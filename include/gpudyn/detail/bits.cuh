@@ -46,6 +46,6 @@ __device__ __forceinline__ Word bit_range(unsigned lo, unsigned hi) {
     return upto_hi & ~below_lo;
 }
 
-}  // namespace detail
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace detail
+} // namespace v0
+} // namespace gpudyn

@@ -113,7 +113,7 @@ public:
     /// nullptr when empty), as ggarray_ref::span.
     __device__ T* span(unsigned long long lo, unsigned long long hi, unsigned long long* n) const {
         *n = 0;
-        const unsigned long long s = size();  // 0 when refused
+        const unsigned long long s = size(); // 0 when refused
         if (hi > s) hi = s;
         if (lo >= hi) return nullptr;
         *n = hi - lo;
@@ -132,13 +132,14 @@ public:
         for_each_span(0ull, ~0ull, static_cast<F&&>(f));
     }
 
-/// @}
+    /// @}
 protected:
     /// Binds a view (see the file comment for a refused one).
     template <class View>
     __host__ __device__ void bind(const View& v, unsigned expected_version) {
         version_ok_ = v.version == expected_version && v.element_size == sizeof(T);
-        wrong_size_status_ = v.version == expected_version && !version_ok_ ? reinterpret_cast<unsigned*>(v.status) : nullptr;
+        wrong_size_status_ =
+            v.version == expected_version && !version_ok_ ? reinterpret_cast<unsigned*>(v.status) : nullptr;
         data_ = version_ok_ ? reinterpret_cast<T*>(v.data) : nullptr;
         capacity_ = version_ok_ ? v.capacity : 0;
         size_ptr_ = version_ok_ ? reinterpret_cast<unsigned long long*>(v.size) : nullptr;
@@ -149,10 +150,10 @@ protected:
 private:
     T* data_ = nullptr;
     unsigned long long capacity_ = 0;
-    unsigned long long* size_ptr_ = nullptr;    ///< reservation counter
+    unsigned long long* size_ptr_ = nullptr; ///< reservation counter
     unsigned* status_ptr_ = nullptr;
-    unsigned long long* failed_ptr_ = nullptr;  ///< lowest failed start (~0 when none)
-    unsigned* wrong_size_status_ = nullptr;     ///< the status word of a view bound with the wrong element type
+    unsigned long long* failed_ptr_ = nullptr; ///< lowest failed start (~0 when none)
+    unsigned* wrong_size_status_ = nullptr;    ///< the status word of a view bound with the wrong element type
     bool version_ok_ = false;
 
     /// valid() is false: a view of this layout bound with the wrong element type
@@ -202,18 +203,18 @@ private:
         __device__ T* extent(const sink_window&, unsigned long long, unsigned long long* first,
                              unsigned long long* end) const {
             *first = 0;
-            *end = ~0ull;  // one piece: the whole array
+            *end = ~0ull; // one piece: the whole array
             return a->data_;
         }
     };
 };
 
-}  // namespace detail
+} // namespace detail
 
 /// The name of the detail namespace before the lane and block helpers were
 /// merged into it: the device reference showed the arrays' shared base as
 /// dev::contiguous_array_ref, so code that named it keeps compiling.
 namespace dev = detail;
 
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace v0
+} // namespace gpudyn

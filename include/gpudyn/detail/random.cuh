@@ -66,6 +66,6 @@ __device__ inline unsigned permute(unsigned long long i, unsigned bits, unsigned
     return unsigned(x);
 }
 
-}  // namespace detail
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace detail
+} // namespace v0
+} // namespace gpudyn

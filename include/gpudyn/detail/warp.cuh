@@ -127,7 +127,7 @@ __device__ __forceinline__ V contiguous_lanes_inclusive_sum(unsigned mask, V val
 template <class T>
 __device__ __forceinline__ T masked_inclusive_sum(unsigned mask, T value) {
     const unsigned lane = lane_index();
-    if (mask == kFullWarpMask) return contiguous_lanes_inclusive_sum(mask, value, lane);  // dense warp
+    if (mask == kFullWarpMask) return contiguous_lanes_inclusive_sum(mask, value, lane); // dense warp
     // Sparse mask: the same scan over ranks; the source of rank r is the lane
     // holding rank r - d (lanes without one read themselves and discard it, since
     // every lane of the mask must take part in each shuffle).
@@ -171,7 +171,8 @@ __device__ __forceinline__ void pack_item_flags(const bool (&flag)[Items],
 /// items rank independently of each other (a shuffle scan of packed counts
 /// was a chain of five dependent shuffles before any offset was known).
 template <int Items>
-__device__ __forceinline__ unsigned rank_flagged_items(unsigned mask, const bool (&flag)[Items], unsigned (&off)[Items]) {
+__device__ __forceinline__ unsigned rank_flagged_items(unsigned mask, const bool (&flag)[Items],
+                                                       unsigned (&off)[Items]) {
     const unsigned below = lanes_below();
     unsigned run = 0;
 #pragma unroll
@@ -219,6 +220,6 @@ __device__ __forceinline__ P* broadcast_pointer(unsigned mask, P* p, unsigned sr
     return reinterpret_cast<P*>(bits);
 }
 
-}  // namespace detail
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace detail
+} // namespace v0
+} // namespace gpudyn

@@ -57,7 +57,7 @@ namespace detail {
 template <class T, class Sink>
 __device__ __forceinline__ bool claim_group(unsigned peers, const Sink& sink, unsigned claimer,
                                             unsigned long long total, unsigned long long* base, T** p) {
-    const unsigned long long h = sink.hint();  // one load for the warp, in flight with the atomic
+    const unsigned long long h = sink.hint(); // one load for the warp, in flight with the atomic
     unsigned long long b = 0;
     if (detail::lane_index() == claimer) b = sink.claim(total);
     b = __shfl_sync(peers, b, int(claimer));
@@ -112,7 +112,7 @@ __device__ __forceinline__ bool warp_push_many(unsigned peers, const Sink& sink,
     T* p = nullptr;
     if (!claim_group(peers, sink, last, total, &base, &p)) return false;
     if (n == 0) return true;
-    if (p != nullptr) {  // one piece (group-uniform)
+    if (p != nullptr) { // one piece (group-uniform)
         T* const q = p + (incl - n);
         for (unsigned j = 0; j < n; ++j) q[j] = values[j];
     } else {
@@ -134,7 +134,7 @@ __device__ __forceinline__ bool warp_push_flagged(unsigned peers, const Sink& si
     unsigned long long base = 0;
     T* p = nullptr;
     if (!claim_group(peers, sink, detail::highest_lane(peers), total, &base, &p)) return false;
-    if (p != nullptr) {  // one piece (group-uniform): no per-element lookup
+    if (p != nullptr) { // one piece (group-uniform): no per-element lookup
 #pragma unroll
         for (int k = 0; k < Items; ++k)
             if (flag[k]) p[off[k]] = value[k];
@@ -146,6 +146,6 @@ __device__ __forceinline__ bool warp_push_flagged(unsigned peers, const Sink& si
     return true;
 }
 
-}  // namespace detail
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace detail
+} // namespace v0
+} // namespace gpudyn

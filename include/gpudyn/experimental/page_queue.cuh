@@ -25,9 +25,9 @@ namespace experimental {
 constexpr unsigned kPageQueueEmpty = 0xffffffffu;
 
 struct page_queue {
-    const unsigned* pages;     ///< free page ids, pages[0 .. count)
-    unsigned long long* head;  ///< next index to hand out (device memory, starts at 0)
-    unsigned long long count;  ///< number of ids in pages
+    const unsigned* pages;    ///< free page ids, pages[0 .. count)
+    unsigned long long* head; ///< next index to hand out (device memory, starts at 0)
+    unsigned long long count; ///< number of ids in pages
 
     /// Takes the next page id (kPageQueueEmpty when all count are out); `position`
     /// receives this request's index in the head's order.
@@ -41,6 +41,6 @@ struct page_queue {
     }
 };
 
-}  // namespace experimental
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace experimental
+} // namespace v0
+} // namespace gpudyn

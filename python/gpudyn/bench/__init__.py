@@ -3,6 +3,7 @@
 CONTRIBUTING.md).  Installed only with the benchmark programs (meson option
 `benchmarks`; `bash benchmarks/run.sh` from a checkout), never in a user wheel or conda
 package; `theory` (the papers' models the drivers compare with) comes with them."""
+
 from __future__ import annotations
 
 import importlib

@@ -1,5 +1,6 @@
 """Shared driver of the benchmarks: runs a benchmark program with a progress
 display, collects its JSON, evaluates targets, writes results and plots."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -24,12 +25,12 @@ DEFAULT_OUT_ROOT = "gpudyn-results"
 # stored in the JSON ("metrics") and put under the figures that plot one.
 METRICS = {
     "TAS": "TAS (thread average steps): the mean number of steps a thread takes to find a free page "
-           "(pages visited for RW, bitmap words visited for RW-BM, CRW and CoRW, its position for the queue).",
+    "(pages visited for RW, bitmap words visited for RW-BM, CRW and CoRW, its position for the queue).",
     "WAS": "WAS (warp average steps): the mean over warps of the largest step count among a warp's 32 lanes, "
-           "since a warp waits for its slowest lane.",
+    "since a warp waits for its slowest lane.",
     "DO": "DO (direct output): the hash-join baseline that takes its output space from one global atomic "
-          "counter over memory reserved in advance, with no search and no reuse: the floor the page "
-          "allocators are measured against.",
+    "counter over memory reserved in advance, with no search and no reuse: the floor the page "
+    "allocators are measured against.",
 }
 
 
@@ -121,8 +122,14 @@ class Context:
     def target(self, name: str, value: float, goal: float, unit: str, higher_is_better: bool) -> dict:
         """Records a target {'name','value','goal','unit','met'} computed from this run."""
         met = bool(value >= goal) if higher_is_better else bool(value <= goal)
-        t = {"name": name, "value": float(value), "goal": float(goal), "unit": unit, "met": met,
-             "comparison": ">=" if higher_is_better else "<="}
+        t = {
+            "name": name,
+            "value": float(value),
+            "goal": float(goal),
+            "unit": unit,
+            "met": met,
+            "comparison": ">=" if higher_is_better else "<=",
+        }
         self.targets.append(t)
         return t
 
@@ -155,8 +162,10 @@ class Context:
         """matplotlib.pyplot with a non-interactive backend, or None if missing."""
         try:
             import matplotlib
+
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
+
             return plt
         except ImportError:
             print(f"[{self.name}] matplotlib is not installed: no plots", file=sys.stderr)
@@ -175,6 +184,7 @@ def markdown_table(rows: list[dict], columns: list[str]) -> str:
         if isinstance(v, float):
             return f"{v:.4g}"
         return str(v)
+
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for r in rows:
         lines.append("| " + " | ".join(fmt(r.get(c, "")) for c in columns) + " |")
@@ -185,16 +195,19 @@ def gpudyn_checkout(cwd: str | None = None) -> str | None:
     """Top folder of the gpudyn git checkout holding `cwd` (default: the current
     directory), or None (not a checkout, not gpudyn's, or no git)."""
     try:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True,
-                             timeout=10)
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     top_dir = top.stdout.strip()
     if top.returncode != 0 or not top_dir:
         return None
     # Another project's checkout says nothing about the gpudyn that ran.
-    if not (os.path.isfile(os.path.join(top_dir, "include", "gpudyn", "gpudyn.h"))
-            and os.path.isfile(os.path.join(top_dir, "python", "gpudyn", "__init__.py"))):
+    if not (
+        os.path.isfile(os.path.join(top_dir, "include", "gpudyn", "gpudyn.h"))
+        and os.path.isfile(os.path.join(top_dir, "python", "gpudyn", "__init__.py"))
+    ):
         return None
     return top_dir
 
@@ -211,14 +224,20 @@ def git_commit(cwd: str | None = None) -> str | None:
     if top is not None:
         try:
             head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=top, capture_output=True, text=True, timeout=10)
-            status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=top,
-                                    capture_output=True, text=True, timeout=30)
+            status = subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=top,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
         except (OSError, subprocess.SubprocessError):
             head = status = None
         if head is not None and head.returncode == 0 and head.stdout.strip():
             dirty = status.returncode != 0 or bool(status.stdout.strip())
             return head.stdout.strip() + ("-dirty" if dirty else "")
     from .. import _version
+
     return getattr(_version, "__git_commit__", None)
 
 
@@ -254,8 +273,9 @@ def provenance(argv: list[str] | None, device: dict, commit: str | None) -> dict
     }
 
 
-def run_benchmarks(names: list[str], out_dir: str | None, quick: bool, argv: list[str],
-                   device: dict | None = None) -> int:
+def run_benchmarks(
+    names: list[str], out_dir: str | None, quick: bool, argv: list[str], device: dict | None = None
+) -> int:
     """Runs `names`, writing <name>.json and the plots to `out_dir` (default
     ./gpudyn-results/<gpu>/); `device` (describe_device() when None) is what the
     JSONs record about the GPU."""
@@ -274,8 +294,13 @@ def run_benchmarks(names: list[str], out_dir: str | None, quick: bool, argv: lis
         print(f"== gpudyn bench {name} on {dev['name']}{' (quick)' if quick else ''}", flush=True)
         t0 = time.time()
         results = dict(load(name).run(ctx) or {})
-        record = {"benchmark": name, **provenance(argv, dev, commit), "device_info": dev, "quick": quick,
-                  "seconds": round(time.time() - t0, 1)}
+        record = {
+            "benchmark": name,
+            **provenance(argv, dev, commit),
+            "device_info": dev,
+            "quick": quick,
+            "seconds": round(time.time() - t0, 1),
+        }
         targets_table = markdown_table(ctx.targets, ["name", "value", "comparison", "goal", "unit", "met"])
         table = results.get("table") or ""
         notes = metric_notes("\n".join([targets_table, table] + ctx.metrics_shown))
@@ -290,12 +315,16 @@ def run_benchmarks(names: list[str], out_dir: str | None, quick: bool, argv: lis
             print("\n" + table)
         if notes:
             print("\nmetrics:\n" + "\n".join(f"- {v}" for v in notes.values()))
-        print(f"\nwrote {name}.json" + (f" and {len(ctx.plots)} plot(s)" if ctx.plots else "") + f" to {where}",
-              flush=True)
+        print(
+            f"\nwrote {name}.json" + (f" and {len(ctx.plots)} plot(s)" if ctx.plots else "") + f" to {where}",
+            flush=True,
+        )
         failed += sum(not t["met"] for t in ctx.targets)
     # Missed targets are results, not errors: the exit code says only that the run completed.
     if failed:
         print(f"\n{failed} target(s) missed; see the tables above", flush=True)
-    print(f"\nresults: {where}" + (" (the default folder; --out-dir DIR picks another)" if default_dir else ""),
-          flush=True)
+    print(
+        f"\nresults: {where}" + (" (the default folder; --out-dir DIR picks another)" if default_dir else ""),
+        flush=True,
+    )
     return 0

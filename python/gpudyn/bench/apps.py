@@ -52,6 +52,7 @@ allocated_bytes), held between searches (clear keeps buckets) = its peak;
 worst: its two buffers; two_pass: the largest over levels of frontier + counts +
 offsets + exact output; cupy: CuPy pool bytes in use, sampled inside each level.
 """
+
 from __future__ import annotations
 
 import os
@@ -68,24 +69,24 @@ except ImportError:  # numba-cuda is optional: run() says what is missing
     cuda = None
 
 # ---- configuration (defaults in one place) ------------------------------------------
-SCALE, QUICK_SCALE = 22, 16          # issue 40: scale 22 (4.2M vertices)
-EDGE_FACTOR = 16                     # Graph500 default
+SCALE, QUICK_SCALE = 22, 16  # issue 40: scale 22 (4.2M vertices)
+EDGE_FACTOR = 16  # Graph500 default
 INITIATOR = (0.57, 0.19, 0.19, 0.05)  # Graph500 A, B, C, D
-NUM_KEYS_DRAWN = 64                  # Graph500: 64 search keys
-KEYS, QUICK_KEYS = 8, 2              # keys a run searches (GPUDYN_APPS_KEYS)
-SEED = 0x6750_0500                   # graph and keys; fixed so runs compare
-BLOCK = 256                          # threads a block, every kernel
+NUM_KEYS_DRAWN = 64  # Graph500: 64 search keys
+KEYS, QUICK_KEYS = 8, 2  # keys a run searches (GPUDYN_APPS_KEYS)
+SEED = 0x6750_0500  # graph and keys; fixed so runs compare
+BLOCK = 256  # threads a block, every kernel
 # Grid of the grid-stride kernels: blocks of 256 threads per SM that fill the
 # 2048 resident threads of an sm_80/sm_90 SM (more blocks just queue).
 BLOCKS_PER_SM = 8
-CHECK_EVERY = 4                      # levels between host reads of the stop flag
+CHECK_EVERY = 4  # levels between host reads of the stop flag
 WARP = 32
-SPEED_WORST_GOAL = 1.0               # issue 40: BFS vs worst-case buffer
-SPEED_TWO_PASS_GOAL = 1.3            # issue 40: BFS vs two-pass
-MEMORY_GOAL = 2.0                    # issue 40: gpudyn bytes / two-pass bytes, at most
+SPEED_WORST_GOAL = 1.0  # issue 40: BFS vs worst-case buffer
+SPEED_TWO_PASS_GOAL = 1.3  # issue 40: BFS vs two-pass
+MEMORY_GOAL = 2.0  # issue 40: gpudyn bytes / two-pass bytes, at most
 MAPPINGS = ("thread", "warp")
 KERNEL_VARIANTS = ("gpudyn", "worst", "worst_plain", "two_pass")
-GRAPH_MAGIC = b"GDBFS001"            # file header read by gpudyn_bench_apps
+GRAPH_MAGIC = b"GDBFS001"  # file header read by gpudyn_bench_apps
 
 
 # ---- Graph500 generator and CSR (xp: numpy or cupy) ---------------------------------
@@ -179,7 +180,7 @@ def bfs_vectorized(xp, row, col, root: int, level=None, parent=None, pool_sample
         starts = row[frontier]
         deg = row[frontier + 1] - starts
         ends = xp.cumsum(deg)
-        total = int(ends[-1])                          # to the host: the gather's size
+        total = int(ends[-1])  # to the host: the gather's size
         if total == 0:
             break
         idx = xp.arange(total, dtype=xp.int64)
@@ -190,7 +191,7 @@ def bfs_vectorized(xp, row, col, root: int, level=None, parent=None, pool_sample
             pool_sample()
         nbr, owner = nbr[new], frontier[seg[new]]
         del idx, seg, new, starts, deg, ends
-        parent[nbr] = owner                            # one of the frontier neighbours wins
+        parent[nbr] = owner  # one of the frontier neighbours wins
         frontier = xp.unique(nbr).astype(xp.int32)
         level[frontier] = depth + 1
         depth += 1
@@ -220,6 +221,7 @@ def reference_levels(row_host: np.ndarray, col_host: np.ndarray, root: int, grap
     """Host reference levels: scipy.sparse.csgraph's BFS (C), or NumPy's level-synchronous BFS."""
     if graph is not None:
         from scipy.sparse.csgraph import breadth_first_order
+
         _, pred = breadth_first_order(graph, int(root), directed=True, return_predecessors=True)
         return levels_from_predecessors(pred, int(root))
     return bfs_vectorized(np, row_host, col_host, int(root))[1]
@@ -335,6 +337,7 @@ def _expand(count, item, push, warp: bool):
     unvisited = i32(-1)
 
     if not warp:
+
         @cuda.jit
         def expand_thread(src, src_n, dst, dst_n, row, col, parent, level, depth, active, failed):
             total = cuda.shared.array(1, np.int64)
@@ -358,6 +361,7 @@ def _expand(count, item, push, warp: bool):
             if active.size > 0:
                 if cuda.any_sync(full, claimed) and cuda.laneid == 0:
                     cuda.atomic.max(active, 0, i32(depth + 1))
+
         return expand_thread
 
     @cuda.jit
@@ -387,6 +391,7 @@ def _expand(count, item, push, warp: bool):
         if active.size > 0:
             if cuda.any_sync(full, claimed) and lane == 0:
                 cuda.atomic.max(active, 0, i32(depth + 1))
+
     return expand_warp
 
 
@@ -453,7 +458,7 @@ def _two_pass():
             o = ends[i] - counts[i]
             e0 = row[u]
             end = row[u + 1]
-            while e0 < end:                      # the same trip count in every lane
+            while e0 < end:  # the same trip count in every lane
                 e = e0 + lane
                 v = i32(0)
                 mine = False
@@ -467,8 +472,12 @@ def _two_pass():
                 e0 += WARP
             i += i64(cuda.gridsize(1)) // WARP
 
-    return {"count_thread": count_thread, "count_warp": count_warp, "write_thread": write_thread,
-            "write_warp": write_warp}
+    return {
+        "count_thread": count_thread,
+        "count_warp": count_warp,
+        "write_thread": write_thread,
+        "write_warp": write_warp,
+    }
 
 
 # ---- the BFS drivers ----------------------------------------------------------------
@@ -541,16 +550,26 @@ class WorstCase:
         cur, depth = 0, 0
         while True:
             nxt = 1 - cur
-            self.kernel[grid, BLOCK](self.k_bufs[cur], self.k_counts[cur], self.k_bufs[nxt], self.k_counts[nxt],
-                                     g.k_row, g.k_col, g.k_parent, g.k_level, np.int32(depth), self.no_flag,
-                                     self.k_failed)
+            self.kernel[grid, BLOCK](
+                self.k_bufs[cur],
+                self.k_counts[cur],
+                self.k_bufs[nxt],
+                self.k_counts[nxt],
+                g.k_row,
+                g.k_col,
+                g.k_parent,
+                g.k_level,
+                np.int32(depth),
+                self.no_flag,
+                self.k_failed,
+            )
             depth += 1
             self.levels += 1
             if depth % self.check_every == 0:
                 self.host_reads += 1
                 if int(self.counts[nxt][0]) == 0:
                     break
-            self.counts[cur].fill(0)                  # after the launch that read it
+            self.counts[cur].fill(0)  # after the launch that read it
             cur = nxt
 
 
@@ -568,7 +587,7 @@ class GGArrayBFS:
         self.failed = xp.zeros(1, dtype=xp.int32)
         self.k_failed = g.env.k(self.failed)
         self.host_reads = self.levels = 0
-        self.ref_seconds = 0.0                       # host time in view_arg() (get_view) calls
+        self.ref_seconds = 0.0  # host time in view_arg() (get_view) calls
         self.arrays, self.refs = [], []
         if open_arrays:
             self.open()
@@ -578,7 +597,7 @@ class GGArrayBFS:
         import gpudyn
 
         self.arrays = [gpudyn.GGArray(np.int32) for _ in range(2)]
-        self.refs = [a.view_arg() for a in self.arrays]     # push refs: an array's views stay valid
+        self.refs = [a.view_arg() for a in self.arrays]  # push refs: an array's views stay valid
 
     def close(self) -> None:
         for a in self.arrays:
@@ -586,8 +605,10 @@ class GGArrayBFS:
 
     def memory(self) -> dict:
         stats = [a.stats() for a in self.arrays]
-        out = {"allocated_bytes": sum(s["allocated_bytes"] for s in stats),
-               "status": [int(a.status) for a in self.arrays]}
+        out = {
+            "allocated_bytes": sum(s["allocated_bytes"] for s in stats),
+            "status": [int(a.status) for a in self.arrays],
+        }
         try:
             out["budget_bytes"] = sum(int(a.budget) for a in self.arrays)
         except Exception:  # a GGArray without a budget to report: the allocated bytes say it
@@ -607,14 +628,25 @@ class GGArrayBFS:
             t0 = time.perf_counter()
             self.refs[cur] = self.arrays[cur].view_arg()  # get_view: at() sees what the last level pushed
             self.ref_seconds += time.perf_counter() - t0
-            self.kernel[grid, BLOCK](self.refs[cur], self.unused, self.refs[nxt], self.unused, g.k_row, g.k_col,
-                                     g.k_parent, g.k_level, np.int32(depth), self.k_active, self.k_failed)
-            self.arrays[cur].clear()                  # stream-ordered: after the kernel read it
+            self.kernel[grid, BLOCK](
+                self.refs[cur],
+                self.unused,
+                self.refs[nxt],
+                self.unused,
+                g.k_row,
+                g.k_col,
+                g.k_parent,
+                g.k_level,
+                np.int32(depth),
+                self.k_active,
+                self.k_failed,
+            )
+            self.arrays[cur].clear()  # stream-ordered: after the kernel read it
             depth += 1
             self.levels += 1
             if depth % self.check_every == 0:
                 self.host_reads += 1
-                if int(self.active[0]) < depth:       # no vertex claimed at some level up to here
+                if int(self.active[0]) < depth:  # no vertex claimed at some level up to here
                     break
             cur = nxt
 
@@ -626,6 +658,7 @@ def _seed_kernel():
     def seed_gpudyn(ref, root):
         if cuda.grid(1) == 0:
             gdn.push_back(ref, root)
+
     return seed_gpudyn
 
 
@@ -650,16 +683,18 @@ class TwoPass:
         n, depth = 1, 0
         while n:
             counts = xp.empty(n, dtype=xp.int32)
-            self.count[env.grid(n, per), BLOCK](env.k(front), n, g.k_row, g.k_col, g.k_parent, g.k_level,
-                                                np.int32(depth), env.k(counts))
+            self.count[env.grid(n, per), BLOCK](
+                env.k(front), n, g.k_row, g.k_col, g.k_parent, g.k_level, np.int32(depth), env.k(counts)
+            )
             ends = xp.cumsum(counts, dtype=xp.int32)
-            total = int(ends[-1])                     # to the host, to size the output
+            total = int(ends[-1])  # to the host, to size the output
             self.host_reads += 1
             out = xp.empty(total, dtype=xp.int32)
             self.peak = max(self.peak, 4 * (3 * n + total))  # frontier, counts, offsets, output
             if total:
-                self.write[env.grid(n, per), BLOCK](env.k(front), n, env.k(ends), env.k(counts), g.k_row, g.k_col,
-                                                    g.k_parent, env.k(out))
+                self.write[env.grid(n, per), BLOCK](
+                    env.k(front), n, env.k(ends), env.k(counts), g.k_row, g.k_col, g.k_parent, env.k(out)
+                )
             front, n = out, total
             depth += 1
             self.levels += 1
@@ -682,6 +717,7 @@ class PureCuPy:
             self.peak = max(self.peak, env.pool_used() - base)
             self.levels += 1
             self.host_reads += 1
+
         bfs_vectorized(env.xp, self.g.row, self.g.col, root, self.g.level, self.g.parent, sample)
 
 
@@ -728,6 +764,7 @@ def write_graph_file(path: str, row_h: np.ndarray, col_h: np.ndarray, keys: np.n
 def _has_scipy() -> bool:
     try:
         import scipy.sparse.csgraph  # noqa: F401
+
         return True
     except ImportError:
         return False
@@ -788,20 +825,33 @@ def run(ctx) -> dict:
     ref_seconds = time.time() - t0
     ref_dev = [cp.asarray(lv) for lv in ref_levels]
     comp_edges = [component_edges(cp, src, r) for r in ref_dev]
-    graph = {"scale": scale, "edge_factor": EDGE_FACTOR, "vertices": n, "input_edges": int(src.size),
-             "csr_entries": int(col.size), "initiator": list(INITIATOR), "seed": SEED, "keys": keys.tolist(),
-             "component_edges": comp_edges, "reached": [int((lv >= 0).sum()) for lv in ref_levels],
-             "depth": [int(lv.max()) for lv in ref_levels], "generate_seconds": gen_seconds,
-             "reference": "scipy.sparse.csgraph.breadth_first_order" if _has_scipy() else
-             "numpy level-synchronous BFS", "reference_seconds": ref_seconds}
+    graph = {
+        "scale": scale,
+        "edge_factor": EDGE_FACTOR,
+        "vertices": n,
+        "input_edges": int(src.size),
+        "csr_entries": int(col.size),
+        "initiator": list(INITIATOR),
+        "seed": SEED,
+        "keys": keys.tolist(),
+        "component_edges": comp_edges,
+        "reached": [int((lv >= 0).sum()) for lv in ref_levels],
+        "depth": [int(lv.max()) for lv in ref_levels],
+        "generate_seconds": gen_seconds,
+        "reference": "scipy.sparse.csgraph.breadth_first_order" if _has_scipy() else "numpy level-synchronous BFS",
+        "reference_seconds": ref_seconds,
+    }
 
     ks = kernels(gdn if gdn_error is None else None)
     g = _Graph(env, row, col)
     variants = []
     for mapping in MAPPINGS:
-        variants += [(f"gpudyn_{mapping}", "gpudyn", mapping, CHECK_EVERY), (f"worst_{mapping}", "worst", mapping, 0),
-                     (f"worst_plain_{mapping}", "worst_plain", mapping, 0),
-                     (f"two_pass_{mapping}", "two_pass", mapping, 0)]
+        variants += [
+            (f"gpudyn_{mapping}", "gpudyn", mapping, CHECK_EVERY),
+            (f"worst_{mapping}", "worst", mapping, 0),
+            (f"worst_plain_{mapping}", "worst_plain", mapping, 0),
+            (f"two_pass_{mapping}", "two_pass", mapping, 0),
+        ]
     variants += [("cupy", "cupy", "", 0)] + [(f"gpudyn_every_level_{m}", "gpudyn", m, 1) for m in MAPPINGS]
     state = {"done": 0, "total": len(variants) + 1, "t0": time.time()}
 
@@ -816,7 +866,7 @@ def run(ctx) -> dict:
 
     # Compile and load every kernel once (module loads and local memory settle
     # before any memory is measured).
-    for name, kind, mapping, every in variants:
+    for _name, kind, mapping, every in variants:
         if kind == "gpudyn" and gdn_error:
             continue
         v = make(kind, mapping, every or CHECK_EVERY)
@@ -840,7 +890,7 @@ def run(ctx) -> dict:
         if isinstance(v, GGArrayBFS):
             v.open()
         start, stop = cp.cuda.Event(), cp.cuda.Event()
-        v.search(int(keys[0]))                      # warm-up
+        v.search(int(keys[0]))  # warm-up
         v.host_reads = v.levels = 0
         v.ref_seconds = 0.0
         ms, errors = [], []
@@ -853,15 +903,25 @@ def run(ctx) -> dict:
             err = validate(cp, ekeys, src, dst, int(root), g.parent, g.level, ref_dev[i])
             if any(err.values()):
                 errors.append({"key": int(root), **err})
-        r.update(ms=ms, median_ms=_median(ms), teps=[e / (t * 1e-3) for e, t in zip(comp_edges, ms)],
-                 host_reads_per_search=v.host_reads / len(keys), levels_per_search=v.levels / len(keys))
+        r.update(
+            ms=ms,
+            median_ms=_median(ms),
+            teps=[e / (t * 1e-3) for e, t in zip(comp_edges, ms)],
+            host_reads_per_search=v.host_reads / len(keys),
+            levels_per_search=v.levels / len(keys),
+        )
         r["harmonic_mean_teps"] = _harmonic(r["teps"])
         if isinstance(v, GGArrayBFS):
             free1 = _free_device_bytes(cp)
             mem = v.memory()
             failed = int(v.failed[0])
-            r.update(check_every=every, ref_ms_per_search=v.ref_seconds * 1e3 / len(keys),
-                     device_bytes_delta=int(free0 - free1), **mem, push_failures=failed)
+            r.update(
+                check_every=every,
+                ref_ms_per_search=v.ref_seconds * 1e3 / len(keys),
+                device_bytes_delta=int(free0 - free1),
+                **mem,
+                push_failures=failed,
+            )
             r["held_bytes"] = max(r["device_bytes_delta"], mem["allocated_bytes"])
             if failed or any(mem["status"]):
                 errors.append({"push_failures": failed, "status": mem["status"]})
@@ -903,17 +963,30 @@ def run(ctx) -> dict:
     summarize(ctx, results, cpp, failures)
     rows = table_rows(results, cpp)
     _plot(ctx, rows, graph)
-    columns = ["language", "variant", "mapping", "median_ms", "GTEPS", "held_MiB", "host_reads", "levels",
-               "validated"]
+    columns = ["language", "variant", "mapping", "median_ms", "GTEPS", "held_MiB", "host_reads", "levels", "validated"]
     table = markdown_table(rows, columns)
-    table += ("\n\nmedian_ms: one search (CUDA events, median over the keys); GTEPS: harmonic mean over the keys of "
-              "input edges in the component / time; held_MiB: device memory the variant holds beyond the graph and "
-              "parent/level (gpudyn: its two arrays, between searches = peak; two_pass / cupy: the peak of a level); "
-              "host_reads: reads the host waits for, per search")
-    return {"graph": graph, "check_every": CHECK_EVERY,
-            "gpudyn_count": "ranged_size" if hasattr(gdn, "ranged_size") else "size", "block": BLOCK, "blocks_per_sm": BLOCKS_PER_SM, "sms": sms,
-            "python": results, "cpp": cpp, "cpp_program": cpp_info, "validated": not failures,
-            "failures": failures, "rows": rows, "table": table, "run_seconds": time.time() - t_all}
+    table += (
+        "\n\nmedian_ms: one search (CUDA events, median over the keys); GTEPS: harmonic mean over the keys of "
+        "input edges in the component / time; held_MiB: device memory the variant holds beyond the graph and "
+        "parent/level (gpudyn: its two arrays, between searches = peak; two_pass / cupy: the peak of a level); "
+        "host_reads: reads the host waits for, per search"
+    )
+    return {
+        "graph": graph,
+        "check_every": CHECK_EVERY,
+        "gpudyn_count": "ranged_size" if hasattr(gdn, "ranged_size") else "size",
+        "block": BLOCK,
+        "blocks_per_sm": BLOCKS_PER_SM,
+        "sms": sms,
+        "python": results,
+        "cpp": cpp,
+        "cpp_program": cpp_info,
+        "validated": not failures,
+        "failures": failures,
+        "rows": rows,
+        "table": table,
+        "run_seconds": time.time() - t_all,
+    }
 
 
 def summarize(ctx, py: dict, cpp: dict, failures: list) -> None:
@@ -921,30 +994,44 @@ def summarize(ctx, py: dict, cpp: dict, failures: list) -> None:
     for lang, res in (("Numba", py), ("C++", cpp)):
         for mapping in MAPPINGS:
             gg = res.get(f"gpudyn_{mapping}")
-            for base, goal, what in (("worst", SPEED_WORST_GOAL, "preallocated worst-case buffer (warp-aggregated "
-                                                                  "atomic counter)"),
-                                     ("two_pass", SPEED_TWO_PASS_GOAL, "two-pass (count, scan, write)")):
+            for base, goal, what in (
+                ("worst", SPEED_WORST_GOAL, "preallocated worst-case buffer (warp-aggregated atomic counter)"),
+                ("two_pass", SPEED_TWO_PASS_GOAL, "two-pass (count, scan, write)"),
+            ):
                 b = res.get(f"{base}_{mapping}")
-                value = b["median_ms"] / gg["median_ms"] if gg and b and "median_ms" in gg and "median_ms" in b \
-                    else 0.0
+                value = b["median_ms"] / gg["median_ms"] if gg and b and "median_ms" in gg and "median_ms" in b else 0.0
                 t = ctx.target(f"BFS gpudyn vs {what}, {lang}, {mapping} per vertex", value, goal, "x", True)
                 if value:
                     t["where"] = f"{gg['median_ms']:.4g} ms vs {b['median_ms']:.4g} ms"
                 else:
                     t["where"] = "not measured: " + str((gg or {}).get("skipped") or "missing variant")
-        held = [(res[f"gpudyn_{m}"]["held_bytes"], res[f"two_pass_{m}"]["held_bytes"], m) for m in MAPPINGS
-                if "held_bytes" in res.get(f"gpudyn_{m}", {}) and "held_bytes" in res.get(f"two_pass_{m}", {})]
+        held = [
+            (res[f"gpudyn_{m}"]["held_bytes"], res[f"two_pass_{m}"]["held_bytes"], m)
+            for m in MAPPINGS
+            if "held_bytes" in res.get(f"gpudyn_{m}", {}) and "held_bytes" in res.get(f"two_pass_{m}", {})
+        ]
         if held:
             gb, tb, m = max(held, key=lambda x: x[0] / max(1, x[1]))
-            t = ctx.target(f"BFS device memory gpudyn / two-pass, {lang} (lower is better)", gb / max(1, tb),
-                           MEMORY_GOAL, "ratio", False)
+            t = ctx.target(
+                f"BFS device memory gpudyn / two-pass, {lang} (lower is better)",
+                gb / max(1, tb),
+                MEMORY_GOAL,
+                "ratio",
+                False,
+            )
             t["where"] = f"worst mapping {m}: {gb / 2**20:.1f} MiB vs {tb / 2**20:.1f} MiB"
         else:  # -1: not measured (strict JSON has no infinity)
-            t = ctx.target(f"BFS device memory gpudyn / two-pass, {lang} (lower is better)", -1.0, MEMORY_GOAL,
-                           "ratio", False)
+            t = ctx.target(
+                f"BFS device memory gpudyn / two-pass, {lang} (lower is better)", -1.0, MEMORY_GOAL, "ratio", False
+            )
             t.update(met=False, where="not measured")
-    t = ctx.target("every BFS validated (levels equal the reference, Graph500 rules) (1 = yes)",
-                   float(not failures), 1.0, "bool", True)
+    t = ctx.target(
+        "every BFS validated (levels equal the reference, Graph500 rules) (1 = yes)",
+        float(not failures),
+        1.0,
+        "bool",
+        True,
+    )
     if failures:
         t["where"] = "; ".join(failures)[:2000]
 
@@ -954,14 +1041,30 @@ def table_rows(py: dict, cpp: dict) -> list[dict]:
     for lang, res in (("numba", py), ("cpp", cpp)):
         for name, r in res.items():
             if "median_ms" not in r:
-                rows.append({"language": r.get("language", lang), "variant": name, "mapping": r.get("mapping", ""),
-                             "validated": False, "median_ms": "", "skipped": r.get("skipped", "")})
+                rows.append(
+                    {
+                        "language": r.get("language", lang),
+                        "variant": name,
+                        "mapping": r.get("mapping", ""),
+                        "validated": False,
+                        "median_ms": "",
+                        "skipped": r.get("skipped", ""),
+                    }
+                )
                 continue
-            rows.append({"language": r.get("language", lang), "variant": name, "mapping": r.get("mapping", ""),
-                         "median_ms": r["median_ms"], "GTEPS": r["harmonic_mean_teps"] / 1e9,
-                         "held_MiB": round(r.get("held_bytes", 0) / 2**20, 2),
-                         "host_reads": r.get("host_reads_per_search", ""), "levels": r.get("levels_per_search", ""),
-                         "validated": bool(r.get("validated"))})
+            rows.append(
+                {
+                    "language": r.get("language", lang),
+                    "variant": name,
+                    "mapping": r.get("mapping", ""),
+                    "median_ms": r["median_ms"],
+                    "GTEPS": r["harmonic_mean_teps"] / 1e9,
+                    "held_MiB": round(r.get("held_bytes", 0) / 2**20, 2),
+                    "host_reads": r.get("host_reads_per_search", ""),
+                    "levels": r.get("levels_per_search", ""),
+                    "validated": bool(r.get("validated")),
+                }
+            )
     return rows
 
 
@@ -975,8 +1078,16 @@ def _plot(ctx, rows: list[dict], graph: dict) -> None:
     dev = ctx.device.get("name", "GPU") if isinstance(ctx.device, dict) else "GPU"
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.3 * len(rows) + 1.8))
     labels = [f"{r['language']} {r['variant']}" for r in rows]
-    colors = ["C0" if "gpudyn" in r["variant"] else "gray" if r["variant"] == "cupy" else "C1" if "worst" in
-              r["variant"] else "C2" for r in rows]
+    colors = [
+        "C0"
+        if "gpudyn" in r["variant"]
+        else "gray"
+        if r["variant"] == "cupy"
+        else "C1"
+        if "worst" in r["variant"]
+        else "C2"
+        for r in rows
+    ]
     y = range(len(rows))
     ax1.barh(y, [r["median_ms"] for r in rows], color=colors)
     ax1.set_yticks(y, labels, fontsize=7)
@@ -986,8 +1097,11 @@ def _plot(ctx, rows: list[dict], graph: dict) -> None:
     ax2.set_yticks(y, [""] * len(rows))
     ax2.invert_yaxis()
     ax2.set(xlabel="MiB held beyond graph and parent/level")
-    fig.suptitle(f"BFS, Graph500 Kronecker scale {graph['scale']} ({graph['vertices']:,} vertices, "
-                 f"{graph['input_edges']:,} input edges), {dev}", fontsize=9)
+    fig.suptitle(
+        f"BFS, Graph500 Kronecker scale {graph['scale']} ({graph['vertices']:,} vertices, "
+        f"{graph['input_edges']:,} input edges), {dev}",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(ctx.figure_path("apps_bfs.png"), dpi=110)
     plt.close(fig)

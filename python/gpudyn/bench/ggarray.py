@@ -6,6 +6,7 @@ measures (cudaMalloc, the library's cudaMallocAsync, one cuMemCreate mapping):
 chosen on the `baselines` section's median read/write when present, else on Fig.
 5's last doubling.  The JSON says which one and how each baseline is allocated.
 Every row of the table has the bytes its structure holds beside its time."""
+
 from __future__ import annotations
 
 from . import theory
@@ -31,8 +32,12 @@ def static_baseline(raw: dict) -> dict:
     cands = [s for s in STATIC_ROWS if s in f5]
     if not cands:
         row = "static" if "static" in f5 else None
-        return {"row": row, "allocation": f5.get(row, {}).get("allocation", "cudaMallocAsync (older result)"),
-                "chosen_by": "the only static row", "rw_ms": {row: f5[row]["rw_ms"][-1]} if row else {}}
+        return {
+            "row": row,
+            "allocation": f5.get(row, {}).get("allocation", "cudaMallocAsync (older result)"),
+            "chosen_by": "the only static row",
+            "rw_ms": {row: f5[row]["rw_ms"][-1]} if row else {},
+        }
     b = raw.get("baselines")
     med = {r["name"]: r["rw_ms"] for r in (b or {}).get("rows", []) if r["name"] in cands}
     if med:
@@ -52,8 +57,13 @@ def fig6_rows(f6: dict) -> list[dict]:
     rows = []
     for i, w in enumerate(f6["work_passes"]):
         r = {"final_size": f6["final_size"], "work_passes": w}
-        for k in ("ggarray_ms", "vmm_ms", "ggarray_inplace_ms", "speedup_ggarray_over_vmm",
-                  "speedup_ggarray_inplace_over_vmm"):
+        for k in (
+            "ggarray_ms",
+            "vmm_ms",
+            "ggarray_inplace_ms",
+            "speedup_ggarray_over_vmm",
+            "speedup_ggarray_inplace_over_vmm",
+        ):
             if k in f6:
                 r[k] = f6[k][i]
         rows.append(r)
@@ -68,10 +78,13 @@ def fig3_series(raw: dict) -> dict:
     if not f5:
         return out
     sizes = [int(n) for n in raw["sizes"]]
-    lfvs = sorted({int(v.get("num_lfvectors", s[len("ggarray"):])) for s, v in f5.items() if s.startswith("ggarray")})
+    lfvs = sorted({int(v.get("num_lfvectors", s[len("ggarray") :])) for s, v in f5.items() if s.startswith("ggarray")})
     out["model"] = theory.memory_vs_elements(sizes, sizes[-1], num_lfvectors=lfvs or (512,))
-    out["measured"] = {s: {"elements": v.get("elements", sizes), "bytes_held": v["bytes_held"]}
-                       for s, v in f5.items() if "bytes_held" in v}
+    out["measured"] = {
+        s: {"elements": v.get("elements", sizes), "bytes_held": v["bytes_held"]}
+        for s, v in f5.items()
+        if "bytes_held" in v
+    }
     return out
 
 
@@ -82,7 +95,7 @@ def _ggarray_bound_ratio(f5: dict) -> tuple[float, str] | None:
     for s, v in f5.items():
         if not s.startswith("ggarray") or "bytes_held" not in v:
             continue
-        L, first = int(v.get("num_lfvectors", s[len("ggarray"):])), int(v.get("first_bucket_elements", 1024))
+        L, first = int(v.get("num_lfvectors", s[len("ggarray") :])), int(v.get("first_bucket_elements", 1024))
         for n, b in zip(v["elements"], v["bytes_held"]):
             bound = theory.ggarray_bytes_bound(int(n), 4, L, first) + theory.MAPPING_GRANULARITY
             r = b / bound
@@ -101,26 +114,65 @@ def table_rows(raw: dict, baseline: dict) -> list[dict]:
         held = v["bytes_held"][-1] if "bytes_held" in v else v.get("allocated_bytes")
         name = s + (" (baseline)" if s == baseline.get("row") and s != "static" else "")
         for op in ("grow", "insert", "rw"):
-            rows.append({"section": "table2", "structure": name, "elements": n, "operation": op + " (last doubling)",
-                         "ms": float(v[op + "_ms"][-1]), "bytes_held": held})
+            rows.append(
+                {
+                    "section": "table2",
+                    "structure": name,
+                    "elements": n,
+                    "operation": op + " (last doubling)",
+                    "ms": float(v[op + "_ms"][-1]),
+                    "bytes_held": held,
+                }
+            )
     f4 = raw.get("fig4_insert_ms")
     if f4:
         held = raw.get("fig4_bytes_held", {})
         n = int(raw["sizes"][-1] // 2)
         for k, ms in f4.items():
             plain = k.startswith("plain")
-            rows.append({"section": "fig4", "structure": "plain buffer" if plain else "static_cudaMalloc",
-                         "elements": n, "operation": FIG4_LABELS.get(k, k), "ms": float(ms[-1]),
-                         "bytes_held": held.get("plain_write" if plain else "static")})
+            rows.append(
+                {
+                    "section": "fig4",
+                    "structure": "plain buffer" if plain else "static_cudaMalloc",
+                    "elements": n,
+                    "operation": FIG4_LABELS.get(k, k),
+                    "ms": float(ms[-1]),
+                    "bytes_held": held.get("plain_write" if plain else "static"),
+                }
+            )
     for r in raw.get("baselines", {}).get("rows", []):
-        rows.append({"section": "baselines", "structure": r["name"], "elements": raw["baselines"]["elements"],
-                     "operation": "rw (median)", "ms": float(r["rw_ms"]), "bytes_held": r["bytes_held"]})
+        rows.append(
+            {
+                "section": "baselines",
+                "structure": r["name"],
+                "elements": raw["baselines"]["elements"],
+                "operation": "rw (median)",
+                "ms": float(r["rw_ms"]),
+                "bytes_held": r["bytes_held"],
+            }
+        )
     fl = raw.get("flatten")
     if fl:
-        rows.append({"section": "flatten", "structure": "ggarray512", "elements": fl["elements"],
-                     "operation": "flatten", "ms": float(fl["flatten_ms"]), "bytes_held": fl.get("flatten_bytes_held")})
-        rows.append({"section": "flatten", "structure": "cudaMemcpy D2D", "elements": fl["elements"],
-                     "operation": "copy", "ms": float(fl["memcpy_ms"]), "bytes_held": fl.get("memcpy_bytes_held")})
+        rows.append(
+            {
+                "section": "flatten",
+                "structure": "ggarray512",
+                "elements": fl["elements"],
+                "operation": "flatten",
+                "ms": float(fl["flatten_ms"]),
+                "bytes_held": fl.get("flatten_bytes_held"),
+            }
+        )
+        rows.append(
+            {
+                "section": "flatten",
+                "structure": "cudaMemcpy D2D",
+                "elements": fl["elements"],
+                "operation": "copy",
+                "ms": float(fl["memcpy_ms"]),
+                "bytes_held": fl.get("memcpy_bytes_held"),
+            }
+        )
     f6 = raw.get("fig6")
     if f6:
         rows6 = fig6_rows(f6)
@@ -130,9 +182,16 @@ def table_rows(raw: dict, baseline: dict) -> list[dict]:
                 continue
             for way in ("ggarray", "vmm", "ggarray_inplace"):
                 if way + "_ms" in r:
-                    rows.append({"section": "fig6", "structure": way, "elements": r["final_size"],
-                                 "operation": f"two-phase, {int(r['work_passes'])} work passes",
-                                 "ms": float(r[way + "_ms"]), "bytes_held": r.get(way + "_bytes_held")})
+                    rows.append(
+                        {
+                            "section": "fig6",
+                            "structure": way,
+                            "elements": r["final_size"],
+                            "operation": f"two-phase, {int(r['work_passes'])} work passes",
+                            "ms": float(r[way + "_ms"]),
+                            "bytes_held": r.get(way + "_bytes_held"),
+                        }
+                    )
     return rows
 
 
@@ -145,72 +204,129 @@ def run(ctx) -> dict:
     if f5 and base["row"]:
         last = lambda s, k: f5[s][k][-1]  # noqa: E731
         st = base["row"]
-        ctx.target("GGArray512 insert / static insert", last("ggarray512", "insert_ms") / last(st, "insert_ms"),
-                   1.3, "ratio", False)
-        ctx.target("GGArray512 read/write (spans) / static read/write",
-                   last("ggarray512", "rw_ms") / last(st, "rw_ms"), 1.2, "ratio", False)
+        ctx.target(
+            "GGArray512 insert / static insert",
+            last("ggarray512", "insert_ms") / last(st, "insert_ms"),
+            1.3,
+            "ratio",
+            False,
+        )
+        ctx.target(
+            "GGArray512 read/write (spans) / static read/write",
+            last("ggarray512", "rw_ms") / last(st, "rw_ms"),
+            1.2,
+            "ratio",
+            False,
+        )
         # Like for like: the baseline runs the VMM array's kernel on the same bytes.
         if "vmm" in f5:
-            ctx.target("static baseline read/write / VMM read/write (same kernel)",
-                       last(st, "rw_ms") / last("vmm", "rw_ms"), 1.05, "ratio", False)
+            ctx.target(
+                "static baseline read/write / VMM read/write (same kernel)",
+                last(st, "rw_ms") / last("vmm", "rw_ms"),
+                1.05,
+                "ratio",
+                False,
+            )
     gl = raw.get("grow_last")  # median of repeated last doublings, both timed alike
     if gl or f5:
-        grow_ratio = (gl["ggarray512_median_ms"][0] / gl["vmm_median_ms"][0] if gl
-                      else f5["ggarray512"]["grow_ms"][-1] / f5["vmm"]["grow_ms"][-1])
+        grow_ratio = (
+            gl["ggarray512_median_ms"][0] / gl["vmm_median_ms"][0]
+            if gl
+            else f5["ggarray512"]["grow_ms"][-1] / f5["vmm"]["grow_ms"][-1]
+        )
         ctx.target("GGArray512 grow / VMM grow (last doubling, median)", grow_ratio, 1.0, "ratio", False)
     fl = raw.get("flatten")
     if fl:
-        ctx.target("flatten bandwidth / cudaMemcpy D2D bandwidth", fl["memcpy_ms"] / fl["flatten_ms"], 0.8,
-                   "fraction", True)
+        ctx.target(
+            "flatten bandwidth / cudaMemcpy D2D bandwidth", fl["memcpy_ms"] / fl["flatten_ms"], 0.8, "fraction", True
+        )
     f4 = raw.get("fig4_insert_ms")
     if f4:
         # The faster plain write (4-byte or 16-byte stores) is the baseline.
         best_write = min(f4["plain_write"][-1], f4.get("plain_write_vec4", f4["plain_write"])[-1])
-        ctx.target("static warp-scan insert bandwidth / plain write bandwidth", best_write / f4["warp_scan"][-1],
-                   0.6, "fraction", True)
+        ctx.target(
+            "static warp-scan insert bandwidth / plain write bandwidth",
+            best_write / f4["warp_scan"][-1],
+            0.6,
+            "fraction",
+            True,
+        )
     if f5:
-        ctx.target("read/write did all 30 passes on every structure (1 = yes)",
-                   float(all(f5[s]["rw_all_passes_verified"] for s in f5)), 1.0, "bool", True)
+        ctx.target(
+            "read/write did all 30 passes on every structure (1 = yes)",
+            float(all(f5[s]["rw_all_passes_verified"] for s in f5)),
+            1.0,
+            "bool",
+            True,
+        )
         worst = _ggarray_bound_ratio(f5)
         if worst:
-            t = ctx.target("GGArray bytes held / (2 x element bytes + first buckets + 2 MiB), worst doubling",
-                           worst[0], 1.0, "ratio", False)
+            t = ctx.target(
+                "GGArray bytes held / (2 x element bytes + first buckets + 2 MiB), worst doubling",
+                worst[0],
+                1.0,
+                "ratio",
+                False,
+            )
             t["where"] = worst[1]
     if "fig4_verified" in raw:
         v = raw["fig4_verified"]
-        t = ctx.target("Fig. 4: every inserted element present exactly once, host check (1 = yes)",
-                       float(bool(v.get("all"))), 1.0, "bool", True)
+        t = ctx.target(
+            "Fig. 4: every inserted element present exactly once, host check (1 = yes)",
+            float(bool(v.get("all"))),
+            1.0,
+            "bool",
+            True,
+        )
         bad = [k for k, x in v.items() if isinstance(x, dict) and not x.get("ok")]
         if bad:
             t["where"] = "failed: " + ", ".join(bad)
     if "baselines" in raw:
         b = raw["baselines"]["rows"]
-        t = ctx.target("baselines: every allocation's read/write verified (1 = yes)",
-                       float(all(r["verified"] for r in b)), 1.0, "bool", True)
+        t = ctx.target(
+            "baselines: every allocation's read/write verified (1 = yes)",
+            float(all(r["verified"] for r in b)),
+            1.0,
+            "bool",
+            True,
+        )
         bad = [r["name"] for r in b if not r["verified"]]
         if bad:
             t["where"] = "failed: " + ", ".join(bad)
     f6 = raw.get("fig6")
     rows6 = fig6_rows(f6) if f6 else []
     if rows6 and "verified" in rows6[0]:
-        t = ctx.target("Fig. 6: every run's values verified (1 = yes)", float(all(r["verified"] for r in rows6)),
-                       1.0, "bool", True)
+        t = ctx.target(
+            "Fig. 6: every run's values verified (1 = yes)", float(all(r["verified"] for r in rows6)), 1.0, "bool", True
+        )
         bad = [f"{r['final_size']} x {r['work_passes']}" for r in rows6 if not r["verified"]]
         if bad:
             t["where"] = "failed: " + ", ".join(bad)
     if rows6:
         # The paper's claim: with enough work the GGArray's overhead disappears.
         top = max(rows6, key=lambda r: (r["final_size"], r["work_passes"]))
-        t = ctx.target("Fig. 6: GGArray (flattened) / VMM speedup, largest size and work",
-                       top["speedup_ggarray_over_vmm"], 0.95, "ratio", True)
+        t = ctx.target(
+            "Fig. 6: GGArray (flattened) / VMM speedup, largest size and work",
+            top["speedup_ggarray_over_vmm"],
+            0.95,
+            "ratio",
+            True,
+        )
         t["where"] = f"{top['final_size']} elements, {int(top['work_passes'])} passes"
     fig3 = fig3_series(raw)
     _draw(ctx, raw, fig3, rows6)
     result = {"raw": raw, "static_baseline": base, "fig3": fig3}
     if f5:
-        table2 = {s: {"grow_ms": v["grow_ms"][-1], "insert_ms": v["insert_ms"][-1], "rw_ms": v["rw_ms"][-1],
-                      "bytes_held": v["bytes_held"][-1] if "bytes_held" in v else v.get("allocated_bytes"),
-                      "allocation": v.get("allocation")} for s, v in f5.items()}
+        table2 = {
+            s: {
+                "grow_ms": v["grow_ms"][-1],
+                "insert_ms": v["insert_ms"][-1],
+                "rw_ms": v["rw_ms"][-1],
+                "bytes_held": v["bytes_held"][-1] if "bytes_held" in v else v.get("allocated_bytes"),
+                "allocation": v.get("allocation"),
+            }
+            for s, v in f5.items()
+        }
         if base["row"] and "static" not in table2:
             table2["static"] = dict(table2[base["row"]], row=base["row"])  # the baseline under its old name
         result["table2_last_doubling_ms"] = table2
@@ -232,10 +348,10 @@ def _draw(ctx, raw: dict, fig3: dict, rows6: list[dict]) -> None:
         fig, ax = plt.subplots(1, 3, figsize=(15, 4.5))
         for k, v in (f4 or {}).items():
             style = "--" if k.startswith("plain") else ":" if k.startswith("per_element") else "-"
-            ax[0].loglog([s / 2 if i else s for i, s in enumerate(sizes)], v, style, marker="o",
-                         label=FIG4_LABELS.get(k, k))
-        ax[0].set(title="Fig. 4: insertion on the static array (cudaMalloc)", xlabel="elements inserted",
-                  ylabel="ms")
+            ax[0].loglog(
+                [s / 2 if i else s for i, s in enumerate(sizes)], v, style, marker="o", label=FIG4_LABELS.get(k, k)
+            )
+        ax[0].set(title="Fig. 4: insertion on the static array (cudaMalloc)", xlabel="elements inserted", ylabel="ms")
         if lf:
             ax[1].semilogx(lf["lfvectors"], lf["grow_insert_ms"], marker="o", base=2)
             ax[2].loglog(lf["lfvectors"], lf["rw_b_ms"], marker="o", base=2, label="rw_b (spans)")
@@ -268,11 +384,23 @@ def _draw(ctx, raw: dict, fig3: dict, rows6: list[dict]) -> None:
             pts = sorted((r for r in rows6 if r["final_size"] == n), key=lambda r: r["work_passes"])
             c = colors[i % len(colors)]
             w = [r["work_passes"] for r in pts]
-            ax[0].semilogx(w, [r["speedup_ggarray_over_vmm"] for r in pts], "-", color=c, marker="o",
-                           label=f"{n:.3g}: flattened (paper)")
+            ax[0].semilogx(
+                w,
+                [r["speedup_ggarray_over_vmm"] for r in pts],
+                "-",
+                color=c,
+                marker="o",
+                label=f"{n:.3g}: flattened (paper)",
+            )
             if "speedup_ggarray_inplace_over_vmm" in pts[0]:
-                ax[0].semilogx(w, [r["speedup_ggarray_inplace_over_vmm"] for r in pts], "--", color=c, marker="s",
-                               label=f"{n:.3g}: in place (spans)")
+                ax[0].semilogx(
+                    w,
+                    [r["speedup_ggarray_inplace_over_vmm"] for r in pts],
+                    "--",
+                    color=c,
+                    marker="s",
+                    label=f"{n:.3g}: in place (spans)",
+                )
         ax[0].axhline(1.0, color="gray", lw=0.8)
         ax[0].set(title="Fig. 6: two-phase speedup over VMM", xlabel="work passes", ylabel="speedup")
         ax[0].legend(fontsize=7)
@@ -312,8 +440,7 @@ def _draw_fig3(ctx, plt, fig3: dict) -> None:
             ax[1].loglog(xs, mod[k], "-", color=c, label=f"{k} model")
             for s, v in meas.items():
                 if s == k or (k == "static" and s.startswith("static")):
-                    ax[1].loglog(v["elements"], v["bytes_held"], "o", color=c, ms=4, mfc="none",
-                                 label=f"{s} measured")
+                    ax[1].loglog(v["elements"], v["bytes_held"], "o", color=c, ms=4, mfc="none", label=f"{s} measured")
         ax[1].set(title="Fig. 3: bytes held vs elements (model and measured)", xlabel="elements", ylabel="bytes")
         ax[1].legend(fontsize=6)
     fig.tight_layout()

@@ -9,18 +9,19 @@ device malloc loses the whole CUDA context): a baseline point is measured, or
 "skipped" (time budget; "reason" says why) or "crashed" ("error": the child's
 stderr tail).  Only measured points enter the speedup target; the result's
 "cuda_malloc_points" counts the three kinds and lists the points not measured."""
+
 from __future__ import annotations
 
 import math
 
 # Targets of issue 11 on the H200.
 MALLOC_MS_GOALS = {"16": 0.05, "256": 0.07, "4096": 0.08, "mixed": 0.25}  # ms, 1M threads, converged
-DIVERGENT_RATIO_GOAL = 1.5     # divergent / converged malloc time, same sizes
-FREE_MS_GOAL = 0.03            # ms, 1M threads free, every S
-SPEEDUP_GOAL = 1000.0          # x over CUDA malloc, every point of the matrix
-CHURN_GOAL = 1.25              # bytes held / bytes live after 10 rounds of churn, every S
-USABLE_GOAL = 0.9              # live bytes / mapped bytes at the first failure, every S
-LARGEST_GIB_GOAL = 1.0         # largest single allocation, GiB
+DIVERGENT_RATIO_GOAL = 1.5  # divergent / converged malloc time, same sizes
+FREE_MS_GOAL = 0.03  # ms, 1M threads free, every S
+SPEEDUP_GOAL = 1000.0  # x over CUDA malloc, every point of the matrix
+CHURN_GOAL = 1.25  # bytes held / bytes live after 10 rounds of churn, every S
+USABLE_GOAL = 0.9  # live bytes / mapped bytes at the first failure, every S
+LARGEST_GIB_GOAL = 1.0  # largest single allocation, GiB
 
 # Failures every row reports (0 everywhere when the allocator is correct).
 CHECKS = ("nulls", "bad_readback", "overlaps", "misaligned", "bad_frees", "leaked")
@@ -54,12 +55,17 @@ def _cuda_points(matrix) -> dict:
     """Measured / skipped / crashed CUDA malloc points, and which were not measured."""
     cuda = [r for r in matrix if r["allocator"] == "cuda_malloc"]
     where = lambda r: f"{_count(r['n'])} x {_size(r['s'])}, {r['mode']}"  # noqa: E731
-    return {"measured": sum(1 for r in cuda if _cuda_measured(r)),
-            "skipped": sum(1 for r in cuda if r.get("skipped") and not r.get("crashed")),
-            "crashed": sum(1 for r in cuda if r.get("crashed")),
-            "skipped_points": [{"point": where(r), "reason": r.get("reason", "")}
-                               for r in cuda if r.get("skipped") and not r.get("crashed")],
-            "crashed_points": [{"point": where(r), "error": r.get("error", "")} for r in cuda if r.get("crashed")]}
+    return {
+        "measured": sum(1 for r in cuda if _cuda_measured(r)),
+        "skipped": sum(1 for r in cuda if r.get("skipped") and not r.get("crashed")),
+        "crashed": sum(1 for r in cuda if r.get("crashed")),
+        "skipped_points": [
+            {"point": where(r), "reason": r.get("reason", "")}
+            for r in cuda
+            if r.get("skipped") and not r.get("crashed")
+        ],
+        "crashed_points": [{"point": where(r), "error": r.get("error", "")} for r in cuda if r.get("crashed")],
+    }
 
 
 def run(ctx):
@@ -82,13 +88,19 @@ def run(ctx):
     # ---- targets ----
     for s, goal in MALLOC_MS_GOALS.items():
         if s in ss:
-            ctx.target(f"heap malloc {_count(N)} x {_size(s)} converged (ms)", ms("heap", "converged", N, s), goal,
-                       "ms", False)
+            ctx.target(
+                f"heap malloc {_count(N)} x {_size(s)} converged (ms)", ms("heap", "converged", N, s), goal, "ms", False
+            )
     for s in MALLOC_MS_GOALS:
         if s in ss:
             conv = ms("heap", "converged", N, s)
-            t = ctx.target(f"heap divergent / converged malloc, {_count(N)} x {_size(s)}",
-                           ms("heap", "divergent", N, s) / conv, DIVERGENT_RATIO_GOAL, "x", False)
+            t = ctx.target(
+                f"heap divergent / converged malloc, {_count(N)} x {_size(s)}",
+                ms("heap", "divergent", N, s) / conv,
+                DIVERGENT_RATIO_GOAL,
+                "x",
+                False,
+            )
             if ("bump", "divergent", N) in floor:
                 # The ratio an allocator whose divergent call is one uncontended atomic would reach.
                 t["floor_divergent_ms"] = floor[("bump", "divergent", N)]
@@ -99,15 +111,17 @@ def run(ctx):
     t["where"] = _size(worst_free[1])
 
     speedups = []
-    for (alloc, mode, n, s), r in point.items():
+    for (alloc, mode, n, s), _r in point.items():
         if alloc != "heap":
             continue
         c, h = ms("cuda_malloc", mode, n, s), ms("heap", mode, n, s)
         if not (math.isnan(c) or math.isnan(h)):
             speedups.append((c / h, n, s, mode))
     cuda_points = _cuda_points(matrix)
-    counts = (f"CUDA malloc points: {cuda_points['measured']} measured, {cuda_points['skipped']} skipped, "
-              f"{cuda_points['crashed']} crashed")
+    counts = (
+        f"CUDA malloc points: {cuda_points['measured']} measured, {cuda_points['skipped']} skipped, "
+        f"{cuda_points['crashed']} crashed"
+    )
     for c in cuda_points["crashed_points"]:
         print(f"[heap] CUDA malloc point {c['point']} crashed: {c['error']}", flush=True)
     if speedups:  # the worst of the measured points only: a skipped or crashed one has no time
@@ -125,19 +139,20 @@ def run(ctx):
     churn = [r for r in rows if r["kind"] == "churn"]
     if churn:
         worst = max(churn, key=lambda r: r["held_over_live"])
-        t = ctx.target("heap bytes held / bytes live after churn, worst S", worst["held_over_live"], CHURN_GOAL,
-                       "ratio", False)
+        t = ctx.target(
+            "heap bytes held / bytes live after churn, worst S", worst["held_over_live"], CHURN_GOAL, "ratio", False
+        )
         t["where"] = f"{_count(worst['n'])} x {_size(worst['s'])}, {worst['rounds']} rounds"
     exhaustion = [r for r in rows if r["kind"] == "exhaustion"]
     if exhaustion:
         worst = min(exhaustion, key=lambda r: r["usable_fraction"])
-        t = ctx.target("heap usable fraction at exhaustion, worst S", worst["usable_fraction"], USABLE_GOAL, "",
-                       True)
+        t = ctx.target("heap usable fraction at exhaustion, worst S", worst["usable_fraction"], USABLE_GOAL, "", True)
         t["where"] = f"{_size(worst['s'])}, heap of {worst['heap_bytes_mapped'] / 2**20:.0f} MiB"
     largest = [r for r in rows if r["kind"] == "largest"]
     if largest:
-        t = ctx.target("heap largest single allocation (GiB)", largest[0]["bytes"] / 2**30, LARGEST_GIB_GOAL, "GiB",
-                       True)
+        t = ctx.target(
+            "heap largest single allocation (GiB)", largest[0]["bytes"] / 2**30, LARGEST_GIB_GOAL, "GiB", True
+        )
         t["where"] = f"empty heap of {largest[0]['heap_bytes_mapped'] / 2**30:.1f} GiB"
 
     # ---- verification: every row of gpudyn must be clean ----
@@ -148,42 +163,53 @@ def run(ctx):
                 for k in CHECKS:
                     out[k] += int(r.get(k, 0))
         return out
+
     verification = {"heap": failures("heap"), "cuda_malloc": failures("cuda_malloc")}
     if any(verification["heap"].values()):
         print(f"[heap] VERIFICATION FAILED: {verification['heap']} (see the rows of {ctx.name}.json)", flush=True)
 
     _plots(ctx, point, ns, ss, churn, exhaustion)
 
-    lines = [f"verification (sums over every row): gpudyn {verification['heap']}, "
-             f"CUDA malloc {verification['cuda_malloc']}", counts, "",
-             f"| {_count(N)} threads x S | heap malloc conv / div (ms) | heap free (ms) | heap alloc+free (ms) "
-             "| CUDA malloc / free (ms) | malloc speedup | held / live after alloc | held / live after churn |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"verification (sums over every row): gpudyn {verification['heap']}, CUDA malloc {verification['cuda_malloc']}",
+        counts,
+        "",
+        f"| {_count(N)} threads x S | heap malloc conv / div (ms) | heap free (ms) | heap alloc+free (ms) "
+        "| CUDA malloc / free (ms) | malloc speedup | held / live after alloc | held / live after churn |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     churn_by = {r["s"]: r for r in churn}
     for s in ss:
         h = point.get(("heap", "converged", N, s), {})
         c = ms("cuda_malloc", "converged", N, s), ms("cuda_malloc", "converged", N, s, "free_ms")
         held = h.get("bytes_held", 0) / h["bytes_live"] if h.get("bytes_live") else math.nan
-        lines.append(f"| {_size(s)} | {ms('heap', 'converged', N, s):.4g} / {ms('heap', 'divergent', N, s):.4g} "
-                     f"| {ms('heap', 'converged', N, s, 'free_ms'):.4g} "
-                     f"| {ms('heap', 'converged', N, s, 'alloc_free_ms'):.4g} | {c[0]:.4g} / {c[1]:.4g} "
-                     f"| {c[0] / ms('heap', 'converged', N, s):.4g} | {held:.3f} "
-                     f"| {churn_by[s]['held_over_live'] if s in churn_by else math.nan:.3f} |")
+        lines.append(
+            f"| {_size(s)} | {ms('heap', 'converged', N, s):.4g} / {ms('heap', 'divergent', N, s):.4g} "
+            f"| {ms('heap', 'converged', N, s, 'free_ms'):.4g} "
+            f"| {ms('heap', 'converged', N, s, 'alloc_free_ms'):.4g} | {c[0]:.4g} / {c[1]:.4g} "
+            f"| {c[0] / ms('heap', 'converged', N, s):.4g} | {held:.3f} "
+            f"| {churn_by[s]['held_over_live'] if s in churn_by else math.nan:.3f} |"
+        )
     for t in ctx.targets:
         if "where" in t:
             lines.append(f"\n{t['name']}: {t['value']:.4g} at {t['where']}")
         if "floor_ratio" in t:
-            lines.append(f"\n{t['name']}: {t['value']:.3g}; one uncontended atomic per divergent call "
-                         f"({t['floor_divergent_ms']:.4g} ms) would give {t['floor_ratio']:.3g}")
+            lines.append(
+                f"\n{t['name']}: {t['value']:.3g}; one uncontended atomic per divergent call "
+                f"({t['floor_divergent_ms']:.4g} ms) would give {t['floor_ratio']:.3g}"
+            )
         if "floor_speedup" in t:
-            lines.append(f"\nan empty kernel there takes {t['floor_empty_kernel_ms']:.4g} ms: "
-                         f"at most {t['floor_speedup']:.4g}x for any device allocator")
+            lines.append(
+                f"\nan empty kernel there takes {t['floor_empty_kernel_ms']:.4g} ms: "
+                f"at most {t['floor_speedup']:.4g}x for any device allocator"
+            )
     if floor:
         lines += ["", "| floors (ms) | " + " | ".join(_count(n) for n in ns) + " |", "|---|" + "---|" * len(ns)]
         for op in ("empty", "bump"):
             for mode in ("converged", "divergent"):
-                lines.append(f"| {op} {mode} | " + " | ".join(f"{floor.get((op, mode, n), math.nan):.4g}"
-                                                              for n in ns) + " |")
+                lines.append(
+                    f"| {op} {mode} | " + " | ".join(f"{floor.get((op, mode, n), math.nan):.4g}" for n in ns) + " |"
+                )
     for c in cuda_points["crashed_points"]:
         lines.append(f"\nCUDA malloc crashed at {c['point']}: {c['error']}")
     return {"raw": raw, "verification": verification, "cuda_malloc_points": cuda_points, "table": "\n".join(lines)}
@@ -204,10 +230,22 @@ def _plots(ctx, point, ns, ss, churn, exhaustion):
                     pts = [(n, point[(alloc, mode, n, s)].get(key)) for n in ns if (alloc, mode, n, s) in point]
                     pts = [(n, v) for n, v in pts if _measured(v)]
                     if pts:
-                        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", ms=3,
-                                color=colors[k % len(colors)], label=_size(s) if mode == "converged" else None)
-            ax.set(xscale="log", yscale="log", xlabel="threads N", ylabel="kernel time (ms)",
-                   title=f"{'gpudyn heap' if alloc == 'heap' else 'CUDA malloc'}: {title}")
+                        ax.plot(
+                            [p[0] for p in pts],
+                            [p[1] for p in pts],
+                            style,
+                            marker="o",
+                            ms=3,
+                            color=colors[k % len(colors)],
+                            label=_size(s) if mode == "converged" else None,
+                        )
+            ax.set(
+                xscale="log",
+                yscale="log",
+                xlabel="threads N",
+                ylabel="kernel time (ms)",
+                title=f"{'gpudyn heap' if alloc == 'heap' else 'CUDA malloc'}: {title}",
+            )
     axes[0][0].legend(fontsize=7, title="solid: converged, dashed: divergent", title_fontsize=7)
     fig.tight_layout()
     fig.savefig(ctx.figure_path("heap_matrix.png"), dpi=100)
@@ -223,14 +261,20 @@ def _plots(ctx, point, ns, ss, churn, exhaustion):
                 ok = _measured(h.get("alloc_ms")) and _measured(c.get("alloc_ms")) and _cuda_measured(c)
                 row.append(c["alloc_ms"] / h["alloc_ms"] if ok else math.nan)
             grid.append(row)
-        im = ax.imshow([[math.log10(v) if v == v and v > 0 else math.nan for v in r] for r in grid], cmap="viridis",
-                       aspect="auto", origin="lower")
+        im = ax.imshow(
+            [[math.log10(v) if v == v and v > 0 else math.nan for v in r] for r in grid],
+            cmap="viridis",
+            aspect="auto",
+            origin="lower",
+        )
         for a, r in enumerate(grid):
             for b, v in enumerate(r):
                 ax.text(b, a, "-" if v != v else f"{v:.0f}", ha="center", va="center", fontsize=7, color="white")
         ax.set_xticks(range(len(ss)), [_size(s) for s in ss], rotation=30, fontsize=7)
         ax.set_yticks(range(len(ns)), [_count(n) for n in ns])
-        ax.set(xlabel="S", ylabel="threads N", title=f"malloc speedup over CUDA malloc, {mode} (goal {SPEEDUP_GOAL:g}x)")
+        ax.set(
+            xlabel="S", ylabel="threads N", title=f"malloc speedup over CUDA malloc, {mode} (goal {SPEEDUP_GOAL:g}x)"
+        )
         fig.colorbar(im, ax=ax, label="log10 speedup")
     fig.tight_layout()
     fig.savefig(ctx.figure_path("heap_speedup.png"), dpi=100)
@@ -238,8 +282,9 @@ def _plots(ctx, point, ns, ss, churn, exhaustion):
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), squeeze=False)
     for ax, data, key, goal, title in (
-            (axes[0][0], churn, "held_over_live", CHURN_GOAL, "bytes held / bytes live after churn"),
-            (axes[0][1], exhaustion, "usable_fraction", USABLE_GOAL, "usable fraction at exhaustion")):
+        (axes[0][0], churn, "held_over_live", CHURN_GOAL, "bytes held / bytes live after churn"),
+        (axes[0][1], exhaustion, "usable_fraction", USABLE_GOAL, "usable fraction at exhaustion"),
+    ):
         data = sorted(data, key=lambda r: _order(r["s"]))
         ax.bar(range(len(data)), [r[key] for r in data])
         ax.axhline(goal, color="grey", ls="--", lw=0.8, label=f"goal {goal:g}")

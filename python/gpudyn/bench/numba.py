@@ -31,6 +31,7 @@ every array has; the extend kernel's ratio is in the rows and in the target's
 "where", not a target), and the faster kernel's numba_e2e_ms < two_pass_ms.
 Needs numba-cuda and CuPy (without them the run records why it was skipped).
 """
+
 from __future__ import annotations
 
 import os
@@ -45,12 +46,12 @@ THREADS = 100_000_000
 QUICK_THREADS = 1_000_000
 REPEATS, QUICK_REPEATS = 10, 3
 BLOCK = 256
-MAX_K = 16                      # values per thread at most (mean 8: 0 .. 16)
+MAX_K = 16  # values per thread at most (mean 8: 0 .. 16)
 KERNELS = ("push_back", "extend")  # the two ways the GGArray kernel is written
 BERNOULLI_THRESHOLD = 42949673  # round(0.01 * 2^32): k = 1 below it
-RATIO_GOAL = 1.25               # Numba kernel time / CUDA C++ kernel time, at most
-SPEEDUP_GOAL = 1.0              # two-pass time / GGArray time, at least (faster)
-SPIN_NS = 2_000_000             # busy kernel ahead of a timed launch: hides the host's launch time
+RATIO_GOAL = 1.25  # Numba kernel time / CUDA C++ kernel time, at most
+SPEEDUP_GOAL = 1.0  # two-pass time / GGArray time, at least (faster)
+SPIN_NS = 2_000_000  # busy kernel ahead of a timed launch: hides the host's launch time
 
 CPP_SOURCE = r"""
 #include <gpudyn/ggarray.cuh>
@@ -109,7 +110,7 @@ def expected(n: int, mode: int) -> dict:
         for lo in range(0, n, 1 << 24):
             t = np.arange(lo, min(n, lo + (1 << 24)), dtype=np.uint64)
             k = _counts_host(t, mode)
-            s1 = k * (k - np.uint64(1)) // np.uint64(2)                          # sum of j < k
+            s1 = k * (k - np.uint64(1)) // np.uint64(2)  # sum of j < k
             s2 = (k - np.uint64(1)) * k * (np.uint64(2) * k - np.uint64(1)) // np.uint64(6)  # sum of j^2
             base = np.uint64(16) * t
             count += k.sum(dtype=np.uint64)
@@ -221,10 +222,12 @@ def run(ctx) -> dict:
     try:
         import cupy as cp
         from numba import cuda  # noqa: F401
+
         import gpudyn.numba as gdn
     except ImportError as e:
         return _skip(f"needs numba-cuda and CuPy ({e})")
     import gpudyn
+
     from ._common import markdown_table
 
     n = QUICK_THREADS if ctx.quick else THREADS
@@ -292,7 +295,7 @@ def run(ctx) -> dict:
         def two_pass():
             count_pass[grid, BLOCK](counts, n, mode)
             ends = cp.cumsum(counts, dtype=cp.int64)
-            total = int(ends[-1])                          # to the host, to size the output
+            total = int(ends[-1])  # to the host, to size the output
             out = cp.empty(total, dtype=cp.int32)
             write_pass[grid, BLOCK](out, ends, n, mode)
             two_pass_out["out"] = out
@@ -304,33 +307,70 @@ def run(ctx) -> dict:
                 two.append(ms)
         results["two_pass"] = _summary(cp, two_pass_out.pop("out"))
         two_pass_bytes = n * (4 + 8) + results["two_pass"]["count"] * 4
-        del counts
+        counts = None  # frees the count buffer before the next point
         progress(f"{label}: two-pass")
 
         ok = {k: v == want for k, v in results.items()}
-        checks.append({"mean": mean, "expected": want, **{f"{k}_ok": v for k, v in ok.items()},
-                       "push_failures": failures})
-        rows.append(_row(mean, want["count"], series, two, held, two_pass_bytes,
-                         all(ok.values()) and failures == 0))
+        checks.append(
+            {"mean": mean, "expected": want, **{f"{k}_ok": v for k, v in ok.items()}, "push_failures": failures}
+        )
+        rows.append(_row(mean, want["count"], series, two, held, two_pass_bytes, all(ok.values()) and failures == 0))
 
     for r in rows:
         m = f"mean {r['mean']:g}"
-        t = ctx.target(f"Numba GGArray push kernel time / the same kernel in CUDA C++, {m}",
-                       r[_key("numba_over_cpp", "push_back")], RATIO_GOAL, "x", higher_is_better=False)
-        t["where"] = ("push_back kernel; " + ", ".join(
-            f"{k} kernel {r[_key('numba_over_cpp', k)]:.3g} (not a target)" for k in KERNELS if k != "push_back"))
-        t = ctx.target(f"Numba GGArray (clear + kernel + size) vs Numba two-pass (count, cupy.cumsum, allocate, "
-                       f"write), {m}", r["speedup_vs_two_pass"], SPEEDUP_GOAL, "x", higher_is_better=True)
+        t = ctx.target(
+            f"Numba GGArray push kernel time / the same kernel in CUDA C++, {m}",
+            r[_key("numba_over_cpp", "push_back")],
+            RATIO_GOAL,
+            "x",
+            higher_is_better=False,
+        )
+        t["where"] = "push_back kernel; " + ", ".join(
+            f"{k} kernel {r[_key('numba_over_cpp', k)]:.3g} (not a target)" for k in KERNELS if k != "push_back"
+        )
+        t = ctx.target(
+            f"Numba GGArray (clear + kernel + size) vs Numba two-pass (count, cupy.cumsum, allocate, write), {m}",
+            r["speedup_vs_two_pass"],
+            SPEEDUP_GOAL,
+            "x",
+            higher_is_better=True,
+        )
         t["where"] = f"{r['e2e_kernel']} kernel: {r['best_e2e_ms']:.4g} ms vs {r['two_pass_ms']:.4g} ms"
-        ctx.target(f"Numba outputs verified (count, sum, sum of squares), {m}", float(r["verified"]), 1.0, "bool",
-                   higher_is_better=True)
+        ctx.target(
+            f"Numba outputs verified (count, sum, sum of squares), {m}",
+            float(r["verified"]),
+            1.0,
+            "bool",
+            higher_is_better=True,
+        )
     _plot(ctx, rows, n)
-    columns = ["mean", "values", "numba_ms", "cpp_ms", "numba_over_cpp", "numba_e2e_ms", "numba_ms_extend",
-               "cpp_ms_extend", "numba_over_cpp_extend", "numba_e2e_ms_extend", "two_pass_ms", "e2e_kernel",
-               "speedup_vs_two_pass", "verified"]
-    return {"threads": n, "repeats": repeats, "block": BLOCK, "link_file": os.path.basename(gdn.link_file()),
-            "numba_cuda": _version("numba-cuda"), "cupy": _version("cupy") or getattr(cp, "__version__", None),
-            "rows": rows, "checks": checks, "table": markdown_table(rows, columns)}
+    columns = [
+        "mean",
+        "values",
+        "numba_ms",
+        "cpp_ms",
+        "numba_over_cpp",
+        "numba_e2e_ms",
+        "numba_ms_extend",
+        "cpp_ms_extend",
+        "numba_over_cpp_extend",
+        "numba_e2e_ms_extend",
+        "two_pass_ms",
+        "e2e_kernel",
+        "speedup_vs_two_pass",
+        "verified",
+    ]
+    return {
+        "threads": n,
+        "repeats": repeats,
+        "block": BLOCK,
+        "link_file": os.path.basename(gdn.link_file()),
+        "numba_cuda": _version("numba-cuda"),
+        "cupy": _version("cupy") or getattr(cp, "__version__", None),
+        "rows": rows,
+        "checks": checks,
+        "table": markdown_table(rows, columns),
+    }
 
 
 def _key(name: str, kernel: str) -> str:
@@ -338,26 +378,40 @@ def _key(name: str, kernel: str) -> str:
     return name if kernel == KERNELS[0] else f"{name}_{kernel}"
 
 
-def _row(mean: float, values: int, series: dict, two_pass: list, held: int, two_pass_bytes: int,
-         verified: bool) -> dict:
+def _row(
+    mean: float, values: int, series: dict, two_pass: list, held: int, two_pass_bytes: int, verified: bool
+) -> dict:
     """One mean's row from its series (keys numba_<kernel>, cpp_<kernel>, numba_e2e_<kernel>)."""
     row = {"mean": mean, "values": values}
     for k in KERNELS:
         numba, cpp, e2e = (_median(series[f"{s}_{k}"]) for s in ("numba", "cpp", "numba_e2e"))
-        row.update({_key("numba_ms", k): numba, _key("cpp_ms", k): cpp, _key("numba_e2e_ms", k): e2e,
-                    _key("numba_over_cpp", k): numba / cpp})
+        row.update(
+            {
+                _key("numba_ms", k): numba,
+                _key("cpp_ms", k): cpp,
+                _key("numba_e2e_ms", k): e2e,
+                _key("numba_over_cpp", k): numba / cpp,
+            }
+        )
     row["e2e_kernel"] = min(KERNELS, key=lambda k: row[_key("numba_e2e_ms", k)])
     row["best_e2e_ms"] = row[_key("numba_e2e_ms", row["e2e_kernel"])]
     row["two_pass_ms"] = _median(two_pass)
     row["speedup_vs_two_pass"] = row["two_pass_ms"] / row["best_e2e_ms"]
-    row.update({"ggarray_bytes_held": held, "two_pass_bytes": two_pass_bytes, "verified": verified,
-                "series_ms": {**series, "two_pass": two_pass}})
+    row.update(
+        {
+            "ggarray_bytes_held": held,
+            "two_pass_bytes": two_pass_bytes,
+            "verified": verified,
+            "series_ms": {**series, "two_pass": two_pass},
+        }
+    )
     return row
 
 
 def _version(dist: str):
     try:
         from importlib.metadata import version
+
         return version(dist)
     except Exception:  # not installed under that name
         return None
@@ -368,9 +422,14 @@ def _plot(ctx, rows, n: int) -> None:
     if plt is None:
         return
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
-    names = [("numba_ms", "Numba push_back (kernel)"), ("cpp_ms", "CUDA C++ push_back (kernel)"),
-             ("numba_ms_extend", "Numba extend (kernel)"), ("cpp_ms_extend", "CUDA C++ extend (kernel)"),
-             ("best_e2e_ms", "Numba + gpudyn, faster kernel (clear+kernel+size)"), ("two_pass_ms", "Numba two-pass")]
+    names = [
+        ("numba_ms", "Numba push_back (kernel)"),
+        ("cpp_ms", "CUDA C++ push_back (kernel)"),
+        ("numba_ms_extend", "Numba extend (kernel)"),
+        ("cpp_ms_extend", "CUDA C++ extend (kernel)"),
+        ("best_e2e_ms", "Numba + gpudyn, faster kernel (clear+kernel+size)"),
+        ("two_pass_ms", "Numba two-pass"),
+    ]
     width = 0.8 / len(names)
     x = np.arange(len(rows))
     for i, (key, label) in enumerate(names):

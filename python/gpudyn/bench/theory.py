@@ -8,6 +8,7 @@ size × (1 + q99(F)).  A GGArray allocates buckets as it goes: each LFVector
 holds first·(2^k − 1) elements for the smallest k that fits, so it never holds
 more than 2× its elements plus its first buckets.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,8 +45,14 @@ def ggarray_bytes_bound(elements: int, element_size: int, num_lfvectors: int = 5
     return 2 * elements * element_size + num_lfvectors * first_bucket * element_size
 
 
-def fig3(size: int = 10**6, sigmas=None, samples: int = 2000, seed: int = 0, num_lfvectors: int = 512,
-         first_bucket: int = 1024) -> dict:
+def fig3(
+    size: int = 10**6,
+    sigmas=None,
+    samples: int = 2000,
+    seed: int = 0,
+    num_lfvectors: int = 512,
+    first_bucket: int = 1024,
+) -> dict:
     """Fig. 3 series: for each σ, the static capacity (1% failure), the mean
     elements actually needed, and the mean GGArray capacity over samples."""
     sigmas = np.linspace(0.0, 2.0, 21) if sigmas is None else np.asarray(sigmas, dtype=float)
@@ -57,8 +64,12 @@ def fig3(size: int = 10**6, sigmas=None, samples: int = 2000, seed: int = 0, num
         static.append(static_capacity(size, s))
         needed.append(float(total.mean()))
         gg.append(float(np.mean([ggarray_capacity(int(t), num_lfvectors, first_bucket) for t in total])))
-    return {"sigma": list(map(float, sigmas)), "static_elements": static, "needed_elements": needed,
-            "ggarray_elements": gg}
+    return {
+        "sigma": list(map(float, sigmas)),
+        "static_elements": static,
+        "needed_elements": needed,
+        "ggarray_elements": gg,
+    }
 
 
 # Bytes the structures hold (Fig. 3 drawn against the benchmark's measured bytes).
@@ -76,8 +87,13 @@ def vmm_bytes(elements: int, element_size: int = 4, granularity: int = MAPPING_G
     return _round_up(int(elements) * element_size, granularity)
 
 
-def ggarray_pool_bytes(elements: int, element_size: int = 4, num_lfvectors: int = 512, first_bucket: int = 1024,
-                       granularity: int = MAPPING_GRANULARITY) -> int:
+def ggarray_pool_bytes(
+    elements: int,
+    element_size: int = 4,
+    num_lfvectors: int = 512,
+    first_bucket: int = 1024,
+    granularity: int = MAPPING_GRANULARITY,
+) -> int:
     """Bytes a GGArray holds when `elements` are spread evenly over its LFVectors and
     its bucket rows come from the pool: the rows' bytes (ggarray_capacity) rounded up
     to the mapping granularity."""
@@ -85,19 +101,29 @@ def ggarray_pool_bytes(elements: int, element_size: int = 4, num_lfvectors: int 
     return _round_up(cap * element_size, granularity)
 
 
-def memory_vs_elements(elements, final_elements: int, element_size: int = 4, num_lfvectors=(32, 512),
-                       first_bucket: int = 1024, headroom: bool = True) -> dict:
+def memory_vs_elements(
+    elements,
+    final_elements: int,
+    element_size: int = 4,
+    num_lfvectors=(32, 512),
+    first_bucket: int = 1024,
+    headroom: bool = True,
+) -> dict:
     """Fig. 3 against the number of elements: bytes held by a static array sized
     for `final_elements`, a VMM array grown to each size, and GGArrays of each
     `num_lfvectors` (with `headroom`, the benchmark's reserve of one more element
     per LFVector), beside the element bytes themselves."""
     xs = [int(n) for n in elements]
-    out = {"elements": xs, "element_bytes": [n * element_size for n in xs],
-           "static": [int(final_elements) * element_size] * len(xs),
-           "vmm": [vmm_bytes(n, element_size) for n in xs]}
+    out = {
+        "elements": xs,
+        "element_bytes": [n * element_size for n in xs],
+        "static": [int(final_elements) * element_size] * len(xs),
+        "vmm": [vmm_bytes(n, element_size) for n in xs],
+    }
     for L in num_lfvectors:
         out[f"ggarray{L}"] = [ggarray_pool_bytes(n + (L if headroom else 0), element_size, L, first_bucket) for n in xs]
     return out
+
 
 # ---- random-walk page heap --------------------------------------------------
 # Pham et al., "Dynamic Buffer Management in Massively Parallel Systems: A Case on
@@ -239,9 +265,15 @@ def fig10(T=1 << 20, frees=FIG10_FREES, n_values=None, m_fractions=FIG10_M_FRACT
     for f in frees:
         A = int(round(f * T))
         ns = [n for n in n_values if 0 < n < A]
-        panels.append({"free": f, "A": A, "N": ns,
-                       "rw": [rw_tas(T, A, n, exact=False) for n in ns],
-                       "crw": {str(m): [crw_tas(T, A, n, m_of(A, m)) for n in ns] for m in m_fractions}})
+        panels.append(
+            {
+                "free": f,
+                "A": A,
+                "N": ns,
+                "rw": [rw_tas(T, A, n, exact=False) for n in ns],
+                "crw": {str(m): [crw_tas(T, A, n, m_of(A, m)) for n in ns] for m in m_fractions},
+            }
+        )
     by_free = {"N": fixed_n, "free": [], "rw": [], "crw": {str(m): [] for m in m_fractions}}
     for f in free_axis:
         A = int(round(f * T))

@@ -28,19 +28,20 @@ contender and what its timing covers) and computes from its raw JSON:
   - "every output verified (count, sum, xor of a 64-bit mix) (1 = yes)".
 Per-contender times, their steps and the loop-vs-bulk split go into the results too.
 """
+
 from __future__ import annotations
 
-FRESH_GOAL = 1.0       # GGArray created fresh at least as fast as CUB's two-pass
-REUSED_GOAL = 1.5      # a reused GGArray 1.5x faster than CUB's two-pass
-SELECT_GOAL = 0.9      # in-kernel push at least 0.9x DeviceSelect::If's speed
-BYTES_GOAL = 2.0       # bytes held at most twice the output (+ one first bucket per LFVector)
-NATURAL_GOAL = 1.5     # issue 40: per-thread push_back(values, k) 1.5x CUB's two-pass, means 1 and 8
+FRESH_GOAL = 1.0  # GGArray created fresh at least as fast as CUB's two-pass
+REUSED_GOAL = 1.5  # a reused GGArray 1.5x faster than CUB's two-pass
+SELECT_GOAL = 0.9  # in-kernel push at least 0.9x DeviceSelect::If's speed
+BYTES_GOAL = 2.0  # bytes held at most twice the output (+ one first bucket per LFVector)
+NATURAL_GOAL = 1.5  # issue 40: per-thread push_back(values, k) 1.5x CUB's two-pass, means 1 and 8
 NATURAL_MEANS = (1.0, 8.0)
-FLOOR_GOAL = 1.15      # issue 40: a form that cannot reach its target is within 1.15x of the floor
+FLOOR_GOAL = 1.15  # issue 40: a form that cannot reach its target is within 1.15x of the floor
 KERNELS = ("loop", "bulk", "block", "warp")  # variable output; older results lack "block" / "warp"
 GG_COMPACTION = ("one_per_thread", "grid_stride", "chunk", "warp_tiles", "warp_tiles16")
 STATIC_COMPACTION = ("one_per_thread", "grid_stride", "warp_tiles", "warp_tiles16")
-FLOOR_VARIABLE = ("loop", "bulk")                 # older results have no "floor" contender
+FLOOR_VARIABLE = ("loop", "bulk")  # older results have no "floor" contender
 FLOOR_COMPACTION = ("one_per_thread", "grid_stride")
 SECTIONS = {"variable_output": "variable output", "compaction": "stream compaction", "growth": "growth in the kernel"}
 
@@ -97,25 +98,49 @@ def summarize(ctx, raw: dict) -> dict:
                 for k in KERNELS:
                     if k in c[contender]:
                         rows.append(_row("variable output", label, contender, k, c[contender][k], cub))
-                split.append({"section": "variable output", "case": label, "contender": contender,
-                              "loop_ms": c[contender]["loop"]["ms"], "bulk_ms": c[contender]["bulk"]["ms"],
-                              "loop_over_bulk": c[contender]["loop"]["ms"] / c[contender]["bulk"]["ms"]})
+                split.append(
+                    {
+                        "section": "variable output",
+                        "case": label,
+                        "contender": contender,
+                        "loop_ms": c[contender]["loop"]["ms"],
+                        "bulk_ms": c[contender]["bulk"]["ms"],
+                        "loop_over_bulk": c[contender]["loop"]["ms"] / c[contender]["bulk"]["ms"],
+                    }
+                )
                 if contender.startswith("ggarray"):
                     for k in KERNELS:
                         if k in c[contender]:
-                            worst.add(c[contender][k]["bytes_held"], case["output_bytes"], allowance,
-                                      f"{label}, {contender} {k}")
+                            worst.add(
+                                c[contender][k]["bytes_held"],
+                                case["output_bytes"],
+                                allowance,
+                                f"{label}, {contender} {k}",
+                            )
             fresh.append((f"GGArray fresh vs CUB two-pass, {label}", cub, c["ggarray_fresh"], KERNELS, FRESH_GOAL))
             reused.append((f"GGArray reused vs CUB two-pass, {label}", cub, c["ggarray_reused"], KERNELS, REUSED_GOAL))
             if float(case["mean"]) in NATURAL_MEANS:
                 for how in ("fresh", "reused"):
-                    natural.append((f"per-thread push_back(values, k) vs CUB two-pass, {label}, {how}", cub,
-                                    c[f"ggarray_{how}"], ("bulk",), NATURAL_GOAL))
+                    natural.append(
+                        (
+                            f"per-thread push_back(values, k) vs CUB two-pass, {label}, {how}",
+                            cub,
+                            c[f"ggarray_{how}"],
+                            ("bulk",),
+                            NATURAL_GOAL,
+                        )
+                    )
             for k in FLOOR_VARIABLE:
                 for how in ("fresh", "reused"):
                     if k in c.get("floor", {}) and k in c[f"ggarray_{how}"]:
-                        floor.append((f"variable output {k}, {label}: GGArray {how} time / floor time",
-                                      c[f"ggarray_{how}"][k], c["floor"][k], k))
+                        floor.append(
+                            (
+                                f"variable output {k}, {label}: GGArray {how} time / floor time",
+                                c[f"ggarray_{how}"][k],
+                                c["floor"][k],
+                                k,
+                            )
+                        )
         for args in fresh + reused + natural:  # the fresh targets, the reused ones, then issue 40's forms
             _speed_target(ctx, *args)
         for args in floor:
@@ -139,11 +164,19 @@ def summarize(ctx, raw: dict) -> dict:
                 rows.append(_row("stream compaction", label, "static", k, c["static"][k], sel))
             for k in (k for k in FLOOR_COMPACTION if k in c.get("floor", {})):
                 rows.append(_row("stream compaction", label, "floor", k, c["floor"][k], sel))
-                floor.append((f"compaction {k}, {label}: GGArray reused time / floor time", c["ggarray"][k],
-                              c["floor"][k], k))
+                floor.append(
+                    (f"compaction {k}, {label}: GGArray reused time / floor time", c["ggarray"][k], c["floor"][k], k)
+                )
             best.append((f"in-kernel push vs DeviceSelect::If, {label}", sel, c["ggarray"], GG_COMPACTION, SELECT_GOAL))
-            natural.append((f"if (x < t) a.push_back(x), one element a thread, vs DeviceSelect::If, {label}", sel,
-                            c["ggarray"], ("one_per_thread",), SELECT_GOAL))
+            natural.append(
+                (
+                    f"if (x < t) a.push_back(x), one element a thread, vs DeviceSelect::If, {label}",
+                    sel,
+                    c["ggarray"],
+                    ("one_per_thread",),
+                    SELECT_GOAL,
+                )
+            )
         for args in best + natural:  # the fastest kernel at each selectivity, then the natural one
             _speed_target(ctx, *args)
         for args in floor:
@@ -157,27 +190,48 @@ def summarize(ctx, raw: dict) -> dict:
         allowance = _allowance(gr)
         vmm_last = gr["contenders"]["vmm_reserved"]["ms"][-1]
         for name, s in gr["contenders"].items():
-            rows.append({"section": "growth in the kernel", "case": f"last doubling, to {int(gr['final_size']):,}",
-                         "contender": name, "kernel": "push_back", "ms": s["ms"][-1],
-                         "baseline_over_ms": vmm_last / s["ms"][-1] if s["ms"][-1] else None,
-                         "all_doublings_ms": sum(s["ms"]), "bytes_held": s["bytes_held"], "verified": s["verified"],
-                         **({"budget_bytes": s["budget_bytes"]} if "budget_bytes" in s else {})})
+            rows.append(
+                {
+                    "section": "growth in the kernel",
+                    "case": f"last doubling, to {int(gr['final_size']):,}",
+                    "contender": name,
+                    "kernel": "push_back",
+                    "ms": s["ms"][-1],
+                    "baseline_over_ms": vmm_last / s["ms"][-1] if s["ms"][-1] else None,
+                    "all_doublings_ms": sum(s["ms"]),
+                    "bytes_held": s["bytes_held"],
+                    "verified": s["verified"],
+                    **({"budget_bytes": s["budget_bytes"]} if "budget_bytes" in s else {}),
+                }
+            )
             if name.startswith("ggarray"):
                 worst.add(s["bytes_held"], out_bytes, allowance, name)
         _bytes_target(ctx, worst, "growth")
 
-    t = ctx.target("every output verified (count, sum, xor of a 64-bit mix) (1 = yes)",
-                   float(bool(raw.get("verified")) and not raw.get("failures")), 1.0, "bool", True)
+    t = ctx.target(
+        "every output verified (count, sum, xor of a 64-bit mix) (1 = yes)",
+        float(bool(raw.get("verified")) and not raw.get("failures")),
+        1.0,
+        "bool",
+        True,
+    )
     if raw.get("failures"):
         t["where"] = "; ".join(raw["failures"])[:2000]
     return {"rows": rows, "loop_vs_bulk": split}
 
 
 def _row(section: str, case: str, contender: str, kernel: str, s: dict, baseline_ms: float) -> dict:
-    r = {"section": section, "case": case, "contender": contender, "kernel": kernel, "ms": s["ms"],
-         "baseline_over_ms": baseline_ms / s["ms"] if s["ms"] else None,
-         "steps_ms": ", ".join(f"{k} {v:.3g}" for k, v in s.get("steps_ms", {}).items()),
-         "bytes_held": s["bytes_held"], "verified": s["verified"]}
+    r = {
+        "section": section,
+        "case": case,
+        "contender": contender,
+        "kernel": kernel,
+        "ms": s["ms"],
+        "baseline_over_ms": baseline_ms / s["ms"] if s["ms"] else None,
+        "steps_ms": ", ".join(f"{k} {v:.3g}" for k, v in s.get("steps_ms", {}).items()),
+        "bytes_held": s["bytes_held"],
+        "verified": s["verified"],
+    }
     if "budget_bytes" in s:
         r["budget_bytes"] = s["budget_bytes"]
     return r
@@ -199,8 +253,13 @@ def _floor_target(ctx, name: str, gg: dict, floor: dict, kernel: str) -> None:
 def _bytes_target(ctx, worst: _Worst, section: str) -> None:
     if worst.value is None:
         return
-    t = ctx.target(f"GGArray bytes held / output bytes (+ one first bucket per LFVector), {SECTIONS[section]}",
-                   worst.value, BYTES_GOAL, "ratio", False)
+    t = ctx.target(
+        f"GGArray bytes held / output bytes (+ one first bucket per LFVector), {SECTIONS[section]}",
+        worst.value,
+        BYTES_GOAL,
+        "ratio",
+        False,
+    )
     t["where"] = f"worst: {worst.where}"
 
 
@@ -212,14 +271,17 @@ def run(ctx) -> dict:
     _plot(ctx, raw, result["rows"])
     columns = ["section", "case", "contender", "kernel", "ms", "baseline_over_ms", "held_MiB", "budget_MiB", "steps_ms"]
     mib = lambda b: round(b / 2**20, 1) if b is not None else ""  # noqa: E731
-    table = markdown_table([dict(r, held_MiB=mib(r["bytes_held"]), budget_MiB=mib(r.get("budget_bytes")))
-                            for r in result["rows"]], columns)
-    table += ("\n\nbaseline_over_ms: the section's baseline time / this row's time (> 1: faster than the baseline): "
-              "CUB two-pass, DeviceSelect::If, and for growth (ms of the last doubling, grow + insert) the VMM array "
-              "reserved by the host.  floor: the same kernel with warp-aggregated atomics on as many counters as a "
-              "GGArray has LFVectors, into a buffer preallocated for the worst case (a GGArray minus growth).  "
-              "held_MiB: bytes held after the run (GGArray: its buckets; floor: its buffer and counters); "
-              "budget_MiB: a GGArray's budget, mapped for its kernels' buckets")
+    table = markdown_table(
+        [dict(r, held_MiB=mib(r["bytes_held"]), budget_MiB=mib(r.get("budget_bytes"))) for r in result["rows"]], columns
+    )
+    table += (
+        "\n\nbaseline_over_ms: the section's baseline time / this row's time (> 1: faster than the baseline): "
+        "CUB two-pass, DeviceSelect::If, and for growth (ms of the last doubling, grow + insert) the VMM array "
+        "reserved by the host.  floor: the same kernel with warp-aggregated atomics on as many counters as a "
+        "GGArray has LFVectors, into a buffer preallocated for the worst case (a GGArray minus growth).  "
+        "held_MiB: bytes held after the run (GGArray: its buckets; floor: its buffer and counters); "
+        "budget_MiB: a GGArray's budget, mapped for its kernels' buckets"
+    )
     return {"raw": raw, **result, "table": table}
 
 
@@ -230,11 +292,23 @@ def _plot(ctx, raw: dict, rows: list[dict]) -> None:
     dev = ctx.device.get("name", "GPU") if isinstance(ctx.device, dict) else "GPU"
     vo, cp, gr = raw.get("variable_output"), raw.get("compaction"), raw.get("growth")
     if vo:
-        _bars(ctx, plt, rows, "variable output", f"variable output, {int(vo['threads']):,} threads: user kernels vs "
-              f"CUB two-pass ({dev})", "user_variable_output.png")
+        _bars(
+            ctx,
+            plt,
+            rows,
+            "variable output",
+            f"variable output, {int(vo['threads']):,} threads: user kernels vs CUB two-pass ({dev})",
+            "user_variable_output.png",
+        )
     if cp:
-        _bars(ctx, plt, rows, "stream compaction", f"stream compaction of {int(cp['n']):,} int32: in-kernel push vs "
-              f"cub::DeviceSelect::If ({dev})", "user_compaction.png")
+        _bars(
+            ctx,
+            plt,
+            rows,
+            "stream compaction",
+            f"stream compaction of {int(cp['n']):,} int32: in-kernel push vs cub::DeviceSelect::If ({dev})",
+            "user_compaction.png",
+        )
     if gr:
         fig, ax = plt.subplots(figsize=(6, 4))
         for name, s in gr["contenders"].items():

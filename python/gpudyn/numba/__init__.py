@@ -120,6 +120,7 @@ extension API it provides: ``declare_device(..., abi="c")``,
 ``numba.cuda.extending.intrinsic``); LTO-IR needs nvJitLink of the CUDA major
 version gpudyn was built with.
 """
+
 from __future__ import annotations
 
 import numpy as _np
@@ -138,12 +139,48 @@ try:
 except ImportError as _e:  # numba without numba-cuda, or neither
     raise ImportError("gpudyn.numba needs numba-cuda (pip install 'gpudyn-cu13[numba]'): " + str(_e)) from _e
 
-from ._device import (INVALID_PAGE, array, at, extend, free, free_page, get_page, malloc,  # noqa: E402
-                      page_address, push_back, ranged_size, size, span, warp_alloc, warp_end, warp_start,
-                      warp_tidy_up)
+from ._device import (  # noqa: E402
+    INVALID_PAGE,
+    array,
+    at,
+    extend,
+    free,
+    free_page,
+    get_page,
+    malloc,
+    page_address,
+    push_back,
+    ranged_size,
+    size,
+    span,
+    warp_alloc,
+    warp_end,
+    warp_start,
+    warp_tidy_up,
+)
 from ._link import build_info, link_file  # noqa: E402
 from ._refs import kernel_ref as ref  # noqa: E402,F401  (deprecated: obj.view_arg())
 from ._refs import ref_type  # noqa: E402
 
-__all__ = ["ref_type", "push_back", "extend", "size", "at", "span", "ranged_size", "malloc", "free", "get_page", "free_page", "page_address", "INVALID_PAGE",
-           "warp_start", "warp_alloc", "warp_tidy_up", "warp_end", "array", "build_info", "link_file"]
+__all__ = [
+    "ref_type",
+    "push_back",
+    "extend",
+    "size",
+    "at",
+    "span",
+    "ranged_size",
+    "malloc",
+    "free",
+    "get_page",
+    "free_page",
+    "page_address",
+    "INVALID_PAGE",
+    "warp_start",
+    "warp_alloc",
+    "warp_tidy_up",
+    "warp_end",
+    "array",
+    "build_info",
+    "link_file",
+]

@@ -7,6 +7,7 @@ numba.cuda.declare_device (see _link.py).  They are intrinsics rather than
 @cuda.jit device functions so that compiling a kernel needs no GPU (numba-cuda
 compiles jitted device functions for the current device).
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -16,9 +17,9 @@ from numba.cuda.extending import intrinsic
 from numba.cuda.np.arrayobj import make_array, populate_array
 from numba.cuda.np.numpy_support import from_dtype
 
-from . import _link
 from .._ffi import ffi
 from .._view import KINDS
+from . import _link
 
 ARRAYS = ("ggarray", "static_array", "vmm_array")
 ALLOCATORS = ("heap", "rw_heap")  # malloc / free
@@ -55,8 +56,9 @@ def _view_pointer(context, builder, refty, ref):
     llty = context.get_value_type(refty)
     want = ffi.sizeof(refty.instance_class._gpudyn_kind.view_type)
     if context.get_abi_sizeof(llty) != want:  # _refs checked the offsets; LLVM must agree on the size
-        raise TypingError(f"gpudyn.numba: {refty} lowers to {context.get_abi_sizeof(llty)} bytes, "
-                          f"the C view has {want}")
+        raise TypingError(
+            f"gpudyn.numba: {refty} lowers to {context.get_abi_sizeof(llty)} bytes, the C view has {want}"
+        )
     slot = cgutils.alloca_once(builder, llty)
     builder.store(ref, slot)
     return builder.bitcast(slot, ir.IntType(8).as_pointer())
@@ -111,15 +113,23 @@ def push_back(typingctx, ref, value):
         raise TypingError(f"gpudyn.numba.push_back: argument 'value' must be a number, got {value}")
     if isinstance(value, types.Complex) and not isinstance(elem, types.Complex):
         # NumPy would drop the imaginary part (with a ComplexWarning); a kernel cannot warn.
-        raise TypingError(f"gpudyn.numba.push_back: argument 'value' is {value}, the array holds {elem}: "
-                          "pass value.real (or an array of a complex dtype)")
+        raise TypingError(
+            f"gpudyn.numba.push_back: argument 'value' is {value}, the array holds {elem}: "
+            "pass value.real (or an array of a complex dtype)"
+        )
     words = (types.uint64, types.uint64) if bits == 128 else (types.Integer.from_bitwidth(bits, signed=False),)
 
     def codegen(context, builder, sig, args):
         view = _view_pointer(context, builder, sig.args[0], args[0])
         x = _cast(context, builder, args[1], sig.args[1], elem)
-        ok = _call(context, builder, f"gpudyn_numba_{kind}_push_back_u{bits}", types.int32,
-                   (types.voidptr,) + words, [view] + _element_words(context, builder, elem, bits, x))
+        ok = _call(
+            context,
+            builder,
+            f"gpudyn_numba_{kind}_push_back_u{bits}",
+            types.int32,
+            (types.voidptr,) + words,
+            [view] + _element_words(context, builder, elem, bits, x),
+        )
         return _truth(builder, ok)
 
     return types.boolean(ref, value), codegen
@@ -136,10 +146,10 @@ def extend(typingctx, ref, values, n):
     past the end; the array's status is unchanged: it is not out of memory)."""
     kind, dtype = _ref("extend", ref, ARRAYS)
     elem, bits = _element("extend", dtype)
-    if not (isinstance(values, types.Array) and values.ndim == 1 and values.layout == "C"
-            and values.dtype == elem):
-        raise TypingError(f"gpudyn.numba.extend: argument 'values' must be a 1-D C-contiguous array of {elem}, "
-                          f"got {values}")
+    if not (isinstance(values, types.Array) and values.ndim == 1 and values.layout == "C" and values.dtype == elem):
+        raise TypingError(
+            f"gpudyn.numba.extend: argument 'values' must be a 1-D C-contiguous array of {elem}, got {values}"
+        )
     _integer("extend", "n", n)
 
     def codegen(context, builder, sig, args):
@@ -149,13 +159,21 @@ def extend(typingctx, ref, values, n):
         # a uint64 n beyond INT64_MAX turns negative as intp, so it is refused too.
         n = _cast(context, builder, args[2], sig.args[2], types.intp)
         length = builder.extract_value(values.shape, 0)
-        valid = builder.and_(builder.icmp_signed(">=", n, ir.Constant(n.type, 0)),
-                             builder.and_(builder.icmp_signed("<=", n, length),
-                                          builder.icmp_signed("<=", n, ir.Constant(n.type, 0xFFFFFFFF))))
+        valid = builder.and_(
+            builder.icmp_signed(">=", n, ir.Constant(n.type, 0)),
+            builder.and_(
+                builder.icmp_signed("<=", n, length), builder.icmp_signed("<=", n, ir.Constant(n.type, 0xFFFFFFFF))
+            ),
+        )
         count = builder.select(valid, builder.trunc(n, ir.IntType(32)), ir.Constant(ir.IntType(32), 0))
-        ok = _call(context, builder, f"gpudyn_numba_{kind}_extend_u{bits}", types.int32,
-                   (types.voidptr, types.voidptr, types.uint32),
-                   (view, builder.bitcast(values.data, ir.IntType(8).as_pointer()), count))
+        ok = _call(
+            context,
+            builder,
+            f"gpudyn_numba_{kind}_extend_u{bits}",
+            types.int32,
+            (types.voidptr, types.voidptr, types.uint32),
+            (view, builder.bitcast(values.data, ir.IntType(8).as_pointer()), count),
+        )
         return builder.and_(_truth(builder, ok), valid)
 
     return types.boolean(ref, values, n), codegen
@@ -192,8 +210,14 @@ def at(typingctx, ref, i):
         view = _view_pointer(context, builder, sig.args[0], args[0])
         index = _cast(context, builder, args[1], sig.args[1], types.uint64)
         slot = cgutils.alloca_once(builder, context.get_data_type(elem))
-        _call(context, builder, f"gpudyn_numba_{kind}_at_u{bits}", types.int32,
-              (types.voidptr, types.uint64, types.voidptr), [view, index, _u8_pointer(builder, slot)])
+        _call(
+            context,
+            builder,
+            f"gpudyn_numba_{kind}_at_u{bits}",
+            types.int32,
+            (types.voidptr, types.uint64, types.voidptr),
+            [view, index, _u8_pointer(builder, slot)],
+        )
         return context.unpack_value(builder, elem, slot)  # the element's bytes, or zeros
 
     return elem(ref, i), codegen
@@ -233,15 +257,26 @@ def span(typingctx, ref, lo, hi):
         first = _cast(context, builder, args[1], sig.args[1], types.uint64)
         last = _cast(context, builder, args[2], sig.args[2], types.uint64)
         count = cgutils.alloca_once(builder, ir.IntType(64))
-        address = _call(context, builder, f"gpudyn_numba_{kind}_span_u{bits}", types.uint64,
-                        (types.voidptr, types.uint64, types.uint64, types.voidptr),
-                        [view, first, last, _u8_pointer(builder, count)])
+        address = _call(
+            context,
+            builder,
+            f"gpudyn_numba_{kind}_span_u{bits}",
+            types.uint64,
+            (types.voidptr, types.uint64, types.uint64, types.voidptr),
+            [view, first, last, _u8_pointer(builder, count)],
+        )
         ary = make_array(arrty)(context, builder)
         data_ty = context.get_data_type(elem)
         itemsize = context.get_abi_sizeof(data_ty)
         intp = context.get_value_type(types.intp)
-        populate_array(ary, data=builder.inttoptr(address, data_ty.as_pointer()), shape=[builder.load(count)],
-                       strides=[ir.Constant(intp, itemsize)], itemsize=ir.Constant(intp, itemsize), meminfo=None)
+        populate_array(
+            ary,
+            data=builder.inttoptr(address, data_ty.as_pointer()),
+            shape=[builder.load(count)],
+            strides=[ir.Constant(intp, itemsize)],
+            itemsize=ir.Constant(intp, itemsize),
+            meminfo=None,
+        )
         return ary._getvalue()
 
     return arrty(ref, lo, hi), codegen
@@ -277,17 +312,22 @@ def _device_function(name: str, kinds, shim: str, params, result, doc: str):
 
     # numba folds a call's arguments by the definition's signature: one per arity, no *args.
     if len(params) == 0:
+
         def definition(typingctx, ref):
             return typer(ref, ())
     elif len(params) == 1:
+
         def definition(typingctx, ref, a):  # type: ignore[misc]  # one arity each
             return typer(ref, (a,))
     elif len(params) == 2:
+
         def definition(typingctx, ref, a, b):  # type: ignore[misc]  # one arity each
             return typer(ref, (a, b))
     else:
+
         def definition(typingctx, ref, a, b, c):  # type: ignore[misc]  # one arity each
             return typer(ref, (a, b, c))
+
     definition.__name__ = definition.__qualname__ = name
     definition.__doc__ = doc
     return intrinsic(definition)
@@ -295,57 +335,127 @@ def _device_function(name: str, kinds, shim: str, params, result, doc: str):
 
 _U32, _U64 = types.uint32, types.uint64
 
-size = _device_function("size", ARRAYS, "gpudyn_numba_{kind}_size", [], _U64, """``size(ref) -> uint64``: elements stored in the array now (pushes of other
+size = _device_function(
+    "size",
+    ARRAYS,
+    "gpudyn_numba_{kind}_size",
+    [],
+    _U64,
+    """``size(ref) -> uint64``: elements stored in the array now (pushes of other
 threads that have returned are counted): it reads the array's counters live,
 so a kernel launched after the pushing kernels (stream order) counts all of
 their elements, whenever its ref was taken.  A GGArray sums its LFVectors
 (num_lfvectors loads): in a kernel that only reads the array, with a ref taken
 after the producers were launched, ``ranged_size(ref)`` is the same count in
-one load -- call that from every thread, this one from few.""")
-ranged_size = _device_function("ranged_size", ("ggarray",), "gpudyn_numba_ggarray_ranged_size", [], _U64,
-                               """``ranged_size(ref) -> uint64``: the GGArray's elements that ``at`` and
+one load -- call that from every thread, this one from few.""",
+)
+ranged_size = _device_function(
+    "ranged_size",
+    ("ggarray",),
+    "gpudyn_numba_ggarray_ranged_size",
+    [],
+    _U64,
+    """``ranged_size(ref) -> uint64``: the GGArray's elements that ``at`` and
 ``span`` reach: its size when the ref was taken, in stream order (taking
 ``view_arg()`` queues the kernel that computes it after the array's earlier work: no
-host wait).  One load: the bound for loops of every thread of a consumer.""")
+host wait).  One load: the bound for loops of every thread of a consumer.""",
+)
 
 # Heap and RWHeap
-malloc = _device_function("malloc", ALLOCATORS, "gpudyn_numba_{kind}_malloc", [("nbytes", _U64)], _U64, """``malloc(ref, nbytes) -> uint64``: device address of `nbytes` bytes (16-byte
+malloc = _device_function(
+    "malloc",
+    ALLOCATORS,
+    "gpudyn_numba_{kind}_malloc",
+    [("nbytes", _U64)],
+    _U64,
+    """``malloc(ref, nbytes) -> uint64``: device address of `nbytes` bytes (16-byte
 aligned), 0 when memory is exhausted (counted; the host sees it in stats()).
 Heap: any thread, any divergence, lanes that call together are aggregated.
-RWHeap: RW_malloc by the calling lane alone.""")
-free = _device_function("free", ALLOCATORS, "gpudyn_numba_{kind}_free", [("address", _U64)], types.boolean, """``free(ref, address) -> bool``: frees an address malloc returned (any thread,
+RWHeap: RW_malloc by the calling lane alone.""",
+)
+free = _device_function(
+    "free",
+    ALLOCATORS,
+    "gpudyn_numba_{kind}_free",
+    [("address", _U64)],
+    types.boolean,
+    """``free(ref, address) -> bool``: frees an address malloc returned (any thread,
 any kernel; 0 is fine).  False for a double, foreign or interior free, which
-changes nothing and is counted as a bad free.""")
+changes nothing and is counted as a bad free.""",
+)
 
 # RWHeap pages
-get_page = _device_function("get_page", ("rw_heap",), "gpudyn_numba_rw_heap_get_page", [], _U32, """``get_page(ref) -> uint32``: a free page of the RWHeap (random walk, RW-BM),
-or INVALID_PAGE when none was found.  Any thread, any divergence.""")
-free_page = _device_function("free_page", ("rw_heap",), "gpudyn_numba_rw_heap_free_page", [("page", _U32)],
-                             types.boolean, """``free_page(ref, page) -> bool``: gives a page from get_page back (any thread).
+get_page = _device_function(
+    "get_page",
+    ("rw_heap",),
+    "gpudyn_numba_rw_heap_get_page",
+    [],
+    _U32,
+    """``get_page(ref) -> uint32``: a free page of the RWHeap (random walk, RW-BM),
+or INVALID_PAGE when none was found.  Any thread, any divergence.""",
+)
+free_page = _device_function(
+    "free_page",
+    ("rw_heap",),
+    "gpudyn_numba_rw_heap_free_page",
+    [("page", _U32)],
+    types.boolean,
+    """``free_page(ref, page) -> bool``: gives a page from get_page back (any thread).
 False for a page that is free already, out of range or part of a malloc run (a
-bad free: counted, nothing changes).""")
-page_address = _device_function("page_address", ("rw_heap",), "gpudyn_numba_rw_heap_page_address",
-                                [("page", _U32)], _U64, """``page_address(ref, page) -> uint64``: device address of the page's first byte.""")
+bad free: counted, nothing changes).""",
+)
+page_address = _device_function(
+    "page_address",
+    ("rw_heap",),
+    "gpudyn_numba_rw_heap_page_address",
+    [("page", _U32)],
+    _U64,
+    """``page_address(ref, page) -> uint64``: device address of the page's first byte.""",
+)
 
 # WarpHeap: warp collectives
-warp_start = _device_function("warp_start", ("warp_heap",), "gpudyn_numba_warp_heap_start", [("mask", _U32)], _U64,
-                              """``warp_start(ref, mask) -> handle`` (uint64): a collective over `mask`: every
+warp_start = _device_function(
+    "warp_start",
+    ("warp_heap",),
+    "gpudyn_numba_warp_heap_start",
+    [("mask", _U32)],
+    _U64,
+    """``warp_start(ref, mask) -> handle`` (uint64): a collective over `mask`: every
 lane of `mask` calls it, with the same mask (e.g. ``cuda.activemask()`` taken
 once, or a ballot).  Every lane gets the warp's handle, 0 when memory is
-exhausted.""")
-warp_alloc = _device_function("warp_alloc", ("warp_heap",), "gpudyn_numba_warp_heap_alloc",
-                              [("handle", _U64), ("mask", _U32), ("nbytes", _U64)], _U64, """``warp_alloc(ref, handle, mask, nbytes) -> uint64``: a collective over `mask`,
+exhausted.""",
+)
+warp_alloc = _device_function(
+    "warp_alloc",
+    ("warp_heap",),
+    "gpudyn_numba_warp_heap_alloc",
+    [("handle", _U64), ("mask", _U32), ("nbytes", _U64)],
+    _U64,
+    """``warp_alloc(ref, handle, mask, nbytes) -> uint64``: a collective over `mask`,
 which must be exactly the calling lanes and a subset of the lanes that started;
 each lane gets its own block of `nbytes` (16-byte aligned; 0 for 0 bytes or
 when memory is exhausted).  No two collectives on one handle at the same time
-(diverged groups of a warp take turns).""")
-warp_tidy_up = _device_function("warp_tidy_up", ("warp_heap",), "gpudyn_numba_warp_heap_tidy_up",
-                                [("handle", _U64), ("mask", _U32)], types.none, """``warp_tidy_up(ref, handle, mask)``: a collective like warp_alloc; frees every
-block of the warp (the handle stays usable).""")
-warp_end = _device_function("warp_end", ("warp_heap",), "gpudyn_numba_warp_heap_end", [("handle", _U64)],
-                            types.boolean, """``warp_end(ref, handle) -> bool``: each lane that started calls it once, in any
+(diverged groups of a warp take turns).""",
+)
+warp_tidy_up = _device_function(
+    "warp_tidy_up",
+    ("warp_heap",),
+    "gpudyn_numba_warp_heap_tidy_up",
+    [("handle", _U64), ("mask", _U32)],
+    types.none,
+    """``warp_tidy_up(ref, handle, mask)``: a collective like warp_alloc; frees every
+block of the warp (the handle stays usable).""",
+)
+warp_end = _device_function(
+    "warp_end",
+    ("warp_heap",),
+    "gpudyn_numba_warp_heap_end",
+    [("handle", _U64)],
+    types.boolean,
+    """``warp_end(ref, handle) -> bool``: each lane that started calls it once, in any
 order, converged or not; the last one frees the warp's memory (and gets True).
-The handle is invalid afterwards.""")
+The handle is invalid afterwards.""",
+)
 
 
 # ---- addresses as arrays ------------------------------------------------------------------
@@ -357,8 +467,9 @@ def array(typingctx, address, count, dtype):
     _integer("array", "address", address)
     _integer("array", "count", count)
     if not isinstance(dtype, types.DTypeSpec):
-        raise TypingError(f"gpudyn.numba.array: argument 'dtype' must be a NumPy scalar type such as np.int32, "
-                          f"got {dtype}")
+        raise TypingError(
+            f"gpudyn.numba.array: argument 'dtype' must be a NumPy scalar type such as np.int32, got {dtype}"
+        )
     arrty = types.Array(dtype.dtype, 1, "C")
 
     def codegen(context, builder, sig, args):
@@ -369,8 +480,14 @@ def array(typingctx, address, count, dtype):
         data = builder.inttoptr(a, elem.as_pointer())
         n = _cast(context, builder, args[1], sig.args[1], types.intp)
         intp = context.get_value_type(types.intp)
-        populate_array(ary, data=data, shape=[n], strides=[ir.Constant(intp, itemsize)],
-                       itemsize=ir.Constant(intp, itemsize), meminfo=None)
+        populate_array(
+            ary,
+            data=data,
+            shape=[n],
+            strides=[ir.Constant(intp, itemsize)],
+            itemsize=ir.Constant(intp, itemsize),
+            meminfo=None,
+        )
         return ary._getvalue()
 
     return arrty(address, count, dtype), codegen

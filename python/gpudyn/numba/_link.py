@@ -14,19 +14,19 @@ meson installs, next to this module, per architecture ``arch`` of the build
 links with such an nvJitLink, else PTX.  The architecture is the highest one
 built that the current device runs (the highest built without a device).
 """
-from __future__ import annotations
 
-from typing import Any
+from __future__ import annotations
 
 import functools
 import json
 import os
+from typing import Any
 
 _DIR = os.path.dirname(os.path.abspath(__file__))
 MODES = ("ltoir", "ptx")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def build_info() -> dict:
     """``{"archs": [...], "cuda_version": "13.0.88"}`` of the installed shims."""
     path = os.path.join(_DIR, "shims.json")
@@ -34,8 +34,10 @@ def build_info() -> dict:
         with open(path, encoding="utf-8") as f:
             info = json.load(f)
     except FileNotFoundError:
-        raise ImportError(f"gpudyn.numba: {path} is missing: this gpudyn was installed without its Numba device "
-                          "code (it is built by meson with nvcc when the package is installed)") from None
+        raise ImportError(
+            f"gpudyn.numba: {path} is missing: this gpudyn was installed without its Numba device "
+            "code (it is built by meson with nvcc when the package is installed)"
+        ) from None
     info["archs"] = [str(a) for a in info["archs"]]
     return info
 
@@ -51,8 +53,9 @@ def shim_path(arch: str, mode: str) -> str:
         raise ValueError(f"gpudyn.numba: link mode {mode!r}; expected one of {MODES}")
     path = os.path.join(_DIR, f"gpudyn_numba_sm{arch}.{mode}")
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"gpudyn.numba: {path} is missing (built architectures: "
-                                f"{', '.join(build_info()['archs'])})")
+        raise FileNotFoundError(
+            f"gpudyn.numba: {path} is missing (built architectures: {', '.join(build_info()['archs'])})"
+        )
     return path
 
 
@@ -66,8 +69,10 @@ def pick_arch(cc: tuple[int, int] | None) -> str:
     want = cc[0] * 10 + cc[1]
     fits = [a for a in archs if int(a.rstrip("af")) <= want and (a.isdigit() or int(a.rstrip("af")) == want)]
     if not fits:
-        raise RuntimeError(f"gpudyn.numba: the device (sm_{want}) is older than every architecture gpudyn was "
-                           f"built for ({', '.join(archs)}); rebuild with -Dgpu_archs={want}")
+        raise RuntimeError(
+            f"gpudyn.numba: the device (sm_{want}) is older than every architecture gpudyn was "
+            f"built for ({', '.join(archs)}); rebuild with -Dgpu_archs={want}"
+        )
     return max(fits, key=lambda a: (int(a.rstrip("af")), a))
 
 
@@ -76,6 +81,7 @@ def nvjitlink_version() -> tuple[int, int] | None:
     has none (it then uses the driver's linker)."""
     try:
         from cuda.bindings import nvjitlink
+
         return tuple(nvjitlink.version())[:2]
     except Exception:  # not installed, or the library cannot be loaded
         return None
@@ -96,13 +102,15 @@ def pick_mode() -> str:
         raise RuntimeError(
             f"gpudyn.numba: numba-cuda links with nvJitLink {have[0]}.{have[1]}, older than the CUDA "
             f"{built[0]}.{built[1]} that built gpudyn's device code (it reads neither gpudyn's LTO-IR nor its "
-            f"PTX); install nvJitLink {built[0]}.x: pip install 'nvidia-nvjitlink=={built[0]}.*'")
+            f"PTX); install nvJitLink {built[0]}.x: pip install 'nvidia-nvjitlink=={built[0]}.*'"
+        )
     return "ltoir" if have[0] == built[0] else "ptx"
 
 
 def _current_cc():
     try:
         from numba import cuda
+
         if cuda.is_available():
             return tuple(cuda.get_current_device().compute_capability)
     except Exception:  # no driver, no device
@@ -110,7 +118,7 @@ def _current_cc():
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def link_file() -> str:
     """The file every kernel calling a gpudyn.numba function links (chosen once)."""
     return shim_path(pick_arch(_current_cc()), pick_mode())
@@ -125,6 +133,7 @@ def extern(name: str, restype: Any, argtypes: Any) -> Any:
     fn = _declared.get(name)
     if fn is None:
         from numba import cuda
+
         fn = cuda.declare_device(name, restype(*argtypes), link=[link_file()], abi="c")
         _declared[name] = fn
     return fn

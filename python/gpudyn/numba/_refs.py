@@ -11,6 +11,7 @@ In the kernel the device functions spill the tuple to the stack and hand the
 shims its address: a tuple of these scalars has the C struct's layout (checked
 once per class in gpudyn/_view.py, and against LLVM's layout in _device.py).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -47,8 +48,10 @@ def _typeof_view_arg(val: ViewArg, c: Any) -> types.Type:
 def _kind_of(structure: Any) -> KernelView:
     kind = getattr(structure, "_kernel_view", None)
     if not isinstance(kind, KernelView):
-        raise TypeError(f"gpudyn.numba: {getattr(structure, '__name__', structure)!r} is not a gpudyn structure "
-                        "class (GGArray, StaticArray, VmmArray, Heap, RWHeap or WarpHeap)")
+        raise TypeError(
+            f"gpudyn.numba: {getattr(structure, '__name__', structure)!r} is not a gpudyn structure "
+            "class (GGArray, StaticArray, VmmArray, Heap, RWHeap or WarpHeap)"
+        )
     return kind
 
 
@@ -73,8 +76,10 @@ def kernel_ref(obj: Any) -> ViewArg:
     """Deprecated ``gpudyn.numba.ref(obj)``: ``obj.view_arg()``."""
     _deprecated.warn("gpudyn.numba.ref(obj)", "obj.view_arg()")
     if not isinstance(getattr(type(obj), "_kernel_view", None), KernelView):
-        raise TypeError(f"gpudyn.numba: a {type(obj).__name__} has no kernel argument; expected a GGArray, "
-                        "StaticArray, VmmArray, Heap, RWHeap or WarpHeap")
+        raise TypeError(
+            f"gpudyn.numba: a {type(obj).__name__} has no kernel argument; expected a GGArray, "
+            "StaticArray, VmmArray, Heap, RWHeap or WarpHeap"
+        )
     return obj.view_arg()
 
 

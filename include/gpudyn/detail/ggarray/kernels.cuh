@@ -72,11 +72,11 @@ __global__ void count_kernel(const Flag* mask, unsigned long long n, unsigned lo
 /// status word keeps only what kernels did: the host's own pushes report
 /// through their own word and the call's return status.
 enum contiguous_meta_word : int {
-    kMetaCounter,     ///< reservation counter
-    kMetaStatus,      ///< status word of users' kernels (low 32 bits)
-    kMetaSnapshot,    ///< size before a host push, for rollback
-    kMetaFailedAt,    ///< lowest failed reservation start (kNoFailure: none)
-    kMetaHostStatus,  ///< status word of the host's own pushes
+    kMetaCounter,    ///< reservation counter
+    kMetaStatus,     ///< status word of users' kernels (low 32 bits)
+    kMetaSnapshot,   ///< size before a host push, for rollback
+    kMetaFailedAt,   ///< lowest failed reservation start (kNoFailure: none)
+    kMetaHostStatus, ///< status word of the host's own pushes
     kMetaWords
 };
 
@@ -126,7 +126,11 @@ __global__ void ranges_kernel(View view, unsigned long long* total) {
 }
 
 /// What fold_kernel does to each LFVector's counter before lifting its failure.
-enum class fold_mode { keep, restore, clear };
+enum class fold_mode {
+    keep,
+    restore,
+    clear
+};
 /// One thread per LFVector: the counter becomes what the LFVector holds
 /// (min(counter, failed_at); the snapshot with `restore`; 0 with `clear`), the
 /// failure is forgotten and the seal lifted (the ready prefix stays), and the
@@ -236,7 +240,7 @@ __device__ __forceinline__ uint4 shifted(const uint4* in, unsigned long long j, 
         const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
         unsigned o[4];
 #pragma unroll
-        for (unsigned t = 0; t < 4; ++t)  // Word + t + 1 <= 7
+        for (unsigned t = 0; t < 4; ++t) // Word + t + 1 <= 7
             o[t] = bits == 0 ? w[Word + t] : __funnelshift_r(w[Word + t], w[Word + t + 1], bits);
         return make_uint4(o[0], o[1], o[2], o[3]);
     }
@@ -261,7 +265,7 @@ __device__ void copy_span(T* dst, const T* src, unsigned long long n) {
     const unsigned long long head = elements_before_vector(dst, n);
     for (unsigned long long i = threadIdx.x; i < head; i += blockDim.x) dst[i] = src[i];
     const unsigned long long src_addr = reinterpret_cast<unsigned long long>(src + head);
-    const unsigned shift = unsigned(src_addr % kVecBytes);  // bytes; a multiple of sizeof(T)
+    const unsigned shift = unsigned(src_addr % kVecBytes); // bytes; a multiple of sizeof(T)
     unsigned long long nvec = (n - head) / kPerVec;
     // A shifted vector j also loads in[j + 1]: for the last one that load would
     // reach past the span's last element (memory never written, which initcheck
@@ -277,7 +281,7 @@ __device__ void copy_span(T* dst, const T* src, unsigned long long n) {
         copy_vectors<-1>(out, in, nvec, bits);
         return;
     }
-    switch (shift / 4) {  // uniform over the span: no divergence, registers only
+    switch (shift / 4) { // uniform over the span: no divergence, registers only
         case 0: copy_vectors<0>(out, in, nvec, bits); break;
         case 1: copy_vectors<1>(out, in, nvec, bits); break;
         case 2: copy_vectors<2>(out, in, nvec, bits); break;
@@ -287,13 +291,12 @@ __device__ void copy_span(T* dst, const T* src, unsigned long long n) {
 
 /// dst[0..n) = the array's elements [0, n) (n <= ranged_size of the view).
 template <class T>
-__global__ void __launch_bounds__(kFlattenThreads) flatten_kernel(gpudyn_ggarray_view_t view, T* dst,
-                                                                  unsigned long long n) {
+__global__ void __launch_bounds__(kFlattenThreads)
+    flatten_kernel(gpudyn_ggarray_view_t view, T* dst, unsigned long long n) {
     const ggarray_ref<T> a{view};
-    for_each_part_span(a, n, kFlattenPartBytes / sizeof(T),
-                       [&](const T* src, unsigned long long m, unsigned long long first) {
-                           copy_span(dst + first, src, m);
-                       });
+    for_each_part_span(
+        a, n, kFlattenPartBytes / sizeof(T),
+        [&](const T* src, unsigned long long m, unsigned long long first) { copy_span(dst + first, src, m); });
 }
 
 // ---- flatten_async: the size taken on the device ----
@@ -332,6 +335,6 @@ __global__ void __launch_bounds__(kFlattenThreads)
     }
 }
 
-}  // namespace ggarray_detail
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace ggarray_detail
+} // namespace v0
+} // namespace gpudyn

@@ -17,7 +17,13 @@ inline namespace v0 {
 namespace heap_detail {
 
 /// Slots of the per-call scratch: failed requests of a bulk malloc; stats sums.
-enum { kScratchFailed, kScratchAllocs, kScratchBytes, kScratchLargestSlot, kScratchCount };
+enum {
+    kScratchFailed,
+    kScratchAllocs,
+    kScratchBytes,
+    kScratchLargestSlot,
+    kScratchCount
+};
 
 /// Pages [from, to) become free (their bits were set: unmapped pages are used),
 /// then the device's mapped page count becomes `to`.
@@ -35,8 +41,8 @@ __global__ void map_pages_kernel(Word* bitmap, unsigned from, unsigned to, unsig
 }
 
 template <class View>
-__global__ void malloc_kernel(View v, const unsigned long long* sizes, unsigned long long* out,
-                              unsigned long long n, unsigned long long* scratch) {
+__global__ void malloc_kernel(View v, const unsigned long long* sizes, unsigned long long* out, unsigned long long n,
+                              unsigned long long* scratch) {
     const heap_ref heap{v};
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x) {
@@ -73,6 +79,6 @@ __global__ void stats_kernel(View v, unsigned pages, unsigned long long* scratch
     if (largest) atomicMax(scratch + kScratchLargestSlot, largest);
 }
 
-}  // namespace heap_detail
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace heap_detail
+} // namespace v0
+} // namespace gpudyn

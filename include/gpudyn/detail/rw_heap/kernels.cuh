@@ -28,7 +28,15 @@ using detail::masked_max;
 constexpr unsigned kBlock = 256;
 constexpr unsigned kWarpsPerBlock = kBlock / 32;
 /// Slots of the per-call scratch counters.
-enum Scratch { kStepsSum, kWarpMaxSum, kWarpRounds, kMaxSteps, kFailedHere, kOversize, kScratchCount };
+enum Scratch {
+    kStepsSum,
+    kWarpMaxSum,
+    kWarpRounds,
+    kMaxSteps,
+    kFailedHere,
+    kOversize,
+    kScratchCount
+};
 
 /// One thread.
 template <class View>
@@ -54,20 +62,16 @@ __global__ void occupy_kernel(View v, unsigned long long used, unsigned bits, un
         unsigned page = detail::permute(i, bits, v.page_count, seed);
         if (v.word_bits == 64)
             atomicOr(reinterpret_cast<unsigned long long*>(v.bitmap) + page / 64, 1ull << (page % 64));
-        else
-            atomicOr(reinterpret_cast<unsigned*>(v.bitmap) + page / 32, 1u << (page % 32));
+        else atomicOr(reinterpret_cast<unsigned*>(v.bitmap) + page / 32, 1u << (page % 32));
     }
 }
 
 template <class View>
 __global__ void count_free_kernel(View v, unsigned long long* out) {
     unsigned long long local = 0;
-    for (unsigned long long w = blockIdx.x * blockDim.x + threadIdx.x; w < v.word_count;
-         w += gridDim.x * blockDim.x) {
-        if (v.word_bits == 64)
-            local += __popcll(~reinterpret_cast<const unsigned long long*>(v.bitmap)[w]);
-        else
-            local += __popc(~reinterpret_cast<const unsigned*>(v.bitmap)[w]);
+    for (unsigned long long w = blockIdx.x * blockDim.x + threadIdx.x; w < v.word_count; w += gridDim.x * blockDim.x) {
+        if (v.word_bits == 64) local += __popcll(~reinterpret_cast<const unsigned long long*>(v.bitmap)[w]);
+        else local += __popc(~reinterpret_cast<const unsigned*>(v.bitmap)[w]);
     }
     for (int d = 16; d > 0; d >>= 1) local += __shfl_down_sync(0xffffffffu, local, d);
     if ((threadIdx.x & 31) == 0 && local) atomicAdd(out, local);
@@ -96,10 +100,8 @@ __global__ void get_pages_kernel(View v, unsigned* pages, unsigned long long n, 
         if (!mine) continue;
         unsigned steps = 0;
         unsigned page;
-        if constexpr (Algo == rw_algorithm::corw)
-            page = heap.get_page_corw(mask, rng, steps);
-        else
-            page = heap.get_page<Algo>(rng, steps, last);
+        if constexpr (Algo == rw_algorithm::corw) page = heap.get_page_corw(mask, rng, steps);
+        else page = heap.get_page<Algo>(rng, steps, last);
         pages[first + j] = page;
         if (page == kRwInvalidPage) atomicAdd(scratch + kFailedHere, 1ull);
         if constexpr (Stats) {
@@ -123,8 +125,8 @@ __global__ void free_pages_kernel(View v, const unsigned* pages, unsigned long l
 }
 
 template <class View>
-__global__ void malloc_kernel(View v, const unsigned long long* sizes, unsigned long long* ptrs,
-                              unsigned long long n, unsigned long long seed, unsigned long long* scratch) {
+__global__ void malloc_kernel(View v, const unsigned long long* sizes, unsigned long long* ptrs, unsigned long long n,
+                              unsigned long long seed, unsigned long long* scratch) {
     __shared__ gpudyn::rw_malloc_storage storage[kWarpsPerBlock];
     const unsigned long long tid = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     const unsigned mask = detail::ballot(0xffffffffu, tid < n);
@@ -145,6 +147,6 @@ __global__ void free_kernel(View v, const unsigned long long* ptrs, unsigned lon
         heap.free(reinterpret_cast<void*>(ptrs[i]));
 }
 
-}  // namespace rw_heap_detail
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace rw_heap_detail
+} // namespace v0
+} // namespace gpudyn

@@ -29,12 +29,12 @@ __global__ void alloc_batch_kernel(View view, const uint64_t* sizes, uint64_t n,
     const uint64_t warp = thread / kWarpLanes;
     const uint64_t warps = uint64_t(gridDim.x) * blockDim.x / kWarpLanes;
     const unsigned lane = gpudyn::detail::lane_index();
-    if (warp * kWarpLanes >= n) return;  // the whole warp leaves together
+    if (warp * kWarpLanes >= n) return; // the whole warp leaves together
     gpudyn::warp_heap heap = ref.start(kFullWarpMask);
     for (uint64_t base = warp * kWarpLanes; base < n; base += warps * kWarpLanes) {
         const uint64_t i = base + lane;
         const uint64_t bytes = i < n ? sizes[i] : 0;
-        void* p = heap.alloc(bytes);  // an invalid heap (no memory for its header) gives NULL
+        void* p = heap.alloc(bytes); // an invalid heap (no memory for its header) gives NULL
         if (i < n) {
             pointers[i] = p;
             if (p == nullptr && bytes != 0) atomicExch(failed, 1u);
@@ -73,6 +73,6 @@ __global__ void kept_headers_kernel(View view, void* const* headers, uint64_t n,
     }
 }
 
-}  // namespace warp_heap_detail
-}  // namespace v0
-}  // namespace gpudyn
+} // namespace warp_heap_detail
+} // namespace v0
+} // namespace gpudyn

@@ -71,7 +71,7 @@ __device__ __forceinline__ bool readable(const gpudyn::detail::contiguous_array_
     return a.valid() && i < a.capacity();
 }
 
-}  // namespace
+} // namespace
 
 // ---- GGArray, StaticArray, VmmArray (ggarray.cuh, static_array.cuh, vmm_array.cuh) ----
 // push_back(x): any thread, any divergence; the lanes that call together share
@@ -82,56 +82,52 @@ __device__ __forceinline__ bool readable(const gpudyn::detail::contiguous_array_
 // &n): the address of the first span of [lo, hi) (see ggarray_ref::span), n
 // its elements.  One set per array and element size (T and bits: any type of
 // that size, the bytes are moved as they are).
-#define GPUDYN_NUMBA_ARRAY(kind, Ref, View, bits, T)                                                         \
-    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_push_back_u##bits(const void* view, T x) {                    \
-        return gpudyn::Ref<T>{view_as<View>(view)}.push_back(x) ? 1 : 0;                                    \
-    }                                                                                                       \
-    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_extend_u##bits(const void* view, const void* values,          \
-                                                              unsigned n) {                                 \
-        return gpudyn::Ref<T>{view_as<View>(view)}.push_back(static_cast<const T*>(values), n) ? 1 : 0;    \
-    }                                                                                                       \
+#define GPUDYN_NUMBA_ARRAY(kind, Ref, View, bits, T)                                                              \
+    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_push_back_u##bits(const void* view, T x) {                         \
+        return gpudyn::Ref<T>{view_as<View>(view)}.push_back(x) ? 1 : 0;                                          \
+    }                                                                                                             \
+    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_extend_u##bits(const void* view, const void* values, unsigned n) { \
+        return gpudyn::Ref<T>{view_as<View>(view)}.push_back(static_cast<const T*>(values), n) ? 1 : 0;           \
+    }                                                                                                             \
     GPUDYN_NUMBA_ARRAY_READS(kind, Ref, View, bits, T)
-#define GPUDYN_NUMBA_ARRAY_READS(kind, Ref, View, bits, T)                                                   \
-    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_at_u##bits(const void* view, gd_u64 i, void* out) {           \
-        const gpudyn::Ref<T> a{view_as<View>(view)};                                                        \
-        const bool ok = readable(a, i);                                                                     \
-        T x{};                                                                                              \
-        if (ok) x = a.at(i);                                                                                \
-        *static_cast<T*>(out) = x;                                                                          \
-        return ok ? 1 : 0;                                                                                  \
-    }                                                                                                       \
-    GPUDYN_NUMBA_API gd_u64 gpudyn_numba_##kind##_span_u##bits(const void* view, gd_u64 lo, gd_u64 hi,       \
-                                                               gd_u64* n) {                                 \
-        unsigned long long m = 0;                                                                           \
-        const gd_u64 p = as_address(gpudyn::Ref<T>{view_as<View>(view)}.span(lo, hi, &m));                  \
-        *n = m;                                                                                             \
-        return p;                                                                                           \
+#define GPUDYN_NUMBA_ARRAY_READS(kind, Ref, View, bits, T)                                                          \
+    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_at_u##bits(const void* view, gd_u64 i, void* out) {                  \
+        const gpudyn::Ref<T> a{view_as<View>(view)};                                                                \
+        const bool ok = readable(a, i);                                                                             \
+        T x{};                                                                                                      \
+        if (ok) x = a.at(i);                                                                                        \
+        *static_cast<T*>(out) = x;                                                                                  \
+        return ok ? 1 : 0;                                                                                          \
+    }                                                                                                               \
+    GPUDYN_NUMBA_API gd_u64 gpudyn_numba_##kind##_span_u##bits(const void* view, gd_u64 lo, gd_u64 hi, gd_u64* n) { \
+        unsigned long long m = 0;                                                                                   \
+        const gd_u64 p = as_address(gpudyn::Ref<T>{view_as<View>(view)}.span(lo, hi, &m));                          \
+        *n = m;                                                                                                     \
+        return p;                                                                                                   \
     }
-#define GPUDYN_NUMBA_ARRAY_SIZES(kind, Ref, View)                                                            \
-    GPUDYN_NUMBA_ARRAY(kind, Ref, View, 8, unsigned char)                                                   \
-    GPUDYN_NUMBA_ARRAY(kind, Ref, View, 16, unsigned short)                                                 \
-    GPUDYN_NUMBA_ARRAY(kind, Ref, View, 32, unsigned)                                                       \
-    GPUDYN_NUMBA_ARRAY(kind, Ref, View, 64, gd_u64)                                                         \
-    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_push_back_u128(const void* view, gd_u64 lo, gd_u64 hi) {      \
-        return gpudyn::Ref<gd_u128>{view_as<View>(view)}.push_back(gd_u128{lo, hi}) ? 1 : 0;                \
-    }                                                                                                       \
-    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_extend_u128(const void* view, const void* values, unsigned n) {\
-        return gpudyn::Ref<gd_u128>{view_as<View>(view)}.push_back(static_cast<const gd_u128*>(values), n)  \
-                   ? 1                                                                                      \
-                   : 0;                                                                                     \
-    }                                                                                                       \
-    GPUDYN_NUMBA_ARRAY_READS(kind, Ref, View, 128, gd_u128)                                                 \
-    /* size() reads counters only: any element type of the right size serves; the view's */               \
-    /* element_size picks it so a valid view is never refused. */                                           \
-    GPUDYN_NUMBA_API gd_u64 gpudyn_numba_##kind##_size(const void* view) {                                  \
-        const View& v = view_as<View>(view);                                                                \
-        switch (v.element_size) {                                                                           \
-            case 1: return gpudyn::Ref<unsigned char>{v}.size();                                            \
-            case 2: return gpudyn::Ref<unsigned short>{v}.size();                                           \
-            case 4: return gpudyn::Ref<unsigned>{v}.size();                                                 \
-            case 8: return gpudyn::Ref<gd_u64>{v}.size();                                                   \
-            default: return gpudyn::Ref<gd_u128>{v}.size();                                                 \
-        }                                                                                                   \
+#define GPUDYN_NUMBA_ARRAY_SIZES(kind, Ref, View)                                                                   \
+    GPUDYN_NUMBA_ARRAY(kind, Ref, View, 8, unsigned char)                                                           \
+    GPUDYN_NUMBA_ARRAY(kind, Ref, View, 16, unsigned short)                                                         \
+    GPUDYN_NUMBA_ARRAY(kind, Ref, View, 32, unsigned)                                                               \
+    GPUDYN_NUMBA_ARRAY(kind, Ref, View, 64, gd_u64)                                                                 \
+    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_push_back_u128(const void* view, gd_u64 lo, gd_u64 hi) {             \
+        return gpudyn::Ref<gd_u128>{view_as<View>(view)}.push_back(gd_u128{lo, hi}) ? 1 : 0;                        \
+    }                                                                                                               \
+    GPUDYN_NUMBA_API int gpudyn_numba_##kind##_extend_u128(const void* view, const void* values, unsigned n) {      \
+        return gpudyn::Ref<gd_u128>{view_as<View>(view)}.push_back(static_cast<const gd_u128*>(values), n) ? 1 : 0; \
+    }                                                                                                               \
+    GPUDYN_NUMBA_ARRAY_READS(kind, Ref, View, 128, gd_u128)                                                         \
+    /* size() reads counters only: any element type of the right size serves; the view's */                         \
+    /* element_size picks it so a valid view is never refused. */                                                   \
+    GPUDYN_NUMBA_API gd_u64 gpudyn_numba_##kind##_size(const void* view) {                                          \
+        const View& v = view_as<View>(view);                                                                        \
+        switch (v.element_size) {                                                                                   \
+            case 1: return gpudyn::Ref<unsigned char>{v}.size();                                                    \
+            case 2: return gpudyn::Ref<unsigned short>{v}.size();                                                   \
+            case 4: return gpudyn::Ref<unsigned>{v}.size();                                                         \
+            case 8: return gpudyn::Ref<gd_u64>{v}.size();                                                           \
+            default: return gpudyn::Ref<gd_u128>{v}.size();                                                         \
+        }                                                                                                           \
     }
 
 GPUDYN_NUMBA_ARRAY_SIZES(ggarray, ggarray_ref, gpudyn_ggarray_view_t)
@@ -158,7 +154,7 @@ GPUDYN_NUMBA_API int gpudyn_numba_heap_free(const void* view, gd_u64 address) {
     return heap_of(view).free(as_pointer(address)) ? 1 : 0;
 }
 
-// ---- PageHeap (rw_heap.cuh) ---------------------------------------------------
+// ---- RWHeap (rw_heap.cuh) -----------------------------------------------------
 // GETPAGE by RW-BM (the thread-level walk of the paper), random stream from the
 // thread id and the clock as the heap's own calls draw it (detail::heap_rng).
 GPUDYN_NUMBA_API unsigned gpudyn_numba_rw_heap_get_page(const void* view) {
@@ -197,7 +193,7 @@ GPUDYN_NUMBA_API gd_u64 gpudyn_numba_warp_heap_alloc(const void* view, gd_u64 he
 }
 GPUDYN_NUMBA_API int gpudyn_numba_warp_heap_tidy_up(const void* view, gd_u64 header, unsigned mask) {
     warp_handle(view, header, mask).tidy_up(mask);
-    return 1;  // (numba-cuda's C ABI declares a void result as a 64-bit one: return an int)
+    return 1; // (numba-cuda's C ABI declares a void result as a 64-bit one: return an int)
 }
 // end: each started lane once, in any order; 1 on the lane that freed the header.
 GPUDYN_NUMBA_API int gpudyn_numba_warp_heap_end(const void* view, gd_u64 header) {
