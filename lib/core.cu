@@ -726,6 +726,15 @@ GPUDYN_API gpudyn_status_t gpudyn_get_cuda_versions(int32_t* runtime_version, in
     });
 }
 
+GPUDYN_API gpudyn_status_t gpudyn_get_build_archs(const char** sass_archs, const char** ptx_arch) {
+    GPUDYN_ABI({
+        GPUDYN_REQUIRE_NOT_NULL(sass_archs);
+        GPUDYN_REQUIRE_NOT_NULL(ptx_arch);
+        *sass_archs = GPUDYN_BUILD_SASS_ARCHS;
+        *ptx_arch = GPUDYN_BUILD_PTX_ARCH;
+    });
+}
+
 GPUDYN_API gpudyn_status_t gpudyn_trim(int32_t device, uint64_t* bytes) {
     GPUDYN_ABI({
         if (bytes) {

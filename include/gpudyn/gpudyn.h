@@ -178,6 +178,12 @@ GPUDYN_API gpudyn_status_t gpudyn_get_device_info(int32_t device, gpudyn_device_
  * (0 when no driver is installed); works without a GPU. */
 GPUDYN_API gpudyn_status_t gpudyn_get_cuda_versions(int32_t* runtime_version, int32_t* driver_version);
 
+/** The GPU code this library carries (meson's gpu_archs and gpu_ptx): `*sass_archs`
+ * gets the architectures with machine code, comma-separated ("75,80,86,89,90"),
+ * `*ptx_arch` the one whose PTX newer GPUs JIT-compile ("90"; "" for none).  Static
+ * strings, valid for the life of the process; works without a GPU. */
+GPUDYN_API gpudyn_status_t gpudyn_get_build_archs(const char** sass_archs, const char** ptx_arch);
+
 /* ---- raw device memory (used by the Python DeviceBuffer) ------------- */
 typedef enum gpudyn_memcpy_kind_t {
     GPUDYN_MEMCPY_HOST_TO_DEVICE = 1,

@@ -14,7 +14,7 @@ def fmt_cuda_version(v) -> str:
 
 
 def _archs(text: str) -> list[str]:
-    return [a.strip() for a in text.split(",") if a.strip()]
+    return [a for a in text.replace(",", " ").split() if a]
 
 
 def _cc(arch: str) -> str:
@@ -30,11 +30,18 @@ def _split_arch(arch: str) -> tuple[int, str]:
 
 
 def build_archs() -> dict:
-    """The architectures libgpudyn carries: {'sass': ['75', '80', ...], 'ptx': '90' or ''}
-    (the build's gpu_archs and gpu_ptx, docs/guides/packaging.md); needs no GPU."""
-    from . import _version
+    """The architectures the loaded libgpudyn carries: {'sass': ['75', '80', ...], 'ptx':
+    '90' or ''} (the build's gpu_archs and gpu_ptx, docs/guides/packaging.md), as the
+    library reports them (``gpudyn_get_build_archs``); needs no GPU."""
+    try:
+        get = lib.gpudyn_get_build_archs
+    except AttributeError:  # a library older than the call (GPUDYN_LIBRARY): what the package recorded
+        from . import _version
 
-    return {"sass": _archs(getattr(_version, "GPU_ARCHS", "")), "ptx": getattr(_version, "GPU_PTX", "").strip()}
+        return {"sass": _archs(getattr(_version, "GPU_ARCHS", "")), "ptx": getattr(_version, "GPU_PTX", "").strip()}
+    sass, ptx = ffi.new("const char**"), ffi.new("const char**")
+    check(get(sass, ptx))
+    return {"sass": _archs(ffi.string(sass[0]).decode()), "ptx": ffi.string(ptx[0]).decode().strip()}
 
 
 def arch_fit(compute_capability, sass=None, ptx=None) -> str:

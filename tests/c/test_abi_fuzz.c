@@ -519,6 +519,14 @@ static void core_host_cases(void) {
     REFUSE_ARG(C(gpudyn_get_cuda_versions)(NULL, &drv), "runtime_version");
     REFUSE_ARG(C(gpudyn_get_cuda_versions)(&rt, GARBAGE), "driver_version");
     CHECK_OK(C(gpudyn_get_cuda_versions)(&rt, &drv));
+    {
+        const char *sass = GARBAGE, *ptx = GARBAGE;
+        REFUSE_ARG(C(gpudyn_get_build_archs)(NULL, &ptx), "sass_archs");
+        REFUSE_ARG(C(gpudyn_get_build_archs)(&sass, NULL), "ptx_arch");
+        CHECK(ptx == GARBAGE); /* refused: nothing written */
+        CHECK_OK(C(gpudyn_get_build_archs)(&sass, &ptx));
+        CHECK(sass != NULL && ptx != NULL && strlen(sass) > 0);
+    }
 
     void* p = (void*)1;
     REFUSE_ARG(C(gpudyn_device_alloc)(NULL, 16, NULL), "ptr");

@@ -21,8 +21,9 @@ def _zero_arg(cls, dtype=np.int32):
 
 
 def _warns(new):
-    """pytest.warns for a DeprecationWarning that names `new`, checked to point at this file."""
-    return pytest.warns(DeprecationWarning, match=r"deprecated .*; use " + new)
+    """pytest.warns for a DeprecationWarning that names `new` (a method's new name may
+    come with its class, as in 'use GGArray.view_arg()'), checked to point at this file."""
+    return pytest.warns(DeprecationWarning, match=r"deprecated .*; use (\w+\.)*" + new)
 
 
 def _at_caller(record):

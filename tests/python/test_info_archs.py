@@ -47,6 +47,16 @@ def test_built_for_and_runs_on_lines():
     assert "7.5 or newer" in info.runs_on((7, 0), DEFAULT, "90")
 
 
+def test_the_library_reports_what_the_package_recorded():
+    """gpudyn_get_build_archs (the loaded library's own strings) agrees with the package's
+    record of its build (_version, written by the same meson run)."""
+    from gpudyn import _version
+
+    b = info.build_archs()
+    assert b["sass"] == [a for a in _version.GPU_ARCHS.replace(",", " ").split()], (b, _version.GPU_ARCHS)
+    assert b["ptx"] == _version.GPU_PTX.strip(), (b, _version.GPU_PTX)
+
+
 def test_the_installed_build_records_its_architectures():
     b = info.build_archs()
     assert b["sass"] and all(a[:2].isdigit() for a in b["sass"]), b
