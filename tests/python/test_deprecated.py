@@ -173,7 +173,7 @@ def test_every_alias_works_on_real_structures():
     made = [
         gpudyn.GGArray(np.int32),
         gpudyn.StaticArray(64, np.int32),
-        gpudyn.VmmArray(np.int32),
+        gpudyn.VmmArray(np.int32, initial_capacity=64),  # insertion never maps more: room for extend
         gpudyn.Heap(initial_bytes=8 << 20),
         gpudyn.RWHeap(page_count=1024),
         gpudyn.WarpHeap(arena_bytes=8 << 20),
