@@ -61,7 +61,7 @@ def _section(gpu: str, name: str, data: dict) -> list[str]:
         f"### {gpu}/{name}: {met} of {len(targets)} met{quick}",
         "",
         (
-            f"{_cell(data.get('device', '?'))}, commit `{data.get('git_commit', '?')}`, {data.get('date', '?')}, "
+            f"{_cell(data.get('device') or data.get('gpu') or '?')}, commit `{data.get('git_commit', '?')}`, {data.get('date', '?')}, "
             f"gpudyn {data.get('gpudyn_version', '?')}: [`{name}`]({gpu}/{name})"
         ),
         "",

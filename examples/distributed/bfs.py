@@ -372,10 +372,18 @@ def git_commit() -> str:
 
 def device_info(comm: Comm) -> dict:
     torch = comm.torch
-    info = {"torch": torch.__version__, "backend": comm.dist.get_backend()}
+    import gpudyn
+
+    info = {"torch": torch.__version__, "backend": comm.dist.get_backend(), "gpudyn_version": gpudyn.__version__}
     if comm.device.type == "cuda":
         p = torch.cuda.get_device_properties(comm.device)
-        info.update(gpu=p.name, sms=p.multi_processor_count, memory_bytes=int(p.total_memory), cuda=torch.version.cuda)
+        info.update(
+            gpu=p.name,
+            device=p.name,
+            sms=p.multi_processor_count,
+            memory_bytes=int(p.total_memory),
+            cuda=torch.version.cuda,
+        )
         v = torch.cuda.nccl.version()
         info["nccl"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
     else:

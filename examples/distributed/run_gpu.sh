@@ -18,6 +18,7 @@ cd "$(dirname "$0")/../.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-gpu-distributed}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)  # absolute: the test step runs in tests/
 GPUDYN_GIT_COMMIT=${GPUDYN_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 export GPUDYN_GIT_COMMIT
 scale=${GPUDYN_DIST_SCALE:-22}
@@ -31,7 +32,7 @@ gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
 echo "=== $gpus GPU(s) visible; commit $GPUDYN_GIT_COMMIT"
 
 step "tests/python/test_distributed.py" \
-  bash -o pipefail -c "cd tests && python3 -m pytest -q -rs -p no:cacheprovider python/test_distributed.py 2>&1 | tee '../$OUT/test_distributed.log'"
+  bash -o pipefail -c "cd tests && python3 -m pytest -q -rs -p no:cacheprovider python/test_distributed.py 2>&1 | tee '$OUT/test_distributed.log'"
 step "bfs, world 1, scale $scale" \
   python3 examples/distributed/bfs.py --scale "$scale" --keys "$keys" --out "$OUT/distributed_bfs_w1_s$scale.json"
 
