@@ -7,11 +7,9 @@
 # of docs/requirements.txt from PyPI and Doxygen with apt-get when missing.
 # Variables: PYTHON (default python3), GPUDYN_WHEELS (offline wheels).
 set -euo pipefail
+source "$(dirname "$0")/../tools/caller_paths.sh"  # PYTHON, GPUDYN_WHEELS, pipopts
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
 start=$(date +%s)
-pipopts=(-q --disable-pip-version-check)
-if [ -n "${GPUDYN_WHEELS:-}" ]; then pipopts+=(--no-index --find-links "$GPUDYN_WHEELS"); fi
 "$PYTHON" -m pip install "${pipopts[@]}" -r docs/requirements.txt
 if ! command -v doxygen >/dev/null; then
   sudo=""

@@ -6,11 +6,9 @@
 # (or this script with --fix).  Pinned tools from PyPI; PYTHON, GPUDYN_WHEELS as in
 # tools/install.sh.
 set -euo pipefail
+source "$(dirname "$0")/../tools/caller_paths.sh"  # PYTHON, GPUDYN_WHEELS, pipopts
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
 start=$(date +%s)
-pipopts=(-q --disable-pip-version-check)
-if [ -n "${GPUDYN_WHEELS:-}" ]; then pipopts+=(--no-index --find-links "$GPUDYN_WHEELS"); fi
 "$PYTHON" -m pip install "${pipopts[@]}" "ruff==0.17.6" "clang-format==23.1.5"
 bindir=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
 ruff=("$PYTHON" -m ruff)

@@ -28,16 +28,14 @@
 # Variables: PYTHON (default python3), GPUDYN_ARCHS (default 90), GPUDYN_WHEELS (offline),
 # GPUDYN_BUILD_DIR (tools/install.sh's build folder, reused by the wheel; default build/python).
 set -uo pipefail
+source "$(dirname "$0")/../tools/caller_paths.sh"  # PYTHON, GPUDYN_WHEELS, pipopts
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-PYTHON=${PYTHON:-python3}
 export PATH="/usr/local/cuda/bin:$PATH"
 archs=$(bash tools/archs.sh)                  # "90" or "75,80,90"
 first_arch=${archs%%,*}
 W=$ROOT/build/packaging                       # ignored by git; kept between runs
 mkdir -p "$W/logs"
-pipopts=(-q --disable-pip-version-check)
-if [ -n "${GPUDYN_WHEELS:-}" ]; then pipopts+=(--no-index --find-links "$GPUDYN_WHEELS"); fi
 failures=()
 timings=()
 start_all=$(date +%s)

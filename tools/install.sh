@@ -14,8 +14,6 @@
 set -euo pipefail
 source "$(dirname "$0")/caller_paths.sh"
 cd "$(dirname "$0")/.."
-pipopts=(-q --disable-pip-version-check)
-if [ -n "${GPUDYN_WHEELS:-}" ]; then pipopts+=(--no-index --find-links "$GPUDYN_WHEELS"); fi
 
 archs=$(bash tools/archs.sh)
 
