@@ -295,7 +295,8 @@ struct vmm_range {
 // power-of-two multiples of the granularity, taken from and given back to a
 // per-device reserve of unmapped chunks (shared by every arena of the device;
 // the host thread releases what stays unused for a second, and
-// gpudyn_trim releases all of it).
+// gpudyn_trim releases all of it).  A closed arena whose work is done stays
+// mapped for a second, and the next array opened on its device adopts it.
 struct growth_arena;
 // NOT_SUPPORTED without VMM (the caller falls back to a fixed run);
 // OUT_OF_MEMORY when `va_bytes` of virtual range cannot be reserved.
@@ -314,6 +315,12 @@ void growth_arena_map(growth_arena* a, uint64_t bytes);
 // Unmaps whole chunks past `keep` bytes (no kernel may use the arena past
 // keep: the caller synchronized the array's work).
 void growth_arena_trim(growth_arena* a, uint64_t keep);
+// True while an adopted arena maps more than the array's own buckets took.
+bool growth_arena_ahead(growth_arena* a);
+// An adopted arena gives back what its buckets did not take: the chunks past
+// `end` (the arena record's end; the caller found the array's stream idle).
+// True when it unmapped something (the caller zeroes the record's `mapped`).
+bool growth_arena_give_back(growth_arena* a, uint64_t end);
 // Gives the arena back once the work queued on `stream` so far is done (the
 // host thread waits for it); never blocks.
 void growth_arena_close(growth_arena* a, cudaStream_t stream);

@@ -79,6 +79,7 @@ struct gpudyn_ggarray_s {
     bool grows = false;              // own arena mapped as kernels reach it (VMM), else one run of the budget
     bool budget_up_front = false;    // growing arena with budget_bytes given: the budget is mapped when opened
     growth_arena* growing = nullptr; // that arena once a kernel could need it
+    bool viewed = false;             // get_view was called (the first one opens or adopts the arena)
     gpudyn_heap_view_t heap_view{};
 
     // Bytes of bucket rows 0..rows-1 in the pool: element_size * first * L * (2^rows - 1).
@@ -301,6 +302,23 @@ struct gpudyn_ggarray_s {
         GPUDYN_CHECK_LAUNCH("ranges_kernel");
         known_size = read_u64(scratch, s);
         return known_size;
+    }
+    // An adopted arena (growth_arena_open) maps what the array that closed it
+    // took; what this array's buckets did not take goes back here.  `s` is idle
+    // (the caller synchronized it or found it so).
+    void give_back_ahead(cudaStream_t s) {
+        if (!growing || !growth_arena_ahead(growing)) return;
+        if (growth_arena_give_back(growing, read_u64(arena + 4, s))) {
+            const uint64_t zero = 0; // the device's lower bound of what is mapped
+            GPUDYN_CUDA(cudaMemcpyAsync(arena + 7, &zero, sizeof(zero), cudaMemcpyHostToDevice, s));
+        }
+    }
+    // The same when `s` has no work left (a stream-ordered call: clear, and
+    // get_view after the first, which precedes the launch the adoption is for).
+    void give_back_if_idle(cudaStream_t s) {
+        if (!growing || !growth_arena_ahead(growing)) return;
+        if (cudaStreamQuery(s) == cudaSuccess) give_back_ahead(s);
+        else cudaGetLastError();
     }
     // For array_get_status / array_clear_status: the users' status word; fold (keep).
     uint64_t* user_status() const { return status; }
@@ -671,7 +689,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_size(gpudyn_ggarray_t array, uint64_t*
         require_handle(array, handle_kind::ggarray, "array");
         GPUDYN_REQUIRE_NOT_NULL(size);
         handle_call call(array->hs, stream);
-        *size = array->count_elements(call.stream());
+        *size = array->count_elements(call.stream()); // synchronizes
+        array->give_back_ahead(call.stream());
     });
 }
 
@@ -699,6 +718,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array
         GPUDYN_REQUIRE_NOT_NULL(bytes);
         handle_call call(array->hs, stream);
         const uint64_t buckets = read_u64(array->allocated, call.stream()); // synchronizes
+        array->give_back_ahead(call.stream());
         // A growing arena holds what it maps (at least its buckets' bytes); a
         // budget mapped up front counts its buckets, as a fixed run does.
         *bytes = (array->growing && !array->budget_up_front ? growth_arena_mapped(array->growing) : buckets) +
@@ -712,6 +732,7 @@ void ggarray_copy_out(gpudyn_ggarray_t array, void* dst, uint64_t dst_bytes, boo
     require_copy_dst(array->hs.device, dst, dst_bytes, array->element_size, to_host);
     array->update_ranges(s); // the flatten kernel walks these
     const uint64_t n = read_u64(array->ranges + array->lfvectors, s);
+    array->give_back_ahead(s);
     const uint64_t bytes = n * array->element_size;
     if (bytes == 0) return;
     if (dst == nullptr) raise(GPUDYN_ERROR_INVALID_ARGUMENT, "argument 'dst' is NULL");
@@ -795,6 +816,7 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_clear(gpudyn_ggarray_t array, gpudyn_s
         require_handle(array, handle_kind::ggarray, "array");
         handle_call call(array->hs, stream);
         cudaStream_t s = call.stream();
+        array->give_back_if_idle(s);
         array->fold(s, fold_mode::clear); // also zeroes the ranges and the status
         array->known_size = 0;
     });
@@ -834,9 +856,11 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_get_view(gpudyn_ggarray_t array, gpudy
         // Kernels with this view may need buckets beyond the pool.  A new run after a
         // refused bucket (the heap grew, or freed memory) also lifts the seals the
         // refusal left, so the next kernel can store the rest.
+        if (array->viewed) array->give_back_if_idle(call.stream());
         if (array->ensure_arena(call.stream())) array->fold(call.stream(), fold_mode::keep);
         array->update_ranges(call.stream());
         *view = array->view();
+        array->viewed = true;
     });
 }
 

@@ -5,7 +5,11 @@
 // stream's work is done, and releases reserve chunks that stay unused.
 // Mapping while a kernel runs is what lets memory follow the output: the host
 // maps nothing ahead of a launch and a kernel can still grow into what the
-// device can give.
+// device can give.  A closed arena whose work is done stays mapped, idle, for
+// a second: the next array opened on the device adopts it whole, so an array
+// made and dropped every launch waits for no mapping (each one a millisecond
+// or two while a kernel runs); what its buckets do not take goes back at its
+// first call that finds its stream idle.
 #include "array_common.cuh"
 
 #include <algorithm>
@@ -31,8 +35,10 @@ using steady = std::chrono::steady_clock;
 constexpr auto kHotFor = std::chrono::seconds(2);
 constexpr auto kHotPoll = std::chrono::microseconds(20);
 constexpr auto kIdlePoll = std::chrono::microseconds(500);
-// Reserve chunks unused this long go back to the driver.
+// Reserve chunks and closed arenas unused this long go back to the driver.
 constexpr auto kReserveIdle = std::chrono::seconds(1);
+// Closed arenas kept for adoption, per device (the oldest goes first).
+constexpr size_t kMaxIdleArenas = 8;
 constexpr unsigned kSlotsPerSlab = 256; // mailboxes per pinned slab
 // Mapped before the first launch (growth_arena_prepare).
 constexpr uint64_t kMinAhead = uint64_t(2) << 20;
@@ -62,6 +68,8 @@ struct growth_arena {
     uint64_t mb_device = 0;
     uint64_t failed_want = 0;      // a request that could not be mapped (not retried until prepare)
     cudaEvent_t closing = nullptr; // set by close: give back once it completed
+    bool ahead = false;            // adopted: maps what another array took (given back when idle)
+    std::chrono::steady_clock::time_point idle_since{}; // closed and done: kept for adoption since then
 };
 
 namespace {
@@ -105,6 +113,39 @@ public:
             closing_.push_back(a);
         }
         cv_.notify_all();
+    }
+    // A closed arena whose work is done: kept mapped for the next array of its
+    // device (the oldest beyond kMaxIdleArenas is given back now).
+    void park(growth_arena* a) {
+        a->idle_since = steady::now();
+        growth_arena* drop = nullptr;
+        {
+            std::lock_guard<std::mutex> g(m_);
+            open_.erase(std::remove(open_.begin(), open_.end(), a), open_.end());
+            size_t same = 0;
+            for (growth_arena* i : idle_) same += i->device == a->device;
+            if (same >= kMaxIdleArenas)
+                for (size_t i = 0; i < idle_.size(); ++i)
+                    if (idle_[i]->device == a->device) {
+                        drop = idle_[i];
+                        idle_.erase(idle_.begin() + i);
+                        break;
+                    }
+            idle_.push_back(a);
+        }
+        if (drop) destroy(drop, true);
+        cv_.notify_all();
+    }
+    // The newest idle arena of `device` with at least `va_bytes` of range, else nullptr.
+    growth_arena* adopt(int device, uint64_t va_bytes) {
+        std::lock_guard<std::mutex> g(m_);
+        for (size_t i = idle_.size(); i-- > 0;)
+            if (idle_[i]->device == device && idle_[i]->reserved >= va_bytes) {
+                growth_arena* a = idle_[i];
+                idle_.erase(idle_.begin() + i);
+                return a;
+            }
+        return nullptr;
     }
     void hint() {
         hot_until_.store((steady::now() + kHotFor).time_since_epoch().count(), std::memory_order_relaxed);
@@ -161,8 +202,23 @@ public:
         std::lock_guard<std::mutex> g(reserve_m_);
         reserve_[device].push_back(entry{c, steady::now()});
     }
-    // Releases the device's reserve chunks (all, or those unused since `before`); the bytes released.
+    // Releases the device's idle arenas and reserve chunks (all, or those
+    // unused since `before`); the bytes released.
     uint64_t release(int device, steady::time_point before = steady::time_point::max()) {
+        uint64_t n = 0;
+        std::vector<growth_arena*> idle;
+        {
+            std::lock_guard<std::mutex> g(m_);
+            for (size_t i = idle_.size(); i-- > 0;)
+                if (idle_[i]->device == device && idle_[i]->idle_since < before) {
+                    idle.push_back(idle_[i]);
+                    idle_.erase(idle_.begin() + i);
+                }
+        }
+        if (!idle.empty()) {
+            device_guard on(device); // unmapping wants the device's context current
+            for (growth_arena* a : idle) n += destroy(a, true);
+        }
         std::vector<chunk> drop;
         {
             std::lock_guard<std::mutex> g(reserve_m_);
@@ -173,7 +229,6 @@ public:
                     r.erase(r.begin() + i);
                 }
         }
-        uint64_t n = 0;
         for (const chunk& c : drop) {
             vmm_driver().release(c.handle);
             n += c.bytes;
@@ -206,13 +261,19 @@ private:
                 for (auto& kv : reserve_)
                     if (!kv.second.empty()) devices.push_back(kv.first);
             }
+            {
+                std::lock_guard<std::mutex> g(m_);
+                for (growth_arena* a : idle_)
+                    if (std::find(devices.begin(), devices.end(), a->device) == devices.end())
+                        devices.push_back(a->device);
+            }
             for (int d : devices) release(d, steady::now() - kReserveIdle);
             const bool hot =
                 grew || steady::now().time_since_epoch().count() < hot_until_.load(std::memory_order_relaxed);
             std::unique_lock<std::mutex> g(m_);
             if (stop_) return;
             if (open_.empty() && closing_.empty() && devices.empty())
-                cv_.wait(g, [this] { return stop_ || !open_.empty() || !closing_.empty(); });
+                cv_.wait(g, [this] { return stop_ || !open_.empty() || !closing_.empty() || !idle_.empty(); });
             else cv_.wait_for(g, hot ? kHotPoll : kIdlePoll);
         }
     }
@@ -241,9 +302,12 @@ private:
         if (e == cudaErrorNotReady) return;
         cudaGetLastError();
         cudaEventDestroy(a->closing);
-        destroy(a);
-        std::lock_guard<std::mutex> g(m_);
-        closing_.erase(std::remove(closing_.begin(), closing_.end(), a), closing_.end());
+        a->closing = nullptr;
+        {
+            std::lock_guard<std::mutex> g(m_);
+            closing_.erase(std::remove(closing_.begin(), closing_.end(), a), closing_.end());
+        }
+        park(a);
     }
 
 public:
@@ -288,11 +352,25 @@ public:
         store(&a->mb->mapped, a->mapped);
         store(&a->mb->want, std::min<uint64_t>(load(&a->mb->want), a->mapped));
     }
-    void destroy(growth_arena* a) {
-        unmap_to(a, 0);
+    // Unmaps and frees the arena; its chunks go to the reserve, or to the
+    // driver with `release_chunks`.  The bytes it had mapped.
+    uint64_t destroy(growth_arena* a, bool release_chunks = false) {
+        const uint64_t n = a->mapped;
+        if (release_chunks) {
+            while (!a->chunks.empty()) {
+                const chunk c = a->chunks.back();
+                a->mapped -= c.bytes;
+                vmm_driver().unmap(a->base + a->mapped, c.bytes);
+                vmm_driver().release(c.handle);
+                a->chunks.pop_back();
+            }
+        } else {
+            unmap_to(a, 0);
+        }
         if (a->base) vmm_driver().address_free(a->base, a->reserved);
         give_mailbox(a->mb);
         delete a;
+        return n;
     }
 
 private:
@@ -300,7 +378,7 @@ private:
     std::mutex reserve_m_; // reserve_ (a leaf lock)
     std::condition_variable cv_;
     bool stop_ = false;
-    std::vector<growth_arena*> open_, closing_;
+    std::vector<growth_arena*> open_, closing_, idle_; // idle_: closed, done, kept for adoption
     std::vector<growth_mailbox*> free_slots_;
     std::map<int, std::vector<entry>> reserve_;
     std::atomic<int64_t> hot_until_{0};
@@ -312,6 +390,16 @@ private:
 
 growth_arena* growth_arena_open(int device, uint64_t va_bytes) {
     require_vmm(device);
+    memory_source& src0 = memory_source::get();
+    if (growth_arena* a = src0.adopt(device, va_bytes)) {
+        // A closed array's arena, mapped as it left it: this array's first
+        // kernel finds that memory without waiting for the host.
+        *a->mb = growth_mailbox{0, a->mapped, kNoLimit, 0};
+        a->failed_want = 0;
+        a->ahead = a->mapped > std::min(a->reserved, kMinAhead);
+        src0.add(a);
+        return a;
+    }
     CUmemAllocationProp p = device_prop(device);
     size_t g = 0;
     check_cu(vmm_driver().granularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
@@ -386,18 +474,33 @@ void growth_arena_map(growth_arena* a, uint64_t bytes) {
 void growth_arena_trim(growth_arena* a, uint64_t keep) {
     std::lock_guard<std::mutex> g(a->m);
     memory_source::get().unmap_to(a, keep);
+    a->ahead = false;
+}
+
+bool growth_arena_ahead(growth_arena* a) {
+    std::lock_guard<std::mutex> g(a->m);
+    return a->ahead;
+}
+
+bool growth_arena_give_back(growth_arena* a, uint64_t end) {
+    std::lock_guard<std::mutex> g(a->m);
+    if (!a->ahead) return false;
+    a->ahead = false;
+    const uint64_t keep = std::max(end, std::min(a->reserved, kMinAhead));
+    const uint64_t before = a->mapped;
+    memory_source::get().unmap_to(a, keep);
+    return a->mapped < before;
 }
 
 void growth_arena_close(growth_arena* a, cudaStream_t stream) {
     memory_source& src = memory_source::get();
     if (cudaStreamQuery(stream) == cudaSuccess) {
-        // Its work is done: the chunks go to the reserve now, for the next array
-        // (the host thread frees the rest, the range and the mailbox).
-        std::lock_guard<std::mutex> g(a->m);
-        src.unmap_to(a, 0);
-    } else {
-        cudaGetLastError();
+        // Its work is done: kept mapped for the next array (the host thread
+        // gives it back after a second unused).
+        src.park(a);
+        return;
     }
+    cudaGetLastError();
     cudaEvent_t e = nullptr;
     if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess ||
         cudaEventRecord(e, stream) != cudaSuccess) {

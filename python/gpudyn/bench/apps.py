@@ -46,9 +46,13 @@ rules on the parent tree (root is its own parent at level 0, each tree edge is
 an edge of the graph, levels differ by one along tree edges, every input edge
 spans at most one level or has both ends unreached).
 Memory each variant holds beyond the graph and the parent/level arrays:
-gpudyn: the device memory its two arrays take (cudaMemGetInfo before creating
-them and after the searches, CuPy's pool emptied; also the arrays' own
-allocated_bytes), held between searches (clear keeps buckets) = its peak;
+gpudyn: what its two arrays hold, counted as the baselines are (the bytes
+their buffers take): allocated_bytes (buckets and mapped arena) plus 1 KiB per
+LFVector (a bound on the bookkeeping, ~520 bytes), held between searches
+(clear keeps buckets) = its peak; device_bytes_delta (cudaMemGetInfo before
+creating them and after the searches) and device_bytes_delta_open (after
+creating them) are recorded beside it: they also count memory the
+stream-ordered pool and the CUDA context take in whole chunks;
 worst: its two buffers; two_pass: the largest over levels of frontier + counts +
 offsets + exact output; cupy: CuPy pool bytes in use, sampled inside each level.
 """
@@ -80,6 +84,8 @@ BLOCK = 256  # threads a block, every kernel
 # 2048 resident threads of an sm_80/sm_90 SM (more blocks just queue).
 BLOCKS_PER_SM = 8
 CHECK_EVERY = 4  # levels between host reads of the stop flag
+DEFAULT_LFVECTORS = 512  # a default GGArray's num_lfvectors (the frontiers use the defaults)
+BOOKKEEPING_BOUND = 1024  # bytes per LFVector bounding a GGArray's bookkeeping (~520)
 WARP = 32
 SPEED_WORST_GOAL = 1.0  # issue 40: BFS vs worst-case buffer
 SPEED_TWO_PASS_GOAL = 1.3  # issue 40: BFS vs two-pass
@@ -607,6 +613,7 @@ class GGArrayBFS:
         stats = [a.stats() for a in self.arrays]
         out = {
             "allocated_bytes": sum(s["allocated_bytes"] for s in stats),
+            "lfvectors": DEFAULT_LFVECTORS * len(self.arrays),
             "status": [int(a.status) for a in self.arrays],
         }
         try:
@@ -889,6 +896,7 @@ def run(ctx) -> dict:
         free0 = _free_device_bytes(cp)
         if isinstance(v, GGArrayBFS):
             v.open()
+            free_open = _free_device_bytes(cp)
         start, stop = cp.cuda.Event(), cp.cuda.Event()
         v.search(int(keys[0]))  # warm-up
         v.host_reads = v.levels = 0
@@ -922,7 +930,8 @@ def run(ctx) -> dict:
                 **mem,
                 push_failures=failed,
             )
-            r["held_bytes"] = max(r["device_bytes_delta"], mem["allocated_bytes"])
+            r["device_bytes_delta_open"] = int(free0 - free_open)
+            r["held_bytes"] = mem["allocated_bytes"] + BOOKKEEPING_BOUND * mem["lfvectors"]
             if failed or any(mem["status"]):
                 errors.append({"push_failures": failed, "status": mem["status"]})
             v.close()
