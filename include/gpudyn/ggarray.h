@@ -218,7 +218,8 @@ GPUDYN_API gpudyn_status_t gpudyn_ggarray_capacity(gpudyn_ggarray_t array, uint6
 /** Bytes of device memory the elements' buckets hold: the pool's mapped rows
  * plus the growth arena's mapped memory (a fixed run: the bytes of its
  * buckets; the run's unused part is not counted).  Bookkeeping (about
- * 400 bytes per LFVector) is not counted.  Synchronizes. */
+ * 520 bytes per LFVector) is not counted.  Synchronizes; an array that adopted an idle
+ * arena (docs/guides/memory.md) gives back here what its buckets do not take. */
 GPUDYN_API gpudyn_status_t gpudyn_ggarray_allocated_bytes(gpudyn_ggarray_t array, uint64_t* bytes,
                                                           gpudyn_stream_t stream);
 /** Copies the elements, LFVector after LFVector, to contiguous device memory

@@ -209,10 +209,11 @@ GPUDYN_API gpudyn_status_t gpudyn_stream_synchronize(gpudyn_stream_t stream);
  * memory whose stream may no longer exist (a raw handle the user destroyed). */
 GPUDYN_API gpudyn_status_t gpudyn_device_synchronize(void);
 /** Gives back to the driver the device memory gpudyn keeps for reuse on
- * `device`: the reserve of unmapped chunks that GGArrays' growth arenas gave
- * back (trim, destroy) and take again when they grow.  The library's host
- * thread also releases a chunk once it has been unused for a second.  `*bytes`
- * (may be NULL) = the bytes released.  No synchronization. */
+ * `device`: the growth arenas of destroyed GGArrays, kept mapped for the next
+ * array to adopt, and the reserve of unmapped chunks that arenas gave back
+ * (trim, an adopted arena's excess) and take again when they grow.  The
+ * library's host thread also releases either once it has been unused for a
+ * second.  `*bytes` (may be NULL) = the bytes released.  No synchronization. */
 GPUDYN_API gpudyn_status_t gpudyn_trim(int32_t device, uint64_t* bytes);
 /** Makes later work on `stream` wait until the work queued on `producer` so far
  * has finished, without blocking the host (an event recorded on `producer`,

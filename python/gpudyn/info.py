@@ -140,10 +140,11 @@ def device_info(device: int = 0) -> dict:
 
 def trim(device: int | None = None) -> int:
     """Gives back to the driver the device memory gpudyn keeps for reuse on
-    `device` (None: the current device): memory that GGArrays' growth arenas
-    gave back (:meth:`GGArray.trim`, :meth:`GGArray.close`) and take again when
-    they grow.  The library also gives such memory back by itself once it has
-    been unused for a second.  Returns the bytes given back; no wait."""
+    `device` (None: the current device): the growth arenas of closed GGArrays,
+    kept mapped for the next array to adopt, and memory that arenas gave back
+    (:meth:`GGArray.trim`) and take again when they grow.  The library also
+    gives such memory back by itself once it has been unused for a second.
+    Returns the bytes given back; no wait."""
     if device is None:
         d = ffi.new("int32_t*")
         check(lib.gpudyn_get_device(d))
