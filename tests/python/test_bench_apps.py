@@ -35,6 +35,13 @@ TARGET_NAMES = (
         "every BFS validated (levels equal the reference, Graph500 rules) (1 = yes)",
     ]
 )
+PAIRS_TARGET_NAMES = [
+    "neighbour pairs gpudyn vs two-pass (count, scan, write), Numba, array kept across runs",
+    "neighbour pairs gpudyn vs worst-case buffer (warp-aggregated atomic counter), Numba, array kept across runs",
+    "neighbour pairs gpudyn vs two-pass, Numba, array made per run",
+    "neighbour pairs device memory gpudyn / two-pass (lower is better)",
+    "every neighbour-pair output validated (1 = yes)",
+]
 
 
 def _apps():
@@ -398,8 +405,13 @@ def test_bench_apps_quick_is_clean(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     result = json.loads((tmp_path / "apps.json").read_text())
     assert result["failures"] == [] and result["validated"] is True, result["failures"]
-    assert [t["name"] for t in result["targets"]] == TARGET_NAMES
-    assert result["targets"][-1]["met"] is True
+    assert [t["name"] for t in result["targets"]] == TARGET_NAMES + PAIRS_TARGET_NAMES
+    assert result["targets"][len(TARGET_NAMES) - 1]["met"] is True and result["targets"][-1]["met"] is True
+    pairs = result["pairs"]
+    assert pairs["validated"] and pairs["pairs"] > 0 and pairs["bound_pairs"] > 10 * pairs["pairs"]
+    for v in ("gpudyn", "gpudyn_fresh", "worst", "two_pass"):
+        s = pairs["variants"][v]
+        assert s["validated"] and s["pairs"] == pairs["pairs"] and s["held_bytes"] > 0, (v, s)
     assert result["graph"]["scale"] == 16 and len(result["graph"]["keys"]) == 2
     for lang in ("python", "cpp"):
         for m in ("thread", "warp"):
@@ -411,3 +423,106 @@ def test_bench_apps_quick_is_clean(tmp_path):
 
     if importlib.util.find_spec("matplotlib") is not None:
         assert result["plots"] == ["apps_bfs.png"] and (tmp_path / "apps_bfs.png").exists()
+
+
+# ---- the second program: fixed-radius neighbour pairs (item 4b) ---------------------
+
+
+def _pairs():
+    from gpudyn.bench import apps_pairs
+
+    return apps_pairs
+
+
+def test_particles_are_sorted_by_cell_with_exact_coordinates():
+    ap = _pairs()
+    px, py, pz, start, end, c, q = ap.particles(np, 3000)
+    assert c == round((3000 / ap.DENSITY) ** (1 / 3)) and start.size == end.size == c**3
+    cell = ((q[0] >> ap.FRACTION_BITS) * c + (q[1] >> ap.FRACTION_BITS)) * c + (q[2] >> ap.FRACTION_BITS)
+    assert np.all(np.diff(cell) >= 0)  # sorted by cell
+    assert int((end - start).sum()) == 3000 and np.all(start[1:] == end[:-1])
+    for k in np.nonzero(end > start)[0][:50]:
+        assert np.all(cell[start[k] : end[k]] == k)
+    assert np.array_equal(px.astype(np.float64) * (1 << ap.FRACTION_BITS), q[0])  # exact in float32
+
+
+def _brute_digest(ap, q):
+    """Every pair i < j with |q_i - q_j|^2 < (2^bits)^2, by a double loop over the integer coordinates."""
+    n = q.shape[1]
+    codes = []
+    lim = (1 << ap.FRACTION_BITS) ** 2
+    for i in range(n):
+        d = q[:, i + 1 :] - q[:, i : i + 1]
+        for j in np.nonzero((d * d).sum(axis=0) < lim)[0]:
+            codes.append((i << 32) | (i + 1 + int(j)))
+    return ap.digest(np, np.asarray(codes, dtype=np.int64)), len(codes)
+
+
+def test_pairs_references_agree():
+    """The sampled NumPy reference (every particle as the sample) and SciPy's (when
+    there) give the pairs a plain double loop finds."""
+    ap = _pairs()
+    *_, q = ap.particles(np, 700)
+    want, count = _brute_digest(ap, q)
+    assert count > 700  # ~8 pairs a particle at density 4
+    by_row = ap.reference(q, np.arange(700))
+    codes = np.concatenate([by_row[i] for i in range(700)])
+    assert ap.digest(np, codes) == want
+    if ap._has_scipy():
+        assert ap.reference(q) == want
+
+
+PAIRS_SIM_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    from gpudyn.bench import apps_pairs as ap
+    n = 300
+    px, py, pz, start, end, c, q = ap.particles(np, n)
+    ks = ap.kernels(None)
+    counts = np.zeros(n, dtype=np.int64)
+    args = (px, py, pz, start, end, np.int32(c), np.int32(n))
+    ks["count"][(n + 63) // 64, 64](*args, counts, np.zeros(1, dtype=np.int64))  # the last: not used
+    incl = np.cumsum(counts)
+    out = np.full(int(incl[-1]), -1, dtype=np.int64)
+    ks["write"][(n + 63) // 64, 64](*args, out, incl - counts)
+    ref = ap.reference(q, np.arange(n))
+    want = np.concatenate([ref[i] for i in range(n)])
+    assert np.array_equal(np.sort(out), np.sort(want)), (out.size, want.size)
+    print("pairs ok", out.size)
+""")
+
+
+def test_pairs_two_pass_under_the_simulator():
+    """The pair loop's count and write kernels (the two-pass) under Numba's simulator
+    find exactly the reference's pairs, each once."""
+    pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run([sys.executable, "-c", PAIRS_SIM_SCRIPT], capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert r.stdout.startswith("pairs ok") and int(r.stdout.split()[2]) > 300
+
+
+def test_pairs_kernels_compile(monkeypatch):
+    """The pair kernels compile to PTX without a GPU; only the gpudyn one calls the
+    GGArray's int64 push_back."""
+    pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
+    import gpudyn
+    import gpudyn.numba as gdn
+    from numba import cuda
+    from numba.cuda import dispatcher, types
+
+    ap = _pairs()
+    cc = compile_arch()
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: pytypes.SimpleNamespace(compute_capability=cc))
+    ks = ap.kernels(gdn)
+    f32, i32, i64 = (types.Array(t, 1, "C") for t in (types.float32, types.int32, types.int64))
+    geo = (f32, f32, f32, i32, i32, types.int32, types.int32)
+    sigs = {
+        "pairs_gpudyn": geo + (gdn.ref_type(gpudyn.GGArray, np.int64), i64),
+        "pairs_worst": geo + (i64, i64),
+        "count": geo + (i64, i64),
+        "write": geo + (i64, i64),
+    }
+    assert sorted(ks) == sorted(sigs)
+    for name, sig in sigs.items():
+        ptx, _ = cuda.compile(ks[name].py_func, sig, device=False, output="ptx", cc=cc, abi="numba")
+        assert ("gpudyn_numba_ggarray_push_back" in ptx) == (name == "pairs_gpudyn"), name

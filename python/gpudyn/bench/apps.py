@@ -1,7 +1,8 @@
-"""`gpudyn bench apps`: gpudyn inside a real program (issue 40, item 4a):
+"""`gpudyn bench apps`: gpudyn inside real programs (issue 40, item 4): (a)
 breadth-first search on a Graph500 Kronecker graph, in Python with Numba kernels
 and in CUDA C++ (benchmarks/apps/apps_bench.cu), against what a user would write
-without gpudyn.
+without gpudyn; (b) the fixed-radius neighbour pairs of a particle system, in
+Python with Numba kernels (apps_pairs.py says how), under "pairs" in the JSON.
 
 Graph (Graph500 specification, kernel 0): SCALE (22; --quick 16) and edge factor
 16: 16 * 2^SCALE input edges drawn by the Kronecker recursion with initiator
@@ -92,6 +93,7 @@ SPEED_TWO_PASS_GOAL = 1.3  # issue 40: BFS vs two-pass
 MEMORY_GOAL = 2.0  # issue 40: gpudyn bytes / two-pass bytes, at most
 MAPPINGS = ("thread", "warp")
 KERNEL_VARIANTS = ("gpudyn", "worst", "worst_plain", "two_pass")
+PAIRS_STEPS = 4  # progress steps of the second program (apps_pairs: its variants)
 GRAPH_MAGIC = b"GDBFS001"  # file header read by gpudyn_bench_apps
 
 
@@ -860,7 +862,7 @@ def run(ctx) -> dict:
             (f"two_pass_{mapping}", "two_pass", mapping, 0),
         ]
     variants += [("cupy", "cupy", "", 0)] + [(f"gpudyn_every_level_{m}", "gpudyn", m, 1) for m in MAPPINGS]
-    state = {"done": 0, "total": len(variants) + 1, "t0": time.time()}
+    state = {"done": 0, "total": len(variants) + 1 + (0 if gdn_error else PAIRS_STEPS), "t0": time.time()}
 
     def make(kind: str, mapping: str, check_every: int, open_arrays: bool = True):
         if kind == "gpudyn":
@@ -970,6 +972,14 @@ def run(ctx) -> dict:
     cpp_info = {k: v for k, v in raw.items() if k != "variants"}
 
     summarize(ctx, results, cpp, failures)
+    # The second program (item 4b): its own targets, after the BFS's.
+    if gdn_error:
+        pairs = {"skipped": gdn_error}
+    else:
+        from .apps_pairs import run_pairs
+
+        pairs = run_pairs(ctx, cp, gdn, lambda label: _progress(ctx, state, label))
+        failures += [f"pairs {f}" for f in pairs["failures"]]
     rows = table_rows(results, cpp)
     _plot(ctx, rows, graph)
     columns = ["language", "variant", "mapping", "median_ms", "GTEPS", "held_MiB", "host_reads", "levels", "validated"]
@@ -990,6 +1000,7 @@ def run(ctx) -> dict:
         "python": results,
         "cpp": cpp,
         "cpp_program": cpp_info,
+        "pairs": pairs,
         "validated": not failures,
         "failures": failures,
         "rows": rows,

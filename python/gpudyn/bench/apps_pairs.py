@@ -1,0 +1,421 @@
+"""The second real program of `gpudyn bench apps` (issue 40, item 4b): the
+fixed-radius neighbour pairs of a particle system (the neighbour list of a
+molecular-dynamics or SPH step), in Python with Numba kernels.  Its output size
+is known only after the search, and the worst case a user can bound without
+counting is many times the real output.
+
+Particles: N (2^21; --quick 2^16) uniform in a cube of C^3 cells of side r = 1,
+C = round((N / DENSITY)^(1/3)), so a cell holds DENSITY = 4 particles on average
+and a particle has ~17 neighbours (~8 pairs i < j).  Coordinates are multiples
+of 2^-10, so differences, their squares and the squared distances are exact in
+float32 and the host reference decides every pair exactly as the kernels do
+(|p_i - p_j|^2 < r^2).  The particles are sorted by cell (CuPy argsort), every
+cell's range found with searchsorted; pair (i, j), i < j in that order, is the
+int64 code i << 32 | j.
+
+Every variant runs one kernel shape, a thread per particle i visiting the 27
+cells around its own and every j > i there (pair_loop, one device function);
+they differ only in what they do with a pair:
+  gpudyn          gdn.push_back(ref, code) into a GGArray(int64) with default
+                  options, kept across the runs (clear() between them: a
+                  simulation rebuilds its list every step); timed: clear +
+                  view_arg + kernel + len(array) (the host learns the count);
+  gpudyn_fresh    the same into a GGArray created for each run (and closed
+                  after the timing);
+  worst           a buffer of the bound a user can compute without counting,
+                  N x 27 x the most particles in a cell, allocated before the
+                  timing, and one int64 counter taken with a warp-aggregated
+                  atomicAdd; timed: zero the counter + kernel + the counter to the host;
+  two_pass        count kernel (pairs per particle), cupy.cumsum, the total to
+                  the host, an exact output from CuPy's pool (memory kept between
+                  runs), write kernel at each particle's offset.
+Timing: CUDA events around each run, one warm-up, median of RUNS runs.
+Validation, outside the timing, of the last run of every variant: the number
+of pairs, the sum of the codes and the xor of a 64-bit mix of each code equal
+the host reference's (scipy.spatial.cKDTree.query_pairs at r, kept where the
+squared distance is below r^2; without SciPy, the exact neighbour sets of 2000
+particles drawn at random, by NumPy brute force, are compared with each
+variant's output).
+Memory each variant holds: gpudyn: the array's allocated_bytes + 1 KiB per
+LFVector (a bound on the bookkeeping); worst: its buffer; two_pass: counts,
+offsets and the exact output.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+try:
+    from numba import cuda
+except ImportError:  # run() is only called when numba-cuda is there
+    cuda = None
+
+N, QUICK_N = 1 << 21, 1 << 16
+DENSITY = 4.0  # mean particles per cell of side r
+FRACTION_BITS = 10  # coordinates are multiples of 2^-10 (exact float32 distances)
+SEED = 0x9A125
+RUNS, QUICK_RUNS = 7, 3
+BLOCK = 256
+SAMPLE = 2000  # particles checked by brute force when SciPy is missing
+DEFAULT_LFVECTORS = 512
+BOOKKEEPING_BOUND = 1024
+SPEED_TWO_PASS_GOAL = 1.3  # issue 40: the second application vs its two-pass
+SPEED_WORST_GOAL = 1.0
+MEMORY_GOAL = 2.0
+MASK64 = (1 << 64) - 1
+
+
+def mix64(x):
+    """splitmix64's finalizer over uint64 (NumPy or CuPy arrays)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def digest(xp, codes) -> tuple[int, int, int]:
+    """(count, sum mod 2^64, xor of mix64) of int64 pair codes (NumPy)."""
+    u = codes.astype(xp.uint64, copy=False)
+    if u.size == 0:
+        return 0, 0, 0
+    s = int(u.sum(dtype=xp.uint64)) & MASK64
+    x = int(np.bitwise_xor.reduce(mix64(u)))
+    return int(u.size), s, x
+
+
+def particles(cp, n: int, seed: int = SEED):
+    """Positions sorted by cell (float32, 3 arrays), per-cell start/end (int32), C."""
+    c = max(3, int(round((n / DENSITY) ** (1.0 / 3.0))))
+    rng = cp.random.default_rng(seed)
+    scale = 1 << FRACTION_BITS
+    q = rng.integers(0, c * scale, size=(3, n), dtype=cp.int64)
+    cell = ((q[0] // scale) * c + q[1] // scale) * c + q[2] // scale
+    order = cp.argsort(cell)
+    q, cell = q[:, order], cell[order]
+    ids = cp.arange(c * c * c, dtype=cell.dtype)
+    start = cp.searchsorted(cell, ids, side="left").astype(cp.int32)
+    end = cp.searchsorted(cell, ids, side="right").astype(cp.int32)
+    pos = (q.astype(cp.float64) / scale).astype(cp.float32)
+    return pos[0].copy(), pos[1].copy(), pos[2].copy(), start, end, c, q
+
+
+def kernels(gdn):
+    """{name: kernel}: pairs_<gpudyn|worst>, count, write: one loop (pair_loop)
+    with four sinks."""
+    i32, i64 = np.int32, np.int64
+    r2 = np.float32(1.0)
+
+    def make(emit):
+        @cuda.jit(device=True)
+        def pair_loop(px, py, pz, start, end, c, i, a, b):
+            # Pairs (i, j), j > i, within r: emit(a, b, i, k, code) for the k-th; returns their count.
+            x, y, z = px[i], py[i], pz[i]
+            cx, cy, cz = i32(x), i32(y), i32(z)
+            k = i64(0)
+            for dx in range(-1, 2):
+                ax = cx + dx
+                if ax < 0 or ax >= c:
+                    continue
+                for dy in range(-1, 2):
+                    ay = cy + dy
+                    if ay < 0 or ay >= c:
+                        continue
+                    for dz in range(-1, 2):
+                        az = cz + dz
+                        if az < 0 or az >= c:
+                            continue
+                        cell = (ax * c + ay) * c + az
+                        j = max(i32(start[cell]), i32(i + 1))
+                        stop = end[cell]
+                        while j < stop:
+                            ex, ey, ez = px[j] - x, py[j] - y, pz[j] - z
+                            if ex * ex + ey * ey + ez * ez < r2:
+                                emit(a, b, i, k, (i64(i) << 32) | i64(j))
+                                k += 1
+                            j += 1
+            return k
+
+        return pair_loop
+
+    @cuda.jit(device=True)
+    def emit_gpudyn(ref, failed, i, k, code):
+        if not gdn.push_back(ref, code):
+            cuda.atomic.add(failed, 0, 1)
+
+    @cuda.jit(device=True)
+    def emit_worst(buf, counter, i, k, code):
+        # The lanes emitting together take one range with one atomicAdd (their leader's).
+        mask = cuda.activemask()
+        rank = cuda.popc(mask & cuda.lanemask_lt())
+        m = i64(mask)
+        leader = cuda.popc((m & -m) - 1)
+        base = i64(0)
+        if rank == 0:
+            base = cuda.atomic.add(counter, 0, i64(cuda.popc(mask)))
+        base = cuda.shfl_sync(mask, base, leader)
+        buf[base + rank] = code
+
+    @cuda.jit(device=True)
+    def emit_none(a, b, i, k, code):
+        pass
+
+    @cuda.jit(device=True)
+    def emit_at(out, offsets, i, k, code):
+        out[offsets[i] + k] = code
+
+    def pairs_kernel(loop):
+        @cuda.jit
+        def pairs(px, py, pz, start, end, c, n, a, b):
+            i = cuda.grid(1)
+            if i < n:
+                loop(px, py, pz, start, end, c, i, a, b)
+
+        return pairs
+
+    out = {"pairs_gpudyn": pairs_kernel(make(emit_gpudyn)), "pairs_worst": pairs_kernel(make(emit_worst))}
+    count_loop, write_loop = make(emit_none), make(emit_at)
+
+    @cuda.jit
+    def count(px, py, pz, start, end, c, n, counts, unused):
+        i = cuda.grid(1)
+        if i < n:
+            counts[i] = count_loop(px, py, pz, start, end, c, i, unused, unused)
+
+    @cuda.jit
+    def write(px, py, pz, start, end, c, n, out_, offsets):
+        i = cuda.grid(1)
+        if i < n:
+            write_loop(px, py, pz, start, end, c, i, out_, offsets)
+
+    out["count"], out["write"] = count, write
+    return out
+
+
+def reference(q_host: np.ndarray, sample_rows: np.ndarray | None = None):
+    """Host reference from the integer coordinates (sorted order): the digest of
+    every pair (SciPy), or {i: sorted partner codes} for the sample (NumPy)."""
+    scale2 = (1 << FRACTION_BITS) ** 2
+    pts = q_host.T.astype(np.float64) / (1 << FRACTION_BITS)
+    if sample_rows is None:
+        from scipy.spatial import cKDTree
+
+        pairs = cKDTree(pts).query_pairs(1.0, output_type="ndarray")
+        d = q_host[:, pairs[:, 0]] - q_host[:, pairs[:, 1]]
+        keep = (d * d).sum(axis=0) < scale2
+        pairs = np.sort(pairs[keep], axis=1).astype(np.int64)
+        return digest(np, (pairs[:, 0] << 32) | pairs[:, 1])
+    out = {}
+    for i in sample_rows:
+        d = q_host - q_host[:, i : i + 1]
+        near = np.nonzero((d * d).sum(axis=0) < scale2)[0]
+        near = near[near > i].astype(np.int64)
+        out[int(i)] = np.sort((np.int64(i) << 32) | near)
+    return out
+
+
+def _has_scipy() -> bool:
+    try:
+        import scipy.spatial  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _check(cp, codes, ref, sample) -> str:
+    """'' when the variant's output matches the reference, else why not."""
+    if sample is None:
+        got = digest(np, cp.asnumpy(codes))
+        return "" if got == ref else f"count/sum/xor {got} != reference {ref}"
+    c = cp.sort(codes)
+    firsts = c >> 32
+    for i, want in ref.items():
+        lo, hi = (int(v) for v in cp.searchsorted(firsts, cp.asarray([i, i + 1])))
+        got = cp.asnumpy(c[lo:hi])
+        if not np.array_equal(got, want):
+            return f"particle {i}: {got.size} partners, reference {want.size}"
+    return ""
+
+
+def run_pairs(ctx, cp, gdn, progress=lambda label: None) -> dict:
+    """Runs the four variants, records their timings, memory and validation, and
+    the targets of the second application."""
+    import gpudyn
+
+    n = QUICK_N if ctx.quick else N
+    runs = QUICK_RUNS if ctx.quick else RUNS
+    t_all = time.time()
+    px, py, pz, start, end, c, q = particles(cp, n)
+    ks = kernels(gdn)
+    grid = (n + BLOCK - 1) // BLOCK
+    geo = (px, py, pz, start, end, np.int32(c), np.int32(n))
+    kargs = [cuda.as_cuda_array(a, sync=False) for a in geo[:5]] + list(geo[5:])
+    most = int(cp.max(end - start))
+    bound = n * 27 * most  # pairs a user can bound without counting
+    t0 = time.time()
+    q_host = cp.asnumpy(q)
+    if _has_scipy():
+        sample, ref = None, reference(q_host)
+        ref_kind = "scipy cKDTree, every pair"
+    else:
+        rng = np.random.default_rng(SEED)
+        sample = np.sort(rng.choice(n, size=min(SAMPLE, n), replace=False))
+        ref, ref_kind = reference(q_host, sample), f"NumPy brute force, {sample.size} particles"
+    ref_seconds = time.time() - t0
+    start_ev, stop_ev = cp.cuda.Event(), cp.cuda.Event()
+
+    def timed(step) -> list[float]:
+        ms = []
+        for r in range(runs + 1):
+            start_ev.record()
+            step()
+            stop_ev.record()
+            stop_ev.synchronize()
+            if r:
+                ms.append(cp.cuda.get_elapsed_time(start_ev, stop_ev))
+        return ms
+
+    results: dict[str, dict] = {}
+    failures: list[str] = []
+
+    def record(name, ms, codes, held, **extra):
+        why = _check(cp, codes, ref, sample)
+        if why:
+            failures.append(f"{name}: {why}")
+        results[name] = dict(
+            ms=ms,
+            median_ms=float(np.median(ms)),
+            pairs=int(codes.size),
+            held_bytes=int(held),
+            validated=not why,
+            **extra,
+        )
+        progress(f"pairs {name}")
+
+    failed = cp.zeros(1, dtype=cp.int64)
+    kfailed = cuda.as_cuda_array(failed, sync=False)
+
+    # gpudyn, one array kept across the runs.
+    arr = gpudyn.GGArray(np.int64)
+    size = [0]
+
+    def gg_step(a=arr):
+        a.clear()
+        ks["pairs_gpudyn"][grid, BLOCK](*kargs, a.view_arg(), kfailed)
+        size[0] = len(a)
+
+    ms = timed(gg_step)
+    alloc = arr.stats()["allocated_bytes"]
+    record(
+        "gpudyn",
+        ms,
+        cp.asarray(arr.flatten()),
+        alloc + BOOKKEEPING_BOUND * DEFAULT_LFVECTORS,
+        allocated_bytes=int(alloc),
+        push_failures=int(failed[0]),
+    )
+    arr.close()
+
+    # gpudyn, an array made per run (closed after the run's timing).
+    fresh_ms, last = [], [None]
+    for r in range(runs + 1):
+        if last[0] is not None:
+            last[0].close()
+        start_ev.record()
+        a = gpudyn.GGArray(np.int64)
+        ks["pairs_gpudyn"][grid, BLOCK](*kargs, a.view_arg(), kfailed)
+        size[0] = len(a)
+        stop_ev.record()
+        stop_ev.synchronize()
+        last[0] = a
+        if r:
+            fresh_ms.append(cp.cuda.get_elapsed_time(start_ev, stop_ev))
+    alloc = last[0].stats()["allocated_bytes"]
+    record(
+        "gpudyn_fresh",
+        fresh_ms,
+        cp.asarray(last[0].flatten()),
+        alloc + BOOKKEEPING_BOUND * DEFAULT_LFVECTORS,
+        allocated_bytes=int(alloc),
+    )
+    last[0].close()
+    if int(failed[0]):
+        failures.append(f"gpudyn: {int(failed[0])} pushes refused")
+
+    # The worst-case buffer (when the device can hold it).
+    free_b = int(cp.cuda.runtime.memGetInfo()[0])
+    if bound * 8 < free_b // 2:
+        buf = cp.empty(bound, dtype=cp.int64)
+        counter = cp.zeros(1, dtype=cp.int64)
+        kb, kc = cuda.as_cuda_array(buf, sync=False), cuda.as_cuda_array(counter, sync=False)
+        got = [0]
+
+        def worst_step():
+            counter.fill(0)
+            ks["pairs_worst"][grid, BLOCK](*kargs, kb, kc)
+            got[0] = int(counter[0])
+
+        ms = timed(worst_step)
+        record("worst", ms, buf[: got[0]], buf.nbytes + counter.nbytes, bound_pairs=int(bound))
+        del buf
+    else:
+        results["worst"] = {"skipped": f"the bound ({bound} pairs, {bound * 8} bytes) exceeds half the free memory"}
+
+    # Two-pass: count, scan, exact output, write.
+    counts = cp.empty(n, dtype=cp.int64)
+    kcounts = cuda.as_cuda_array(counts, sync=False)
+    holder = [None, 0]
+
+    def two_pass_step():
+        ks["count"][grid, BLOCK](*kargs, kcounts, kfailed)  # the last argument is not used
+        incl = cp.cumsum(counts)
+        total = int(incl[-1])
+        offsets = incl - counts
+        out = cp.empty(total, dtype=cp.int64)
+        ks["write"][grid, BLOCK](*kargs, cuda.as_cuda_array(out, sync=False), cuda.as_cuda_array(offsets, sync=False))
+        holder[0], holder[1] = out, counts.nbytes + incl.nbytes + offsets.nbytes + out.nbytes
+
+    ms = timed(two_pass_step)
+    record("two_pass", ms, holder[0], holder[1])
+    holder[0] = None
+
+    gg, tp, wc = results["gpudyn"], results["two_pass"], results.get("worst", {})
+    for base, goal, what in (
+        (tp, SPEED_TWO_PASS_GOAL, "two-pass (count, scan, write)"),
+        (wc, SPEED_WORST_GOAL, "worst-case buffer (warp-aggregated atomic counter)"),
+    ):
+        v = base["median_ms"] / gg["median_ms"] if "median_ms" in base else 0.0
+        t = ctx.target(f"neighbour pairs gpudyn vs {what}, Numba, array kept across runs", v, goal, "x", True)
+        t["where"] = f"{gg['median_ms']:.4g} ms vs {base['median_ms']:.4g} ms" if v else "not measured"
+    v = tp["median_ms"] / results["gpudyn_fresh"]["median_ms"]
+    t = ctx.target("neighbour pairs gpudyn vs two-pass, Numba, array made per run", v, 1.0, "x", True)
+    t["where"] = f"{results['gpudyn_fresh']['median_ms']:.4g} ms vs {tp['median_ms']:.4g} ms"
+    t = ctx.target(
+        "neighbour pairs device memory gpudyn / two-pass (lower is better)",
+        gg["held_bytes"] / max(1, tp["held_bytes"]),
+        MEMORY_GOAL,
+        "ratio",
+        False,
+    )
+    t["where"] = f"{gg['held_bytes'] / 2**20:.1f} MiB vs {tp['held_bytes'] / 2**20:.1f} MiB"
+    t = ctx.target("every neighbour-pair output validated (1 = yes)", float(not failures), 1.0, "bool", True)
+    if failures:
+        t["where"] = "; ".join(failures)[:2000]
+    return {
+        "particles": n,
+        "cells_per_side": c,
+        "density": DENSITY,
+        "most_in_a_cell": most,
+        "bound_pairs": int(bound),
+        "pairs": gg["pairs"],
+        "reference": ref_kind,
+        "reference_seconds": ref_seconds,
+        "runs": runs,
+        "block": BLOCK,
+        "variants": results,
+        "failures": failures,
+        "validated": not failures,
+        "run_seconds": time.time() - t_all,
+    }
