@@ -68,8 +68,8 @@ constexpr unsigned kWarp = 32;
 // Grid of the grid-stride kernels: blocks of 256 threads per SM filling the 2048
 // resident threads of an sm_80/sm_90 SM (more blocks only queue).
 constexpr unsigned kBlocksPerSm = 8;
-constexpr int kCheckEvery = 4; // levels between host reads of the stop word
-constexpr u64 kDefaultLfvectors = 512; // a default GGArray's num_lfvectors (the frontiers use the defaults)
+constexpr int kCheckEvery = 4;          // levels between host reads of the stop word
+constexpr u64 kDefaultLfvectors = 512;  // a default GGArray's num_lfvectors (the frontiers use the defaults)
 constexpr u64 kBookkeepingBound = 1024; // bytes per LFVector bounding a GGArray's bookkeeping (~520)
 constexpr char kMagic[8] = {'G', 'D', 'B', 'F', 'S', '0', '0', '1'};
 

@@ -34,10 +34,10 @@ def _push_kernel():
 
 
 @pytest.mark.gpu
-def test_default_array_takes_more_than_2_gib_from_one_kernel():
+def test_default_array_takes_3_gb_from_one_kernel():
     cp = pytest.importorskip("cupy")
     push_range = _push_kernel()
-    n = 600_000_000  # 2.4 GB of int32
+    n = 800_000_000  # 3.2 GB of int32 (issue 40: a default array receives 3.2 GB from one kernel)
     failed = cp.zeros(1, dtype=np.int64)
     with gpudyn.GGArray(np.int32) as a:  # every default: no budget named
         push_range[132 * 8, 256](a.view_arg(), n, failed)
