@@ -93,7 +93,7 @@ SPEED_TWO_PASS_GOAL = 1.3  # issue 40: BFS vs two-pass
 MEMORY_GOAL = 2.0  # issue 40: gpudyn bytes / two-pass bytes, at most
 MAPPINGS = ("thread", "warp")
 KERNEL_VARIANTS = ("gpudyn", "worst", "worst_plain", "two_pass")
-PAIRS_STEPS = 4  # progress steps of the second program (apps_pairs: its variants)
+PAIRS_STEPS = 5  # progress steps of the second program (apps_pairs: its variants)
 GRAPH_MAGIC = b"GDBFS001"  # file header read by gpudyn_bench_apps
 
 
