@@ -12,7 +12,7 @@ from ._common import run_benchmarks  # noqa: F401
 
 # name -> what it measures (`gpudyn bench --help` lists these).
 BENCHMARKS = {
-    "apps": "real programs: BFS on a Graph500 graph and particle neighbour pairs, GGArray vs worst-case buffer and two-pass",
+    "apps": "real programs (Graph500 BFS, particle neighbour pairs): GGArray vs worst-case buffer and two-pass",
     "ggarray": "GGArray vs static and VMM arrays: memory, insertion and read/write (GGArray paper Figs. 3-6)",
     "heap": "device allocator (gpudyn::heap_ref) vs CUDA device malloc (Winter et al.'s matrix)",
     "numba": "a variable-output kernel in Numba with gpudyn.numba vs CUDA C++ and plain Numba",
