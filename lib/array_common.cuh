@@ -299,8 +299,11 @@ struct vmm_range {
 // mapped for a second, and the next array opened on its device adopts it.
 struct growth_arena;
 // NOT_SUPPORTED without VMM (the caller falls back to a fixed run);
-// OUT_OF_MEMORY when `va_bytes` of virtual range cannot be reserved.
-growth_arena* growth_arena_open(int device, uint64_t va_bytes);
+// OUT_OF_MEMORY when `va_bytes` of virtual range cannot be reserved.  With
+// `adopt`, an idle arena of the device with at least that range is taken
+// instead when there is one (an array whose budget is mapped up front opens
+// its own: giving back an adopted excess would unmap part of its budget).
+growth_arena* growth_arena_open(int device, uint64_t va_bytes, bool adopt);
 CUdeviceptr growth_arena_base(const growth_arena* a);
 // Device address of the mailbox (for the arena record).
 uint64_t growth_arena_mailbox(const growth_arena* a);

@@ -167,7 +167,7 @@ struct gpudyn_ggarray_s {
     bool ensure_arena(cudaStream_t stream, uint64_t need = 0) {
         if (grows) {
             if (growing == nullptr) {
-                growing = growth_arena_open(hs.device, max_budget);
+                growing = growth_arena_open(hs.device, max_budget, !budget_up_front);
                 try {
                     if (budget_up_front) map_budget(budget, "the array's budget");
                     // arena_record: taken, base, size (the budget), refused, end, refusals, mailbox, mapped.

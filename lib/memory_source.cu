@@ -388,10 +388,10 @@ private:
 
 } // namespace
 
-growth_arena* growth_arena_open(int device, uint64_t va_bytes) {
+growth_arena* growth_arena_open(int device, uint64_t va_bytes, bool adopt) {
     require_vmm(device);
     memory_source& src0 = memory_source::get();
-    if (growth_arena* a = src0.adopt(device, va_bytes)) {
+    if (growth_arena* a = adopt ? src0.adopt(device, va_bytes) : nullptr) {
         // A closed array's arena, mapped as it left it: this array's first
         // kernel finds that memory without waiting for the host.
         *a->mb = growth_mailbox{0, a->mapped, kNoLimit, 0};
@@ -486,7 +486,8 @@ bool growth_arena_give_back(growth_arena* a, uint64_t end) {
     std::lock_guard<std::mutex> g(a->m);
     if (!a->ahead) return false;
     a->ahead = false;
-    const uint64_t keep = std::max(end, std::min(a->reserved, kMinAhead));
+    // What prepare would map again before the next launch stays.
+    const uint64_t keep = std::max(end, std::min(a->reserved, std::max(kMinAhead, premap_bytes())));
     const uint64_t before = a->mapped;
     memory_source::get().unmap_to(a, keep);
     return a->mapped < before;
