@@ -2,7 +2,11 @@
 Winter et al., "Are dynamic memory managers on GPUs slow?" (PPoPP'21) — N threads
 x S bytes, alloc / free / alloc+free, converged and divergent callers — against
 CUDA's device malloc in the same run, plus bytes held after churn, the usable
-fraction at exhaustion and the largest single allocation; targets of issue 11.
+fraction at exhaustion and the largest single allocation; the targets are issue
+42's: what a user compares with the fastest peer allocators (Gallatin, Ouroboros)
+and with CUDA malloc, where a better design can reach them (the old "divergent /
+converged <= 1.5x" and "1000x CUDA malloc at the worst point" were below the
+floors this program measures, and are gone).
 
 The program measures CUDA malloc in child processes (a fault inside CUDA's
 device malloc loses the whole CUDA context): a baseline point is measured, or
@@ -14,13 +18,18 @@ from __future__ import annotations
 
 import math
 
-# Targets of issue 11 on the H200.
-MALLOC_MS_GOALS = {"16": 0.05, "256": 0.07, "4096": 0.08, "mixed": 0.25}  # ms, 1M threads, converged
-DIVERGENT_RATIO_GOAL = 1.5  # divergent / converged malloc time, same sizes
-FREE_MS_GOAL = 0.03  # ms, 1M threads free, every S
-SPEEDUP_GOAL = 1000.0  # x over CUDA malloc, every point of the matrix
-CHURN_GOAL = 1.25  # bytes held / bytes live after 10 rounds of churn, every S
-USABLE_GOAL = 0.9  # live bytes / mapped bytes at the first failure, every S
+# Targets of issue 42 on the H200 (ms: median of a converged or divergent malloc
+# kernel; the converged goals are the fastest peer's times in the issue's table).
+CONVERGED_MS_GOALS = {
+    65536: {"16": 0.008, "256": 0.009, "4096": 0.009, "mixed": 0.023},
+    1048576: {"4096": 0.08, "mixed": 0.28},
+}
+DIVERGENT_MS_GOAL = 0.45  # 1M threads, every S
+FREE_MS_GOAL = 0.025  # 1M threads free, every S
+USABLE_GOALS = {"4096": 0.98, "mixed": 0.95}  # live bytes / mapped bytes at the first failure
+CHURN_GOAL = 1.2  # bytes held / bytes live after the churn rounds, every S
+FREE_ALL_LARGEST_GOAL = 0.9  # largest allocation after freeing every small block / a fresh heap's
+SPEEDUP_GOAL = 1.0  # over CUDA malloc at every measured point: never slower
 LARGEST_GIB_GOAL = 1.0  # largest single allocation, GiB
 
 # Failures every row reports (0 everywhere when the allocator is correct).
@@ -86,27 +95,23 @@ def run(ctx):
     floor = {(r["op"], r["mode"], r["n"]): r["alloc_ms"] for r in rows if r["kind"] == "floor"}
 
     # ---- targets ----
-    for s, goal in MALLOC_MS_GOALS.items():
-        if s in ss:
-            ctx.target(
-                f"heap malloc {_count(N)} x {_size(s)} converged (ms)", ms("heap", "converged", N, s), goal, "ms", False
-            )
-    for s in MALLOC_MS_GOALS:
-        if s in ss:
-            conv = ms("heap", "converged", N, s)
-            t = ctx.target(
-                f"heap divergent / converged malloc, {_count(N)} x {_size(s)}",
-                ms("heap", "divergent", N, s) / conv,
-                DIVERGENT_RATIO_GOAL,
-                "x",
-                False,
-            )
-            if ("bump", "divergent", N) in floor:
-                # The ratio an allocator whose divergent call is one uncontended atomic would reach.
-                t["floor_divergent_ms"] = floor[("bump", "divergent", N)]
-                t["floor_ratio"] = floor[("bump", "divergent", N)] / conv
-    frees = [(ms("heap", "converged", N, s, "free_ms"), s) for s in ss]
-    worst_free = max(frees, key=lambda x: -math.inf if math.isnan(x[0]) else x[0])
+    for n, goals in CONVERGED_MS_GOALS.items():
+        for sz, goal in goals.items():
+            v = ms("heap", "converged", n, sz)
+            t = ctx.target(f"heap malloc {_count(n)} x {_size(sz)} converged (ms)", v, goal, "ms", False)
+            if math.isnan(v):
+                t.update(value=-1.0, met=False, where="not measured")
+    div = [(ms("heap", "divergent", N, sz), sz) for sz in ss]
+    worst_div = max(div, key=lambda x: math.inf if math.isnan(x[0]) else x[0])
+    t = ctx.target(
+        f"heap malloc {_count(N)} threads divergent, worst S (ms)", worst_div[0], DIVERGENT_MS_GOAL, "ms", False
+    )
+    t["where"] = _size(worst_div[1])
+    if ("bump", "divergent", N) in floor:
+        # What an allocator whose divergent call is one uncontended atomic would take.
+        t["floor_divergent_ms"] = floor[("bump", "divergent", N)]
+    frees = [(ms("heap", "converged", N, sz, "free_ms"), sz) for sz in ss]
+    worst_free = max(frees, key=lambda x: math.inf if math.isnan(x[0]) else x[0])
     t = ctx.target(f"heap free {_count(N)} threads converged, worst S (ms)", worst_free[0], FREE_MS_GOAL, "ms", False)
     t["where"] = _size(worst_free[1])
 
@@ -126,7 +131,9 @@ def run(ctx):
         print(f"[heap] CUDA malloc point {c['point']} crashed: {c['error']}", flush=True)
     if speedups:  # the worst of the measured points only: a skipped or crashed one has no time
         worst = min(speedups)
-        t = ctx.target("heap speedup over CUDA malloc, worst point of the matrix", worst[0], SPEEDUP_GOAL, "x", True)
+        t = ctx.target(
+            "heap speedup over CUDA malloc, worst measured point of the matrix", worst[0], SPEEDUP_GOAL, "x", True
+        )
         t["where"] = f"{_count(worst[1])} x {_size(worst[2])}, {worst[3]}; {counts}"
         t.update({k: cuda_points[k] for k in ("measured", "skipped", "crashed")})
         empty = floor.get(("empty", worst[3], worst[1]))
@@ -144,10 +151,33 @@ def run(ctx):
         )
         t["where"] = f"{_count(worst['n'])} x {_size(worst['s'])}, {worst['rounds']} rounds"
     exhaustion = [r for r in rows if r["kind"] == "exhaustion"]
-    if exhaustion:
-        worst = min(exhaustion, key=lambda r: r["usable_fraction"])
-        t = ctx.target("heap usable fraction at exhaustion, worst S", worst["usable_fraction"], USABLE_GOAL, "", True)
-        t["where"] = f"{_size(worst['s'])}, heap of {worst['heap_bytes_mapped'] / 2**20:.0f} MiB"
+    by_s = {r["s"]: r for r in exhaustion}
+    for sz, goal in USABLE_GOALS.items():
+        r = by_s.get(sz)
+        t = ctx.target(
+            f"heap usable fraction at exhaustion, {_size(sz)}", r["usable_fraction"] if r else -1.0, goal, "", True
+        )
+        t["where"] = f"heap of {r['heap_bytes_mapped'] / 2**20:.0f} MiB" if r else "not measured"
+    free_all = [r for r in rows if r["kind"] == "free_all"]
+    if free_all:
+        worst = min(free_all, key=lambda r: r["largest_bytes"] / r["fresh_largest_bytes"])
+        t = ctx.target(
+            "heap largest allocation after free-all of small blocks / a fresh heap's",
+            worst["largest_bytes"] / worst["fresh_largest_bytes"],
+            FREE_ALL_LARGEST_GOAL,
+            "ratio",
+            True,
+        )
+        t["where"] = f"after {_count(worst['n'])} x {_size(worst['s'])}"
+    else:  # the program measures it from issue 42 on; a result without the rows says so
+        t = ctx.target(
+            "heap largest allocation after free-all of small blocks / a fresh heap's",
+            -1.0,
+            FREE_ALL_LARGEST_GOAL,
+            "ratio",
+            True,
+        )
+        t["where"] = "not measured: the program wrote no free_all rows"
     largest = [r for r in rows if r["kind"] == "largest"]
     if largest:
         t = ctx.target(
@@ -193,10 +223,10 @@ def run(ctx):
     for t in ctx.targets:
         if "where" in t:
             lines.append(f"\n{t['name']}: {t['value']:.4g} at {t['where']}")
-        if "floor_ratio" in t:
+        if "floor_divergent_ms" in t:
             lines.append(
-                f"\n{t['name']}: {t['value']:.3g}; one uncontended atomic per divergent call "
-                f"({t['floor_divergent_ms']:.4g} ms) would give {t['floor_ratio']:.3g}"
+                f"\n{t['name']}: {t['value']:.4g} ms; one uncontended atomic per divergent call "
+                f"takes {t['floor_divergent_ms']:.4g} ms there"
             )
         if "floor_speedup" in t:
             lines.append(
@@ -283,7 +313,7 @@ def _plots(ctx, point, ns, ss, churn, exhaustion):
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), squeeze=False)
     for ax, data, key, goal, title in (
         (axes[0][0], churn, "held_over_live", CHURN_GOAL, "bytes held / bytes live after churn"),
-        (axes[0][1], exhaustion, "usable_fraction", USABLE_GOAL, "usable fraction at exhaustion"),
+        (axes[0][1], exhaustion, "usable_fraction", min(USABLE_GOALS.values()), "usable fraction at exhaustion"),
     ):
         data = sorted(data, key=lambda r: _order(r["s"]))
         ax.bar(range(len(data)), [r[key] for r in data])
