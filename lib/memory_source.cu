@@ -390,20 +390,19 @@ private:
 
 growth_arena* growth_arena_open(int device, uint64_t va_bytes, bool adopt) {
     require_vmm(device);
-    memory_source& src0 = memory_source::get();
-    if (growth_arena* a = adopt ? src0.adopt(device, va_bytes) : nullptr) {
+    memory_source& src = memory_source::get();
+    if (growth_arena* a = adopt ? src.adopt(device, va_bytes) : nullptr) {
         // A closed array's arena, mapped as it left it: this array's first
         // kernel finds that memory without waiting for the host.
         *a->mb = growth_mailbox{0, a->mapped, kNoLimit, 0};
         a->failed_want = 0;
         a->ahead = a->mapped > std::min(a->reserved, kMinAhead);
-        src0.add(a);
+        src.add(a);
         return a;
     }
     CUmemAllocationProp p = device_prop(device);
     size_t g = 0;
     check_cu(vmm_driver().granularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
-    memory_source& src = memory_source::get();
     auto* a = new growth_arena;
     a->device = device;
     a->granularity = g;
@@ -494,7 +493,6 @@ bool growth_arena_give_back(growth_arena* a, uint64_t end) {
 }
 
 void growth_arena_close(growth_arena* a, cudaStream_t stream) {
-    memory_source& src = memory_source::get();
     if (cudaStreamQuery(stream) == cudaSuccess) {
         // Its work is done: kept mapped for the next array (the host thread
         // gives it back after a second unused).

@@ -273,6 +273,28 @@ def validate(xp, keys, src, dst, root: int, parent, level, ref_level) -> dict:
 
 
 # ---- Numba kernels ------------------------------------------------------------------
+def aggregated_push(count_type):
+    """push(buf, n, v) -> True: the worst-case buffer's emit.  The lanes emitting
+    together take one range of counter n[0] (of `count_type`) with one atomicAdd,
+    their leader's, and each stores v at the range's start + its rank."""
+    i64 = np.int64
+
+    @cuda.jit(device=True)
+    def push_aggregated(buf, n, v):
+        mask = cuda.activemask()
+        rank = cuda.popc(mask & cuda.lanemask_lt())
+        m = i64(mask)
+        leader = cuda.popc((m & -m) - 1)
+        base = count_type(0)
+        if rank == 0:
+            base = cuda.atomic.add(n, 0, count_type(cuda.popc(mask)))
+        base = cuda.shfl_sync(mask, base, leader)
+        buf[base + rank] = v
+        return True
+
+    return push_aggregated
+
+
 def kernels(gdn=None):
     """{name: kernel}: expand_<variant>_<mapping> for gpudyn (when `gdn` has size/at/
     push_back), worst, worst_plain; count_<mapping>, write_<mapping> for the two-pass.
@@ -293,20 +315,7 @@ def kernels(gdn=None):
         buf[cuda.atomic.add(n, 0, 1)] = v
         return True
 
-    @cuda.jit(device=True)
-    def push_aggregated(buf, n, v):
-        # The lanes emitting together take one range with one atomicAdd (their leader's).
-        mask = cuda.activemask()
-        rank = cuda.popc(mask & cuda.lanemask_lt())
-        m = i64(mask)
-        leader = cuda.popc((m & -m) - 1)
-        base = i32(0)
-        if rank == 0:
-            base = cuda.atomic.add(n, 0, i32(cuda.popc(mask)))
-        base = cuda.shfl_sync(mask, base, leader)
-        buf[base + rank] = v
-        return True
-
+    push_aggregated = aggregated_push(i32)
     sources = {"worst": (buf_count, buf_item, push_aggregated), "worst_plain": (buf_count, buf_item, push_plain)}
     if gdn is not None and all(hasattr(gdn, f) for f in ("size", "at", "push_back")):
         # ranged_size: the count at() reaches, one load (where gdn has it); size: the live sum.

@@ -55,19 +55,24 @@ try:
 except ImportError:  # run() is only called when numba-cuda is there
     cuda = None
 
+# The BFS's block, bookkeeping bound and goals (issue 40's, for both programs).
+from .apps import (
+    BLOCK,
+    BOOKKEEPING_BOUND,
+    DEFAULT_LFVECTORS,
+    MEMORY_GOAL,
+    SPEED_TWO_PASS_GOAL,
+    SPEED_WORST_GOAL,
+    aggregated_push,
+)
+
 N, QUICK_N = 1 << 21, 1 << 16
 DENSITY = 4.0  # mean particles per cell of side r
 FRACTION_BITS = 10  # coordinates are multiples of 2^-10 (exact float32 distances)
 SEED = 0x9A125
 RUNS, QUICK_RUNS = 7, 3
-BLOCK = 256
 SAMPLE = 2000  # particles checked by brute force when SciPy is missing
 LOCAL = 16  # gpudyn_local: pairs a thread keeps before one extend (a power of two)
-DEFAULT_LFVECTORS = 512
-BOOKKEEPING_BOUND = 1024
-SPEED_TWO_PASS_GOAL = 1.3  # issue 40: the second application vs its two-pass
-SPEED_WORST_GOAL = 1.0
-MEMORY_GOAL = 2.0
 MASK64 = (1 << 64) - 1
 
 
@@ -171,18 +176,11 @@ def kernels(gdn):
         if left != 0 and not gdn.extend(ref, buf, left):
             cuda.atomic.add(failed, 0, 1)
 
+    push_worst = aggregated_push(i64)
+
     @cuda.jit(device=True)
     def emit_worst(out_, counter, i, k, code, buf):
-        # The lanes emitting together take one range with one atomicAdd (their leader's).
-        mask = cuda.activemask()
-        rank = cuda.popc(mask & cuda.lanemask_lt())
-        m = i64(mask)
-        leader = cuda.popc((m & -m) - 1)
-        base = i64(0)
-        if rank == 0:
-            base = cuda.atomic.add(counter, 0, i64(cuda.popc(mask)))
-        base = cuda.shfl_sync(mask, base, leader)
-        out_[base + rank] = code
+        push_worst(out_, counter, code)
 
     @cuda.jit(device=True)
     def emit_none(a, b, i, k, code, buf):
@@ -327,41 +325,28 @@ def run_pairs(ctx, cp, gdn, progress=lambda label: None) -> dict:
     failed = cp.zeros(1, dtype=cp.int64)
     kfailed = cuda.as_cuda_array(failed, sync=False)
 
-    # gpudyn, one array kept across the runs.
+    # gpudyn, one array kept across the runs: push_back per pair, then each thread
+    # keeping LOCAL pairs in its own array and extending by all of them.
     arr = gpudyn.GGArray(np.int64)
     size = [0]
+    for name in ("gpudyn", "gpudyn_local"):
 
-    def gg_step(a=arr):
-        a.clear()
-        ks["pairs_gpudyn"][grid, BLOCK](*kargs, a.view_arg(), kfailed)
-        size[0] = len(a)
+        def gg_step(a=arr, kernel=ks[f"pairs_{name}"]):
+            a.clear()
+            kernel[grid, BLOCK](*kargs, a.view_arg(), kfailed)
+            size[0] = len(a)
 
-    ms = timed(gg_step)
-    alloc = arr.stats()["allocated_bytes"]
-    record(
-        "gpudyn",
-        ms,
-        cp.asarray(arr.flatten()),
-        alloc + BOOKKEEPING_BOUND * DEFAULT_LFVECTORS,
-        allocated_bytes=int(alloc),
-        push_failures=int(failed[0]),
-    )
-
-    # The same, each thread keeping LOCAL pairs in its own array and extending by all of them.
-    def gg_local_step(a=arr):
-        a.clear()
-        ks["pairs_gpudyn_local"][grid, BLOCK](*kargs, a.view_arg(), kfailed)
-        size[0] = len(a)
-
-    ms = timed(gg_local_step)
-    alloc = arr.stats()["allocated_bytes"]
-    record(
-        "gpudyn_local",
-        ms,
-        cp.asarray(arr.flatten()),
-        alloc + BOOKKEEPING_BOUND * DEFAULT_LFVECTORS,
-        allocated_bytes=int(alloc),
-    )
+        ms = timed(gg_step)
+        alloc = arr.stats()["allocated_bytes"]
+        extra = {"push_failures": int(failed[0])} if name == "gpudyn" else {}
+        record(
+            name,
+            ms,
+            cp.asarray(arr.flatten()),
+            alloc + BOOKKEEPING_BOUND * DEFAULT_LFVECTORS,
+            allocated_bytes=int(alloc),
+            **extra,
+        )
     arr.close()
 
     # gpudyn, an array made per run (closed after the run's timing).
