@@ -493,6 +493,7 @@ bool growth_arena_give_back(growth_arena* a, uint64_t end) {
 }
 
 void growth_arena_close(growth_arena* a, cudaStream_t stream) {
+    memory_source& src = memory_source::get();
     if (cudaStreamQuery(stream) == cudaSuccess) {
         // Its work is done: kept mapped for the next array (the host thread
         // gives it back after a second unused).
