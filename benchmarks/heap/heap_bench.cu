@@ -55,6 +55,9 @@
 //    satisfiable (binary search with single-thread mallocs, each freed again).
 //  - exhaustion: a heap of fixed size (kExhaustBytes): rounds of S until a null
 //    appears; usable fraction = live requested bytes / bytes_mapped then.
+//    Then free-all: every block freed, and the largest request one thread gets
+//    (binary search) against the fresh heap's; then a phase change: blocks of
+//    kPhaseBytes until one fails (usable fraction again).
 //  - largest single allocation on the (empty) timing heap: binary search, then
 //    the block is written and read back whole.
 // Floors (rows "floor", no allocator): each N and calling pattern timed as above
@@ -110,6 +113,7 @@ constexpr unsigned long long kTimingHeap = 16ull << 30, kTimingHeapQuick = 2ull 
 // Exhaustion heap (the brief: "a heap of fixed size, e.g. 1 GiB").
 constexpr unsigned long long kExhaustBytes = 1ull << 30, kExhaustBytesQuick = 64ull << 20;
 constexpr unsigned kExhaustRoundsTarget = 64; // rounds to fill the heap (round size follows from S)
+constexpr unsigned long long kPhaseBytes = 1ull << 20; // the blocks of the phase after free-all
 constexpr unsigned kChurnRounds = 10;
 constexpr unsigned long long kHoldNs = 50000;        // see time_ms
 constexpr unsigned long long kSearchResolution = 16; // binary searches stop at this many bytes
@@ -820,7 +824,7 @@ int main(int argc, char** argv) {
     const unsigned long long exhaust_bytes = quick ? kExhaustBytesQuick : kExhaustBytes;
 
     const size_t cuda_points = ns.size() * ss.size() * 2;
-    const size_t total = ns.size() * ss.size() * 2 + 2 * ss.size() + 2 + cuda_points;
+    const size_t total = ns.size() * ss.size() * 2 + 3 * ss.size() + 3 + cuda_points;
     size_t done = 0;
     auto progress = [&](const std::string& label) { // the point about to start
         fprintf(stderr, "progress %zu %zu %s\n", ++done, total, label.c_str());
@@ -927,46 +931,90 @@ int main(int argc, char** argv) {
                 k.json() + "}");
         }
 
-        // ---- exhaustion --------------------------------------------------------------
+        // ---- exhaustion, then free-all and a phase change --------------------------
+        // Rounds of the sizes in b.sizes (from index 0) on the exhaustion heap until a
+        // request fails or the buffers are full.
+        struct filling {
+            unsigned filled = 0, rounds = 0, failed_round_nulls = 0, per_round = 0;
+            unsigned long long live = 0, live_bytes = 0;
+            bool capacity_reached = false;
+        };
+        auto fill_up = [&](unsigned long long mean) {
+            filling f;
+            f.per_round = unsigned(
+                std::max<unsigned long long>(kWarp, e0.bytes_mapped / mean / kExhaustRoundsTarget / kWarp * kWarp));
+            for (;;) {
+                if (f.filled + f.per_round > capacity) {
+                    f.capacity_reached = true;
+                    break;
+                }
+                b.launch(false, false, 0, ev, f.per_round, f.filled);
+                ++f.rounds;
+                unsigned long long got = 0, got_bytes = 0;
+                b.tally(f.per_round, f.filled, &got, &got_bytes);
+                f.filled += f.per_round;
+                f.live += got, f.live_bytes += got_bytes;
+                if (got < f.per_round) {
+                    f.failed_round_nulls = unsigned(f.per_round - got);
+                    break;
+                }
+            }
+            return f;
+        };
+        progress("largest allocation of the fresh exhaustion heap");
+        GD(gpudyn_heap_reset(exhaust, nullptr));
+        const unsigned long long fresh_largest = b.largest_satisfiable(ev, e0.bytes_mapped);
         for (unsigned long long s : ss) {
             progress(fmt("exhaustion %llu B heap, S=%s", exhaust_bytes, s_label(s).c_str()));
             GD(gpudyn_heap_reset(exhaust, nullptr));
             const unsigned long long mean = s ? s : (kMixedMin + kMixedMax) / 2;
-            const unsigned per_round = unsigned(
-                std::max<unsigned long long>(kWarp, e0.bytes_mapped / mean / kExhaustRoundsTarget / kWarp * kWarp));
-            unsigned filled = 0, rounds = 0, failed_round_nulls = 0;
-            unsigned long long live = 0, live_bytes = 0;
-            bool capacity_reached = false;
             // Sizes of every slot up front (index = allocation number).
             b.fill_sizes(capacity, s, kSeed);
-            for (;;) {
-                if (filled + per_round > capacity) {
-                    capacity_reached = true;
-                    break;
-                }
-                b.launch(false, false, 0, ev, per_round, filled);
-                ++rounds;
-                unsigned long long got = 0, got_bytes = 0;
-                b.tally(per_round, filled, &got, &got_bytes);
-                filled += per_round;
-                live += got, live_bytes += got_bytes;
-                if (got < per_round) {
-                    failed_round_nulls = unsigned(per_round - got);
-                    break;
-                }
-            }
+            const filling f = fill_up(mean);
             const gpudyn_heap_stats_t st = stats_of(exhaust);
-            checks k = b.verify(filled);
-            k.nulls -= failed_round_nulls; // the nulls of the last round are the point of the experiment
+            checks k = b.verify(f.filled);
+            k.nulls -= f.failed_round_nulls; // the nulls of the last round are the point of the experiment
             rows.push_back(fmt("{\"kind\":\"exhaustion\",\"s\":\"%s\",\"heap_bytes_mapped\":%llu,\"round\":%u,"
                                "\"rounds\":%u,\"live\":%llu,\"bytes_live\":%llu,\"usable_fraction\":%.6g,"
                                "\"nulls_in_last_round\":%u,\"capacity_reached\":%s,\"bytes_held\":%llu,"
                                "\"bytes_allocated\":%llu,\"failed_allocations\":%llu,",
-                               s_label(s).c_str(), (unsigned long long)st.bytes_mapped, per_round, rounds, live,
-                               live_bytes, double(live_bytes) / double(st.bytes_mapped), failed_round_nulls,
-                               capacity_reached ? "true" : "false", (unsigned long long)st.bytes_held,
+                               s_label(s).c_str(), (unsigned long long)st.bytes_mapped, f.per_round, f.rounds, f.live,
+                               f.live_bytes, double(f.live_bytes) / double(st.bytes_mapped), f.failed_round_nulls,
+                               f.capacity_reached ? "true" : "false", (unsigned long long)st.bytes_held,
                                (unsigned long long)st.bytes_allocated, (unsigned long long)st.failed_allocations) +
                            k.json() + "}");
+
+            // Free-all: every block of the full heap freed, then the largest single
+            // block one thread gets (the empty slabs must go back to the page pool).
+            progress(fmt("free-all and phase change after S=%s", s_label(s).c_str()));
+            b.zero_counters();
+            b.launch(false, false, 1, ev, f.filled);
+            CUDA(cudaDeviceSynchronize());
+            const gpudyn_heap_stats_t freed = stats_of(exhaust);
+            checks kf;
+            kf.bad_frees = b.read_counters()[c_bad_frees];
+            kf.leaked = freed.allocations;
+            const unsigned long long largest = b.largest_satisfiable(ev, e0.bytes_mapped);
+            rows.push_back(fmt("{\"kind\":\"free_all\",\"s\":\"%s\",\"n\":%u,\"heap_bytes_mapped\":%llu,"
+                               "\"bytes_held_after_free\":%llu,\"largest_bytes\":%llu,\"fresh_largest_bytes\":%llu,",
+                               s_label(s).c_str(), f.filled, (unsigned long long)freed.bytes_mapped,
+                               (unsigned long long)freed.bytes_held, largest, fresh_largest) +
+                           kf.json() + "}");
+            // Phase change: the same heap, now blocks of kPhaseBytes until one fails.
+            b.fill_sizes(capacity, kPhaseBytes, kSeed);
+            const filling g = fill_up(kPhaseBytes);
+            const gpudyn_heap_stats_t ps = stats_of(exhaust);
+            checks kp = b.verify(g.filled);
+            kp.nulls -= g.failed_round_nulls;
+            rows.push_back(fmt("{\"kind\":\"phase_change\",\"s\":\"%s\",\"then_bytes\":%llu,"
+                               "\"heap_bytes_mapped\":%llu,\"live\":%llu,\"bytes_live\":%llu,"
+                               "\"usable_fraction\":%.6g,\"capacity_reached\":%s,",
+                               s_label(s).c_str(), kPhaseBytes, (unsigned long long)ps.bytes_mapped, g.live,
+                               g.live_bytes, double(g.live_bytes) / double(ps.bytes_mapped),
+                               g.capacity_reached ? "true" : "false") +
+                           kp.json() + "}");
+            b.launch(false, false, 1, ev, g.filled);
+            CUDA(cudaDeviceSynchronize());
         }
 
         // ---- largest single allocation (empty timing heap) -----------------------------

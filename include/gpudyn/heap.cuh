@@ -78,9 +78,24 @@
 ///    When no slab can be attached, a sweep over every word of every slab of
 ///    the class (the group reads one word per lane per round) is the fallback,
 ///    so a small request fails only when no slot of its class and no page for
-///    a slab is free.  Slabs stay with their class until reset (no hot-path
-///    bookkeeping of empty slabs): after everything is freed, bytes_held counts
-///    the attached slabs' pages, and they serve the class's next requests.
+///    a slab is free.  Empty slabs go back to the page pool when pages run
+///    out (reclaim, below): memory freed as small blocks serves any size again.
+///  * Reclaim.  A free whose slot word it leaves empty marks its class dirty
+///    (one flag, written only when it reads clear).  When a slab attach, a
+///    medium or huge run or malloc_pages finds no free pages, the caller runs
+///    one reclaim pass (one at a time a heap; a caller that finds one running
+///    waits for it) and tries once more.  The pass visits the dirty classes'
+///    slabs; a slab whose slots are all free is locked by setting every bit of
+///    its words (compare-and-swap from empty, word by word, undone if a slot
+///    was claimed meanwhile: then no claim can win there), its page records
+///    cleared, its directory entry made a tombstone (a later attach of the class
+///    reuses it), and after a fence its pages go back to the bitmap.  A thread
+///    may still hold that slab from a cursor or entry it read before: so every
+///    won slot claim reads its slab's first page record after the claim (an
+///    address that depends on the claim's result) and, if the slab is no longer
+///    of its class, gives the bits back and goes on.  Locked words stay set
+///    until a slab's attach rewrites them, so a stale claim can win only in a
+///    live slab, where that check catches it.
 ///  * Medium (> P/2, up to kRwRegionWords * 64 pages, 128 MiB with 64 KiB pages):
 ///    a run of ceil(bytes / P) pages from rw_heap's RW_malloc region search, called
 ///    by the lane alone (a one-lane mask with a local rw_malloc_storage), recorded
@@ -140,8 +155,8 @@
 /// it runs every collective step).
 /// Pointers are 16-byte aligned; malloc_aligned gives alignments up to P.  Bytes
 /// are not zeroed.  Needs sm_70+ (match, nanosleep, ld.relaxed); CUDA 13 is sm_75+.
-/// Registers: a kernel calling malloc takes about 72 a thread (sm_90, nvcc 13.0),
-/// so blocks of up to 896 threads launch as they are; a kernel launched with
+/// Registers: a kernel calling malloc takes about 80 a thread (sm_90, nvcc 13.0),
+/// so blocks of up to 768 threads launch as they are; a kernel launched with
 /// larger blocks needs `__launch_bounds__(threads)` (ptxas then fits 64, with a
 /// stack frame and no spills on sm_90), else the launch fails with
 /// cudaErrorLaunchOutOfResources.
@@ -183,6 +198,30 @@ constexpr unsigned kHeapCounterRunHint = 3;
 /// words for long ones (a window of 64 failed a 4-array test's 32 MiB budget).
 constexpr unsigned kHeapRunHintWindow = 64;
 constexpr unsigned kHeapCounterCount = 4;
+/// A directory entry whose slab went back to the page pool: readers skip it
+/// (as they skip kHeapNoPage, an entry not written yet), attaches reuse it.
+constexpr unsigned kHeapTombstone = 0xfffffffeu;
+/// Words of a class state's line 0 past the slab count (0) and the attaches
+/// under way (1): a free emptied a slot word since the last reclaim (dirty),
+/// and the directory's tombstones (holes).  Class 0's line also holds the
+/// heap's reclaim lock and the passes finished (count << 1 | whether the last
+/// one returned pages).
+constexpr unsigned kHeapStateDirty = 2;
+constexpr unsigned kHeapStateHoles = 3;
+constexpr unsigned kHeapStateReclaimLock = 4;
+constexpr unsigned kHeapStateReclaimPasses = 5;
+/// No tombstone of the class's directory lies below this entry (a reclaim
+/// lowers it; an attach that took one raises it if no reclaim moved it).
+constexpr unsigned kHeapStateHoleHint = 6;
+/// A caller that finds a reclaim pass running waits for it this many times
+/// kHeapReclaimWaitNs at most (about a second: a pass reads every slot word of
+/// the dirty classes' slabs on one thread, tens of ms for a GiB of 16-byte
+/// slots), then tries its allocation again anyway.
+constexpr unsigned kHeapReclaimWaits = 1u << 18;
+constexpr unsigned kHeapReclaimWaitNs = 4000;
+/// Loads and CASes a reclaim pass keeps in flight (more grew the malloc
+/// kernel's registers: the pass is inlined where pages run out).
+constexpr unsigned kHeapReclaimBatch = 4;
 
 /// slab_meta records: tag in the top 2 bits.
 constexpr unsigned kHeapTagShift = 30;
@@ -416,6 +455,28 @@ __device__ __forceinline__ unsigned load_hint(const unsigned* p) {
     unsigned v;
     asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
+}
+
+/// A slab's first page record read after the slot claim that returned `claimed`:
+/// the address depends on that result (through instructions the compilers do
+/// not fold), so the load is performed after the claim, without a fence.
+__device__ __forceinline__ unsigned load_record_after(const unsigned* p, unsigned long long claimed) {
+    unsigned v;
+    asm volatile("{\n\t.reg .b32 z;\n\t.reg .b64 o;\n\t"
+                 "clz.b64 z, %2;\n\tshr.u32 z, z, 7;\n\tcvt.u64.u32 o, z;\n\tadd.s64 o, %1, o;\n\t"
+                 "ld.relaxed.gpu.global.u32 %0, [o];\n\t}"
+                 : "=r"(v)
+                 : "l"(p), "l"(claimed)
+                 : "memory");
+    return v;
+}
+
+/// True when x, a slot word after a free, has no slot in use: no bit set, or only
+/// a run of high bits (a last word's tail; a word whose top slots are live also
+/// passes, which only costs the reclaim pass a look).
+__device__ __forceinline__ bool slot_word_emptied(unsigned long long x) {
+    const unsigned long long y = ~x;
+    return (y & (y + 1)) == 0;
 }
 
 /// Release fence at GPU scope: this thread's earlier writes are visible to any
@@ -657,7 +718,10 @@ public:
     /// Any thread, any time, any divergence; lanes arriving together are
     /// aggregated (one claim per class).  nullptr on failure (bytes == 0 gives
     /// nullptr without counting; exhaustion is counted).  16-byte aligned; 2^k
-    /// requests up to the page size are 2^k-aligned.
+    /// requests up to the page size are 2^k-aligned.  A call that finds no free
+    /// pages first runs a reclaim pass (empty slabs back to the pool; it reads
+    /// the slot words of the classes freed into since the last pass) or waits
+    /// for one, and tries once more.
     __device__ void* malloc(unsigned long long bytes) const {
         // The lanes here now that allocate from this heap (others may call another heap).
         const unsigned mask = detail::peers_with(detail::active_lanes(), v_.counters);
@@ -695,7 +759,13 @@ public:
     /// caller's kernel, sm_90), which GGArray's in-kernel growth relies on.
     __device__ void* malloc_pages(unsigned long long bytes) const {
         if (bytes == 0) return nullptr;
-        void* p = valid() ? detail::heap_page_run(detail::heap_descriptor(v_.counters), bytes) : nullptr;
+        if (!valid()) {
+            count(kHeapCounterFailed, 1);
+            return nullptr;
+        }
+        const heap_view* h = detail::heap_descriptor(v_.counters);
+        void* p = detail::heap_page_run(h, bytes);
+        if (p == nullptr && reclaim(h)) p = detail::heap_page_run(h, bytes); // empty slabs back, then once more
         if (p == nullptr) count(kHeapCounterFailed, 1);
         return p;
     }
@@ -724,10 +794,10 @@ public:
         const unsigned mask = detail::active_lanes();
         const unsigned lane = detail::lane_index();
         const slot_ref s = locate(p);
+        const bool slot = s.kind == kSlot;
         // The caller's writes to the block are visible before anyone can get it
         // again.  After locate's loads, so the fence's wait overlaps them.
         detail::release_fence();
-        const bool slot = s.kind == kSlot;
         // Slot frees clear their bit with atomicAnd.  Lanes freeing into the word of
         // the lowest slot lane left (a converged warp's slots share a word or two)
         // clear their bits with one atomicAnd, twice over; the others alone (a
@@ -737,7 +807,7 @@ public:
         // pointer together: their group falls back to one atomicAnd a lane, so
         // one of them frees it.
         unsigned rest = detail::ballot(mask, slot);
-        bool done = !slot, ok = false;
+        bool done = !slot, ok = false, emptied = false;
         for (unsigned round = 0; round < 2 && rest != 0; ++round) {
             const unsigned leader = detail::lowest_bit(rest);
             const unsigned long long lead =
@@ -745,18 +815,26 @@ public:
             const bool mine = !done && reinterpret_cast<unsigned long long>(s.word) == lead;
             const unsigned group = detail::ballot(mask, mine);
             if ((group & (group - 1)) == 0) break; // the leader alone (mixed sizes): everyone alone below
-            const unsigned long long bits = detail::masked_or64(mask, mine ? s.bit : 0ull);
+            const unsigned long long bits = detail::masked_or64(mask, mine ? s.bit() : 0ull);
             rest &= ~group;
             if (detail::popcount(bits) != detail::popcount(group)) continue; // a pointer twice: alone below
             unsigned long long old = 0;
-            if (lane == leader) old = atomicAnd(s.word, ~bits);
+            if (lane == leader) {
+                old = atomicAnd(s.word, ~bits);
+                emptied = detail::slot_word_emptied(old & ~bits);
+            }
             old = __shfl_sync(mask, old, int(leader));
             if (mine) {
                 done = true;
-                ok = (old & s.bit) != 0;
+                ok = (old & s.bit()) != 0;
             }
         }
-        if (!done) ok = (atomicAnd(s.word, ~s.bit) & s.bit) != 0;
+        if (!done) {
+            const unsigned long long old = atomicAnd(s.word, ~s.bit());
+            ok = (old & s.bit()) != 0;
+            emptied = ok && detail::slot_word_emptied(old & ~s.bit());
+        }
+        if (emptied) mark_dirty(s.where >> 6);
         if (slot) return ok ? true : bad_free(); // a slot that was free already: nothing changed
         if (s.kind == kNull) return true;
         if (s.kind == kHuge) return huge_free(s.page);
@@ -828,9 +906,18 @@ private:
         unsigned kind;
         unsigned page;            ///< page of p (kHuge, kRun)
         unsigned long long* word; ///< slot bitmap word (kSlot)
-        unsigned long long bit;   ///< the slot's bit in it (kSlot)
+        unsigned where;           ///< class << 6 | the slot's bit in its word (kSlot; one register)
         unsigned long long size;  ///< class size (kSlot)
+        __device__ unsigned long long bit() const { return 1ull << (where & 63u); }
     };
+    /// A free left a slot word of class c empty: the class is marked for the
+    /// reclaim pass (read first, through L1, so a burst of frees writes the flag
+    /// about once; a stale 1 after a pass cleared it mid-kernel only delays that
+    /// slab's reclaim to a later mark).
+    __device__ void mark_dirty(unsigned c) const {
+        unsigned* const flag = class_state(c) + kHeapStateDirty;
+        if (detail::load_hint(flag) == 0) *static_cast<volatile unsigned*>(flag) = 1u;
+    }
 
     __device__ unsigned long long* counters() const { return reinterpret_cast<unsigned long long*>(v_.counters); }
     __device__ unsigned* slab_meta() const { return reinterpret_cast<unsigned*>(v_.slab_meta); }
@@ -940,7 +1027,7 @@ private:
             if (static_cast<unsigned long long>(slot) * k.size != in || slot >= k.slots) return s;
             s.kind = kSlot;
             s.word = slot_words(head) + slot / 64;
-            s.bit = 1ull << (slot % 64);
+            s.where = c << 6 | slot % 64;
             s.size = k.size;
             return s;
         }
@@ -977,6 +1064,17 @@ private:
         return 1ull << ((detail::lowest_bit(rot) + r) & 63u);
     }
 
+    /// After a won claim of `got` on slot word `wp` of slab `slab` of class c
+    /// (`old`: what the claim returned): true while the slab is still c's; else
+    /// the bits go back (a reclaim gave its pages to another use since the
+    /// cursor or directory entry was read) and the claim counts as lost.
+    __device__ bool keep_claim(unsigned slab, unsigned c, unsigned long long* wp, unsigned long long got,
+                               unsigned long long old) const {
+        if (detail::load_record_after(slab_meta() + slab, old) == ((kHeapTagSlab << kHeapTagShift) | c)) return true;
+        atomicAnd(wp, ~got);
+        return false;
+    }
+
     /// Slot `slot` of the slab at page `slab`, for slots of `size` bytes.
     __device__ char* slot_address(unsigned slab, unsigned slot, unsigned size) const {
         return page_address(slab) + static_cast<unsigned long long>(slot) * size;
@@ -988,9 +1086,9 @@ private:
     /// issues): a random word of the SM's current slab, a random slot of it;
     /// after a lost claim, a free bit of the word it returned; after a full
     /// word, the next (up to kHeapLoneTries reads and claims after the first).
-    /// The cursor is read through L1 (load_hint): a stale one still names a slab
-    /// of the class (slabs never leave it, and L1 starts each kernel empty), and
-    /// its slot bits are only read and claimed in L2, so it costs at most a
+    /// The cursor is read through L1 (load_hint): a stale one names a slab of
+    /// the class or one a reclaim took back (keep_claim gives such a claim
+    /// back), and its slot bits are only read and claimed in L2, so it costs at most a
     /// full slab's lost claim before the rounds read the cursor from L2 (a
     /// divergent burst is faster so; converged groups use L2).
     __device__ void* lone_claim(unsigned c, unsigned* full_cur) const {
@@ -1010,7 +1108,8 @@ private:
         const unsigned b0 = __umulhi(h * 0x85EBCA6Bu, detail::heap_word_slots(k, w));
         unsigned long long bit = 1ull << b0;
         unsigned long long old = atomicOr(sw + w, bit);
-        if ((old & bit) == 0) return slot_address(cur - 1, w * 64 + b0, k.size);
+        if ((old & bit) == 0)
+            return keep_claim(cur - 1, c, sw + w, bit, old) ? slot_address(cur - 1, w * 64 + b0, k.size) : nullptr;
         h = h * 1664525u + 1013904223u;
         unsigned long long free_bits = ~old;
         unsigned full_words = 0; // words read in a row with no free bit
@@ -1026,7 +1125,10 @@ private:
             }
             bit = random_free_bit(free_bits, h);
             old = atomicOr(sw + w, bit);
-            if ((old & bit) == 0) return slot_address(cur - 1, w * 64 + detail::lowest_bit(bit), k.size);
+            if ((old & bit) == 0)
+                return keep_claim(cur - 1, c, sw + w, bit, old)
+                           ? slot_address(cur - 1, w * 64 + detail::lowest_bit(bit), k.size)
+                           : nullptr;
             free_bits = ~old;
             full_words = 0;
             h = h * 1664525u + 1013904223u;
@@ -1071,7 +1173,9 @@ private:
         if (enough != 0 && lane == detail::lowest_bit(enough)) {
             const unsigned long long want =
                 n == 1 ? random_free_bit(free_bits, seed) : detail::take_lowest(free_bits, n);
-            got = want & ~atomicOr(sw + w, want);
+            const unsigned long long old = atomicOr(sw + w, want);
+            got = want & ~old;
+            if (got != 0 && !keep_claim(cur - 1, c, sw + w, got, old)) got = 0;
         }
         const int claimer = int(enough != 0 ? detail::lowest_bit(enough) : leader);
         got = __shfl_sync(small, got, claimer);
@@ -1101,7 +1205,7 @@ private:
         char* mine = nullptr;
         detail::probe_rng rng(detail::probe_seed());
         unsigned misses = 0, refusals = 0;
-        bool sweeping = false;
+        bool sweeping = false, reclaimed = false;
         unsigned long long sweep_pos = 0, sweep_end = 0;
         for (unsigned round = 0;; ++round) {
             const unsigned needy = detail::ballot(group, mine == nullptr);
@@ -1129,7 +1233,8 @@ private:
                 if (q < sweep_end) {
                     slab = detail::load_published(dir + unsigned(q / nwords));
                     w = unsigned(q % nwords);
-                    if (slab != kHeapNoPage) free_bits = ~detail::load_word(slot_words(slab) + w);
+                    if (slab < kHeapTombstone) free_bits = ~detail::load_word(slot_words(slab) + w);
+                    else slab = kHeapNoPage;
                 }
                 sweep_pos += n;
             } else if (from_current) {
@@ -1157,7 +1262,7 @@ private:
                     if (free_bits == 0) {
                         const unsigned idx = ((rank + j) & 1) != 0 ? count - 1 - rng.below(recent) : rng.below(count);
                         const unsigned sl = detail::load_published(dir + idx);
-                        if (sl != kHeapNoPage) {
+                        if (sl < kHeapTombstone) {
                             slab = sl;
                             w = nwords > 1 ? rng.below(nwords) : 0u;
                             free_bits = ~detail::load_word(slot_words(slab) + w);
@@ -1195,6 +1300,7 @@ private:
                 const unsigned long long old = atomicOr(wp, want);
                 got = want & ~old;
                 left = detail::popcount(~(old | want));
+                if (got != 0 && !keep_claim(slab, c, wp, got, old)) got = left = 0;
             }
             // 3. Hand-out by what was won: needy lane of rank r takes the (r - s2)-th
             //    won bit of the lane whose won range [s2, s2 + g) covers r.
@@ -1214,7 +1320,13 @@ private:
                 }
             }
             if (sweeping) {
-                if (sweep_pos >= sweep_end) break; // every word of every slab seen once
+                if (sweep_pos < sweep_end) continue;
+                // Every word of every slab seen once: empty slabs of any class back
+                // to the pool (once), then rounds that attach at once.
+                if (reclaimed || !reclaim_for(group, leader)) break;
+                reclaimed = true;
+                sweeping = false;
+                misses = kHeapMissesBeforeAttach - 1;
                 continue;
             }
             // A random draw that found a slab with room left makes it the current slab.
@@ -1284,36 +1396,43 @@ private:
             sweep_end = static_cast<unsigned long long>(
                             __shfl_sync(group, lane == leader ? detail::load_word(state) : 0u, int(leader))) *
                         nwords;
-            if (sweep_end == 0) break;
+            if (sweep_end == 0) { // no slab of the class yet: as after a sweep
+                if (reclaimed || !reclaim_for(group, leader)) break;
+                reclaimed = true;
+                sweeping = false;
+                misses = kHeapMissesBeforeAttach - 1;
+            }
         }
         count_failures(group, mine == nullptr);
         return mine;
     }
 
+    /// The group's leader runs a reclaim pass; true (for every lane) when the
+    /// rounds should start again: it returned pages, or another pass ran.
+    __device__ bool reclaim_for(unsigned group, unsigned leader) const {
+        bool again = false;
+        if (detail::lane_index() == leader) again = reclaim(detail::heap_descriptor(v_.counters));
+        return __shfl_sync(group, again, int(leader));
+    }
+
     /// Attaches a new slab to class c (one thread), its first `claimed` slots
     /// already taken by the caller.  Returns its first page or kHeapNoPage.
     __device__ unsigned attach_slab(unsigned c, const heap_class& k, unsigned claimed, unsigned cursor) const {
-        const rw_heap_ref pages = run_ref(kHeapCounterAttachScratch);
-        detail::counter_rng rng = detail::heap_rng(); // the page walk's (rw_heap's) generator
-        unsigned head = kHeapNoPage;
-        if (k.slab_pages == 1) {
-            head = pages.get_page<rw_algorithm::rw_bm>(rng);
-        } else {
-            // heap_page_run's search (every mapped word once: a slab fails only when
-            // no run of its pages is free; RW_malloc's random region search gave up in
-            // a small heap with room left), without its run records: the slab's are ours.
-            head = detail::heap_claim_run(detail::heap_descriptor(v_.counters), k.slab_pages, k.slab_pages > 64,
-                                          k.slab_pages <= 64);
+        const unsigned head = claim_slab_pages(k);
+        if (head == kHeapNoPage) return kHeapNoPage; // (malloc reclaims empty slabs and tries again)
+        unsigned* state = class_state(c);
+        unsigned* const entry = reserve_entry(state, directory() + k.dir_offset, v_.max_pages / k.slab_pages);
+        if (entry == nullptr) { // every entry holds a live slab or is being reused: the pages go back
+            release_pages(page_words(), head, k.slab_pages);
+            return kHeapNoPage;
         }
-        if (head == kHeapNoPage) return kHeapNoPage;
         // Slot bits: the caller's slots and the tail past `slots` are used.
         unsigned long long* w = slot_words(head);
         const unsigned nwords = detail::heap_slab_words(k);
         for (unsigned i = 0; i < nwords; ++i) {
             unsigned long long init = 0;
             if (i == 0) init |= claimed >= 64 ? ~0ull : ((1ull << claimed) - 1);
-            const unsigned rest = detail::heap_word_slots(k, i);
-            if (rest < 64) init |= ~((1ull << rest) - 1);
+            init |= empty_word(k, i);
             w[i] = init;
         }
         unsigned* m = slab_meta();
@@ -1322,14 +1441,234 @@ private:
         m[head] = (kHeapTagSlab << kHeapTagShift) | c;
         // Release: bits and records reach memory before the directory entry.
         __threadfence();
-        unsigned* state = class_state(c);
-        const unsigned idx = atomicAdd(state, 1u);
-        atomicExch(directory() + k.dir_offset + idx, head);
+        const unsigned idx = unsigned(entry - (directory() + k.dir_offset));
+        atomicExch(entry, head);
         atomicExch(cursor_word(state, cursor), head + 1); // the caller's current slab (0: none), after the fence
         const unsigned active = 1 + (idx + 1) / kHeapSlabsPerCursor;
         if ((idx + 1) % kHeapSlabsPerCursor == 0) // the class just grew a cursor
             atomicMax(state + kHeapStateLineWords, active < kHeapCursors ? active : kHeapCursors);
         return head;
+    }
+
+    /// The pages of a new slab of class k, or kHeapNoPage.
+    __device__ unsigned claim_slab_pages(const heap_class& k) const {
+        if (k.slab_pages == 1) {
+            detail::counter_rng rng = detail::heap_rng(); // the page walk's (rw_heap's) generator
+            return run_ref(kHeapCounterAttachScratch).get_page<rw_algorithm::rw_bm>(rng);
+        }
+        // heap_page_run's search (every mapped word once: a slab fails only when
+        // no run of its pages is free; RW_malloc's random region search gave up in
+        // a small heap with room left), without its run records: the slab's are ours.
+        return detail::heap_claim_run(detail::heap_descriptor(v_.counters), k.slab_pages, k.slab_pages > 64,
+                                      k.slab_pages <= 64);
+    }
+
+    /// Slot word w of an empty slab of class k: its tail bits (past the slots) set.
+    __device__ static unsigned long long empty_word(const heap_class& k, unsigned w) {
+        const unsigned n = detail::heap_word_slots(k, w);
+        return n < 64 ? ~((1ull << n) - 1) : 0ull;
+    }
+
+    /// Clears the page bits of pages [first, first + n).
+    __device__ static void release_pages(unsigned long long* bm, unsigned first, unsigned n) {
+        const unsigned end = first + n;
+        for (unsigned w = first / 64; w * 64 < end; ++w) {
+            const unsigned lo = first > w * 64 ? first - w * 64 : 0;
+            const unsigned hi = end - w * 64 < 64 ? end - w * 64 : 64;
+            atomicAnd(bm + w, ~detail::bit_range<unsigned long long>(lo, hi));
+        }
+    }
+
+    /// A directory entry for a new slab of the class whose state and directory
+    /// these are: a tombstone while the class has any (taken by CAS, left at
+    /// kHeapNoPage, which readers skip), else the next entry never written;
+    /// nullptr when every one of its `capacity` entries is taken.
+    __device__ static unsigned* reserve_entry(unsigned* state, unsigned* dir, unsigned capacity) {
+        unsigned* const holes = state + kHeapStateHoles;
+        unsigned* const hint = state + kHeapStateHoleHint;
+        if (detail::load_word(holes) != 0) {
+            const unsigned from = detail::load_word(hint);
+            unsigned* e = take_tombstone(dir, from, detail::load_word(state));
+            if (e != nullptr) {
+                atomicSub(holes, 1u);
+                // The next search starts past it, unless a reclaim lowered the hint meanwhile.
+                atomicCAS(hint, from, unsigned(e - dir) + 1);
+                return e;
+            }
+        }
+        for (unsigned n = detail::load_word(state); n < capacity;) {
+            const unsigned seen = atomicCAS(state, n, n + 1);
+            if (seen == n) return dir + n;
+            n = seen;
+        }
+        // Full: a tombstone the hint skipped (an attach raised it past a new one).
+        if (detail::load_word(holes) != 0) {
+            unsigned* e = take_tombstone(dir, 0, capacity);
+            if (e != nullptr) {
+                atomicSub(holes, 1u);
+                return e;
+            }
+        }
+        return nullptr;
+    }
+
+    /// Takes the first tombstone among entries [from, n) (CAS to kHeapNoPage).
+    __device__ static unsigned* take_tombstone(unsigned* dir, unsigned from, unsigned n) {
+        for (unsigned i0 = from; i0 < n; i0 += kHeapReclaimBatch) {
+            unsigned e[kHeapReclaimBatch];
+#pragma unroll
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
+                e[j] = i0 + j < n ? detail::load_published(dir + i0 + j) : 0u;
+#pragma unroll
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
+                if (e[j] == kHeapTombstone && atomicCAS(dir + i0 + j, kHeapTombstone, kHeapNoPage) == kHeapTombstone)
+                    return dir + i0 + j;
+        }
+        return nullptr;
+    }
+
+    /// @}
+
+    /// @name reclaim: empty slabs back to the page pool (one thread; see the design notes)
+    /// @{
+
+    /// One reclaim pass, for a caller that found no free pages.  True when the
+    /// caller should try once more: this pass gave pages back, or another
+    /// caller's pass was running (this one waits for it, boundedly).  Out of
+    /// line: the allocation paths pay for it only when pages run out.
+    static __device__ __forceinline__ bool reclaim(const heap_view* h) {
+        unsigned* const line0 = reinterpret_cast<unsigned*>(h->class_state);
+        unsigned* const lock = line0 + kHeapStateReclaimLock;
+        unsigned* const passes = line0 + kHeapStateReclaimPasses;
+        const unsigned seen = detail::load_published(passes);
+        if (atomicCAS(lock, 0u, 1u) != 0u) {
+            unsigned now = seen;
+            for (unsigned i = 0; i < kHeapReclaimWaits && now == seen; ++i) {
+                __nanosleep(kHeapReclaimWaitNs);
+                now = detail::load_published(passes);
+            }
+            return now == seen || (now & 1u) != 0; // (waited in vain: try anyway)
+        }
+        __threadfence(); // the last pass's writes are seen before this one reads
+        bool freed = false;
+        for (unsigned c0 = 0; c0 < h->class_count; c0 += kHeapReclaimBatch) {
+            unsigned d[kHeapReclaimBatch];
+#pragma unroll
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
+                d[j] = c0 + j < h->class_count ? detail::load_published(state_of(h, c0 + j) + kHeapStateDirty) : 0u;
+            unsigned dirty = 0;
+#pragma unroll
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j) dirty |= d[j] != 0 ? 1u << j : 0u;
+            for (; dirty != 0; dirty &= dirty - 1)
+                if (reclaim_class(h, c0 + detail::lowest_bit(dirty))) freed = true;
+        }
+        __threadfence();
+        atomicExch(passes, (((detail::load_published(passes) >> 1) + 1) << 1) | (freed ? 1u : 0u));
+        atomicExch(lock, 0u);
+        return freed;
+    }
+
+    __device__ static unsigned* state_of(const heap_view* h, unsigned c) {
+        return reinterpret_cast<unsigned*>(h->class_state) + kHeapClassStateWords * c;
+    }
+    __device__ static unsigned long long* slot_words_of(const heap_view* h, unsigned page) {
+        return reinterpret_cast<unsigned long long*>(h->slot_bitmap) +
+               (static_cast<unsigned long long>(page) << (h->page_shift - kHeapSlotWordShift));
+    }
+
+    /// Returns class c's empty slabs to the page pool; true when it freed any.
+    /// The dirty flag is cleared first: a free that empties a word after the
+    /// pass read it marks the class again.
+    static __device__ bool reclaim_class(const heap_view* h, unsigned c) {
+        unsigned* const state = state_of(h, c);
+        atomicExch(state + kHeapStateDirty, 0u);
+        const uint4 kk = __ldg(reinterpret_cast<const uint4*>(h->class_table) + c);
+        const heap_class k{kk.x, kk.y, kk.z, kk.w};
+        unsigned* const dir = reinterpret_cast<unsigned*>(h->directory) + k.dir_offset;
+        const unsigned n = detail::load_word(state);
+        const unsigned long long empty0 = empty_word(k, 0);
+        bool freed = false;
+        for (unsigned i0 = 0; i0 < n; i0 += kHeapReclaimBatch) {
+            unsigned e[kHeapReclaimBatch];
+            unsigned long long w0[kHeapReclaimBatch];
+#pragma unroll
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
+                e[j] = i0 + j < n ? detail::load_published(dir + i0 + j) : kHeapNoPage;
+#pragma unroll
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
+                w0[j] = e[j] < kHeapTombstone ? detail::load_word(slot_words_of(h, e[j])) : ~0ull;
+            unsigned empty = 0;
+#pragma unroll
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
+                empty |= w0[j] == empty0 && e[j] < kHeapTombstone ? 1u << j : 0u;
+            // (The entry again: rare, and one copy of reclaim_slab, not one per j.)
+            for (; empty != 0; empty &= empty - 1) {
+                unsigned* const entry = dir + i0 + detail::lowest_bit(empty);
+                if (reclaim_slab(h, state, k, entry, detail::load_published(entry))) freed = true;
+            }
+        }
+        if (!freed) return false;
+        // Current slabs that went back: none (0), so callers draw from the directory.
+        const unsigned* m = reinterpret_cast<const unsigned*>(h->slab_meta);
+        const unsigned active = detail::load_word(state + kHeapStateLineWords);
+        const unsigned cursors = active == 0 ? 1u : (active < kHeapCursors ? active : kHeapCursors);
+        const unsigned live = (kHeapTagSlab << kHeapTagShift) | c;
+        for (unsigned i0 = 0; i0 < cursors; i0 += kHeapReclaimBatch) {
+            unsigned cur[kHeapReclaimBatch], rec[kHeapReclaimBatch];
+#pragma unroll
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
+                cur[j] = i0 + j < cursors ? detail::load_published(cursor_word(state, i0 + j)) : 0u;
+#pragma unroll
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j) rec[j] = cur[j] != 0 ? detail::load_word(m + cur[j] - 1) : live;
+#pragma unroll
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
+                if (rec[j] != live) atomicCAS(cursor_word(state, i0 + j), cur[j], 0u);
+        }
+        return true;
+    }
+
+    /// Returns one slab to the page pool if every slot is free: its words are
+    /// locked (CAS empty -> all ones; undone on the first word that changed),
+    /// its records cleared, its entry made a tombstone, and after a fence its
+    /// pages released.  True when it went back.
+    static __device__ bool reclaim_slab(const heap_view* h, unsigned* state, const heap_class& k, unsigned* entry,
+                                        unsigned slab) {
+        if (slab >= kHeapTombstone) return false;
+        unsigned long long* const w = slot_words_of(h, slab);
+        const unsigned nwords = detail::heap_slab_words(k);
+        for (unsigned i0 = 0; i0 < nwords; i0 += kHeapReclaimBatch) {
+            unsigned long long x[kHeapReclaimBatch];
+#pragma unroll
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
+                x[j] = i0 + j < nwords ? detail::load_word(w + i0 + j) : 0ull;
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
+                if (i0 + j < nwords && x[j] != empty_word(k, i0 + j)) return false;
+        }
+        for (unsigned i0 = 0; i0 < nwords; i0 += kHeapReclaimBatch) {
+            unsigned long long was[kHeapReclaimBatch];
+#pragma unroll
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
+                was[j] = i0 + j < nwords ? atomicCAS(w + i0 + j, empty_word(k, i0 + j), ~0ull) : 0ull;
+            bool lost = false;
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
+                lost = lost || (i0 + j < nwords && was[j] != empty_word(k, i0 + j));
+            if (!lost) continue;
+            // A slot was claimed meanwhile: the words this call locked are empty again.
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
+                if (i0 + j < nwords && was[j] == empty_word(k, i0 + j)) atomicExch(w + i0 + j, was[j]);
+            for (unsigned i = 0; i < i0; ++i) atomicExch(w + i, empty_word(k, i));
+            return false;
+        }
+        volatile unsigned* const m = reinterpret_cast<volatile unsigned*>(h->slab_meta) + slab;
+        for (unsigned i = 0; i < k.slab_pages; ++i) m[i] = 0u;
+        const unsigned idx = unsigned(entry - (reinterpret_cast<unsigned*>(h->directory) + k.dir_offset));
+        atomicExch(entry, kHeapTombstone);
+        atomicAdd(state + kHeapStateHoles, 1u);
+        atomicMin(state + kHeapStateHoleHint, idx);
+        // The records are cleared before the pages can be claimed again.
+        __threadfence();
+        release_pages(reinterpret_cast<unsigned long long*>(h->page_bitmap), slab, k.slab_pages);
+        return true;
     }
 
     /// @}
@@ -1353,7 +1692,14 @@ private:
             // burst plan the same first fit): before a null says "full", every mapped
             // word is scanned once more (same run records).
         }
-        return detail::heap_page_run(detail::heap_descriptor(v_.counters), bytes);
+        const heap_view* h = detail::heap_descriptor(v_.counters);
+        void* p = nullptr;
+#pragma unroll 1
+        for (unsigned again = 0; p == nullptr && again < 2; ++again) {
+            p = detail::heap_page_run(h, bytes);
+            if (p == nullptr && (again != 0 || !reclaim(h))) break; // empty slabs back, then once more
+        }
+        return p;
     }
 
     __device__ bool huge_free(unsigned page) const {

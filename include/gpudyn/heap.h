@@ -124,7 +124,7 @@ GPUDYN_API gpudyn_status_t gpudyn_heap_check(gpudyn_heap_t heap, gpudyn_stream_t
  * device holding n 8-byte-aligned words (gpudyn.h, "Bad input"): a larger n,
  * or n x 8 beyond 2^57 bytes, is INVALID_ARGUMENT before any kernel.  On any failure frees what this call took, sets
  * every pointer to 0 and returns OUT_OF_MEMORY (slabs it attached stay with
- * their classes: bytes_held may grow).  Synchronizes `stream`. */
+ * their classes until pages run out: bytes_held may grow).  Synchronizes `stream`. */
 GPUDYN_API gpudyn_status_t gpudyn_heap_malloc(gpudyn_heap_t heap, const uint64_t* sizes, uint64_t* pointers, uint64_t n,
                                               gpudyn_stream_t stream);
 /** One device free per pointer (device, n uint64, checked as malloc's; 0

@@ -92,8 +92,8 @@ class Heap(OwnedHandle):
         device pointers, 16-byte aligned, 0 where the size is 0.  Raises
         ``OutOfMemoryError`` when the heap cannot hold them all; what this call
         took is freed again, so the live allocations are exactly those from before
-        (slabs attached on the way stay with their size classes for later mallocs:
-        ``bytes_held`` may be higher).
+        (slabs attached on the way stay with their size classes for later mallocs
+        until pages run out: ``bytes_held`` may be higher).
 
         Refused before any copy or device work: more entries than the device's
         memory holds as uint64 (OutOfMemoryError at once, a broadcast view of

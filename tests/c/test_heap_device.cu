@@ -11,8 +11,12 @@
 //    against a host reference of the size classes;
 //  - exhaustion (single and mixed sizes): the nulls are counted in failed_allocations, earlier blocks are
 //    intact, freeing everything gives the runs' pages back (slabs stay with
-//    their class, as documented), and the heap serves again; the bulk malloc
-//    gives back what it took;
+//    their class until pages run out, as documented), and the heap serves
+//    again; the bulk malloc gives back what it took;
+//  - reclaim: a small heap filled with 16-byte (then mixed) blocks and freed
+//    serves one block as large as a fresh heap's largest, then small blocks
+//    again; huge mallocs that need the empty slabs back run while other warps
+//    churn small blocks in those slabs (every block stamped and checked);
 //  - double, foreign and interior frees, and two threads freeing one pointer at
 //    once (same warp and different blocks): counted as bad frees, exactly one
 //    free succeeds, nothing changes;
@@ -713,7 +717,7 @@ static void test_exhaustion() {
         const gpudyn_heap_stats_t e = stats_of(h);
         CHECK(e.allocations == 0 && e.bytes_allocated == 0 && e.bad_frees == 0);
         if (S > P / 2) CHECK(e.bytes_held == 0);  // runs: every page back
-        else CHECK(e.bytes_held == s.bytes_held); // slabs stay with their class (documented)
+        else CHECK(e.bytes_held == s.bytes_held); // slabs stay with their class until pages run out
         // The same requests are served again (from the slabs the classes kept).
         std::vector<uint64_t> again(all_sizes.begin(), all_sizes.begin() + std::min<uint64_t>(live, per_round));
         std::vector<uint64_t> p = alloc_on_device(v, again, kConverged, 99);
@@ -1307,6 +1311,178 @@ static void test_refused_view_writes_nothing() {
     CHECK_OK(gpudyn_heap_destroy(h));
 }
 
+// ---- reclaim: empty slabs go back to the page pool when pages run out ------
+// One block of `bytes` by one block of threads (thread 0 allocates; all fill
+// the block with its pattern and read it back): out[0] the pointer, out[1] the
+// words that did not read back.
+__global__ void one_big_kernel(gpudyn_heap_view_t v, uint64_t bytes, uint64_t tag, bool keep, uint64_t* out) {
+    const heap_ref heap{v};
+    __shared__ uint64_t* p;
+    if (threadIdx.x == 0) p = static_cast<uint64_t*>(heap.malloc(bytes));
+    __syncthreads();
+    if (p == nullptr) {
+        if (threadIdx.x == 0) out[0] = out[1] = 0;
+        return;
+    }
+    const uint64_t words = bytes / 8;
+    for (uint64_t i = threadIdx.x; i < words; i += blockDim.x) p[i] = pattern(tag, i);
+    __syncthreads();
+    unsigned long long bad = 0;
+    for (uint64_t i = threadIdx.x; i < words; i += blockDim.x) bad += p[i] != pattern(tag, i);
+    atomicAdd(reinterpret_cast<unsigned long long*>(out + 1), bad);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        out[0] = reinterpret_cast<uint64_t>(p);
+        if (!keep) heap.free(p);
+    }
+}
+
+// Block 0: `big_rounds` times, thread 0 mallocs `big` bytes (which needs empty
+// slabs back), the block stamps it whole, reads it back, frees it.  Other
+// blocks: each thread `rounds` times mallocs a small block (16 .. 256 B),
+// stamps it, waits, reads it back, frees it.  counters: [0] big successes,
+// [1] words or blocks that did not read back, [2] small successes, [3] frees
+// refused.
+__global__ void reclaim_stress_kernel(gpudyn_heap_view_t v, uint64_t big, unsigned big_rounds, unsigned rounds,
+                                      unsigned long long* counters) {
+    const heap_ref heap{v};
+    if (blockIdx.x == 0) {
+        __shared__ uint64_t* p;
+        for (unsigned r = 0; r < big_rounds; ++r) {
+            if (threadIdx.x == 0) p = static_cast<uint64_t*>(heap.malloc(big));
+            __syncthreads();
+            if (p != nullptr) {
+                const uint64_t tag = 0xB16000ull + r;
+                for (uint64_t i = threadIdx.x; i < big / 8; i += blockDim.x) p[i] = pattern(tag, i);
+                __nanosleep(2000);
+                __syncthreads();
+                unsigned long long bad = 0;
+                for (uint64_t i = threadIdx.x; i < big / 8; i += blockDim.x) bad += p[i] != pattern(tag, i);
+                if (bad) atomicAdd(counters + 1, bad);
+                __syncthreads();
+                if (threadIdx.x == 0) {
+                    atomicAdd(counters + 0, 1ull);
+                    if (!heap.free(p)) atomicAdd(counters + 3, 1ull);
+                }
+            }
+            __syncthreads();
+        }
+        return;
+    }
+    const unsigned long long id = linear_id();
+    for (unsigned r = 0; r < rounds; ++r) {
+        const uint64_t bytes = 16 + 16 * ((id * 7 + r) % 16);
+        void* q = heap.malloc(bytes);
+        if (q == nullptr) continue;
+        const uint64_t tag = (id << 20) + r;
+        fill(q, bytes, tag);
+        __nanosleep(500);
+        if (mismatches(q, bytes, tag) != 0) atomicAdd(counters + 1, 1ull);
+        atomicAdd(counters + 2, 1ull);
+        if (!heap.free(q)) atomicAdd(counters + 3, 1ull);
+    }
+}
+
+// Fills h with blocks of S bytes (0: mixed) until a request fails; frees them all.
+static void fill_and_free(gpudyn_heap_t h, uint64_t S, uint64_t seed) {
+    const gpudyn_heap_view_t v = view_of(h);
+    const gpudyn_heap_stats_t s0 = stats_of(h);
+    std::mt19937_64 rng(seed);
+    const uint64_t mean = S == 0 ? 2056 : S;
+    const uint64_t per_round = s0.bytes_mapped / mean / 4 + 32;
+    std::vector<uint64_t> all_sizes, all_ptrs;
+    uint64_t nulls = 0;
+    for (int round = 0; round < 12 && nulls == 0; ++round) {
+        std::vector<uint64_t> sizes = sizes_of(S, per_round, rng);
+        std::vector<uint64_t> p = alloc_on_device(v, sizes, round % 2 ? kLaneSwitch : kConverged, uint64_t(round) << 32);
+        for (uint64_t i = 0; i < per_round; ++i) {
+            all_sizes.push_back(sizes[i]);
+            all_ptrs.push_back(p[i]);
+            nulls += p[i] == 0;
+        }
+    }
+    CHECK(nulls > 0);
+    CHECK(check_blocks(blocks_of(all_sizes, all_ptrs), v, s0.bytes_mapped, "reclaim fill") == 0);
+    uint64_t ok = 0, live = 0;
+    for (uint64_t x : all_ptrs) live += x != 0;
+    free_all(v, all_ptrs, &ok);
+    CHECK(ok == live);
+    const gpudyn_heap_stats_t e = stats_of(h);
+    CHECK(e.allocations == 0 && e.bad_frees == 0);
+    CHECK(e.bytes_held > e.bytes_mapped / 2); // the slabs are still attached: the reclaim below is needed
+    CHECK_OK(gpudyn_heap_clear_status(h, nullptr));
+}
+
+static uint64_t big_block(const gpudyn_heap_view_t& v, uint64_t bytes, uint64_t tag, bool keep, uint64_t* bad) {
+    dev_vec<uint64_t> out(2);
+    CUDA_OK(cudaMemset(out.p, 0, 16));
+    one_big_kernel<<<1, 256>>>(v, bytes, tag, keep, out.p);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<uint64_t> o = out.download();
+    *bad = o[1];
+    return o[0];
+}
+
+static void test_reclaim() {
+    const uint64_t heap_bytes = uint64_t(16) << 20;
+    gpudyn_heap_t h = make_heap(heap_bytes, heap_bytes);
+    if (!h) return;
+    const gpudyn_heap_view_t v = view_of(h);
+    // The fresh heap's largest block, and that one block really is served.
+    const uint64_t fresh = stats_of(h).largest_free_bytes;
+    CHECK(fresh >= heap_bytes / 2);
+    uint64_t bad = 0;
+    CHECK(big_block(v, fresh, 1, false, &bad) != 0 && bad == 0);
+    const uint64_t fills[] = {16, 0, 256};
+    for (uint64_t S : fills) {
+        fill_and_free(h, S, 77 + S);
+        // Only empty slabs hold the pages: one block as large as the fresh heap's.
+        const uint64_t p = big_block(v, fresh, 2 + S, true, &bad);
+        char buf[32];
+        printf("reclaim after %s blocks: block of %.1f MiB (fresh heap's largest) %s\n", size_name(S, buf),
+               fresh / 1048576.0, p ? "served" : "refused");
+        CHECK(p != 0 && bad == 0);
+        const gpudyn_heap_stats_t s = stats_of(h);
+        CHECK(s.allocations == 1 && s.failed_allocations == 0);
+        CHECK(check_blocks({{p, fresh}}, v, s.bytes_mapped, "reclaimed block") == 0);
+        uint64_t ok = 0;
+        free_all(v, {p}, &ok);
+        CHECK(ok == 1);
+        CHECK(stats_of(h).bytes_held == 0); // every page back in the pool
+        // Small blocks again, from fresh slabs.
+        std::mt19937_64 rng(S);
+        std::vector<uint64_t> sizes = sizes_of(16, 4096, rng), ptrs = alloc_on_device(v, sizes, kConverged, 5);
+        for (uint64_t x : ptrs) CHECK(x != 0);
+        CHECK(check_blocks(blocks_of(sizes, ptrs), v, stats_of(h).bytes_mapped, "after reclaim") == 0);
+        CHECK(corrupted(sizes, ptrs, 5) == 0);
+        free_all(v, ptrs, &ok);
+        CHECK(ok == ptrs.size());
+    }
+    // Huge mallocs that need the slabs back while other warps churn small blocks in them.
+    fill_and_free(h, 16, 99);
+    {
+        dev_vec<unsigned long long> c(4);
+        CUDA_OK(cudaMemset(c.p, 0, 4 * sizeof(unsigned long long)));
+        const unsigned blocks = g_sanitizer ? 4 : 64, rounds = g_sanitizer ? 4 : 64;
+        reclaim_stress_kernel<<<blocks + 1, 256>>>(v, heap_bytes / 4, g_sanitizer ? 4 : 32, rounds, c.p);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaDeviceSynchronize());
+        const std::vector<unsigned long long> r = c.download();
+        printf("reclaim under churn: %llu of %u big blocks served, %llu small, %llu bad reads, %llu refused frees\n",
+               r[0], g_sanitizer ? 4u : 32u, r[2], r[1], r[3]);
+        CHECK(r[0] > 0);  // a big block needed pages only a reclaim gives
+        CHECK(r[2] > 0);
+        CHECK(r[1] == 0); // no block shared memory with another
+        CHECK(r[3] == 0);
+        const gpudyn_heap_stats_t s = stats_of(h);
+        CHECK(s.allocations == 0 && s.bad_frees == 0);
+    }
+    // And still: the whole heap as one block.
+    CHECK(big_block(v, fresh, 3, false, &bad) != 0 && bad == 0);
+    CHECK_OK(gpudyn_heap_destroy(h));
+}
+
 int main() {
     REQUIRE_DEVICE();
     g_sanitizer = getenv("GPUDYN_SANITIZER") != nullptr;
@@ -1314,6 +1490,7 @@ int main() {
     test_call_patterns();
     test_bad_frees();
     test_exhaustion();
+    test_reclaim();
     test_two_heaps();
     test_two_heaps_one_call_site();
     test_1024_thread_blocks();

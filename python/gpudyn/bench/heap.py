@@ -169,6 +169,7 @@ def run(ctx):
             True,
         )
         t["where"] = f"after {_count(worst['n'])} x {_size(worst['s'])}"
+        t["every_s"] = {r["s"]: r["largest_bytes"] / r["fresh_largest_bytes"] for r in free_all}
     else:  # the program measures it from issue 42 on; a result without the rows says so
         t = ctx.target(
             "heap largest allocation after free-all of small blocks / a fresh heap's",
@@ -240,6 +241,10 @@ def run(ctx):
                 lines.append(
                     f"| {op} {mode} | " + " | ".join(f"{floor.get((op, mode, n), math.nan):.4g}" for n in ns) + " |"
                 )
+    phase = [r for r in rows if r["kind"] == "phase_change"]
+    if phase:
+        lines += ["", "| phase change: a full heap of S freed, then blocks of 1 MiB | usable fraction |", "|---|---|"]
+        lines += [f"| {_size(r['s'])} | {r['usable_fraction']:.3f} |" for r in phase]
     for c in cuda_points["crashed_points"]:
         lines.append(f"\nCUDA malloc crashed at {c['point']}: {c['error']}")
     return {"raw": raw, "verification": verification, "cuda_malloc_points": cuda_points, "table": "\n".join(lines)}

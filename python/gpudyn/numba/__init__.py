@@ -46,8 +46,8 @@ type of a structure's argument for a ``numba.cuda.compile`` signature::
 ``abi="c"``, which numba-cuda (0.30) supports for device functions only; a
 kernel (``device=False``) is compiled with the Numba ABI.
 
-A kernel calling ``malloc`` takes about 72 registers a thread: launched with
-blocks of more than 896 threads it needs ``@cuda.jit(launch_bounds=threads)``
+A kernel calling ``malloc`` takes about 80 registers a thread: launched with
+blocks of more than 768 threads it needs ``@cuda.jit(launch_bounds=threads)``
 (else the launch fails for want of registers).
 
 Kernels that call these functions cannot be cached (``@cuda.jit(cache=True)``):
