@@ -112,7 +112,7 @@ constexpr unsigned long long kCudaMallocHeap = 12ull << 30, kCudaMallocHeapQuick
 constexpr unsigned long long kTimingHeap = 16ull << 30, kTimingHeapQuick = 2ull << 30;
 // Exhaustion heap (the brief: "a heap of fixed size, e.g. 1 GiB").
 constexpr unsigned long long kExhaustBytes = 1ull << 30, kExhaustBytesQuick = 64ull << 20;
-constexpr unsigned kExhaustRoundsTarget = 64; // rounds to fill the heap (round size follows from S)
+constexpr unsigned kExhaustRoundsTarget = 64;          // rounds to fill the heap (round size follows from S)
 constexpr unsigned long long kPhaseBytes = 1ull << 20; // the blocks of the phase after free-all
 constexpr unsigned kChurnRounds = 10;
 constexpr unsigned long long kHoldNs = 50000;        // see time_ms

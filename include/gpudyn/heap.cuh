@@ -462,12 +462,13 @@ __device__ __forceinline__ unsigned load_hint(const unsigned* p) {
 /// not fold), so the load is performed after the claim, without a fence.
 __device__ __forceinline__ unsigned load_record_after(const unsigned* p, unsigned long long claimed) {
     unsigned v;
-    asm volatile("{\n\t.reg .b32 z;\n\t.reg .b64 o;\n\t"
-                 "clz.b64 z, %2;\n\tshr.u32 z, z, 7;\n\tcvt.u64.u32 o, z;\n\tadd.s64 o, %1, o;\n\t"
-                 "ld.relaxed.gpu.global.u32 %0, [o];\n\t}"
-                 : "=r"(v)
-                 : "l"(p), "l"(claimed)
-                 : "memory");
+    asm volatile(
+        "{\n\t.reg .b32 z;\n\t.reg .b64 o;\n\t"
+        "clz.b64 z, %2;\n\tshr.u32 z, z, 7;\n\tcvt.u64.u32 o, z;\n\tadd.s64 o, %1, o;\n\t"
+        "ld.relaxed.gpu.global.u32 %0, [o];\n\t}"
+        : "=r"(v)
+        : "l"(p), "l"(claimed)
+        : "memory");
     return v;
 }
 
@@ -1619,7 +1620,8 @@ private:
             for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
                 cur[j] = i0 + j < cursors ? detail::load_published(cursor_word(state, i0 + j)) : 0u;
 #pragma unroll
-            for (unsigned j = 0; j < kHeapReclaimBatch; ++j) rec[j] = cur[j] != 0 ? detail::load_word(m + cur[j] - 1) : live;
+            for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
+                rec[j] = cur[j] != 0 ? detail::load_word(m + cur[j] - 1) : live;
 #pragma unroll
             for (unsigned j = 0; j < kHeapReclaimBatch; ++j)
                 if (rec[j] != live) atomicCAS(cursor_word(state, i0 + j), cur[j], 0u);

@@ -1394,7 +1394,8 @@ static void fill_and_free(gpudyn_heap_t h, uint64_t S, uint64_t seed) {
     uint64_t nulls = 0;
     for (int round = 0; round < 12 && nulls == 0; ++round) {
         std::vector<uint64_t> sizes = sizes_of(S, per_round, rng);
-        std::vector<uint64_t> p = alloc_on_device(v, sizes, round % 2 ? kLaneSwitch : kConverged, uint64_t(round) << 32);
+        std::vector<uint64_t> p =
+            alloc_on_device(v, sizes, round % 2 ? kLaneSwitch : kConverged, uint64_t(round) << 32);
         for (uint64_t i = 0; i < per_round; ++i) {
             all_sizes.push_back(sizes[i]);
             all_ptrs.push_back(p[i]);
@@ -1471,7 +1472,7 @@ static void test_reclaim() {
         const std::vector<unsigned long long> r = c.download();
         printf("reclaim under churn: %llu of %u big blocks served, %llu small, %llu bad reads, %llu refused frees\n",
                r[0], g_sanitizer ? 4u : 32u, r[2], r[1], r[3]);
-        CHECK(r[0] > 0);  // a big block needed pages only a reclaim gives
+        CHECK(r[0] > 0); // a big block needed pages only a reclaim gives
         CHECK(r[2] > 0);
         CHECK(r[1] == 0); // no block shared memory with another
         CHECK(r[3] == 0);
