@@ -1404,10 +1404,9 @@ static void fill_and_free(gpudyn_heap_t h, uint64_t S, uint64_t seed) {
     }
     CHECK(nulls > 0);
     CHECK(check_blocks(blocks_of(all_sizes, all_ptrs), v, s0.bytes_mapped, "reclaim fill") == 0);
-    uint64_t ok = 0, live = 0;
-    for (uint64_t x : all_ptrs) live += x != 0;
+    uint64_t ok = 0;
     free_all(v, all_ptrs, &ok);
-    CHECK(ok == live);
+    CHECK(ok == all_ptrs.size()); // (a null's free succeeds too)
     const gpudyn_heap_stats_t e = stats_of(h);
     CHECK(e.allocations == 0 && e.bad_frees == 0);
     CHECK(e.bytes_held > e.bytes_mapped / 2); // the slabs are still attached: the reclaim below is needed

@@ -444,9 +444,19 @@ def test_bench_heap_quick_is_clean(tmp_path):
     assert len(floors) == 4 * len({x["n"] for x in heap_rows}) and all(v > 0 for v in floors.values())
     names = [t["name"] for t in result["targets"]]
     for name in (
-        "heap speedup over CUDA malloc, worst point of the matrix",
+        "heap speedup over CUDA malloc, worst measured point of the matrix",
         "heap bytes held / bytes live after churn, worst S",
-        "heap usable fraction at exhaustion, worst S",
+        "heap usable fraction at exhaustion, 4096 B",
+        "heap usable fraction at exhaustion, mixed 16-4096 B",
+        "heap largest allocation after free-all of small blocks / a fresh heap's",
         "heap largest single allocation (GiB)",
     ):
         assert name in names
+    # Free-all and the phase change ran after every exhaustion, cleanly; the empty
+    # slabs went back (the fresh heap's largest block is its whole mapping here).
+    by_kind = {k: [x for x in rows if x["kind"] == k] for k in ("exhaustion", "free_all", "phase_change")}
+    assert len(by_kind["free_all"]) == len(by_kind["exhaustion"]) == len(by_kind["phase_change"])
+    for x in by_kind["free_all"]:
+        assert x["fresh_largest_bytes"] > 0 and x["largest_bytes"] >= 0.9 * x["fresh_largest_bytes"], x
+    for x in by_kind["phase_change"]:
+        assert x["live"] > 0 and 0 < x["usable_fraction"] <= 1.0, x
