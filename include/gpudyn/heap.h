@@ -54,9 +54,10 @@ typedef struct gpudyn_heap_view_t {
     /** uint64 words, page_size / 1024 per page: slot bits of the slab over those pages (indexed from its first) */
     uint64_t slot_bitmap;
     uint64_t class_table; /**< uint32[4] per size class: size, slab pages, slots, directory offset */
-    /** per size class, 128-byte lines (heap.cuh): slabs attached, cursors in use, current slabs + 1 */
+    /** per size class, 128-byte lines (heap.cuh): slabs attached, reclaim marks, cursors in use, current slabs + 1 */
     uint64_t class_state;
-    uint64_t directory;        /**< uint32 slab head pages of every class, 0xFFFFFFFF = not yet published */
+    /** uint32 slab head pages of every class, 0xFFFFFFFF = not yet published, 0xFFFFFFFE = given back */
+    uint64_t directory;
     uint64_t mapped_pages;     /**< device address of the uint32 count of pages mapped now */
     uint64_t counters;         /**< device address of uint64[4]: failed allocations, bad frees, -, a placement hint;
                                    followed by a copy of this view (read by out-of-line device code) */

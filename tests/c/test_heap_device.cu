@@ -1424,9 +1424,12 @@ static uint64_t big_block(const gpudyn_heap_view_t& v, uint64_t bytes, uint64_t 
     return o[0];
 }
 
-static void test_reclaim() {
-    const uint64_t heap_bytes = uint64_t(16) << 20;
-    gpudyn_heap_t h = make_heap(heap_bytes, heap_bytes);
+static void test_reclaim(uint64_t page) {
+    // 16 MiB (64 MiB with 2 MiB pages: a few pages only would leave no slab to reclaim).
+    const uint64_t heap_bytes = uint64_t(page >= (1u << 21) ? 64 : 16) << 20;
+    printf("reclaim, pages of %llu KiB, heap of %llu MiB\n", (unsigned long long)(page >> 10),
+           (unsigned long long)(heap_bytes >> 20));
+    gpudyn_heap_t h = make_heap(heap_bytes, heap_bytes, page);
     if (!h) return;
     const gpudyn_heap_view_t v = view_of(h);
     // The fresh heap's largest block, and that one block really is served.
@@ -1465,7 +1468,7 @@ static void test_reclaim() {
         dev_vec<unsigned long long> c(4);
         CUDA_OK(cudaMemset(c.p, 0, 4 * sizeof(unsigned long long)));
         const unsigned blocks = g_sanitizer ? 4 : 64, rounds = g_sanitizer ? 4 : 64;
-        reclaim_stress_kernel<<<blocks + 1, 256>>>(v, heap_bytes / 4, g_sanitizer ? 4 : 32, rounds, c.p);
+        reclaim_stress_kernel<<<blocks + 1, 256>>>(v, heap_bytes / 8, g_sanitizer ? 4 : 32, rounds, c.p);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaDeviceSynchronize());
         const std::vector<unsigned long long> r = c.download();
@@ -1490,7 +1493,11 @@ int main() {
     test_call_patterns();
     test_bad_frees();
     test_exhaustion();
-    test_reclaim();
+    test_reclaim(65536);
+    if (!g_sanitizer) { // (millions of small blocks each: the 64 KiB case covers the code under the tools)
+        test_reclaim(4096);
+        test_reclaim(uint64_t(2) << 20);
+    }
     test_two_heaps();
     test_two_heaps_one_call_site();
     test_1024_thread_blocks();
