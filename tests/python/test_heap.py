@@ -4,7 +4,8 @@ Host tests: argument errors (checked before any device call) and the benchmark
 driver's targets (issue 42's) from hand-made raw results.  GPU tests: pointers aligned,
 disjoint and holding what was written; 2^k sizes 2^k-aligned; double, foreign
 and interior frees counted and harmless; exhaustion raises OutOfMemoryError and
-keeps every allocation; grow between calls; reset; two heaps side by side."""
+keeps every allocation; freed small blocks serve one large block; grow between
+calls; reset; two heaps side by side."""
 
 import json
 import subprocess
@@ -341,6 +342,40 @@ def test_exhaustion_raises_and_keeps_every_allocation():
         heap.clear_status()
         assert heap.stats()["failed_allocations"] == 0
         heap.check()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("small", [16, 300, "mixed"])
+def test_freed_small_blocks_serve_one_large_block(small):
+    # A full heap of small blocks, all freed: its empty slabs go back to the page
+    # pool when the large request finds no pages, with no clear().
+    with Heap(initial_bytes=16 * MiB, max_bytes=16 * MiB) as heap:
+        largest = heap.stats()["largest_free_bytes"]
+        assert largest >= 8 * MiB
+        rng = np.random.default_rng(7)
+        n = 2 * 16 * MiB // (2056 if small == "mixed" else small)  # twice what fits
+        sizes = rng.integers(16, 4097, n).astype(np.uint64) if small == "mixed" else np.full(n, small, np.uint64)
+        ptrs = []
+        for chunk in np.array_split(sizes, 32):  # until the heap is full (a failed call keeps nothing)
+            try:
+                ptrs.append(heap.malloc(chunk).to_numpy())
+            except gpudyn.OutOfMemoryError:
+                break
+        assert heap.stats()["bytes_held"] > 8 * MiB
+        for p in ptrs:
+            heap.free(p)
+        heap.clear_status()
+        assert heap.stats()["allocations"] == 0
+        big = heap.malloc([largest]).to_numpy()  # the fresh heap's largest block
+        assert big[0] != 0
+        _bytes_at(int(big[0]), largest, heap).fill_bytes(0xA5)
+        assert (_bytes_at(int(big[0]) + largest - MiB, MiB, heap).to_numpy() == 0xA5).all()
+        heap.free(big)
+        st = heap.stats()
+        assert st["allocations"] == 0 and st["bytes_held"] == 0 and st["bad_frees"] == 0
+        again = heap.malloc(np.full(1000, 64, np.uint64)).to_numpy()  # and small blocks again
+        assert (again != 0).all()
+        _assert_disjoint(again, np.full(1000, 64, np.uint64))
 
 
 @pytest.mark.gpu
