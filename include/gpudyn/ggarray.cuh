@@ -58,12 +58,14 @@
 ///
 /// Registers.  A kernel that pushes into a GGArray contains the growth path
 /// (bucket claim, then a bump of the growth arena), which is why that path is
-/// a bump and not a heap's page-run search: with the search a kernel pushing
-/// one value a thread took 48 registers a thread, with the bump 30-32 (sm_90,
-/// nvcc 13.0), full occupancy to hide the latency of the reservation's atomic.
-/// ptxas keeps such kernels at 32 registers and spills when the slow path
-/// needs more, with the spill stores on the fast path: the slow path's shape
-/// (grow_prefix, raise_prefix) was chosen for none (checked with -Xptxas -v).
+/// a bump and not a heap's page-run search, and why nothing in it waits but
+/// ensure_bucket's one loop (an arena bucket the host has yet to map is
+/// published pending, and its claimer polls the host from that loop): values
+/// live across a nested wait are values every push kernel keeps in registers.
+/// A kernel pushing one value a thread takes 32-36 registers a thread (sm_90,
+/// nvcc 13.0; it took 40-46 with the wait nested in the bump), so full or 75 %
+/// occupancy to hide the latency of the reservation's atomic; under
+/// `__launch_bounds__(256)` ptxas keeps it at 32 with a few bytes of spills.
 /// Kernels that hold many items a thread (16 flags and values) take 64-80;
 /// blocks of up to 768 threads launch as they are, a kernel launched with
 /// larger blocks needs `__launch_bounds__(threads)`, else the launch fails with
@@ -88,8 +90,9 @@ namespace ggarray_detail {
 /// alone (the arena and the pool go whole, at destroy).
 constexpr unsigned kEmpty = 0, kBusy = 1, kReady = 2, kReadyPool = 3;
 /// Back-off while another thread allocates a bucket (ns): the first wait, then
-/// doubled up to the last (a growth takes a few global round trips).
-constexpr unsigned kWaitNs = 128, kMaxWaitNs = 1024;
+/// doubled kWaitDoublings times (to 1 us; a growth takes a few global round
+/// trips); a claimer polling the host's mailbox doubles to 8 us.
+constexpr unsigned kWaitNs = 128, kWaitDoublings = 3, kPendingDoublings = 6;
 
 /// The growth arena (view .arena): buckets beyond the pool rows are bumped
 /// off [base, base + size).  Either a fixed run (the array's budget taken
@@ -121,59 +124,85 @@ struct growth_mailbox {
 };
 /// Buckets start on this alignment (the widest vector access, and then some).
 constexpr unsigned long long kArenaAlign = 256;
-/// A bucket waits at most this long for the host to map memory (then it is refused):
-/// the host thread answers in microseconds; this only ends a wait nobody answers.
-constexpr unsigned long long kGrowthTimeoutNs = 5000000000ull;
-__device__ inline unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
+/// A claimer refuses its bucket when the host has not mapped it after this many
+/// waits (some 4 s or more at the longest back-off): the host thread answers in
+/// microseconds to milliseconds; this only ends a wait nobody answers.
+constexpr unsigned kPendingPolls = 1u << 19;
+/// The mailbox's words in global space: its address is read from memory, and
+/// through a generic pointer every atomic tests for shared memory at run time
+/// (a second code path and its registers in every push kernel).
+__device__ inline unsigned long long mailbox_load(const unsigned long long* p) {
+    unsigned long long v;
+    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
 }
-/// True once [base, base + end) is mapped; false when the host could not map it.
-__device__ inline bool arena_wait_mapped(arena_record* a, unsigned long long end) {
-    growth_mailbox* mb = reinterpret_cast<growth_mailbox*>(a->mailbox);
-    volatile growth_mailbox* v = mb;
-    unsigned long long m = v->mapped;
-    if (m < end) {
-        atomicMax(&mb->want, end);
-        atomicAdd(&mb->requests, 1ull);
-        const unsigned long long t0 = global_ns();
-        unsigned ns = 256;
-        for (;;) {
-            m = v->mapped;
-            if (m >= end) break;
-            if (end > v->limit || global_ns() - t0 > kGrowthTimeoutNs) return false;
-            __nanosleep(ns);
-            ns = ns < 8192 ? 2 * ns : ns;
-        }
-    }
-    atomicMax(&a->mapped, m);
-    return true;
+__device__ inline void mailbox_max(unsigned long long* p, unsigned long long v) {
+    asm volatile("red.relaxed.gpu.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
-/// A bucket of `bytes` from the arena at `record`; nullptr when it does not fit
-/// (the request is recorded in `refused`; `taken` stays past it, so the rest of
-/// the launch's requests fail too, until the host resets it to `end`).
-/// `*held` = the bytes it takes.
-__device__ inline void* arena_bucket(unsigned long long record, unsigned long long bytes, unsigned long long* held) {
-    if (record == 0) return nullptr;
-    arena_record* a = reinterpret_cast<arena_record*>(record);
-    const unsigned long long need = (bytes + kArenaAlign - 1) & ~(kArenaAlign - 1);
-    *held = need;
-    // The host changes base and size only between launches.
-    const unsigned long long base = *static_cast<volatile unsigned long long*>(&a->base);
-    const unsigned long long size = *static_cast<volatile unsigned long long*>(&a->size);
-    const unsigned long long at = atomicAdd(&a->taken, need);
-    if (base != 0 && need <= size && at <= size - need) {
-        const unsigned long long end = at + need;
-        const unsigned long long mb = *static_cast<volatile unsigned long long*>(&a->mailbox);
-        if (mb == 0 || end <= *static_cast<volatile unsigned long long*>(&a->mapped) || arena_wait_mapped(a, end)) {
-            atomicMax(&a->end, end);
-            return reinterpret_cast<void*>(base + at);
-        }
-    }
+__device__ inline void mailbox_add(unsigned long long* p, unsigned long long v) {
+    asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+/// Bit 0 of a bucket slot: the bucket's memory is bumped off the arena but the
+/// host has not mapped it yet (buckets start kArenaAlign-aligned, pool slices
+/// on 32 elements: a published pointer never has it).
+constexpr unsigned long long kSlotPending = 1;
+/// A refusal of `need` bytes, for the host (largest refused, count).
+__device__ inline void arena_refuse(arena_record* a, unsigned long long need) {
     atomicMax(&a->refused, need);
     atomicAdd(&a->refusals, 1ull);
-    return nullptr;
+}
+/// Bumps `need` bytes (a multiple of kArenaAlign) off the arena at `record`: the
+/// bucket's address, | kSlotPending when the host must map it first (asked
+/// here); 0 when it does not fit (refused; `taken` stays past it, so the rest
+/// of the launch's requests fail too, until the host resets it to `end`).
+/// No wait here: the claimer polls arena_pending in ensure_bucket's one wait
+/// loop (a wait nested in the allocation kept six more registers live in
+/// every push kernel, so fewer resident warps).
+__device__ inline unsigned long long arena_take(unsigned long long record, unsigned long long need) {
+    if (record == 0) return 0;
+    arena_record* a = reinterpret_cast<arena_record*>(record);
+    // The host changes base and size only between launches (size 0 while base is 0).
+    const unsigned long long end = atomicAdd(&a->taken, need) + need;
+    const unsigned long long size = *static_cast<volatile unsigned long long*>(&a->size);
+    if (end > size || end < need) {
+        arena_refuse(a, need);
+        return 0;
+    }
+    const unsigned long long p = *static_cast<volatile unsigned long long*>(&a->base) + (end - need);
+    const unsigned long long mb = *static_cast<volatile unsigned long long*>(&a->mailbox);
+    if (mb != 0 && end > *static_cast<volatile unsigned long long*>(&a->mapped)) {
+        growth_mailbox* m = reinterpret_cast<growth_mailbox*>(mb);
+        const unsigned long long now = mailbox_load(&m->mapped);
+        if (end > now) { // the host is asked; the claimer waits for it
+            mailbox_max(&m->want, end);
+            mailbox_add(&m->requests, 1ull);
+            return p | kSlotPending;
+        }
+        atomicMax(&a->mapped, now);
+    }
+    atomicMax(&a->end, end);
+    return p;
+}
+/// The mapping of a pending bucket (slot word w, `need` bytes): 1 once the host
+/// has mapped it (recorded in the arena), -1 when it cannot (past its limit),
+/// 0 not yet.
+__device__ inline int arena_pending(unsigned long long record, unsigned long long w, unsigned long long need) {
+    arena_record* a = reinterpret_cast<arena_record*>(record);
+    const unsigned long long base = *static_cast<volatile unsigned long long*>(&a->base);
+    const unsigned long long end = (w & ~kSlotPending) - base + need;
+    if (end <= *static_cast<volatile unsigned long long*>(&a->mapped)) {
+        atomicMax(&a->end, end);
+        return 1;
+    }
+    const growth_mailbox* v =
+        reinterpret_cast<const growth_mailbox*>(*static_cast<volatile unsigned long long*>(&a->mailbox));
+    const unsigned long long m = mailbox_load(&v->mapped);
+    if (m >= end) {
+        atomicMax(&a->mapped, m);
+        atomicMax(&a->end, end);
+        return 1;
+    }
+    return end > mailbox_load(&v->limit) ? -1 : 0;
 }
 /// Growth word of an LFVector (view .growth): bits 0-7 the ready prefix (buckets
 /// 0..n-1 ready), bits 8-15 1 + the sealed bucket (0: none).
@@ -473,19 +502,18 @@ private:
     __device__ T* ready_bucket(unsigned l, unsigned b) const {
         unsigned long long w;
         asm volatile("ld.relaxed.cta.global.u64 %0, [%1];" : "=l"(w) : "l"(bucket_slot(l, b)));
-        T* p = reinterpret_cast<T*>(w);
-        if (p == nullptr) {
-            ensure_bucket(l, b);
-            p = bucket(l, b);
-        }
-        return p;
+        // Stale in L1 (0, or pending: the line holds other LFVectors' slots):
+        // the pointer is in L2 already, the reservation made the bucket ready.
+        while (w == 0 || (w & ggarray_detail::kSlotPending) != 0) w = slot_word(l, b);
+        return reinterpret_cast<T*>(w);
     }
 
-    /// True when bucket b of l has its pointer published (read through L2).
-    __device__ bool slot_published(unsigned l, unsigned b) const {
+    /// Bucket b of l's slot word, read through L2: 0 (none), a pointer, or a
+    /// pending one (| kSlotPending).
+    __device__ unsigned long long slot_word(unsigned l, unsigned b) const {
         unsigned long long w;
         asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(bucket_slot(l, b)) : "memory");
-        return w != 0;
+        return w;
     }
 
     /// @}
@@ -546,18 +574,19 @@ private:
         if (seal_of(g) <= last) return refuse_sealed();
         for (unsigned b = prefix_of(g); b <= last; ++b)
             if (!ensure_bucket(l, b)) return false;
-        if (detail::lane_index() == detail::lowest_bit(__activemask())) raise_prefix(l, g, last);
+        if (detail::lane_index() == detail::lowest_bit(__activemask())) raise_prefix(l, last);
         return true;
     }
-    /// The ready prefix raised to last + 1 (buckets 0..last ready) from g, the
-    /// word as last read, unless it is there already or a seal would be passed.
-    /// (g and not a fresh read: the fresh load made push kernels spill
-    /// registers to local memory on their fast path; sm_90, nvcc 13.0.)
-    __device__ void raise_prefix(unsigned l, unsigned g, unsigned last) const {
+    /// The ready prefix raised to last + 1 (buckets 0..last ready), unless it is
+    /// there already or a seal would be passed.  (The word is read again here:
+    /// settle's copy kept live across the bucket waits made push kernels spill
+    /// on their fast path; sm_90, nvcc 13.0.)
+    __device__ void raise_prefix(unsigned l, unsigned last) const {
         using namespace ggarray_detail;
         // Release: the buckets' pointers before the raised prefix (acq_rel, not
         // the sequentially consistent __threadfence: nothing here needs more).
         asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        unsigned g = *static_cast<volatile unsigned*>(growth(l));
         while (prefix_of(g) <= last && seal_of(g) > last) {
             const unsigned seen = atomicCAS(growth(l), g, (g & ~kPrefixMask) | (last + 1u));
             if (seen == g) return;
@@ -570,13 +599,14 @@ private:
     /// @name bucket allocation (paper Alg. 2), one thread
     /// @{
 
-    /// True once bucket b of LFVector l exists.  Exactly one thread allocates it
-    /// (pool slice or arena); others wait for it (the allocating thread depends on
-    /// nobody, so waiting cannot deadlock).  When the arena has no room left (the
-    /// budget) the LFVector is sealed at b, the bucket returns to empty and the
-    /// status word says so; nothing stored is touched.  A bucket at or above a
-    /// seal is refused without asking the arena (every wait ends: the owner
-    /// either publishes the bucket or seals and releases it).
+    /// True once bucket b of LFVector l exists.  Exactly one thread claims it
+    /// (pool slice or arena bump); others wait for it.  An arena bucket the host
+    /// has not mapped yet is published pending (its slot | kSlotPending) and its
+    /// claimer, waiting in the same loop as the others, finishes it once mapped
+    /// (or refuses it); the claimer waits only for the host, so no wait deadlocks.  When the
+    /// arena has no room left (the budget) the LFVector is sealed at b, the
+    /// bucket returns to empty and the status word says so; nothing stored is
+    /// touched.  A bucket at or above a seal is refused without asking the arena.
     __device__ bool ensure_bucket(unsigned l, unsigned b) const {
         using namespace ggarray_detail;
         if (b >= GPUDYN_GGARRAY_MAX_BUCKETS) {
@@ -584,64 +614,101 @@ private:
             return false;
         }
         bool tried = false;
+        unsigned polls = 0; // waits so far: the back-off, and the end of a pending wait
         for (;;) {
-            // Published: the slot goes from 0 to the pointer once and is what
-            // callers read (ready_bucket), so seeing it non-zero through L2 is
-            // enough; no acquire (an acquire load invalidates the SM's L1: at a
-            // growth every pusher of the LFVector comes here).  A slot is
-            // written only by the bucket's owner, which then makes it ready.
-            if (slot_published(l, b)) return true;
-            const unsigned s = *static_cast<volatile unsigned*>(state(l, b));
-            if (s >= kReady) continue; // ready: its slot is visible at the next read
-            if (s == kEmpty) {
-                if (tried) return false; // our own attempt failed: report, do not loop
-                // A failed allocation sealed the LFVector at or below b: the
-                // arena had no room, and no reservation needing b can succeed
-                // until the host folds, so the arena is not asked again.
-                if (sealed_at_or_below(l, b)) return refuse_sealed();
-                if (atomicCAS(state(l, b), kEmpty, kBusy) == kEmpty) {
-                    tried = true;
-                    // Checked again as the bucket's owner: a seal written before
-                    // the release this claim follows is visible now (the sealer
-                    // fenced between the two), so each bucket fails at most once
-                    // per fold instead of once per waiting reservation.
-                    if (sealed_at_or_below(l, b)) {
-                        atomicExch(state(l, b), kEmpty);
-                        return refuse_sealed();
-                    }
-                    const bool pooled = pool_has(b);
-                    void* p = nullptr;
-                    const unsigned long long bytes = bucket_elements(b) * sizeof(T);
-                    if (pooled) {
-                        p = pool_bucket(l, b); // mapped by the host: nothing to allocate
-                    } else {
-                        unsigned long long held = bytes;
-                        p = ggarray_detail::arena_bucket(view_.arena, bytes, &held);
-                        if (p == nullptr) {
-                            atomicOr(status_word(), detail::kArrayAllocationFailed);
-                            seal(l, b); // before the release: nothing above b succeeds from now on
+            // Published: the slot goes from 0 to the pointer once (through a
+            // pending word for an arena bucket) and is what callers read
+            // (ready_bucket), so seeing it through L2 is enough; no acquire (an
+            // acquire load invalidates the SM's L1: at a growth every pusher of
+            // the LFVector comes here).
+            const unsigned long long w = slot_word(l, b);
+            if (w != 0 && (w & kSlotPending) == 0) return true;
+            if (w != 0) {
+                // Pending: its claimer asks the host (the mailbox is host
+                // memory: every waiter polling it across the bus slowed the
+                // host's mapping and the whole kernel); the others wait for the slot.
+                if (tried) {
+                    const int mapped = arena_pending(view_.arena, w, arena_bytes(b));
+                    if (mapped != 0 || polls > kPendingPolls) finish_pending(l, b, w, mapped > 0);
+                }
+            } else {
+                const unsigned s = *static_cast<volatile unsigned*>(state(l, b));
+                if (s >= kReady) continue; // ready: its slot is visible at the next read
+                if (s == kEmpty) {
+                    if (tried) return false; // our own attempt failed: report, do not loop
+                    // A failed allocation sealed the LFVector at or below b: the
+                    // arena had no room, and no reservation needing b can succeed
+                    // until the host folds, so the arena is not asked again.
+                    if (sealed_at_or_below(l, b)) return refuse_sealed();
+                    if (atomicCAS(state(l, b), kEmpty, kBusy) == kEmpty) {
+                        tried = true;
+                        // Checked again as the bucket's owner: a seal written before
+                        // the release this claim follows is visible now (the sealer
+                        // fenced between the two), so each bucket fails at most once
+                        // per fold instead of once per waiting reservation.
+                        if (sealed_at_or_below(l, b)) {
                             atomicExch(state(l, b), kEmpty);
+                            return refuse_sealed();
+                        }
+                        if (pool_has(b)) { // mapped by the host: nothing to allocate
+                            publish(l, b, reinterpret_cast<unsigned long long>(pool_bucket(l, b)), kReadyPool);
+                            return true;
+                        }
+                        const unsigned long long p = arena_take(view_.arena, arena_bytes(b));
+                        if (p == 0) {
+                            fail_bucket(l, b);
                             return false;
                         }
-                        atomicAdd(reinterpret_cast<unsigned long long*>(view_.allocated_bytes), held);
+                        if ((p & kSlotPending) == 0) {
+                            atomicAdd(reinterpret_cast<unsigned long long*>(view_.allocated_bytes), arena_bytes(b));
+                            publish(l, b, p, kReady);
+                            return true;
+                        }
+                        *static_cast<volatile unsigned long long*>(bucket_slot(l, b)) = p; // pending
+                        continue;
                     }
-                    *static_cast<volatile unsigned long long*>(bucket_slot(l, b)) =
-                        reinterpret_cast<unsigned long long>(p);
-                    __threadfence();
-                    atomicExch(state(l, b), pooled ? kReadyPool : kReady);
-                    return true;
+                    continue;
                 }
-                continue;
             }
-            // Busy: another thread allocates it.  Wait with relaxed loads
-            // through L2 (an acquire invalidates the SM's L1), backing off: at
-            // a growth every pusher of the LFVector waits here, and their
-            // polls of the state's line queue the owner's own accesses to it.
-            unsigned ns = kWaitNs;
-            do {
-                __nanosleep(ns);
-                ns = ns < kMaxWaitNs ? 2 * ns : ns;
-            } while (*static_cast<volatile unsigned*>(state(l, b)) == kBusy);
+            // Busy or pending: wait with relaxed loads through L2 (an acquire
+            // invalidates the SM's L1), backing off: at a growth every pusher of
+            // the LFVector waits here, and their polls of the bucket's lines
+            // queue the owner's own accesses to them.
+            const unsigned most = w != 0 && tried ? kPendingDoublings : kWaitDoublings;
+            __nanosleep(kWaitNs << (polls < most ? polls : most));
+            ++polls;
+        }
+    }
+    /// Bytes bucket b takes from the arena.
+    __device__ unsigned long long arena_bytes(unsigned b) const {
+        return (bucket_elements(b) * sizeof(T) + ggarray_detail::kArenaAlign - 1) & ~(ggarray_detail::kArenaAlign - 1);
+    }
+    /// Bucket b of l, claimed by the caller, holds p: the slot, then its state.
+    __device__ void publish(unsigned l, unsigned b, unsigned long long p, unsigned ready) const {
+        *static_cast<volatile unsigned long long*>(bucket_slot(l, b)) = p;
+        __threadfence();
+        atomicExch(state(l, b), ready);
+    }
+    /// The claimed bucket b of l could not be had: the status says so, the
+    /// LFVector is sealed at b before the bucket is released (nothing above b
+    /// succeeds from now on).
+    __device__ void fail_bucket(unsigned l, unsigned b) const {
+        atomicOr(status_word(), detail::kArrayAllocationFailed);
+        seal(l, b);
+        atomicExch(state(l, b), ggarray_detail::kEmpty);
+    }
+    /// The claimer of pending bucket b (slot word w) finishes it: published when
+    /// `mapped`, else refused (slot back to 0, sealed, released).
+    __device__ void finish_pending(unsigned l, unsigned b, unsigned long long w, bool mapped) const {
+        using namespace ggarray_detail;
+        *static_cast<volatile unsigned long long*>(bucket_slot(l, b)) = mapped ? w & ~kSlotPending : 0ull;
+        if (mapped) {
+            atomicAdd(reinterpret_cast<unsigned long long*>(view_.allocated_bytes), arena_bytes(b));
+            __threadfence();
+            atomicExch(state(l, b), kReady);
+        } else {
+            arena_refuse(reinterpret_cast<arena_record*>(view_.arena), arena_bytes(b));
+            fail_bucket(l, b);
         }
     }
     /// A bucket refused at a seal: the status says why (the sealer set the bit
@@ -737,14 +804,16 @@ private:
         return s > 63u || (p & 63ull) != 0 ? 0ull : p | s;
     }
     /// One thread, after [base, base + n) settled: the window moves on to the
-    /// range's last bucket when it named a lower one (or none) and nobody moved
-    /// it since `hint` was read (a compare-and-swap: it never moves back).
-    __device__ void advance_window(unsigned l, unsigned long long hint, unsigned long long base,
-                                   unsigned long long n) const {
+    /// range's last bucket when it names a lower one (or none), by a
+    /// compare-and-swap from the word read here, so it never moves back.  (Read
+    /// again, not the hint of the claim: the hint kept live across settle made
+    /// push kernels spill it, and stall on its load, on their fast path.)
+    __device__ void advance_window(unsigned l, unsigned long long base, unsigned long long n) const {
         const unsigned last = bucket_of(base + n - 1);
-        if ((unsigned(hint) & 63u) >= last + view_.log2_first_bucket + 1u) return;
+        const unsigned long long now = window_hint(l);
+        if ((unsigned(now) & 63u) >= last + view_.log2_first_bucket + 1u) return;
         const unsigned long long w = window_word(l, last);
-        if (w != 0) atomicCAS(window(l), hint, w);
+        if (w != 0) atomicCAS(window(l), now, w);
     }
     /// Host folds (one thread per LFVector): the window names the bucket that
     /// holds index `size` (where the next push goes) if it is ready, else none.
@@ -783,9 +852,7 @@ private:
         }
         __device__ unsigned long long claim(unsigned long long n) const { return a->claim(l, n); }
         __device__ bool settle(unsigned long long base, unsigned long long n) const { return a->settle(l, base, n); }
-        __device__ void advance(unsigned long long h, unsigned long long base, unsigned long long n) const {
-            a->advance_window(l, h, base, n);
-        }
+        __device__ void advance(unsigned long long base, unsigned long long n) const { a->advance_window(l, base, n); }
         /// Any thread, after settle: one bucket lookup per bucket touched.
         __device__ void store_run(unsigned long long i, const T* v, unsigned n) const {
             unsigned j = 0;

@@ -189,7 +189,7 @@ private:
             atomicOr(a->status_ptr_, kArrayCapacityExceeded);
             return false;
         }
-        __device__ void advance(unsigned long long, unsigned long long, unsigned long long) const {}
+        __device__ void advance(unsigned long long, unsigned long long) const {}
         __device__ void store_run(unsigned long long i, const T* v, unsigned n) const {
             T* p = a->data_ + i;
             for (unsigned j = 0; j < n; ++j) p[j] = v[j];

@@ -32,7 +32,7 @@
 ///   bool settle(unsigned long long base, unsigned long long n)   any number of
 ///        threads with the same arguments, each gets the same answer: the
 ///        range's storage is ready, or false (the failure recorded, nothing to store);
-///   void advance(unsigned long long h, unsigned long long base, unsigned long long n)
+///   void advance(unsigned long long base, unsigned long long n)
 ///        one thread, after settle returned true: lets later hints cover the range;
 ///   void store_run(unsigned long long i, const T* v, unsigned n)    any thread,
 ///        after settle returned true: elements [i, i + n) = v[0..n);
@@ -67,7 +67,7 @@ __device__ __forceinline__ bool claim_group(unsigned peers, const Sink& sink, un
         return true;
     }
     if (!sink.settle(b, total)) return false;
-    if (detail::lane_index() == claimer) sink.advance(h, b, total);
+    if (detail::lane_index() == claimer) sink.advance(b, total);
     *p = sink.span(b, total);
     return true;
 }
@@ -80,7 +80,7 @@ __device__ __forceinline__ bool reserve_range(const Sink& sink, unsigned long lo
     *base = sink.claim(n);
     if (sink.fast(h, *base, n) != nullptr) return true;
     if (!sink.settle(*base, n)) return false;
-    sink.advance(h, *base, n);
+    sink.advance(*base, n);
     return true;
 }
 
@@ -99,14 +99,22 @@ __device__ __forceinline__ bool warp_push_one(unsigned peers, const Sink& sink, 
 }
 
 /// n values per calling lane (n may differ per lane, 0 included): one claim of
-/// the group's total (inclusive scan of n over `peers`), each lane's values
-/// stored contiguously at its offset.  Returns the same bool in every lane of
+/// the group's total (inclusive scan of n over `peers`, in 32 bits when no n
+/// reaches 2^27: half the shuffles, and no spills in the callers), each lane's
+/// values stored contiguously at its offset.  Returns the same bool in every lane of
 /// `peers` (true when the group's total is 0).
 template <class T, class Sink>
 __device__ __forceinline__ bool warp_push_many(unsigned peers, const Sink& sink, const T* values, unsigned n) {
     const unsigned last = detail::highest_lane(peers);
-    const unsigned long long incl = detail::masked_inclusive_sum(peers, (unsigned long long)n);
-    const unsigned long long total = __shfl_sync(peers, incl, int(last));
+    unsigned long long incl, total;
+    if (detail::masked_max(peers, n) < (1u << 27)) { // 32 lanes' n sum below 2^32: a 32-bit scan
+        const unsigned i32 = detail::masked_inclusive_sum(peers, n);
+        incl = i32;
+        total = __shfl_sync(peers, i32, int(last));
+    } else {
+        incl = detail::masked_inclusive_sum(peers, (unsigned long long)n);
+        total = __shfl_sync(peers, incl, int(last));
+    }
     if (total == 0) return true;
     unsigned long long base = 0;
     T* p = nullptr;
