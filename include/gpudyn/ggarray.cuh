@@ -904,21 +904,49 @@ private:
     };
     static_assert(GPUDYN_GGARRAY_MAX_BUCKETS <= kSinkWindowWords, "the sink window holds one word per bucket");
 
-    /// LFVector holding global index i: last l with ranges[l] <= i.  Host pushes
-    /// keep the LFVectors within one element of each other, so the proportional
-    /// guess i*L/total is usually right and costs two dependent loads; when it is
-    /// not (LFVectors unbalanced by user kernels), a binary search (log2 L loads).
+    /// LFVector holding global index i: last l with ranges[l] <= i.  A guess in
+    /// proportion (i * L / total, in float: a 64-bit division is a library call
+    /// of some 70 instructions), right when the LFVectors are even (host
+    /// pushes); LFVectors filled by user kernels differ in size, so the answer
+    /// is then usually a few away: galloping from the guess finds it in a few
+    /// loads where a bisection of [0, L) took log2 L dependent ones per at().
     __device__ unsigned lfvector_of(unsigned long long i) const {
         const unsigned long long* r = ranges();
         const unsigned L = view_.num_lfvectors;
         const unsigned long long total = r[L];
-        if (i < total && total <= (~0ull >> 17)) { // i * L fits 64 bits (L <= 65536)
-            const unsigned g = unsigned(i * L / total);
-            if (r[g] <= i && i < r[g + 1]) return g;
+        unsigned g = i < total ? unsigned(float(i) * (float(L) / float(total))) : L - 1u;
+        if (g >= L) g = L - 1u;
+        unsigned lo, hi; // r[lo] <= i < r[hi] (r[0] = 0, r[L] = total > i)
+        if (r[g] <= i) {
+            if (g + 1u == L || i < r[g + 1]) return g;
+            lo = g + 1u;
+            for (unsigned step = 1;; step <<= 1) {
+                if (step >= L - lo) {
+                    hi = L;
+                    break;
+                }
+                if (r[lo + step] > i) {
+                    hi = lo + step;
+                    break;
+                }
+                lo += step;
+            }
+        } else {
+            hi = g;
+            for (unsigned step = 1;; step <<= 1) {
+                if (step >= hi) {
+                    lo = 0;
+                    break;
+                }
+                if (r[hi - step] <= i) {
+                    lo = hi - step;
+                    break;
+                }
+                hi -= step;
+            }
         }
-        unsigned lo = 0, hi = L; // answer in [lo, hi)
         while (hi - lo > 1) {
-            const unsigned mid = (lo + hi) / 2;
+            const unsigned mid = lo + (hi - lo) / 2;
             if (r[mid] <= i) lo = mid;
             else hi = mid;
         }
