@@ -9,6 +9,10 @@
 //   E  one block's chunk keeps input order with the scans (push_back_chunk into
 //      a static array and a one-LFVector GGArray with 32-element first buckets,
 //      so tiles straddle buckets), for odd block shapes and item counts;
+//   F  per-thread push_back(values, n): each thread's values stay contiguous and
+//      in order, 4- and 8-byte elements, runs of 0-37 (the 16-byte store path
+//      and its unaligned head and tail), GGArray with 32-element first buckets
+//      (runs cross buckets) and a static array;
 //   D  growth over 10 doublings from 1e6 int32 (to 1.024e9): every value present
 //      exactly once (checked on the device), GGArray bytes <= 2x elements + first buckets.
 #include <gpudyn/ggarray.cuh>
@@ -383,6 +387,72 @@ static void test_vmm_and_static_overflow(void) {
     any_destroy(&v);
 }
 
+// ---- F: runs of push_back(values, n) ----
+// Thread t pushes n(t) = hash(t) % 38 values tag(t, j), j < n(t); some threads
+// leave first.  Values: t in the high half, j in the low one.
+__host__ __device__ inline unsigned run_length(unsigned t) { return (t * 2654435761u >> 7) % 38u; }
+template <class T, class Ref, class View>
+__global__ void push_runs(View view, unsigned threads, int* fails) {
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= threads || t % 7 == 5) return;
+    const unsigned n = run_length(t);
+    constexpr unsigned kHalf = 4u * unsigned(sizeof(T));
+    T v[40];
+    for (unsigned j = 0; j < n; ++j) v[j] = T((static_cast<unsigned long long>(t) << kHalf) | j);
+    if (!Ref{view}.push_back(v, n)) atomicAdd(fails, 1);
+}
+template <class T>
+static bool runs_ok(const std::vector<T>& out, unsigned threads, const char* what) {
+    constexpr unsigned kHalf = 4u * unsigned(sizeof(T));
+    const unsigned long long low = (1ull << kHalf) - 1ull;
+    std::vector<unsigned char> seen(threads, 0);
+    size_t i = 0, expect = 0;
+    for (unsigned t = 0; t < threads; ++t)
+        if (t % 7 != 5) expect += run_length(t);
+    bool ok = out.size() == expect;
+    while (ok && i < out.size()) { // a run starts with j = 0 and counts up
+        const unsigned long long w = static_cast<unsigned long long>(out[i]);
+        const unsigned t = unsigned(w >> kHalf);
+        if ((w & low) != 0 || t >= threads || seen[t] || t % 7 == 5) ok = false;
+        else {
+            seen[t] = 1;
+            const unsigned n = run_length(t);
+            for (unsigned j = 0; ok && j < n; ++j)
+                ok = i + j < out.size() &&
+                     static_cast<unsigned long long>(out[i + j]) == ((static_cast<unsigned long long>(t) << kHalf) | j);
+            i += n;
+        }
+    }
+    if (!ok) fprintf(stderr, "F: %s: a thread's run is not contiguous and in order (or a run is missing)\n", what);
+    return ok;
+}
+template <class T>
+static void test_runs(void) {
+    const unsigned threads = 40000, block = 128, blocks = (threads + block - 1) / block;
+    int* dfails = (int*)to_device("\0\0\0\0", 4);
+    any_array g, s;
+    CHECK_OK(any_create(&g, KIND_GGARRAY, sizeof(T), 0, 5, 32));
+    CHECK_OK(any_create(&s, KIND_STATIC, sizeof(T), 40ull * threads, 0, 0));
+    gpudyn_ggarray_view_t gv;
+    gpudyn_static_array_view_t sv;
+    CHECK_OK(gpudyn_ggarray_get_view(g.g, &gv, NULL));
+    CHECK_OK(gpudyn_static_array_get_view(s.s, &sv));
+    push_runs<T, gpudyn::ggarray_ref<T>><<<blocks, block>>>(gv, threads, dfails);
+    push_runs<T, gpudyn::static_array_ref<T>><<<blocks, block>>>(sv, threads, dfails);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    int fails = -1;
+    cudaMemcpy(&fails, dfails, 4, cudaMemcpyDeviceToHost);
+    CHECK(fails == 0);
+    for (any_array* a : {&g, &s}) {
+        std::vector<T> out(any_size(a));
+        CHECK_OK(any_to_host(a, out.data(), out.size() * sizeof(T)));
+        if (!runs_ok(out, threads, a == &g ? "ggarray" : "static")) ++gpudyn_test_failures;
+    }
+    any_destroy(&g);
+    any_destroy(&s);
+    cudaFree(dfails);
+}
+
 int main(void) {
     REQUIRE_DEVICE();
     for (int k = 0; k < 3; ++k)
@@ -412,6 +482,10 @@ int main(void) {
         }
     }
     printf("E done (%d failures)\n", gpudyn_test_failures);
+    test_runs<unsigned>();
+    test_runs<unsigned long long>();
+    test_runs<double>();
+    printf("F done (%d failures)\n", gpudyn_test_failures);
     if (!getenv("GPUDYN_SANITIZER")) { // under compute-sanitizer (tests/run.sh) the 4 GB growth is left out
         for (gpudyn_insert_algo_t algo : kAlgos) test_growth(KIND_GGARRAY, algo);
         test_growth(KIND_STATIC, GPUDYN_INSERT_WARP_SCAN);

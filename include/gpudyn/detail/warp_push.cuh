@@ -98,6 +98,27 @@ __device__ __forceinline__ bool warp_push_one(unsigned peers, const Sink& sink, 
     return true;
 }
 
+/// q[0..n) = v[0..n) for one lane's run: 16-byte stores from where q is
+/// aligned for them (T of 4 or 8 bytes, aligned to its size), a quarter (a
+/// half) of the store instructions, each lane's run being contiguous.
+template <class T>
+__device__ __forceinline__ void copy_run(T* q, const T* v, unsigned n) {
+    unsigned j = 0;
+    if ((sizeof(T) == 4 || sizeof(T) == 8) && alignof(T) == sizeof(T)) {
+        constexpr unsigned kPer = 16u / unsigned(sizeof(T));
+        const unsigned head =
+            unsigned((16u - (reinterpret_cast<unsigned long long>(q) & 15u)) & 15u) / unsigned(sizeof(T));
+        if (n >= head + kPer) {
+            for (; j < head; ++j) q[j] = v[j];
+            for (; j + kPer <= n; j += kPer) {
+                const unsigned* s = reinterpret_cast<const unsigned*>(v + j);
+                *reinterpret_cast<uint4*>(q + j) = make_uint4(s[0], s[1], s[2], s[3]);
+            }
+        }
+    }
+    for (; j < n; ++j) q[j] = v[j];
+}
+
 /// n values per calling lane (n may differ per lane, 0 included): one claim of
 /// the group's total (inclusive scan of n over `peers`, in 32 bits when no n
 /// reaches 2^27: half the shuffles, and no spills in the callers), each lane's
@@ -121,8 +142,7 @@ __device__ __forceinline__ bool warp_push_many(unsigned peers, const Sink& sink,
     if (!claim_group(peers, sink, last, total, &base, &p)) return false;
     if (n == 0) return true;
     if (p != nullptr) { // one piece (group-uniform)
-        T* const q = p + (incl - n);
-        for (unsigned j = 0; j < n; ++j) q[j] = values[j];
+        copy_run(p + (incl - n), values, n);
     } else {
         sink.store_run(base + (incl - n), values, n);
     }
