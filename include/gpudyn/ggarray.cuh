@@ -151,6 +151,15 @@ __device__ inline void arena_refuse(arena_record* a, unsigned long long need) {
     atomicMax(&a->refused, need);
     atomicAdd(&a->refusals, 1ull);
 }
+/// True when the arena's first `end` bytes are mapped: by the device's lower
+/// bound, else by the host's mailbox (the bound then raised to it).
+__device__ inline bool arena_covers(arena_record* a, growth_mailbox* m, unsigned long long end) {
+    if (end <= *static_cast<volatile unsigned long long*>(&a->mapped)) return true;
+    const unsigned long long now = mailbox_load(&m->mapped);
+    if (end > now) return false;
+    atomicMax(&a->mapped, now);
+    return true;
+}
 /// Bumps `need` bytes (a multiple of kArenaAlign) off the arena at `record`: the
 /// bucket's address, | kSlotPending when the host must map it first (asked
 /// here); 0 when it does not fit (refused; `taken` stays past it, so the rest
@@ -170,15 +179,11 @@ __device__ inline unsigned long long arena_take(unsigned long long record, unsig
     }
     const unsigned long long p = *static_cast<volatile unsigned long long*>(&a->base) + (end - need);
     const unsigned long long mb = *static_cast<volatile unsigned long long*>(&a->mailbox);
-    if (mb != 0 && end > *static_cast<volatile unsigned long long*>(&a->mapped)) {
-        growth_mailbox* m = reinterpret_cast<growth_mailbox*>(mb);
-        const unsigned long long now = mailbox_load(&m->mapped);
-        if (end > now) { // the host is asked; the claimer waits for it
-            mailbox_max(&m->want, end);
-            mailbox_add(&m->requests, 1ull);
-            return p | kSlotPending;
-        }
-        atomicMax(&a->mapped, now);
+    if (mb != 0 && !arena_covers(a, reinterpret_cast<growth_mailbox*>(mb), end)) {
+        growth_mailbox* m = reinterpret_cast<growth_mailbox*>(mb); // the host is asked; the claimer waits for it
+        mailbox_max(&m->want, end);
+        mailbox_add(&m->requests, 1ull);
+        return p | kSlotPending;
     }
     atomicMax(&a->end, end);
     return p;
@@ -190,19 +195,12 @@ __device__ inline int arena_pending(unsigned long long record, unsigned long lon
     arena_record* a = reinterpret_cast<arena_record*>(record);
     const unsigned long long base = *static_cast<volatile unsigned long long*>(&a->base);
     const unsigned long long end = (w & ~kSlotPending) - base + need;
-    if (end <= *static_cast<volatile unsigned long long*>(&a->mapped)) {
+    growth_mailbox* m = reinterpret_cast<growth_mailbox*>(*static_cast<volatile unsigned long long*>(&a->mailbox));
+    if (arena_covers(a, m, end)) {
         atomicMax(&a->end, end);
         return 1;
     }
-    const growth_mailbox* v =
-        reinterpret_cast<const growth_mailbox*>(*static_cast<volatile unsigned long long*>(&a->mailbox));
-    const unsigned long long m = mailbox_load(&v->mapped);
-    if (m >= end) {
-        atomicMax(&a->mapped, m);
-        atomicMax(&a->end, end);
-        return 1;
-    }
-    return end > mailbox_load(&v->limit) ? -1 : 0;
+    return end > mailbox_load(&m->limit) ? -1 : 0;
 }
 /// Growth word of an LFVector (view .growth): bits 0-7 the ready prefix (buckets
 /// 0..n-1 ready), bits 8-15 1 + the sealed bucket (0: none).
@@ -660,8 +658,7 @@ private:
                             return false;
                         }
                         if ((p & kSlotPending) == 0) {
-                            atomicAdd(reinterpret_cast<unsigned long long*>(view_.allocated_bytes), arena_bytes(b));
-                            publish(l, b, p, kReady);
+                            publish_arena(l, b, p);
                             return true;
                         }
                         *static_cast<volatile unsigned long long*>(bucket_slot(l, b)) = p; // pending
@@ -689,6 +686,11 @@ private:
         __threadfence();
         atomicExch(state(l, b), ready);
     }
+    /// Arena bucket b of l, claimed and mapped, holds p: counted, then published.
+    __device__ void publish_arena(unsigned l, unsigned b, unsigned long long p) const {
+        atomicAdd(reinterpret_cast<unsigned long long*>(view_.allocated_bytes), arena_bytes(b));
+        publish(l, b, p, ggarray_detail::kReady);
+    }
     /// The claimed bucket b of l could not be had: the status says so, the
     /// LFVector is sealed at b before the bucket is released (nothing above b
     /// succeeds from now on).
@@ -701,12 +703,10 @@ private:
     /// `mapped`, else refused (slot back to 0, sealed, released).
     __device__ void finish_pending(unsigned l, unsigned b, unsigned long long w, bool mapped) const {
         using namespace ggarray_detail;
-        *static_cast<volatile unsigned long long*>(bucket_slot(l, b)) = mapped ? w & ~kSlotPending : 0ull;
         if (mapped) {
-            atomicAdd(reinterpret_cast<unsigned long long*>(view_.allocated_bytes), arena_bytes(b));
-            __threadfence();
-            atomicExch(state(l, b), kReady);
+            publish_arena(l, b, w & ~kSlotPending);
         } else {
+            *static_cast<volatile unsigned long long*>(bucket_slot(l, b)) = 0ull;
             arena_refuse(reinterpret_cast<arena_record*>(view_.arena), arena_bytes(b));
             fail_bucket(l, b);
         }

@@ -43,6 +43,10 @@ PAIRS_TARGET_NAMES = [
     "neighbour pairs device memory gpudyn / two-pass (lower is better)",
     "every neighbour-pair output validated (1 = yes)",
 ]
+LISTS_TARGET_NAMES = [
+    "neighbour lists with the Heap (malloc per list in the kernel) vs two-pass (count, scan, write), Numba",
+    "every neighbour-list output validated (1 = yes)",
+]
 
 
 def _apps():
@@ -406,13 +410,20 @@ def test_bench_apps_quick_is_clean(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     result = json.loads((tmp_path / "apps.json").read_text())
     assert result["failures"] == [] and result["validated"] is True, result["failures"]
-    assert [t["name"] for t in result["targets"]] == TARGET_NAMES + PAIRS_TARGET_NAMES
+    assert [t["name"] for t in result["targets"]] == TARGET_NAMES + PAIRS_TARGET_NAMES + LISTS_TARGET_NAMES
     assert result["targets"][len(TARGET_NAMES) - 1]["met"] is True and result["targets"][-1]["met"] is True
     pairs = result["pairs"]
     assert pairs["validated"] and pairs["pairs"] > 0 and pairs["bound_pairs"] > 10 * pairs["pairs"]
     for v in ("gpudyn", "gpudyn_local", "gpudyn_fresh", "worst", "two_pass"):
         s = pairs["variants"][v]
         assert s["validated"] and s["pairs"] == pairs["pairs"] and s["held_bytes"] > 0, (v, s)
+    lists = result["lists"]
+    assert lists["validated"] and lists["pairs"] == 2 * pairs["pairs"], lists["failures"]
+    for v in ("heap", "two_pass"):
+        s = lists["variants"][v]
+        assert s["validated"] and s["pairs"] == lists["pairs"] and s["held_bytes"] > 0, (v, s)
+    heap = lists["variants"]["heap"]
+    assert heap["heap_live_bytes"] >= heap["list_bytes"] and heap["live_bytes_after_free"] == 0, heap
     assert result["graph"]["scale"] == 16 and len(result["graph"]["keys"]) == 2
     for lang in ("python", "cpp"):
         for m in ("thread", "warp"):
@@ -529,3 +540,84 @@ def test_pairs_kernels_compile(monkeypatch):
         ptx, _ = cuda.compile(ks[name].py_func, sig, device=False, output="ptx", cc=cc, abi="numba")
         assert ("gpudyn_numba_ggarray_push_back" in ptx) == (name == "pairs_gpudyn"), name
         assert ("gpudyn_numba_ggarray_extend" in ptx) == (name == "pairs_gpudyn_local"), name
+
+
+# ---- the Heap's program: neighbour lists (issue 42, item 4) ---------------------------
+
+
+def test_directed_references_agree():
+    """Directed (every j != i) sampled and SciPy references give a double loop's
+    pairs in both directions."""
+    ap = _pairs()
+    *_, q = ap.particles(np, 500)
+    half, count = _brute_digest(ap, q)
+    by_row = ap.reference(q, np.arange(500), directed=True)
+    codes = np.concatenate([by_row[i] for i in range(500)])
+    assert codes.size == 2 * count
+    firsts, seconds = codes >> 32, codes & 0xFFFFFFFF
+    assert np.all(firsts != seconds)
+    assert ap.digest(np, codes[seconds > firsts]) == half  # each pair once per direction
+    assert ap.digest(np, (seconds << 32 | firsts)[firsts > seconds]) == half
+    if ap._has_scipy():
+        assert ap.reference(q, directed=True) == ap.digest(np, codes)
+
+
+LISTS_SIM_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    from gpudyn.bench import apps_pairs as ap, apps_lists as al
+    n = 300
+    px, py, pz, start, end, c, q = ap.particles(np, n)
+    ks = al.kernels(None)
+    counts = np.zeros(n, dtype=np.int64)
+    args = (px, py, pz, start, end, np.int32(c), np.int32(n))
+    ks["count"][(n + 63) // 64, 64](*args, counts)
+    incl = np.cumsum(counts)
+    out = np.full(int(incl[-1]), -1, dtype=np.int32)
+    ks["write"][(n + 63) // 64, 64](*args, out, incl - counts)
+    ref = ap.reference(q, np.arange(n), directed=True)
+    for i in range(n):
+        got = np.sort((np.int64(i) << 32) | out[incl[i] - counts[i] : incl[i]].astype(np.int64))
+        assert np.array_equal(got, ref[i]), (i, got, ref[i])
+    print("lists ok", out.size)
+""")
+
+
+def test_lists_two_pass_under_the_simulator():
+    """The neighbour-list count and write kernels under Numba's simulator give each
+    particle exactly its reference neighbours (every j != i)."""
+    pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run([sys.executable, "-c", LISTS_SIM_SCRIPT], capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert r.stdout.startswith("lists ok") and int(r.stdout.split()[2]) > 600
+
+
+def test_lists_kernels_compile(monkeypatch):
+    """The neighbour-list kernels compile to PTX without a GPU; the build kernel
+    mallocs and frees on the Heap, the free kernel frees, the two-pass calls neither."""
+    pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
+    import gpudyn
+    import gpudyn.numba as gdn
+    from numba import cuda
+    from numba.cuda import dispatcher, types
+
+    from gpudyn.bench import apps_lists as al
+
+    cc = compile_arch()
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: pytypes.SimpleNamespace(compute_capability=cc))
+    ks = al.kernels(gdn)
+    f32, i32, i64, u64 = (types.Array(t, 1, "C") for t in (types.float32, types.int32, types.int64, types.uint64))
+    geo = (f32, f32, f32, i32, i32, types.int32, types.int32)
+    heap = gdn.ref_type(gpudyn.Heap)
+    sigs = {
+        "build_heap": geo + (heap, u64, i64, i64),
+        "free_lists": (types.int32, heap, u64, i64),
+        "gather": (types.int32, u64, i64, i64, i64),
+        "count": geo + (i64,),
+        "write": geo + (i32, i64),
+    }
+    assert sorted(ks) == sorted(sigs)
+    for name, sig in sigs.items():
+        ptx, _ = cuda.compile(ks[name].py_func, sig, device=False, output="ptx", cc=cc, abi="numba")
+        assert ("gpudyn_numba_heap_malloc" in ptx) == (name == "build_heap"), name
+        assert ("gpudyn_numba_heap_free" in ptx) == (name in ("build_heap", "free_lists")), name

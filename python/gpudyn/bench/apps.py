@@ -2,7 +2,10 @@
 breadth-first search on a Graph500 Kronecker graph, in Python with Numba kernels
 and in CUDA C++ (benchmarks/apps/apps_bench.cu), against what a user would write
 without gpudyn; (b) the fixed-radius neighbour pairs of a particle system, in
-Python with Numba kernels (apps_pairs.py says how), under "pairs" in the JSON.
+Python with Numba kernels (apps_pairs.py says how), under "pairs" in the JSON;
+and the Heap's program (issue 42, item 4): every particle's neighbour list
+malloc'ed on a gpudyn.Heap from the kernel, against count/scan/write
+(apps_lists.py says how), under "lists".
 
 Graph (Graph500 specification, kernel 0): SCALE (22; --quick 16) and edge factor
 16: 16 * 2^SCALE input edges drawn by the Kronecker recursion with initiator
@@ -94,6 +97,7 @@ MEMORY_GOAL = 2.0  # issue 40: gpudyn bytes / two-pass bytes, at most
 MAPPINGS = ("thread", "warp")
 KERNEL_VARIANTS = ("gpudyn", "worst", "worst_plain", "two_pass")
 PAIRS_STEPS = 5  # progress steps of the second program (apps_pairs: its variants)
+LISTS_STEPS = 2  # and of the Heap's program (apps_lists: its variants)
 GRAPH_MAGIC = b"GDBFS001"  # file header read by gpudyn_bench_apps
 
 
@@ -871,7 +875,7 @@ def run(ctx) -> dict:
             (f"two_pass_{mapping}", "two_pass", mapping, 0),
         ]
     variants += [("cupy", "cupy", "", 0)] + [(f"gpudyn_every_level_{m}", "gpudyn", m, 1) for m in MAPPINGS]
-    state = {"done": 0, "total": len(variants) + 1 + (0 if gdn_error else PAIRS_STEPS), "t0": time.time()}
+    state = {"done": 0, "total": len(variants) + 1 + (0 if gdn_error else PAIRS_STEPS + LISTS_STEPS), "t0": time.time()}
 
     def make(kind: str, mapping: str, check_every: int, open_arrays: bool = True):
         if kind == "gpudyn":
@@ -989,6 +993,14 @@ def run(ctx) -> dict:
 
         pairs = run_pairs(ctx, cp, gdn, lambda label: _progress(ctx, state, label))
         failures += [f"pairs {f}" for f in pairs["failures"]]
+    # The Heap's program (issue 42, item 4): its targets last.
+    if gdn_error:
+        lists = {"skipped": gdn_error}
+    else:
+        from .apps_lists import run_lists
+
+        lists = run_lists(ctx, cp, gdn, lambda label: _progress(ctx, state, label))
+        failures += [f"lists {f}" for f in lists["failures"]]
     rows = table_rows(results, cpp)
     _plot(ctx, rows, graph)
     columns = ["language", "variant", "mapping", "median_ms", "GTEPS", "held_MiB", "host_reads", "levels", "validated"]
@@ -1010,6 +1022,7 @@ def run(ctx) -> dict:
         "cpp": cpp,
         "cpp_program": cpp_info,
         "pairs": pairs,
+        "lists": lists,
         "validated": not failures,
         "failures": failures,
         "rows": rows,

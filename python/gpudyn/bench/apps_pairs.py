@@ -14,7 +14,7 @@ cell's range found with searchsorted; pair (i, j), i < j in that order, is the
 int64 code i << 32 | j.
 
 Every variant runs one kernel shape, a thread per particle i visiting the 27
-cells around its own and every j > i there (pair_loop, one device function);
+cells around its own and every j > i there (neighbour_loop, one device function);
 they differ only in what they do with a pair:
   gpudyn          gdn.push_back(ref, code) into a GGArray(int64) with default
                   options, kept across the runs (clear() between them: a
@@ -111,64 +111,69 @@ def particles(cp, n: int, seed: int = SEED):
     return pos[0].copy(), pos[1].copy(), pos[2].copy(), start, end, c, q
 
 
-def kernels(gdn):
-    """{name: kernel}: pairs_<gpudyn|gpudyn_local|worst>, count, write: one loop
-    (pair_loop) with five sinks."""
+def neighbour_loop(emit, half: bool = True):
+    """Device function loop(px, py, pz, start, end, c, i, a, b, buf) -> count: the
+    particles j within r of particle i (j > i when `half`, else every j != i),
+    visiting the 27 cells around i's; emit(a, b, i, j, k, buf) for the k-th.
+    buf: the thread's own local array, for the emitter."""
     i32, i64 = np.int32, np.int64
     r2 = np.float32(1.0)
 
-    def make(emit, finish=None, local=1):
-        fin = finish if finish is not None else finish_none
-
-        @cuda.jit(device=True)
-        def pair_loop(px, py, pz, start, end, c, i, a, b):
-            # Pairs (i, j), j > i, within r: emit(a, b, i, k, code, buf) for the k-th, then
-            # finish(a, b, k, buf); returns their count.  buf: `local` int64 of the thread's own.
-            buf = cuda.local.array(local, i64)
-            x, y, z = px[i], py[i], pz[i]
-            cx, cy, cz = i32(x), i32(y), i32(z)
-            k = i64(0)
-            for dx in range(-1, 2):
-                ax = cx + dx
-                if ax < 0 or ax >= c:
+    @cuda.jit(device=True)
+    def loop(px, py, pz, start, end, c, i, a, b, buf):
+        x, y, z = px[i], py[i], pz[i]
+        cx, cy, cz = i32(x), i32(y), i32(z)
+        k = i64(0)
+        for dx in range(-1, 2):
+            ax = cx + dx
+            if ax < 0 or ax >= c:
+                continue
+            for dy in range(-1, 2):
+                ay = cy + dy
+                if ay < 0 or ay >= c:
                     continue
-                for dy in range(-1, 2):
-                    ay = cy + dy
-                    if ay < 0 or ay >= c:
+                for dz in range(-1, 2):
+                    az = cz + dz
+                    if az < 0 or az >= c:
                         continue
-                    for dz in range(-1, 2):
-                        az = cz + dz
-                        if az < 0 or az >= c:
-                            continue
-                        cell = (ax * c + ay) * c + az
-                        j = max(i32(start[cell]), i32(i + 1))
-                        stop = end[cell]
-                        while j < stop:
-                            ex, ey, ez = px[j] - x, py[j] - y, pz[j] - z
-                            if ex * ex + ey * ey + ez * ez < r2:
-                                emit(a, b, i, k, (i64(i) << 32) | i64(j), buf)
-                                k += 1
-                            j += 1
-            fin(a, b, k, buf)
-            return k
+                    cell = (ax * c + ay) * c + az
+                    j = max(i32(start[cell]), i32(i + 1)) if half else i32(start[cell])
+                    stop = end[cell]
+                    while j < stop:
+                        ex, ey, ez = px[j] - x, py[j] - y, pz[j] - z
+                        if ex * ex + ey * ey + ez * ez < r2 and (half or j != i):
+                            emit(a, b, i, j, k, buf)
+                            k += 1
+                        j += 1
+        return k
 
-        return pair_loop
+    return loop
+
+
+def kernels(gdn):
+    """{name: kernel}: pairs_<gpudyn|gpudyn_local|worst>, count, write: one loop
+    (neighbour_loop, j > i) with five sinks; a pair is the code i << 32 | j."""
+    i64 = np.int64
+
+    @cuda.jit(device=True)
+    def code(i, j):
+        return (i64(i) << 32) | i64(j)
+
+    @cuda.jit(device=True)
+    def emit_gpudyn(ref, failed, i, j, k, buf):
+        if not gdn.push_back(ref, code(i, j)):
+            cuda.atomic.add(failed, 0, 1)
+
+    @cuda.jit(device=True)
+    def emit_gpudyn_local(ref, failed, i, j, k, buf):
+        # LOCAL pairs kept in the thread's own array, then one extend of all of them.
+        buf[k & (LOCAL - 1)] = code(i, j)
+        if (k & (LOCAL - 1)) == LOCAL - 1 and not gdn.extend(ref, buf, LOCAL):
+            cuda.atomic.add(failed, 0, 1)
 
     @cuda.jit(device=True)
     def finish_none(a, b, k, buf):
         pass
-
-    @cuda.jit(device=True)
-    def emit_gpudyn(ref, failed, i, k, code, buf):
-        if not gdn.push_back(ref, code):
-            cuda.atomic.add(failed, 0, 1)
-
-    @cuda.jit(device=True)
-    def emit_gpudyn_local(ref, failed, i, k, code, buf):
-        # LOCAL pairs kept in the thread's own array, then one extend of all of them.
-        buf[k & (LOCAL - 1)] = code
-        if (k & (LOCAL - 1)) == LOCAL - 1 and not gdn.extend(ref, buf, LOCAL):
-            cuda.atomic.add(failed, 0, 1)
 
     @cuda.jit(device=True)
     def finish_gpudyn_local(ref, failed, k, buf):
@@ -179,52 +184,59 @@ def kernels(gdn):
     push_worst = aggregated_push(i64)
 
     @cuda.jit(device=True)
-    def emit_worst(out_, counter, i, k, code, buf):
-        push_worst(out_, counter, code)
+    def emit_worst(out_, counter, i, j, k, buf):
+        push_worst(out_, counter, code(i, j))
 
     @cuda.jit(device=True)
-    def emit_none(a, b, i, k, code, buf):
+    def emit_none(a, b, i, j, k, buf):
         pass
 
     @cuda.jit(device=True)
-    def emit_at(out_, offsets, i, k, code, buf):
-        out_[offsets[i] + k] = code
+    def emit_at(out_, offsets, i, j, k, buf):
+        out_[offsets[i] + k] = code(i, j)
 
-    def pairs_kernel(loop):
+    def pairs_kernel(emit, finish=finish_none, local=1):
+        loop = neighbour_loop(emit)
+
         @cuda.jit
         def pairs(px, py, pz, start, end, c, n, a, b):
             i = cuda.grid(1)
             if i < n:
-                loop(px, py, pz, start, end, c, i, a, b)
+                buf = cuda.local.array(local, i64)
+                finish(a, b, loop(px, py, pz, start, end, c, i, a, b, buf), buf)
 
         return pairs
 
     out = {
-        "pairs_gpudyn": pairs_kernel(make(emit_gpudyn)),
-        "pairs_gpudyn_local": pairs_kernel(make(emit_gpudyn_local, finish_gpudyn_local, LOCAL)),
-        "pairs_worst": pairs_kernel(make(emit_worst)),
+        "pairs_gpudyn": pairs_kernel(emit_gpudyn),
+        "pairs_gpudyn_local": pairs_kernel(emit_gpudyn_local, finish_gpudyn_local, LOCAL),
+        "pairs_worst": pairs_kernel(emit_worst),
     }
-    count_loop, write_loop = make(emit_none), make(emit_at)
+    count_loop, write_loop = neighbour_loop(emit_none), neighbour_loop(emit_at)
 
     @cuda.jit
     def count(px, py, pz, start, end, c, n, counts, unused):
         i = cuda.grid(1)
         if i < n:
-            counts[i] = count_loop(px, py, pz, start, end, c, i, unused, unused)
+            buf = cuda.local.array(1, i64)
+            counts[i] = count_loop(px, py, pz, start, end, c, i, unused, unused, buf)
 
     @cuda.jit
     def write(px, py, pz, start, end, c, n, out_, offsets):
         i = cuda.grid(1)
         if i < n:
-            write_loop(px, py, pz, start, end, c, i, out_, offsets)
+            buf = cuda.local.array(1, i64)
+            write_loop(px, py, pz, start, end, c, i, out_, offsets, buf)
 
     out["count"], out["write"] = count, write
     return out
 
 
-def reference(q_host: np.ndarray, sample_rows: np.ndarray | None = None):
+def reference(q_host: np.ndarray, sample_rows: np.ndarray | None = None, directed: bool = False):
     """Host reference from the integer coordinates (sorted order): the digest of
-    every pair (SciPy), or {i: sorted partner codes} for the sample (NumPy)."""
+    every pair i < j (SciPy; both (i, j) and (j, i) when `directed`), or {i: sorted
+    partner codes} for the sample (NumPy; partners j > i, or every j != i when
+    `directed`)."""
     scale2 = (1 << FRACTION_BITS) ** 2
     pts = q_host.T.astype(np.float64) / (1 << FRACTION_BITS)
     if sample_rows is None:
@@ -234,13 +246,16 @@ def reference(q_host: np.ndarray, sample_rows: np.ndarray | None = None):
         d = q_host[:, pairs[:, 0]] - q_host[:, pairs[:, 1]]
         keep = (d * d).sum(axis=0) < scale2
         pairs = np.sort(pairs[keep], axis=1).astype(np.int64)
-        return digest(np, (pairs[:, 0] << 32) | pairs[:, 1])
+        codes = (pairs[:, 0] << 32) | pairs[:, 1]
+        if directed:
+            codes = np.concatenate([codes, (pairs[:, 1] << 32) | pairs[:, 0]])
+        return digest(np, codes)
     out = {}
     for i in sample_rows:
         d = q_host - q_host[:, i : i + 1]
         near = np.nonzero((d * d).sum(axis=0) < scale2)[0]
-        near = near[near > i].astype(np.int64)
-        out[int(i)] = np.sort((np.int64(i) << 32) | near)
+        near = near[near != i] if directed else near[near > i]
+        out[int(i)] = np.sort((np.int64(i) << 32) | near.astype(np.int64))
     return out
 
 

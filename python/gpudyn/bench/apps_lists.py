@@ -1,0 +1,283 @@
+"""The Heap's program in `gpudyn bench apps` (issue 42, item 4): every particle's
+list of neighbours (all j != i within r: the neighbour list of a molecular-dynamics
+or SPH step), built in one pass with the Heap's malloc from the kernel, against
+the way it is built without a device allocator (count, scan, write).
+
+The particles are apps_pairs's (same N, density, exact coordinates, the same
+27-cell loop, neighbour_loop with every j != i); a particle has ~17 neighbours.
+Variants (a thread per particle, one kernel shape):
+  heap      each thread keeps its first LOCAL (32) neighbours in its own array
+            and, after the search, mallocs exactly their bytes on a gpudyn.Heap
+            and copies them there (a longer list moves to the Heap when the
+            array is full and doubles there: malloc, copy, free); the list's
+            address and length go to two n-element tables.  A run is one
+            simulation step: a kernel frees the last step's lists, then the
+            build kernel; the host waits for nothing (a failed malloc is
+            counted in a device word, read after the timing);
+  two_pass  count kernel (neighbours per particle), cupy.cumsum, the total to
+            the host, an exact int32 output from CuPy's pool (kept between
+            runs), write kernel at each particle's offset (a second search).
+Timing: CUDA events around each run, one warm-up, median of RUNS runs.
+Validation of the last run of each variant, outside the timing: the directed
+pair codes i << 32 | j of every list (the Heap's gathered through gdn.array)
+have the count, sum and xor-of-mix of the host reference (SciPy every pair both
+ways, or the sampled NumPy neighbour sets), and the Heap recorded no failure.
+Memory: heap: the Heap's mapped bytes (what it holds) plus the two tables, its
+live bytes beside; two_pass: counts, offsets and the output.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+try:
+    from numba import cuda
+except ImportError:  # run_lists() is only called when numba-cuda is there
+    cuda = None
+
+from .apps import BLOCK
+from .apps_pairs import N, QUICK_N, QUICK_RUNS, RUNS, SAMPLE, SEED, _check, _has_scipy, neighbour_loop, particles, reference
+
+LOCAL = 32  # neighbours a thread keeps before its list moves to the Heap
+SPEED_GOAL = 1.2  # issue 42: the Heap program vs its two-pass
+
+
+def kernels(gdn):
+    """{name: kernel}: free_lists, build_heap, gather (the Heap's lists to pair
+    codes, for the check), count, write (the two-pass)."""
+    i32, i64, u64 = np.int32, np.int64, np.uint64
+    slots = LOCAL + 2  # a thread's local array: address, capacity, the first LOCAL
+
+    @cuda.jit(device=True)
+    def emit_heap(heap, failed, i, j, k, buf):
+        # buf[0]: the list's address on the Heap (0: still in buf[2:]), buf[1]: its
+        # capacity (-1: a malloc failed, the rest is dropped); buf[2:]: the first LOCAL.
+        if k < LOCAL:
+            buf[2 + k] = j
+            return
+        cap = buf[1]
+        if cap < 0:
+            return
+        if cap == 0 or k == cap:
+            grown = 2 * LOCAL if cap == 0 else 2 * cap
+            q = gdn.malloc(heap, grown * 4)
+            if q == 0:
+                cuda.atomic.add(failed, 0, 1)
+                if cap != 0:
+                    gdn.free(heap, u64(buf[0]))
+                buf[0], buf[1] = 0, -1
+                return
+            dst = gdn.array(q, grown, np.int32)
+            if cap == 0:
+                for t in range(LOCAL):
+                    dst[t] = buf[2 + t]
+            else:
+                src = gdn.array(u64(buf[0]), cap, np.int32)
+                for t in range(cap):
+                    dst[t] = src[t]
+                gdn.free(heap, u64(buf[0]))
+            buf[0], buf[1] = i64(q), grown
+        gdn.array(u64(buf[0]), buf[1], np.int32)[k] = j
+
+    heap_loop = neighbour_loop(emit_heap, half=False)
+
+    @cuda.jit
+    def build_heap(px, py, pz, start, end, c, n, heap, lists, counts, failed):
+        i = cuda.grid(1)
+        if i < n:
+            buf = cuda.local.array(slots, i64)
+            buf[0], buf[1] = 0, 0
+            k = heap_loop(px, py, pz, start, end, c, i, heap, failed, buf)
+            addr = u64(buf[0])
+            if buf[1] < 0:
+                k = 0
+            elif buf[1] == 0 and k > 0:  # the common case: one malloc of exactly the list
+                addr = gdn.malloc(heap, k * 4)
+                if addr == 0:
+                    cuda.atomic.add(failed, 0, 1)
+                    k = 0
+                else:
+                    dst = gdn.array(addr, k, np.int32)
+                    for t in range(k):
+                        dst[t] = buf[2 + t]
+            lists[i] = addr
+            counts[i] = k
+
+    @cuda.jit
+    def free_lists(n, heap, lists, failed):
+        i = cuda.grid(1)
+        if i < n and lists[i] != 0:
+            if not gdn.free(heap, lists[i]):
+                cuda.atomic.add(failed, 0, 1)
+            lists[i] = 0
+
+    @cuda.jit
+    def gather(n, lists, counts, offsets, out):
+        i = cuda.grid(1)
+        if i < n and counts[i] > 0:
+            src = gdn.array(lists[i], counts[i], np.int32)
+            for t in range(counts[i]):
+                out[offsets[i] + t] = (i64(i) << 32) | i64(src[t])
+
+    @cuda.jit(device=True)
+    def emit_none(a, b, i, j, k, buf):
+        pass
+
+    @cuda.jit(device=True)
+    def emit_at(out_, offsets, i, j, k, buf):
+        out_[offsets[i] + k] = j
+
+    count_loop, write_loop = neighbour_loop(emit_none, half=False), neighbour_loop(emit_at, half=False)
+
+    @cuda.jit
+    def count(px, py, pz, start, end, c, n, counts):
+        i = cuda.grid(1)
+        if i < n:
+            buf = cuda.local.array(1, i64)
+            counts[i] = count_loop(px, py, pz, start, end, c, i, counts, counts, buf)
+
+    @cuda.jit
+    def write(px, py, pz, start, end, c, n, out_, offsets):
+        i = cuda.grid(1)
+        if i < n:
+            buf = cuda.local.array(1, i64)
+            write_loop(px, py, pz, start, end, c, i, out_, offsets, buf)
+
+    return {"build_heap": build_heap, "free_lists": free_lists, "gather": gather, "count": count, "write": write}
+
+
+def run_lists(ctx, cp, gdn, progress=lambda label: None) -> dict:
+    """Runs both variants, records their timings, memory and validation, and the
+    targets of the Heap's program."""
+    import gpudyn
+
+    n = QUICK_N if ctx.quick else N
+    runs = QUICK_RUNS if ctx.quick else RUNS
+    t_all = time.time()
+    px, py, pz, start, end, c, q = particles(cp, n)
+    ks = kernels(gdn)
+    grid = (n + BLOCK - 1) // BLOCK
+    geo = (px, py, pz, start, end, np.int32(c), np.int32(n))
+    kargs = [cuda.as_cuda_array(a, sync=False) for a in geo[:5]] + list(geo[5:])
+    t0 = time.time()
+    q_host = cp.asnumpy(q)
+    if _has_scipy():
+        sample, ref = None, reference(q_host, directed=True)
+        ref_kind = "scipy cKDTree, every pair both ways"
+    else:
+        rng = np.random.default_rng(SEED)
+        sample = np.sort(rng.choice(n, size=min(SAMPLE, n), replace=False))
+        ref, ref_kind = reference(q_host, sample, directed=True), f"NumPy brute force, {sample.size} particles"
+    ref_seconds = time.time() - t0
+    start_ev, stop_ev = cp.cuda.Event(), cp.cuda.Event()
+
+    def timed(step) -> list[float]:
+        ms = []
+        for r in range(runs + 1):
+            start_ev.record()
+            step()
+            stop_ev.record()
+            stop_ev.synchronize()
+            if r:
+                ms.append(cp.cuda.get_elapsed_time(start_ev, stop_ev))
+        return ms
+
+    results: dict[str, dict] = {}
+    failures: list[str] = []
+
+    def record(name, ms, codes, held, **extra):
+        why = _check(cp, codes, ref, sample)
+        if why:
+            failures.append(f"{name}: {why}")
+        results[name] = dict(
+            ms=ms, median_ms=float(np.median(ms)), pairs=int(codes.size), held_bytes=int(held), validated=not why, **extra
+        )
+        progress(f"lists {name}")
+
+    # The Heap: lists freed and built again each run (a simulation step); nothing read by the host.
+    lists = cp.zeros(n, dtype=cp.uint64)
+    counts = cp.zeros(n, dtype=cp.int64)
+    failed = cp.zeros(1, dtype=cp.int64)
+    kl, kc, kf = (cuda.as_cuda_array(a, sync=False) for a in (lists, counts, failed))
+    with gpudyn.Heap() as heap:
+        ref_arg = heap.view_arg()
+
+        def heap_step():
+            ks["free_lists"][grid, BLOCK](np.int32(n), ref_arg, kl, kf)
+            ks["build_heap"][grid, BLOCK](*kargs, ref_arg, kl, kc, kf)
+
+        ms = timed(heap_step)
+        st = heap.stats()
+        incl = cp.cumsum(counts)
+        codes = cp.empty(int(incl[-1]) if n else 0, dtype=cp.int64)
+        ks["gather"][grid, BLOCK](np.int32(n), kl, kc, cuda.as_cuda_array(incl - counts, sync=False), codes)
+        nfailed = int(failed[0])
+        record(
+            "heap",
+            ms,
+            codes,
+            st["bytes_mapped"] + lists.nbytes + counts.nbytes,
+            heap_mapped_bytes=int(st["bytes_mapped"]),
+            heap_live_bytes=int(st["bytes_allocated"]),
+            heap_held_bytes=int(st["bytes_held"]),
+            list_bytes=int(codes.size) * 4,
+            failed_allocations=int(st["failed_allocations"]),
+            device_failures=nfailed,
+        )
+        if nfailed or st["failed_allocations"]:
+            failures.append(f"heap: {nfailed} failed mallocs/frees, stats {st['failed_allocations']}")
+            results["heap"]["validated"] = False
+        ks["free_lists"][grid, BLOCK](np.int32(n), ref_arg, kl, kf)
+        cp.cuda.runtime.deviceSynchronize()
+        left = heap.stats()["bytes_allocated"]
+        if left:
+            failures.append(f"heap: {left} bytes still allocated after every list was freed")
+        results["heap"]["live_bytes_after_free"] = int(left)
+        del codes
+
+    # Two-pass: count, scan, exact output, write.
+    kcounts = cuda.as_cuda_array(counts, sync=False)
+    holder = [None, 0]
+
+    def two_pass_step():
+        ks["count"][grid, BLOCK](*kargs, kcounts)
+        incl = cp.cumsum(counts)
+        total = int(incl[-1])
+        offsets = incl - counts
+        out = cp.empty(total, dtype=cp.int32)
+        ks["write"][grid, BLOCK](*kargs, cuda.as_cuda_array(out, sync=False), cuda.as_cuda_array(offsets, sync=False))
+        holder[0], holder[1] = out, counts.nbytes + incl.nbytes + offsets.nbytes + out.nbytes
+
+    ms = timed(two_pass_step)
+    owner = cp.repeat(cp.arange(n, dtype=cp.int64), counts)  # the last run's counts
+    record("two_pass", ms, (owner << 32) | holder[0].astype(cp.int64), holder[1])
+    holder[0] = None
+
+    hp, tp = results["heap"], results["two_pass"]
+    t = ctx.target(
+        "neighbour lists with the Heap (malloc per list in the kernel) vs two-pass (count, scan, write), Numba",
+        tp["median_ms"] / hp["median_ms"],
+        SPEED_GOAL,
+        "x",
+        True,
+    )
+    t["where"] = f"{hp['median_ms']:.4g} ms vs {tp['median_ms']:.4g} ms"
+    t = ctx.target("every neighbour-list output validated (1 = yes)", float(not failures), 1.0, "bool", True)
+    if failures:
+        t["where"] = "; ".join(failures)[:2000]
+    return {
+        "particles": n,
+        "cells_per_side": c,
+        "pairs": hp["pairs"],
+        "local": LOCAL,
+        "reference": ref_kind,
+        "reference_seconds": ref_seconds,
+        "runs": runs,
+        "block": BLOCK,
+        "variants": results,
+        "failures": failures,
+        "validated": not failures,
+        "run_seconds": time.time() - t_all,
+    }
