@@ -44,7 +44,8 @@ PAIRS_TARGET_NAMES = [
     "every neighbour-pair output validated (1 = yes)",
 ]
 LISTS_TARGET_NAMES = [
-    "neighbour lists with the Heap (malloc per list in the kernel) vs two-pass (count, scan, write), Numba",
+    "neighbour lists with the Heap (malloc per list in the kernel, max_registers=64) vs two-pass (count, scan, write), Numba",
+    "neighbour lists with the Heap (malloc per list in the kernel, no register cap) vs two-pass (count, scan, write), Numba",
     "every neighbour-list output validated (1 = yes)",
 ]
 
@@ -419,11 +420,13 @@ def test_bench_apps_quick_is_clean(tmp_path):
         assert s["validated"] and s["pairs"] == pairs["pairs"] and s["held_bytes"] > 0, (v, s)
     lists = result["lists"]
     assert lists["validated"] and lists["pairs"] == 2 * pairs["pairs"], lists["failures"]
-    for v in ("heap", "two_pass"):
+    for v in ("heap", "heap_default_registers", "two_pass"):
         s = lists["variants"][v]
         assert s["validated"] and s["pairs"] == lists["pairs"] and s["held_bytes"] > 0, (v, s)
-    heap = lists["variants"]["heap"]
-    assert heap["heap_live_bytes"] >= heap["list_bytes"] and heap["live_bytes_after_free"] == 0, heap
+    for v in ("heap", "heap_default_registers"):
+        heap = lists["variants"][v]
+        assert heap["heap_live_bytes"] >= heap["list_bytes"] and heap["live_bytes_after_free"] == 0, heap
+    assert lists["variants"]["heap"]["registers"] <= 64
     assert result["graph"]["scale"] == 16 and len(result["graph"]["keys"]) == 2
     for lang in ("python", "cpp"):
         for m in ("thread", "warp"):
@@ -594,18 +597,18 @@ def test_lists_two_pass_under_the_simulator():
 
 def test_lists_kernels_compile(monkeypatch):
     """The neighbour-list kernels compile to PTX without a GPU; the build kernel
-    mallocs and frees on the Heap, the free kernel frees, the two-pass calls neither."""
+    mallocs on the Heap (under the register cap), the free kernel frees, the
+    two-pass calls neither."""
     pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
     import gpudyn
     import gpudyn.numba as gdn
+    from gpudyn.bench import apps_lists as al
     from numba import cuda
     from numba.cuda import dispatcher, types
 
-    from gpudyn.bench import apps_lists as al
-
     cc = compile_arch()
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: pytypes.SimpleNamespace(compute_capability=cc))
-    ks = al.kernels(gdn)
+    ks = al.kernels(gdn, al.MAX_REGISTERS)
     f32, i32, i64, u64 = (types.Array(t, 1, "C") for t in (types.float32, types.int32, types.int64, types.uint64))
     geo = (f32, f32, f32, i32, i32, types.int32, types.int32)
     heap = gdn.ref_type(gpudyn.Heap)
@@ -620,4 +623,6 @@ def test_lists_kernels_compile(monkeypatch):
     for name, sig in sigs.items():
         ptx, _ = cuda.compile(ks[name].py_func, sig, device=False, output="ptx", cc=cc, abi="numba")
         assert ("gpudyn_numba_heap_malloc" in ptx) == (name == "build_heap"), name
-        assert ("gpudyn_numba_heap_free" in ptx) == (name in ("build_heap", "free_lists")), name
+        assert ("gpudyn_numba_heap_free" in ptx) == (name == "free_lists"), name
+    assert ks["build_heap"].targetoptions.get("max_registers") == al.MAX_REGISTERS == 64  # given to the linker
+    assert al.kernels(gdn)["build_heap"].targetoptions.get("max_registers") is None

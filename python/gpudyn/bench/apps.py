@@ -97,7 +97,7 @@ MEMORY_GOAL = 2.0  # issue 40: gpudyn bytes / two-pass bytes, at most
 MAPPINGS = ("thread", "warp")
 KERNEL_VARIANTS = ("gpudyn", "worst", "worst_plain", "two_pass")
 PAIRS_STEPS = 5  # progress steps of the second program (apps_pairs: its variants)
-LISTS_STEPS = 2  # and of the Heap's program (apps_lists: its variants)
+LISTS_STEPS = 3  # and of the Heap's program (apps_lists: its variants)
 GRAPH_MAGIC = b"GDBFS001"  # file header read by gpudyn_bench_apps
 
 
