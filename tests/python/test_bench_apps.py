@@ -324,14 +324,20 @@ SIM_SCRIPT = textwrap.dedent("""
 """)
 
 
+def _simulate(script: str):
+    """Runs `script` in a fresh interpreter under Numba's CUDA simulator; it must succeed."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    return r
+
+
 def test_buffer_variants_under_the_simulator():
     """The worst-case buffer (per-thread atomic) and the two-pass, thread per vertex,
     driver and kernels as on the GPU, under NUMBA_ENABLE_CUDASIM (it has no warp
     intrinsics: the warp-level kernels run on the GPU test only)."""
     pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    r = subprocess.run([sys.executable, "-c", SIM_SCRIPT], capture_output=True, text=True, timeout=600, env=env)
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    r = _simulate(SIM_SCRIPT)
     lines = r.stdout.split("\n")
     assert lines[0].startswith("WorstCase ok") and lines[1].startswith("TwoPass ok")
     assert lines[0].split()[3] == "4"  # 2 searches, each stopping at its second check of the counter
@@ -487,14 +493,19 @@ def test_pairs_references_agree():
         assert ap.reference(q) == want
 
 
-PAIRS_SIM_SCRIPT = textwrap.dedent("""
+# The particle programs' simulator scripts start alike: 300 particles, the
+# kernels' geometry arguments, a count per particle.
+PARTICLES_SIM_PRELUDE = textwrap.dedent("""
     import numpy as np
-    from gpudyn.bench import apps_pairs as ap
+    from gpudyn.bench import apps_pairs as ap, apps_lists as al
     n = 300
     px, py, pz, start, end, c, q = ap.particles(np, n)
-    ks = ap.kernels(None)
     counts = np.zeros(n, dtype=np.int64)
     args = (px, py, pz, start, end, np.int32(c), np.int32(n))
+""")
+
+PAIRS_SIM_SCRIPT = PARTICLES_SIM_PRELUDE + textwrap.dedent("""
+    ks = ap.kernels(None)
     ks["count"][(n + 63) // 64, 64](*args, counts, np.zeros(1, dtype=np.int64))  # the last: not used
     incl = np.cumsum(counts)
     out = np.full(int(incl[-1]), -1, dtype=np.int64)
@@ -510,9 +521,7 @@ def test_pairs_two_pass_under_the_simulator():
     """The pair loop's count and write kernels (the two-pass) under Numba's simulator
     find exactly the reference's pairs, each once."""
     pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    r = subprocess.run([sys.executable, "-c", PAIRS_SIM_SCRIPT], capture_output=True, text=True, timeout=600, env=env)
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    r = _simulate(PAIRS_SIM_SCRIPT)
     assert r.stdout.startswith("pairs ok") and int(r.stdout.split()[2]) > 300
 
 
@@ -565,14 +574,8 @@ def test_directed_references_agree():
         assert ap.reference(q, directed=True) == ap.digest(np, codes)
 
 
-LISTS_SIM_SCRIPT = textwrap.dedent("""
-    import numpy as np
-    from gpudyn.bench import apps_pairs as ap, apps_lists as al
-    n = 300
-    px, py, pz, start, end, c, q = ap.particles(np, n)
+LISTS_SIM_SCRIPT = PARTICLES_SIM_PRELUDE + textwrap.dedent("""
     ks = al.kernels(None)
-    counts = np.zeros(n, dtype=np.int64)
-    args = (px, py, pz, start, end, np.int32(c), np.int32(n))
     ks["count"][(n + 63) // 64, 64](*args, counts)
     incl = np.cumsum(counts)
     out = np.full(int(incl[-1]), -1, dtype=np.int32)
@@ -589,9 +592,7 @@ def test_lists_two_pass_under_the_simulator():
     """The neighbour-list count and write kernels under Numba's simulator give each
     particle exactly its reference neighbours (every j != i)."""
     pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    r = subprocess.run([sys.executable, "-c", LISTS_SIM_SCRIPT], capture_output=True, text=True, timeout=600, env=env)
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    r = _simulate(LISTS_SIM_SCRIPT)
     assert r.stdout.startswith("lists ok") and int(r.stdout.split()[2]) > 600
 
 
@@ -626,3 +627,57 @@ def test_lists_kernels_compile(monkeypatch):
         assert ("gpudyn_numba_heap_free" in ptx) == (name == "free_lists"), name
     assert ks["build_heap"].targetoptions.get("max_registers") == al.MAX_REGISTERS == 64  # given to the linker
     assert al.kernels(gdn)["build_heap"].targetoptions.get("max_registers") is None
+
+
+PARTICLE_RUN_SIM_SCRIPT = textwrap.dedent("""
+    import types
+    import numpy as np
+    from gpudyn.bench import apps_pairs as ap
+
+    class Event:
+        def record(self): pass
+        def synchronize(self): pass
+
+    # NumPy standing in for CuPy (the simulator has no as_cuda_array: arrays pass as they are).
+    cp = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+    cp.asnumpy, cp.random = np.asarray, types.SimpleNamespace(default_rng=np.random.default_rng)
+    cp.cuda = types.SimpleNamespace(Event=Event, get_elapsed_time=lambda a, b: 1.0)
+    ap.cuda.as_cuda_array = lambda a, sync=False: a
+    ap.QUICK_N = 400
+
+    class Ctx:
+        quick = True
+        def target(self, name, value, goal, unit, higher):
+            self.t = dict(name=name, value=value)
+            return self.t
+
+    for directed in (False, True):
+        seen = []
+        pr = ap.ParticleRun(Ctx(), cp, "x", seen.append, directed=directed)
+        assert pr.n == 400 and len(pr.kargs) == 7 and pr.grid == (400 + ap.BLOCK - 1) // ap.BLOCK
+        ms = pr.timed(lambda: None)
+        assert ms == [1.0] * pr.runs
+        q = ap.particles(np, 400)[6]
+        by_row = ap.reference(q, np.arange(400), directed=directed)
+        codes = np.concatenate([by_row[i] for i in range(400)])
+        pr.record("right", ms, codes, 10)
+        pr.record("one_short", ms, codes[1:], 10)
+        ctx = Ctx()
+        out = pr.finish(ctx, "thing", extra=1)
+        assert out["variants"]["right"]["validated"] and not out["variants"]["one_short"]["validated"]
+        assert out["failures"][0].startswith("one_short:") and out["validated"] is False
+        assert ctx.t["name"] == "every thing output validated (1 = yes)" and ctx.t["value"] == 0.0
+        assert ctx.t["where"].startswith("one_short:")
+        assert list(out)[:3] == ["particles", "cells_per_side", "extra"] and seen == ["x right", "x one_short"]
+        print("run ok", directed, out["variants"]["right"]["pairs"])
+""")
+
+
+def test_particle_run_validates_each_variant():
+    """ParticleRun (both particle programs' driver): a variant with the reference's
+    pairs (i < j, or both ways) validates, one pair short fails with its name, and
+    the validated target says so."""
+    pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
+    out = _simulate(PARTICLE_RUN_SIM_SCRIPT).stdout.split("\n")
+    half, both = (int(line.split()[3]) for line in out[:2])
+    assert out[0].startswith("run ok False") and out[1].startswith("run ok True") and both == 2 * half > 400

@@ -32,8 +32,6 @@ live bytes beside; two_pass: counts, offsets and the output.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 try:
@@ -42,19 +40,7 @@ except ImportError:  # run_lists() is only called when numba-cuda is there
     cuda = None
 
 from .apps import BLOCK
-from .apps_pairs import (
-    QUICK_N,
-    QUICK_RUNS,
-    RUNS,
-    SAMPLE,
-    SEED,
-    N,
-    _check,
-    _has_scipy,
-    neighbour_loop,
-    particles,
-    reference,
-)
+from .apps_pairs import ParticleRun, neighbour_loop
 
 LOCAL = 32  # neighbours a thread keeps in its own array
 # The build kernel's register cap: malloc takes ~90 registers, the search loop
@@ -150,53 +136,10 @@ def run_lists(ctx, cp, gdn, progress=lambda label: None) -> dict:
     targets of the Heap's program."""
     import gpudyn
 
-    n = QUICK_N if ctx.quick else N
-    runs = QUICK_RUNS if ctx.quick else RUNS
-    t_all = time.time()
-    px, py, pz, start, end, c, q = particles(cp, n)
+    pr = ParticleRun(ctx, cp, "lists", progress, directed=True)
+    n, grid, kargs, results, failures = pr.n, pr.grid, pr.kargs, pr.results, pr.failures
+    timed, record = pr.timed, pr.record
     ks = kernels(gdn, MAX_REGISTERS)
-    grid = (n + BLOCK - 1) // BLOCK
-    geo = (px, py, pz, start, end, np.int32(c), np.int32(n))
-    kargs = [cuda.as_cuda_array(a, sync=False) for a in geo[:5]] + list(geo[5:])
-    t0 = time.time()
-    q_host = cp.asnumpy(q)
-    if _has_scipy():
-        sample, ref = None, reference(q_host, directed=True)
-        ref_kind = "scipy cKDTree, every pair both ways"
-    else:
-        rng = np.random.default_rng(SEED)
-        sample = np.sort(rng.choice(n, size=min(SAMPLE, n), replace=False))
-        ref, ref_kind = reference(q_host, sample, directed=True), f"NumPy brute force, {sample.size} particles"
-    ref_seconds = time.time() - t0
-    start_ev, stop_ev = cp.cuda.Event(), cp.cuda.Event()
-
-    def timed(step) -> list[float]:
-        ms = []
-        for r in range(runs + 1):
-            start_ev.record()
-            step()
-            stop_ev.record()
-            stop_ev.synchronize()
-            if r:
-                ms.append(cp.cuda.get_elapsed_time(start_ev, stop_ev))
-        return ms
-
-    results: dict[str, dict] = {}
-    failures: list[str] = []
-
-    def record(name, ms, codes, held, **extra):
-        why = _check(cp, codes, ref, sample)
-        if why:
-            failures.append(f"{name}: {why}")
-        results[name] = dict(
-            ms=ms,
-            median_ms=float(np.median(ms)),
-            pairs=int(codes.size),
-            held_bytes=int(held),
-            validated=not why,
-            **extra,
-        )
-        progress(f"lists {name}")
 
     # The Heap: lists freed and built again each run (a simulation step); nothing read by the host.
     lists = cp.zeros(n, dtype=cp.uint64)
@@ -272,21 +215,4 @@ def run_lists(ctx, cp, gdn, progress=lambda label: None) -> dict:
             True,
         )
         t["where"] = f"{h['median_ms']:.4g} ms ({h['registers']} registers) vs {tp['median_ms']:.4g} ms"
-    t = ctx.target("every neighbour-list output validated (1 = yes)", float(not failures), 1.0, "bool", True)
-    if failures:
-        t["where"] = "; ".join(failures)[:2000]
-    return {
-        "particles": n,
-        "cells_per_side": c,
-        "pairs": hp["pairs"],
-        "local": LOCAL,
-        "max_registers": MAX_REGISTERS,
-        "reference": ref_kind,
-        "reference_seconds": ref_seconds,
-        "runs": runs,
-        "block": BLOCK,
-        "variants": results,
-        "failures": failures,
-        "validated": not failures,
-        "run_seconds": time.time() - t_all,
-    }
+    return pr.finish(ctx, "neighbour-list", pairs=hp["pairs"], local=LOCAL, max_registers=MAX_REGISTERS)

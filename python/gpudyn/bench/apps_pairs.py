@@ -282,52 +282,54 @@ def _check(cp, codes, ref, sample) -> str:
     return ""
 
 
-def run_pairs(ctx, cp, gdn, progress=lambda label: None) -> dict:
-    """Runs the four variants, records their timings, memory and validation, and
-    the targets of the second application."""
-    import gpudyn
+class ParticleRun:
+    """What the two particle programs (pairs, apps_lists's neighbour lists) share:
+    the particles and the kernels' geometry arguments (kargs: px, py, pz, start,
+    end, c, n), the host reference (every pair i < j, or both ways when
+    `directed`), CUDA-event timing, and each variant's record, validated."""
 
-    n = QUICK_N if ctx.quick else N
-    runs = QUICK_RUNS if ctx.quick else RUNS
-    t_all = time.time()
-    px, py, pz, start, end, c, q = particles(cp, n)
-    ks = kernels(gdn)
-    grid = (n + BLOCK - 1) // BLOCK
-    geo = (px, py, pz, start, end, np.int32(c), np.int32(n))
-    kargs = [cuda.as_cuda_array(a, sync=False) for a in geo[:5]] + list(geo[5:])
-    most = int(cp.max(end - start))
-    bound = n * 27 * most  # pairs a user can bound without counting
-    t0 = time.time()
-    q_host = cp.asnumpy(q)
-    if _has_scipy():
-        sample, ref = None, reference(q_host)
-        ref_kind = "scipy cKDTree, every pair"
-    else:
-        rng = np.random.default_rng(SEED)
-        sample = np.sort(rng.choice(n, size=min(SAMPLE, n), replace=False))
-        ref, ref_kind = reference(q_host, sample), f"NumPy brute force, {sample.size} particles"
-    ref_seconds = time.time() - t0
-    start_ev, stop_ev = cp.cuda.Event(), cp.cuda.Event()
+    def __init__(self, ctx, cp, label: str, progress, directed: bool = False):
+        self.cp, self.label, self.progress = cp, label, progress
+        self.n = n = QUICK_N if ctx.quick else N
+        self.runs = QUICK_RUNS if ctx.quick else RUNS
+        self.t_all = time.time()
+        px, py, pz, self.start, self.end, self.c, q = particles(cp, n)
+        self.grid = (n + BLOCK - 1) // BLOCK
+        geo = (px, py, pz, self.start, self.end, np.int32(self.c), np.int32(n))
+        self.kargs = [cuda.as_cuda_array(a, sync=False) for a in geo[:5]] + list(geo[5:])
+        t0 = time.time()
+        q_host = cp.asnumpy(q)
+        if _has_scipy():
+            self.sample, self.ref = None, reference(q_host, directed=directed)
+            self.ref_kind = "scipy cKDTree, every pair" + (" both ways" if directed else "")
+        else:
+            rng = np.random.default_rng(SEED)
+            self.sample = np.sort(rng.choice(n, size=min(SAMPLE, n), replace=False))
+            self.ref = reference(q_host, self.sample, directed=directed)
+            self.ref_kind = f"NumPy brute force, {self.sample.size} particles"
+        self.ref_seconds = time.time() - t0
+        self.start_ev, self.stop_ev = cp.cuda.Event(), cp.cuda.Event()
+        self.results: dict[str, dict] = {}
+        self.failures: list[str] = []
 
-    def timed(step) -> list[float]:
+    def timed(self, step) -> list[float]:
+        """ms of each of `runs` calls of step() after one warm-up (CUDA events)."""
         ms = []
-        for r in range(runs + 1):
-            start_ev.record()
+        for r in range(self.runs + 1):
+            self.start_ev.record()
             step()
-            stop_ev.record()
-            stop_ev.synchronize()
+            self.stop_ev.record()
+            self.stop_ev.synchronize()
             if r:
-                ms.append(cp.cuda.get_elapsed_time(start_ev, stop_ev))
+                ms.append(self.cp.cuda.get_elapsed_time(self.start_ev, self.stop_ev))
         return ms
 
-    results: dict[str, dict] = {}
-    failures: list[str] = []
-
-    def record(name, ms, codes, held, **extra):
-        why = _check(cp, codes, ref, sample)
+    def record(self, name, ms, codes, held, **extra) -> None:
+        """A variant's timings, memory and validation (its pair codes against the reference)."""
+        why = _check(self.cp, codes, self.ref, self.sample)
         if why:
-            failures.append(f"{name}: {why}")
-        results[name] = dict(
+            self.failures.append(f"{name}: {why}")
+        self.results[name] = dict(
             ms=ms,
             median_ms=float(np.median(ms)),
             pairs=int(codes.size),
@@ -335,7 +337,39 @@ def run_pairs(ctx, cp, gdn, progress=lambda label: None) -> dict:
             validated=not why,
             **extra,
         )
-        progress(f"pairs {name}")
+        self.progress(f"{self.label} {name}")
+
+    def finish(self, ctx, what: str, **extra) -> dict:
+        """The 'every <what> output validated' target, then the program's JSON part."""
+        t = ctx.target(f"every {what} output validated (1 = yes)", float(not self.failures), 1.0, "bool", True)
+        if self.failures:
+            t["where"] = "; ".join(self.failures)[:2000]
+        return {
+            "particles": self.n,
+            "cells_per_side": self.c,
+            **extra,
+            "reference": self.ref_kind,
+            "reference_seconds": self.ref_seconds,
+            "runs": self.runs,
+            "block": BLOCK,
+            "variants": self.results,
+            "failures": self.failures,
+            "validated": not self.failures,
+            "run_seconds": time.time() - self.t_all,
+        }
+
+
+def run_pairs(ctx, cp, gdn, progress=lambda label: None) -> dict:
+    """Runs the four variants, records their timings, memory and validation, and
+    the targets of the second application."""
+    import gpudyn
+
+    pr = ParticleRun(ctx, cp, "pairs", progress)
+    n, runs, grid, kargs, results, failures = pr.n, pr.runs, pr.grid, pr.kargs, pr.results, pr.failures
+    timed, record, start_ev, stop_ev = pr.timed, pr.record, pr.start_ev, pr.stop_ev
+    ks = kernels(gdn)
+    most = int(cp.max(pr.end - pr.start))
+    bound = n * 27 * most  # pairs a user can bound without counting
 
     failed = cp.zeros(1, dtype=cp.int64)
     kfailed = cuda.as_cuda_array(failed, sync=False)
@@ -467,23 +501,12 @@ def run_pairs(ctx, cp, gdn, progress=lambda label: None) -> dict:
         False,
     )
     t["where"] = f"{gg['held_bytes'] / 2**20:.1f} MiB vs {tp['held_bytes'] / 2**20:.1f} MiB"
-    t = ctx.target("every neighbour-pair output validated (1 = yes)", float(not failures), 1.0, "bool", True)
-    if failures:
-        t["where"] = "; ".join(failures)[:2000]
-    return {
-        "particles": n,
-        "cells_per_side": c,
-        "density": DENSITY,
-        "most_in_a_cell": most,
-        "bound_pairs": int(bound),
-        "pairs": gg["pairs"],
-        "local": LOCAL,
-        "reference": ref_kind,
-        "reference_seconds": ref_seconds,
-        "runs": runs,
-        "block": BLOCK,
-        "variants": results,
-        "failures": failures,
-        "validated": not failures,
-        "run_seconds": time.time() - t_all,
-    }
+    return pr.finish(
+        ctx,
+        "neighbour-pair",
+        density=DENSITY,
+        most_in_a_cell=most,
+        bound_pairs=int(bound),
+        pairs=gg["pairs"],
+        local=LOCAL,
+    )
