@@ -41,6 +41,14 @@
 //      one array share a reservation; no array's counter takes another's
 //      elements (each array holds exactly its bin's values), the refused
 //      view's lanes get false and the others true.
+//   F  an SM's cached window goes stale (pushes read the window through the
+//      SM's L1): one LFVector of 32-element first buckets; every block pushes
+//      once (each SM caches the window), then the odd blocks push many values
+//      (the LFVector grows through several buckets and the window moves on)
+//      while the even blocks wait for them (a bounded spin), then the even
+//      blocks push again through their SMs' old copies.  Every push returns
+//      true, every value is stored exactly once, and the window still serves
+//      pushes after the refresh (a second launch pushes into the grown array).
 #include <gpudyn/ggarray.cuh>
 #include <gpudyn/heap.cuh>
 #include <gpudyn/vmm_array.cuh>
@@ -622,6 +630,81 @@ static void test_desync(array_kind kind, unsigned element_size, bool small) {
     CHECK_OK(gpudyn_heap_destroy(heap));
 }
 
+// ---- F ----
+static const unsigned kStaleThreads = 256, kStaleBurst = 16;
+// Values: phase 0 pushes t + 1, phase 1 (odd blocks) t * kStaleBurst + j + 1 +
+// kStaleOffset, phase 2 (even blocks) t + 1 + 2 * kStaleOffset: all distinct.
+static const long long kStaleOffset = 1ll << 32;
+__global__ void stale_kernel(gpudyn_ggarray_view_t view, unsigned* done, unsigned odd_blocks, unsigned char* ok) {
+    const gpudyn::ggarray_ref<long long> a{view};
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    bool good = a.push_back((long long)t + 1);
+    if (blockIdx.x % 2 == 1) {
+        for (unsigned j = 0; j < kStaleBurst; ++j)
+            good = a.push_back((long long)t * kStaleBurst + j + 1 + kStaleOffset) && good;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            atomicAdd(done, 1u);
+        }
+    } else {
+        // Wait (bounded: blocks need not all be resident) for the odd blocks' growth.
+        if (threadIdx.x == 0) {
+            const long long start = clock64();
+            while (*static_cast<volatile unsigned*>(done) < odd_blocks && clock64() - start < (1ll << 31)) {}
+        }
+        __syncthreads();
+        good = a.push_back((long long)t + 1 + 2 * kStaleOffset) && good;
+    }
+    ok[t] = good ? 1 : 2;
+}
+
+static void test_stale_window(void) {
+    int sms = 0;
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+    const unsigned blocks = unsigned(2 * sms), n = blocks * kStaleThreads, odd = blocks / 2;
+    any_array a;
+    CHECK_OK(any_create(&a, KIND_GGARRAY, 8, 0, 1, 32));
+    unsigned* done = nullptr;
+    unsigned char* dok = nullptr;
+    CHECK(cudaMalloc(&done, sizeof(unsigned)) == cudaSuccess);
+    CHECK(cudaMalloc(&dok, n) == cudaSuccess);
+    std::vector<long long> want;
+    for (int launch = 0; launch < 2; ++launch) {
+        CHECK(cudaMemset(done, 0, sizeof(unsigned)) == cudaSuccess);
+        CHECK(cudaMemset(dok, 0, n) == cudaSuccess);
+        const views w = get_views(&a);
+        stale_kernel<<<blocks, kStaleThreads>>>(w.g, done, odd, dok);
+        CHECK(cudaGetLastError() == cudaSuccess);
+        CHECK(cudaDeviceSynchronize() == cudaSuccess);
+        std::vector<unsigned char> ok(n);
+        CHECK(cudaMemcpy(ok.data(), dok, n, cudaMemcpyDeviceToHost) == cudaSuccess);
+        const bool all_true = std::all_of(ok.begin(), ok.end(), [](unsigned char c) { return c == 1; });
+        report(!all_true, "F", &a, "a push returned false (or a thread skipped its push)", "stale window");
+        for (unsigned t = 0; t < n; ++t) {
+            want.push_back((long long)t + 1);
+            if ((t / kStaleThreads) % 2 == 1)
+                for (unsigned j = 0; j < kStaleBurst; ++j)
+                    want.push_back((long long)t * kStaleBurst + j + 1 + kStaleOffset);
+            else want.push_back((long long)t + 1 + 2 * kStaleOffset);
+        }
+        std::sort(want.begin(), want.end());
+        const uint64_t size = any_size(&a);
+        std::vector<long long> got(size);
+        if (size) CHECK_OK(any_to_host(&a, got.data(), size * sizeof(long long)));
+        std::sort(got.begin(), got.end());
+        if (got != want) {
+            fprintf(stderr, "F: launch %d: size %llu, expected %zu (a value lost or stored twice)\n", launch,
+                    (unsigned long long)size, want.size());
+            ++gpudyn_test_failures;
+        }
+        report(any_status(&a) != 0, "F", &a, "status set without a failure", "stale window");
+    }
+    cudaFree(dok);
+    cudaFree(done);
+    any_destroy(&a);
+}
+
 // ---- E ----
 static const unsigned kBins = 3; // arrays; bin kBins is the refused view
 __host__ __device__ inline unsigned bin_of(unsigned t) { return mix(t * 3u + 1u) % (kBins + 1); }
@@ -729,5 +812,6 @@ int main(void) {
     STEP(for (unsigned size : {4u, 8u}) test_desync(KIND_GGARRAY, size, true));
     STEP(for (int k = 0; k < 3; ++k) for (int m = 0; m < kBinModes; ++m) if (m != kBinTo || k == KIND_GGARRAY)
              test_several_arrays(array_kind(k), m));
+    STEP(test_stale_window());
     return TEST_RESULT();
 }
