@@ -635,7 +635,8 @@ static const unsigned kStaleThreads = 256, kStaleBurst = 16;
 // Values: phase 0 pushes t + 1, phase 1 (odd blocks) t * kStaleBurst + j + 1 +
 // kStaleOffset, phase 2 (even blocks) t + 1 + 2 * kStaleOffset: all distinct.
 static const long long kStaleOffset = 1ll << 32;
-__global__ void stale_kernel(gpudyn_ggarray_view_t view, unsigned* done, unsigned odd_blocks, unsigned char* ok) {
+__global__ void stale_kernel(gpudyn_ggarray_view_t view, unsigned* done, unsigned odd_blocks, long long spin,
+                             unsigned char* ok) {
     const gpudyn::ggarray_ref<long long> a{view};
     const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
     bool good = a.push_back((long long)t + 1);
@@ -651,7 +652,7 @@ __global__ void stale_kernel(gpudyn_ggarray_view_t view, unsigned* done, unsigne
         // Wait (bounded: blocks need not all be resident) for the odd blocks' growth.
         if (threadIdx.x == 0) {
             const long long start = clock64();
-            while (*static_cast<volatile unsigned*>(done) < odd_blocks && clock64() - start < (1ll << 31)) {}
+            while (*static_cast<volatile unsigned*>(done) < odd_blocks && clock64() - start < spin) {}
         }
         __syncthreads();
         good = a.push_back((long long)t + 1 + 2 * kStaleOffset) && good;
@@ -674,7 +675,9 @@ static void test_stale_window(void) {
         CHECK(cudaMemset(done, 0, sizeof(unsigned)) == cudaSuccess);
         CHECK(cudaMemset(dok, 0, n) == cudaSuccess);
         const views w = get_views(&a);
-        stale_kernel<<<blocks, kStaleThreads>>>(w.g, done, odd, dok);
+        // (About a second of spin at most; 1/32 of it under a sanitizer, whose
+        // kernels may not keep every block resident.)
+        stale_kernel<<<blocks, kStaleThreads>>>(w.g, done, odd, g_sanitized ? 1ll << 26 : 1ll << 31, dok);
         CHECK(cudaGetLastError() == cudaSuccess);
         CHECK(cudaDeviceSynchronize() == cudaSuccess);
         std::vector<unsigned char> ok(n);
