@@ -734,7 +734,7 @@ private:
 
     /// claim: one atomicAdd on LFVector l's counter; [base, base + n) is the
     /// caller's.  Most ranges lie in the bucket the LFVector's window names (see
-    /// sink::fast): then the range is stored through the window's pointer and
+    /// window_fast): then the range is stored through the window's pointer and
     /// nothing else is read.  Otherwise settle decides.
     /// settle: true once every bucket of the range is ready, else false (the
     /// range's start recorded in failed_at; nothing to store).  Any number of
@@ -768,16 +768,14 @@ private:
 
     /// window[l] = (address of bucket b - first(b) elements) | (b + log2_first + 1),
     /// so element i of bucket b is at (T*)(w & ~63) + i: a push whose range lies
-    /// in that bucket needs no bucket arithmetic and no slot read.  A push reads
-    /// it through the SM's L1 (window_cached), in flight with the claim's
-    /// atomic: it only names ready buckets, whose pointers never change while
-    /// the array lives, so any value it held is right, and an old one only
-    /// sends a range to settle.  The advance reads it from L2 and, finding it
-    /// moved on already (this SM's copy was old), refreshes the SM's copy with
-    /// a no-op atomic.  The host points it at the bucket of each LFVector's
-    /// size at every fold (clear included); a push that settled a range beyond
-    /// it moves it on.  0 (or a bucket whose word cannot be formed: see
-    /// window_word) means none.
+    /// in that bucket needs no bucket arithmetic and no slot read.  The word is
+    /// read through L2 together with the claim's atomic (its latency hides
+    /// behind the atomic's), so it is never stale in an SM's L1.  It only names
+    /// ready buckets, whose pointers never change while the array lives, so any
+    /// value it held is right; an old one only sends a range to settle.  The
+    /// host points it at the bucket of each LFVector's size at every fold
+    /// (clear included); a push that settled a range beyond it moves it on.
+    /// 0 (or a bucket whose word cannot be formed: see window_word) means none.
     __device__ unsigned long long* window(unsigned l) const {
         return reinterpret_cast<unsigned long long*>(view_.window) + l;
     }
@@ -786,23 +784,15 @@ private:
         asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(window(l)));
         return w;
     }
-    /// The same through the SM's L1 (CTA scope): the push's read, which the
-    /// window's fit test then waits for instead of an L2 round trip.
-    __device__ unsigned long long window_cached(unsigned l) const {
-        unsigned long long w;
-        asm volatile("ld.relaxed.cta.global.u64 %0, [%1];" : "=l"(w) : "l"(window(l)));
-        return w;
-    }
-    /// A window word's bucket: global indices [lo, lo + elems) of the LFVector,
-    /// element i at origin[i].  Bucket b + log2_first has 2^(s - 1) elements
-    /// (s = the low 6 bits; s = 0: none, 0 elements) and starts at 2^(s - 1) - first.
-    struct window_range {
-        T* origin;
-        unsigned long long lo, elems;
-    };
-    __device__ window_range window_decode(unsigned long long w) const {
+    /// p with element i of [base, base + n) at p[i - base] when the range lies in
+    /// the bucket window word w names, else nullptr.  Bucket b + log2_first has
+    /// 2^(s - 1) elements (s = the low 6 bits; s = 0: none, 0 elements) and
+    /// starts at 2^(s - 1) - first.
+    __device__ T* window_fast(unsigned long long w, unsigned long long base, unsigned long long n) const {
         const unsigned long long elems = (1ull << (unsigned(w) & 63u)) >> 1;
-        return window_range{reinterpret_cast<T*>(w & ~63ull), elems - (1ull << view_.log2_first_bucket), elems};
+        const unsigned long long at = base - (elems - (1ull << view_.log2_first_bucket)); // index in the bucket
+        if (at >= elems || n > elems - at) return nullptr;
+        return reinterpret_cast<T*>(w & ~63ull) + base;
     }
     /// The window word of ready bucket b of l; 0 when it cannot be formed (the
     /// bucket's start minus first(b) elements not 64-byte aligned: first
@@ -821,10 +811,7 @@ private:
     __device__ void advance_window(unsigned l, unsigned long long base, unsigned long long n) const {
         const unsigned last = bucket_of(base + n - 1);
         const unsigned long long now = window_hint(l);
-        if ((unsigned(now) & 63u) >= last + view_.log2_first_bucket + 1u) {
-            atomicOr(window(l), 0ull); // moved on by another SM: this SM's L1 copy is old
-            return;
-        }
+        if ((unsigned(now) & 63u) >= last + view_.log2_first_bucket + 1u) return;
         const unsigned long long w = window_word(l, last);
         if (w != 0) atomicCAS(window(l), now, w);
     }
@@ -859,20 +846,9 @@ private:
     struct sink {
         const ggarray_ref* a;
         unsigned l;
-        __device__ window_range hint() const { return a->window_decode(a->window_cached(l)); }
-        /// The window's bucket holds the bases [lo, lo + room] of a range of n
-        /// (none when n > elems; base - lo wraps past room when base < lo).
-        struct fit {
-            T* origin;
-            unsigned long long lo, room;
-            bool any;
-            __device__ void pin() const { asm volatile("" ::"l"(origin), "l"(lo), "l"(room), "r"(unsigned(any))); }
-        };
-        __device__ fit prepare(const window_range& h, unsigned long long n) const {
-            return fit{h.origin, h.lo, h.elems - n, n <= h.elems};
-        }
-        __device__ T* fast(const fit& f, unsigned long long base) const {
-            return f.any && base - f.lo <= f.room ? f.origin + base : nullptr;
+        __device__ unsigned long long hint() const { return a->window_hint(l); }
+        __device__ T* fast(unsigned long long h, unsigned long long base, unsigned long long n) const {
+            return a->window_fast(h, base, n);
         }
         __device__ unsigned long long claim(unsigned long long n) const { return a->claim(l, n); }
         __device__ bool settle(unsigned long long base, unsigned long long n) const { return a->settle(l, base, n); }

@@ -41,14 +41,13 @@
 //      one array share a reservation; no array's counter takes another's
 //      elements (each array holds exactly its bin's values), the refused
 //      view's lanes get false and the others true.
-//   F  an SM's cached window goes stale (pushes read the window through the
-//      SM's L1): one LFVector of 32-element first buckets; every block pushes
-//      once (each SM caches the window), then the odd blocks push many values
-//      (the LFVector grows through several buckets and the window moves on)
-//      while the even blocks wait for them (a bounded spin), then the even
-//      blocks push again through their SMs' old copies.  Every push returns
-//      true, every value is stored exactly once, and the window still serves
-//      pushes after the refresh (a second launch pushes into the grown array).
+//   F  the window moves on while blocks wait: one LFVector of 32-element first
+//      buckets; every block pushes once (the window names the first buckets),
+//      then the odd blocks push many values (the LFVector grows through
+//      several buckets and the window moves on) while the even blocks wait for
+//      them (a bounded spin), then the even blocks push again.  Every push
+//      returns true, every value is stored exactly once, and a second launch
+//      pushes into the grown array the same way.
 #include <gpudyn/ggarray.cuh>
 #include <gpudyn/heap.cuh>
 #include <gpudyn/vmm_array.cuh>
@@ -631,18 +630,18 @@ static void test_desync(array_kind kind, unsigned element_size, bool small) {
 }
 
 // ---- F ----
-static const unsigned kStaleThreads = 256, kStaleBurst = 16;
-// Values: phase 0 pushes t + 1, phase 1 (odd blocks) t * kStaleBurst + j + 1 +
-// kStaleOffset, phase 2 (even blocks) t + 1 + 2 * kStaleOffset: all distinct.
-static const long long kStaleOffset = 1ll << 32;
-__global__ void stale_kernel(gpudyn_ggarray_view_t view, unsigned* done, unsigned odd_blocks, long long spin,
-                             unsigned char* ok) {
+static const unsigned kWindowThreads = 256, kWindowBurst = 16;
+// Values: phase 0 pushes t + 1, phase 1 (odd blocks) t * kWindowBurst + j + 1 +
+// kWindowOffset, phase 2 (even blocks) t + 1 + 2 * kWindowOffset: all distinct.
+static const long long kWindowOffset = 1ll << 32;
+__global__ void window_kernel(gpudyn_ggarray_view_t view, unsigned* done, unsigned odd_blocks, long long spin,
+                              unsigned char* ok) {
     const gpudyn::ggarray_ref<long long> a{view};
     const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
     bool good = a.push_back((long long)t + 1);
     if (blockIdx.x % 2 == 1) {
-        for (unsigned j = 0; j < kStaleBurst; ++j)
-            good = a.push_back((long long)t * kStaleBurst + j + 1 + kStaleOffset) && good;
+        for (unsigned j = 0; j < kWindowBurst; ++j)
+            good = a.push_back((long long)t * kWindowBurst + j + 1 + kWindowOffset) && good;
         __syncthreads();
         if (threadIdx.x == 0) {
             __threadfence();
@@ -655,15 +654,15 @@ __global__ void stale_kernel(gpudyn_ggarray_view_t view, unsigned* done, unsigne
             while (*static_cast<volatile unsigned*>(done) < odd_blocks && clock64() - start < spin) {}
         }
         __syncthreads();
-        good = a.push_back((long long)t + 1 + 2 * kStaleOffset) && good;
+        good = a.push_back((long long)t + 1 + 2 * kWindowOffset) && good;
     }
     ok[t] = good ? 1 : 2;
 }
 
-static void test_stale_window(void) {
+static void test_window_moved_on(void) {
     int sms = 0;
     CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
-    const unsigned blocks = unsigned(2 * sms), n = blocks * kStaleThreads, odd = blocks / 2;
+    const unsigned blocks = unsigned(2 * sms), n = blocks * kWindowThreads, odd = blocks / 2;
     any_array a;
     CHECK_OK(any_create(&a, KIND_GGARRAY, 8, 0, 1, 32));
     unsigned* done = nullptr;
@@ -677,19 +676,19 @@ static void test_stale_window(void) {
         const views w = get_views(&a);
         // (About a second of spin at most; 1/32 of it under a sanitizer, whose
         // kernels may not keep every block resident.)
-        stale_kernel<<<blocks, kStaleThreads>>>(w.g, done, odd, g_sanitized ? 1ll << 26 : 1ll << 31, dok);
+        window_kernel<<<blocks, kWindowThreads>>>(w.g, done, odd, g_sanitized ? 1ll << 26 : 1ll << 31, dok);
         CHECK(cudaGetLastError() == cudaSuccess);
         CHECK(cudaDeviceSynchronize() == cudaSuccess);
         std::vector<unsigned char> ok(n);
         CHECK(cudaMemcpy(ok.data(), dok, n, cudaMemcpyDeviceToHost) == cudaSuccess);
         const bool all_true = std::all_of(ok.begin(), ok.end(), [](unsigned char c) { return c == 1; });
-        report(!all_true, "F", &a, "a push returned false (or a thread skipped its push)", "stale window");
+        report(!all_true, "F", &a, "a push returned false (or a thread skipped its push)", "window moved on");
         for (unsigned t = 0; t < n; ++t) {
             want.push_back((long long)t + 1);
-            if ((t / kStaleThreads) % 2 == 1)
-                for (unsigned j = 0; j < kStaleBurst; ++j)
-                    want.push_back((long long)t * kStaleBurst + j + 1 + kStaleOffset);
-            else want.push_back((long long)t + 1 + 2 * kStaleOffset);
+            if ((t / kWindowThreads) % 2 == 1)
+                for (unsigned j = 0; j < kWindowBurst; ++j)
+                    want.push_back((long long)t * kWindowBurst + j + 1 + kWindowOffset);
+            else want.push_back((long long)t + 1 + 2 * kWindowOffset);
         }
         std::sort(want.begin(), want.end());
         const uint64_t size = any_size(&a);
@@ -701,7 +700,7 @@ static void test_stale_window(void) {
                     (unsigned long long)size, want.size());
             ++gpudyn_test_failures;
         }
-        report(any_status(&a) != 0, "F", &a, "status set without a failure", "stale window");
+        report(any_status(&a) != 0, "F", &a, "status set without a failure", "window moved on");
     }
     cudaFree(dok);
     cudaFree(done);
@@ -815,6 +814,6 @@ int main(void) {
     STEP(for (unsigned size : {4u, 8u}) test_desync(KIND_GGARRAY, size, true));
     STEP(for (int k = 0; k < 3; ++k) for (int m = 0; m < kBinModes; ++m) if (m != kBinTo || k == KIND_GGARRAY)
              test_several_arrays(array_kind(k), m));
-    STEP(test_stale_window());
+    STEP(test_window_moved_on());
     return TEST_RESULT();
 }

@@ -177,18 +177,9 @@ private:
         __device__ bool fits(unsigned long long base, unsigned long long n) const {
             return n <= a->capacity_ && base <= a->capacity_ - n;
         }
-        /// A range of n fits when its base is at most `room` (and n <= capacity).
-        struct fit {
-            unsigned long long room;
-            bool any;
-            __device__ void pin() const { asm volatile("" ::"l"(room), "r"(unsigned(any))); }
-        };
-        __device__ fit prepare(unsigned long long, unsigned long long n) const {
-            return fit{a->capacity_ - n, n <= a->capacity_};
-        }
         /// Element i of [base, base + n) at p[i - base] when the range fits, else nullptr.
-        __device__ T* fast(const fit& f, unsigned long long base) const {
-            return f.any && base <= f.room ? a->data_ + base : nullptr;
+        __device__ T* fast(unsigned long long, unsigned long long base, unsigned long long n) const {
+            return fits(base, n) ? a->data_ + base : nullptr;
         }
         /// A range that does not fit records its start and the status (every
         /// caller of the range: the same values, so once is as good as many).

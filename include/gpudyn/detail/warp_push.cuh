@@ -22,16 +22,13 @@
 /// not a message from the leader), and each lane finds its own slot.
 ///
 /// Sink (the structure's side; see ggarray.cuh / contiguous_array.cuh):
-///   H hint()   any thread, before the claim: an opaque value (a GGArray's
-///        window; its load in flight with the claim's atomic);
+///   unsigned long long hint()   any thread, before the claim: an opaque word
+///        (a GGArray's window; read in flight with the claim's atomic);
 ///   unsigned long long claim(unsigned long long n)   one thread, short (no
 ///        loop, no wait): takes [base, base + n) of the counter, returns base;
-///   F prepare(const H& h, unsigned long long n)   any thread: what the fit
-///        test of a range of n needs besides its base; F::pin() makes it be
-///        computed where it is called (while the atomic is in flight);
-///   T* fast(const F& f, unsigned long long base)   any thread: p with element
-///        i of [base, base + n) at p[i - base] when the hint shows the range's
-///        storage ready (the usual case), else nullptr;
+///   T* fast(unsigned long long h, unsigned long long base, unsigned long long n)
+///        any thread: p with element i of [base, base + n) at p[i - base] when
+///        the hint shows the range's storage ready (the usual case), else nullptr;
 ///   bool settle(unsigned long long base, unsigned long long n)   any number of
 ///        threads with the same arguments, each gets the same answer: the
 ///        range's storage is ready, or false (the failure recorded, nothing to store);
@@ -60,17 +57,12 @@ namespace detail {
 template <class T, class Sink>
 __device__ __forceinline__ bool claim_group(unsigned peers, const Sink& sink, unsigned claimer,
                                             unsigned long long total, unsigned long long* base, T** p) {
-    const auto h = sink.hint(); // one load for the warp, in flight with the atomic
+    const unsigned long long h = sink.hint(); // one load for the warp, in flight with the atomic
     unsigned long long b = 0;
     if (detail::lane_index() == claimer) b = sink.claim(total);
-    // The fit test's parts that need no base, while the atomic is in flight:
-    // after the shuffle only a subtraction and a compare wait for it (computed
-    // after it, the test was ~20 dependent instructions of every push).
-    const auto f = sink.prepare(h, total);
-    f.pin();
     b = __shfl_sync(peers, b, int(claimer));
     *base = b;
-    if (T* const q = sink.fast(f, b)) {
+    if (T* const q = sink.fast(h, b, total)) {
         *p = q;
         return true;
     }
@@ -84,9 +76,9 @@ __device__ __forceinline__ bool claim_group(unsigned peers, const Sink& sink, un
 /// [`*base`, `*base` + n) is the caller's when it returns true.
 template <class Sink>
 __device__ __forceinline__ bool reserve_range(const Sink& sink, unsigned long long n, unsigned long long* base) {
-    const auto h = sink.hint();
+    const unsigned long long h = sink.hint();
     *base = sink.claim(n);
-    if (sink.fast(sink.prepare(h, n), *base) != nullptr) return true;
+    if (sink.fast(h, *base, n) != nullptr) return true;
     if (!sink.settle(*base, n)) return false;
     sink.advance(*base, n);
     return true;
