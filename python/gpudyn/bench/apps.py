@@ -343,8 +343,91 @@ def kernels(gdn=None):
     for variant, (count, item, push) in sources.items():
         for mapping in MAPPINGS:
             out[f"expand_{variant}_{mapping}"] = _expand(count, item, push, mapping == "warp")
+    if "gpudyn" in sources and hasattr(gdn, "span"):
+        for mapping in MAPPINGS:
+            out[f"expand_gpudyn_span_{mapping}"] = _expand_span(gdn, mapping == "warp")
     out.update(_two_pass())
     return out
+
+
+def _expand_span(gdn, warp: bool):
+    """_expand's level with the frontier read span by span (gdn.span: one bucket
+    lookup for up to 32 items) instead of gdn.at per item.  Each warp takes
+    chunks of up to 32 consecutive items (grid-stride over the chunks); its lanes
+    read the chunk's items with span calls, lane r holding item r.  Thread per
+    vertex: lane r expands its item.  Warp per vertex: the warp expands the
+    chunk's items one after the other (the item passed round with a shuffle);
+    a chunk is n / warps items when that is below 32, so a small frontier still
+    spreads over the warps."""
+    i64, i32 = np.int64, np.int32
+    full = np.uint32(0xFFFFFFFF)
+    unvisited = i32(-1)
+    gsize, gspan, gpush = gdn.ranged_size, gdn.span, gdn.push_back
+
+    @cuda.jit(device=True)
+    def chunk_item(src, lo, hi, i):
+        """Item i of [lo, hi) (every lane of the warp calls with the same lo, hi)."""
+        u = unvisited
+        pos = lo
+        while pos < hi:
+            piece = gspan(src, pos, hi)
+            m = piece.size
+            if m == 0:
+                break
+            if i >= pos and i < pos + m:
+                u = piece[i - pos]
+            pos += m
+        return u
+
+    @cuda.jit(device=True)
+    def expand_vertex(u, lane, step, dst, row, col, parent, level, depth, failed):
+        claimed = False
+        e = row[u] + lane
+        end = row[u + 1]
+        while e < end:
+            v = col[e]
+            if parent[v] == unvisited and cuda.atomic.cas(parent, v, unvisited, u) == unvisited:
+                level[v] = depth + 1
+                claimed = True
+                if not gpush(dst, v):
+                    cuda.atomic.add(failed, 0, 1)
+            e += step
+        return claimed
+
+    @cuda.jit
+    def expand_span(src, src_n, dst, dst_n, row, col, parent, level, depth, active, failed):
+        total = cuda.shared.array(1, np.int64)
+        if cuda.threadIdx.x == 0:
+            total[0] = i64(gsize(src))
+        cuda.syncthreads()
+        n = total[0]
+        lane = cuda.laneid
+        warps = i64(cuda.gridsize(1)) // WARP
+        chunk = i64(WARP)
+        if warp and n < warps * WARP:
+            chunk = (n + warps - 1) // warps
+        claimed = False
+        lo = (i64(cuda.grid(1)) // WARP) * chunk
+        while lo < n:
+            hi = lo + chunk
+            if hi > n:
+                hi = n
+            i = lo + lane
+            u = chunk_item(src, lo, hi, i)
+            if warp:
+                for j in range(hi - lo):
+                    uj = cuda.shfl_sync(full, u, i32(j))
+                    if expand_vertex(uj, lane, WARP, dst, row, col, parent, level, depth, failed):
+                        claimed = True
+            elif i < hi:
+                if expand_vertex(u, 0, 1, dst, row, col, parent, level, depth, failed):
+                    claimed = True
+            lo += warps * chunk
+        if active.size > 0:
+            if cuda.any_sync(full, claimed) and lane == 0:
+                cuda.atomic.max(active, 0, i32(depth + 1))
+
+    return expand_span
 
 
 def _expand(count, item, push, warp: bool):
@@ -597,9 +680,17 @@ class WorstCase:
 class GGArrayBFS:
     """Two GGArray(int32) frontiers, default options; the consumer reads in place."""
 
-    def __init__(self, g: _Graph, ks: dict, mapping: str, check_every: int = CHECK_EVERY, open_arrays: bool = True):
+    def __init__(
+        self,
+        g: _Graph,
+        ks: dict,
+        mapping: str,
+        check_every: int = CHECK_EVERY,
+        open_arrays: bool = True,
+        kernel: str = "gpudyn",
+    ):
         xp, self.g, self.check_every = g.env.xp, g, check_every
-        self.kernel = ks[f"expand_gpudyn_{mapping}"]
+        self.kernel = ks[f"expand_{kernel}_{mapping}"]
         self.seed_kernel = ks.get("seed_gpudyn") or _seed_kernel()
         ks["seed_gpudyn"] = self.seed_kernel
         self.active = xp.zeros(1, dtype=xp.int32)  # the deepest level a vertex was claimed at
@@ -875,11 +966,13 @@ def run(ctx) -> dict:
             (f"two_pass_{mapping}", "two_pass", mapping, 0),
         ]
     variants += [("cupy", "cupy", "", 0)] + [(f"gpudyn_every_level_{m}", "gpudyn", m, 1) for m in MAPPINGS]
+    if any(k.startswith("expand_gpudyn_span_") for k in ks):
+        variants += [(f"gpudyn_span_{m}", "gpudyn_span", m, CHECK_EVERY) for m in MAPPINGS]
     state = {"done": 0, "total": len(variants) + 1 + (0 if gdn_error else PAIRS_STEPS + LISTS_STEPS), "t0": time.time()}
 
     def make(kind: str, mapping: str, check_every: int, open_arrays: bool = True):
-        if kind == "gpudyn":
-            return GGArrayBFS(g, ks, mapping, check_every, open_arrays)
+        if kind in ("gpudyn", "gpudyn_span"):
+            return GGArrayBFS(g, ks, mapping, check_every, open_arrays, kernel=kind)
         if kind in ("worst", "worst_plain"):
             return WorstCase(g, ks, mapping, kind == "worst_plain")
         if kind == "two_pass":
@@ -889,7 +982,7 @@ def run(ctx) -> dict:
     # Compile and load every kernel once (module loads and local memory settle
     # before any memory is measured).
     for _name, kind, mapping, every in variants:
-        if kind == "gpudyn" and gdn_error:
+        if kind.startswith("gpudyn") and gdn_error:
             continue
         v = make(kind, mapping, every or CHECK_EVERY)
         v.search(int(keys[0]))
@@ -901,7 +994,7 @@ def run(ctx) -> dict:
     results = {}
     for name, kind, mapping, every in variants:
         r = {"variant": kind, "mapping": mapping, "language": "numba" if kind != "cupy" else "cupy"}
-        if kind == "gpudyn" and gdn_error:
+        if kind.startswith("gpudyn") and gdn_error:
             r.update(skipped=gdn_error, validated=False)
             failures.append(f"{name}: {gdn_error}")
             results[name] = r
@@ -1047,6 +1140,22 @@ def summarize(ctx, py: dict, cpp: dict, failures: list) -> None:
                     t["where"] = f"{gg['median_ms']:.4g} ms vs {b['median_ms']:.4g} ms"
                 else:
                     t["where"] = "not measured: " + str((gg or {}).get("skipped") or "missing variant")
+            sp = res.get(f"gpudyn_span_{mapping}")
+            if lang == "Numba" and sp and "median_ms" in sp:  # the frontier read span by span
+                for base, goal, what in (
+                    ("worst", SPEED_WORST_GOAL, "preallocated worst-case buffer (warp-aggregated atomic counter)"),
+                    ("two_pass", SPEED_TWO_PASS_GOAL, "two-pass (count, scan, write)"),
+                ):
+                    b = res.get(f"{base}_{mapping}")
+                    value = b["median_ms"] / sp["median_ms"] if b and "median_ms" in b else 0.0
+                    t = ctx.target(
+                        f"BFS gpudyn, frontier read with span, vs {what}, {lang}, {mapping} per vertex",
+                        value,
+                        goal,
+                        "x",
+                        True,
+                    )
+                    t["where"] = f"{sp['median_ms']:.4g} ms vs {b['median_ms']:.4g} ms" if value else "not measured"
         held = [
             (res[f"gpudyn_{m}"]["held_bytes"], res[f"two_pass_{m}"]["held_bytes"], m)
             for m in MAPPINGS
