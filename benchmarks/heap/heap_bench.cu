@@ -4,6 +4,8 @@
 //
 //   gpudyn_bench_heap --out FILE.json [--quick] [--cuda-budget SECONDS]
 //   gpudyn_bench_heap --only-cuda N S MODE [--quick]     (one baseline point, see below)
+//   gpudyn_bench_heap --out FILE.json --matrix-only N    (the heap's matrix rows and floors
+//                                                          at N threads only: for A/B builds)
 //
 // Matrix: N threads (1K .. 1M) x S bytes (16 .. 8192, and mixed: uniform in
 // [16, 4096] per thread from a fixed seed).  Each thread makes one request;
@@ -787,15 +789,18 @@ int main(int argc, char** argv) {
     unsigned only_n = 0;
     unsigned long long only_s = 0;
     bool only_div = false;
+    unsigned matrix_only = 0; // N: the heap's matrix and floors at N threads, nothing else
     double cuda_budget_s = kCudaBudgetS;
     const char* usage =
         "usage: %s --out FILE.json [--quick] [--cuda-budget SECONDS]\n"
-        "       %s --only-cuda N S converged|divergent [--quick]   (S in bytes, 0: mixed)\n";
+        "       %s --only-cuda N S converged|divergent [--quick]   (S in bytes, 0: mixed)\n"
+        "       %s --out FILE.json --matrix-only N [--quick]\n";
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--cuda-budget") && i + 1 < argc) cuda_budget_s = atof(argv[++i]);
         else if (!strcmp(argv[i], "--cuda-server")) server = true;
+        else if (!strcmp(argv[i], "--matrix-only") && i + 1 < argc) matrix_only = unsigned(strtoul(argv[++i], nullptr, 10));
         else if (!strcmp(argv[i], "--only-cuda") && i + 3 < argc &&
                  (!strcmp(argv[i + 3], "converged") || !strcmp(argv[i + 3], "divergent"))) {
             only = true;
@@ -804,14 +809,15 @@ int main(int argc, char** argv) {
             only_div = !strcmp(argv[i + 3], "divergent");
             i += 3;
         } else {
-            fprintf(stderr, usage, argv[0], argv[0]);
+            fprintf(stderr, usage, argv[0], argv[0], argv[0]);
             return 2;
         }
     }
-    const config cfg(quick);
+    config cfg(quick);
+    if (matrix_only) cfg.ns = {matrix_only};
     if (server || only) return cuda_child(cfg, only ? &only_n : nullptr, only_s, only_div);
     if (!out_path) {
-        fprintf(stderr, usage, argv[0], argv[0]);
+        fprintf(stderr, usage, argv[0], argv[0], argv[0]);
         return 2;
     }
     signal(SIGPIPE, SIG_IGN); // a dead child's stdin must give EPIPE, not end this process
@@ -894,6 +900,7 @@ int main(int argc, char** argv) {
 
         // ---- churn -----------------------------------------------------------------
         for (unsigned long long s : ss) {
+            if (matrix_only) break;
             progress(fmt("churn N=%u S=%s", churn_n, s_label(s).c_str()));
             const unsigned n = churn_n;
             GD(gpudyn_heap_reset(timing, nullptr));
@@ -963,8 +970,9 @@ int main(int argc, char** argv) {
         };
         progress("largest allocation of the fresh exhaustion heap");
         GD(gpudyn_heap_reset(exhaust, nullptr));
-        const unsigned long long fresh_largest = b.largest_satisfiable(ev, e0.bytes_mapped);
+        const unsigned long long fresh_largest = matrix_only ? 0 : b.largest_satisfiable(ev, e0.bytes_mapped);
         for (unsigned long long s : ss) {
+            if (matrix_only) break;
             progress(fmt("exhaustion %llu B heap, S=%s", exhaust_bytes, s_label(s).c_str()));
             GD(gpudyn_heap_reset(exhaust, nullptr));
             const unsigned long long mean = s ? s : (kMixedMin + kMixedMax) / 2;
@@ -1092,7 +1100,7 @@ int main(int argc, char** argv) {
         double cost; // thread-bytes
     };
     std::vector<cuda_task> tasks;
-    for (unsigned n : ns)
+    for (unsigned n : matrix_only ? std::vector<unsigned>{} : ns)
         for (unsigned long long s : ss)
             for (int div = 0; div < 2; ++div)
                 tasks.push_back({n, s, div != 0, double(n) * double(s ? s : (kMixedMin + kMixedMax) / 2)});

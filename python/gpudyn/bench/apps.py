@@ -40,9 +40,6 @@ frontier vertex (`_thread`) and a warp per frontier vertex (`_warp`):
   cupy           pure CuPy (Python only): gather the frontier's neighbours with
                  searchsorted, keep the unvisited, scatter parents, unique.
   gpudyn_every_level (Python): the gpudyn variants with the flag read every level.
-  gpudyn_span (Python, with GPUDYN_APPS_SPAN=1): the gpudyn variants reading the
-                 frontier span by span (gdn.span: one bucket lookup for up to 32
-                 consecutive items a warp) instead of gdn.at per item.
 Timing: CUDA events around a whole search (reset of parent/level included), one
 warm-up search, then one search per key; median over the keys.  TEPS (Graph500):
 input edge tuples in the searched component / time; the harmonic mean over keys.
@@ -346,102 +343,8 @@ def kernels(gdn=None):
     for variant, (count, item, push) in sources.items():
         for mapping in MAPPINGS:
             out[f"expand_{variant}_{mapping}"] = _expand(count, item, push, mapping == "warp")
-    if "gpudyn" in sources and hasattr(gdn, "span"):
-        count, _item, push = sources["gpudyn"]
-        for mapping in MAPPINGS:
-            out[f"expand_gpudyn_span_{mapping}"] = _expand_span(count, gdn.span, push, mapping == "warp")
     out.update(_two_pass())
     return out
-
-
-def _expand_span(count, span, push, warp: bool):
-    """_expand's level with the frontier read span by span (gdn.span: one bucket
-    lookup for up to 32 items) instead of gdn.at per item.  Each warp takes
-    chunks of up to 32 consecutive items (grid-stride over the chunks); its lanes
-    read the chunk's items with span calls, lane r holding item r.  Thread per
-    vertex: lane r expands its item.  Warp per vertex: the warp expands the
-    chunk's items one after the other (the item passed round with a shuffle);
-    a chunk is n / warps items when that is below 32, so a small frontier still
-    spreads over the warps."""
-    i64, i32 = np.int64, np.int32
-    full = np.uint32(0xFFFFFFFF)
-    unvisited = i32(-1)
-    expand_vertex = _vertex_expander(push)
-
-    @cuda.jit(device=True)
-    def chunk_item(src, lo, hi, i):
-        """Item i of [lo, hi) (every lane of the warp calls with the same lo, hi)."""
-        u = unvisited
-        pos = lo
-        while pos < hi:
-            piece = span(src, pos, hi)
-            m = piece.size
-            if m == 0:
-                break
-            if i >= pos and i < pos + m:
-                u = piece[i - pos]
-            pos += m
-        return u
-
-    @cuda.jit
-    def expand_span(src, src_n, dst, dst_n, row, col, parent, level, depth, active, failed):
-        total = cuda.shared.array(1, np.int64)
-        if cuda.threadIdx.x == 0:
-            total[0] = count(src, src_n)
-        cuda.syncthreads()
-        n = total[0]
-        lane = cuda.laneid
-        warps = i64(cuda.gridsize(1)) // WARP
-        chunk = i64(WARP)
-        if warp and n < warps * WARP:
-            chunk = (n + warps - 1) // warps
-        claimed = False
-        lo = (i64(cuda.grid(1)) // WARP) * chunk
-        while lo < n:
-            hi = lo + chunk
-            if hi > n:
-                hi = n
-            i = lo + lane
-            u = chunk_item(src, lo, hi, i)
-            if warp:
-                for j in range(hi - lo):
-                    uj = cuda.shfl_sync(full, u, i32(j))
-                    if expand_vertex(uj, lane, WARP, dst, dst_n, row, col, parent, level, depth, failed):
-                        claimed = True
-            elif i < hi:
-                if expand_vertex(u, 0, 1, dst, dst_n, row, col, parent, level, depth, failed):
-                    claimed = True
-            lo += warps * chunk
-        if active.size > 0:
-            if cuda.any_sync(full, claimed) and lane == 0:
-                cuda.atomic.max(active, 0, i32(depth + 1))
-
-    return expand_span
-
-
-def _vertex_expander(push):
-    """expand_vertex(u, first, step, dst, dst_n, row, col, parent, level, depth,
-    failed) -> whether it claimed a vertex: edges first, first + step, .. of
-    frontier vertex u claim their unvisited ends (compare-and-swap on parent),
-    set their level and push them into dst; failed[0] counts refused pushes."""
-    unvisited = np.int32(-1)
-
-    @cuda.jit(device=True)
-    def expand_vertex(u, first, step, dst, dst_n, row, col, parent, level, depth, failed):
-        claimed = False
-        e = row[u] + first
-        end = row[u + 1]
-        while e < end:
-            v = col[e]
-            if parent[v] == unvisited and cuda.atomic.cas(parent, v, unvisited, u) == unvisited:
-                level[v] = depth + 1
-                claimed = True
-                if not push(dst, dst_n, v):
-                    cuda.atomic.add(failed, 0, 1)
-            e += step
-        return claimed
-
-    return expand_vertex
 
 
 def _expand(count, item, push, warp: bool):
@@ -452,7 +355,7 @@ def _expand(count, item, push, warp: bool):
     it checks; failed[0] counts refused pushes."""
     i64, i32 = np.int64, np.int32
     full = np.uint32(0xFFFFFFFF)
-    expand_vertex = _vertex_expander(push)
+    unvisited = i32(-1)
 
     if not warp:
 
@@ -468,8 +371,13 @@ def _expand(count, item, push, warp: bool):
             stride = i64(cuda.gridsize(1))
             while i < n:
                 u = item(src, src_n, i)
-                if expand_vertex(u, 0, 1, dst, dst_n, row, col, parent, level, depth, failed):
-                    claimed = True
+                for e in range(row[u], row[u + 1]):
+                    v = col[e]
+                    if parent[v] == unvisited and cuda.atomic.cas(parent, v, unvisited, u) == unvisited:
+                        level[v] = depth + 1
+                        claimed = True
+                        if not push(dst, dst_n, v):
+                            cuda.atomic.add(failed, 0, 1)
                 i += stride
             if active.size > 0:
                 if cuda.any_sync(full, claimed) and cuda.laneid == 0:
@@ -490,8 +398,16 @@ def _expand(count, item, push, warp: bool):
         stride = i64(cuda.gridsize(1)) // WARP
         while i < n:
             u = item(src, src_n, i)
-            if expand_vertex(u, lane, WARP, dst, dst_n, row, col, parent, level, depth, failed):
-                claimed = True
+            e = row[u] + lane
+            end = row[u + 1]
+            while e < end:
+                v = col[e]
+                if parent[v] == unvisited and cuda.atomic.cas(parent, v, unvisited, u) == unvisited:
+                    level[v] = depth + 1
+                    claimed = True
+                    if not push(dst, dst_n, v):
+                        cuda.atomic.add(failed, 0, 1)
+                e += WARP
             i += stride
         if active.size > 0:
             if cuda.any_sync(full, claimed) and lane == 0:
@@ -681,17 +597,9 @@ class WorstCase:
 class GGArrayBFS:
     """Two GGArray(int32) frontiers, default options; the consumer reads in place."""
 
-    def __init__(
-        self,
-        g: _Graph,
-        ks: dict,
-        mapping: str,
-        check_every: int = CHECK_EVERY,
-        open_arrays: bool = True,
-        kernel: str = "gpudyn",
-    ):
+    def __init__(self, g: _Graph, ks: dict, mapping: str, check_every: int = CHECK_EVERY, open_arrays: bool = True):
         xp, self.g, self.check_every = g.env.xp, g, check_every
-        self.kernel = ks[f"expand_{kernel}_{mapping}"]
+        self.kernel = ks[f"expand_gpudyn_{mapping}"]
         self.seed_kernel = ks.get("seed_gpudyn") or _seed_kernel()
         ks["seed_gpudyn"] = self.seed_kernel
         self.active = xp.zeros(1, dtype=xp.int32)  # the deepest level a vertex was claimed at
@@ -967,15 +875,11 @@ def run(ctx) -> dict:
             (f"two_pass_{mapping}", "two_pass", mapping, 0),
         ]
     variants += [("cupy", "cupy", "", 0)] + [(f"gpudyn_every_level_{m}", "gpudyn", m, 1) for m in MAPPINGS]
-    # The span-read variants: opt-in (GPUDYN_APPS_SPAN=1) until a GPU run has
-    # validated them (written 2026-12-04 without a lent GPU; NOTES.md).
-    if os.environ.get("GPUDYN_APPS_SPAN") == "1" and any(k.startswith("expand_gpudyn_span_") for k in ks):
-        variants += [(f"gpudyn_span_{m}", "gpudyn_span", m, CHECK_EVERY) for m in MAPPINGS]
     state = {"done": 0, "total": len(variants) + 1 + (0 if gdn_error else PAIRS_STEPS + LISTS_STEPS), "t0": time.time()}
 
     def make(kind: str, mapping: str, check_every: int, open_arrays: bool = True):
-        if kind in ("gpudyn", "gpudyn_span"):
-            return GGArrayBFS(g, ks, mapping, check_every, open_arrays, kernel=kind)
+        if kind == "gpudyn":
+            return GGArrayBFS(g, ks, mapping, check_every, open_arrays)
         if kind in ("worst", "worst_plain"):
             return WorstCase(g, ks, mapping, kind == "worst_plain")
         if kind == "two_pass":
@@ -985,7 +889,7 @@ def run(ctx) -> dict:
     # Compile and load every kernel once (module loads and local memory settle
     # before any memory is measured).
     for _name, kind, mapping, every in variants:
-        if kind.startswith("gpudyn") and gdn_error:
+        if kind == "gpudyn" and gdn_error:
             continue
         v = make(kind, mapping, every or CHECK_EVERY)
         v.search(int(keys[0]))
@@ -997,7 +901,7 @@ def run(ctx) -> dict:
     results = {}
     for name, kind, mapping, every in variants:
         r = {"variant": kind, "mapping": mapping, "language": "numba" if kind != "cupy" else "cupy"}
-        if kind.startswith("gpudyn") and gdn_error:
+        if kind == "gpudyn" and gdn_error:
             r.update(skipped=gdn_error, validated=False)
             failures.append(f"{name}: {gdn_error}")
             results[name] = r
@@ -1131,24 +1035,18 @@ def summarize(ctx, py: dict, cpp: dict, failures: list) -> None:
     """The issue-40 targets for each language and mapping, then 'every search validated'."""
     for lang, res in (("Numba", py), ("C++", cpp)):
         for mapping in MAPPINGS:
-            # The at() variant always gets its targets; the span one when it ran
-            # (GPUDYN_APPS_SPAN=1, Numba only).
-            for kind, label in (("gpudyn", ""), ("gpudyn_span", ", frontier read with span,")):
-                gg = res.get(f"{kind}_{mapping}")
-                if kind == "gpudyn_span" and not (lang == "Numba" and gg and "median_ms" in gg):
-                    continue
-                for base, goal, what in (
-                    ("worst", SPEED_WORST_GOAL, "preallocated worst-case buffer (warp-aggregated atomic counter)"),
-                    ("two_pass", SPEED_TWO_PASS_GOAL, "two-pass (count, scan, write)"),
-                ):
-                    b = res.get(f"{base}_{mapping}")
-                    ok = gg and b and "median_ms" in gg and "median_ms" in b
-                    value = b["median_ms"] / gg["median_ms"] if ok else 0.0
-                    t = ctx.target(f"BFS gpudyn{label} vs {what}, {lang}, {mapping} per vertex", value, goal, "x", True)
-                    if value:
-                        t["where"] = f"{gg['median_ms']:.4g} ms vs {b['median_ms']:.4g} ms"
-                    else:
-                        t["where"] = "not measured: " + str((gg or {}).get("skipped") or "missing variant")
+            gg = res.get(f"gpudyn_{mapping}")
+            for base, goal, what in (
+                ("worst", SPEED_WORST_GOAL, "preallocated worst-case buffer (warp-aggregated atomic counter)"),
+                ("two_pass", SPEED_TWO_PASS_GOAL, "two-pass (count, scan, write)"),
+            ):
+                b = res.get(f"{base}_{mapping}")
+                value = b["median_ms"] / gg["median_ms"] if gg and b and "median_ms" in gg and "median_ms" in b else 0.0
+                t = ctx.target(f"BFS gpudyn vs {what}, {lang}, {mapping} per vertex", value, goal, "x", True)
+                if value:
+                    t["where"] = f"{gg['median_ms']:.4g} ms vs {b['median_ms']:.4g} ms"
+                else:
+                    t["where"] = "not measured: " + str((gg or {}).get("skipped") or "missing variant")
         held = [
             (res[f"gpudyn_{m}"]["held_bytes"], res[f"two_pass_{m}"]["held_bytes"], m)
             for m in MAPPINGS
