@@ -800,7 +800,8 @@ int main(int argc, char** argv) {
         else if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--cuda-budget") && i + 1 < argc) cuda_budget_s = atof(argv[++i]);
         else if (!strcmp(argv[i], "--cuda-server")) server = true;
-        else if (!strcmp(argv[i], "--matrix-only") && i + 1 < argc) matrix_only = unsigned(strtoul(argv[++i], nullptr, 10));
+        else if (!strcmp(argv[i], "--matrix-only") && i + 1 < argc)
+            matrix_only = unsigned(strtoul(argv[++i], nullptr, 10));
         else if (!strcmp(argv[i], "--only-cuda") && i + 3 < argc &&
                  (!strcmp(argv[i + 3], "converged") || !strcmp(argv[i + 3], "divergent"))) {
             only = true;

@@ -290,6 +290,11 @@ constexpr unsigned kHeapLoneTries = 4;
 /// model of this policy, one class, churn of 50 %: 8 rounds x 4 probes keep
 /// held / live near 1.05 where 5 x 2 drifted to 1.25 with 16-slot slabs).
 constexpr unsigned kHeapMissesBeforeAttach = 8;
+/// Classes above its own a small request may take a free slot of when its own
+/// class has none and no page is left for a slab (those up to twice its class
+/// size whose slots are aligned as its own: a larger block rather than a
+/// failure while partly filled slabs of other classes have room).
+constexpr unsigned kHeapSpillClasses = 8;
 /// Attaches of one class under way at a time: this many plus 1/16 of its slabs
 /// (a burst grows a class by <= ~6 % per attach latency, so at most that
 /// share of its slabs is left nearly empty when the burst ends).
@@ -483,7 +488,16 @@ __device__ __forceinline__ bool slot_word_emptied(unsigned long long x) {
 /// Release fence at GPU scope: this thread's earlier writes are visible to any
 /// thread that later observes one of its later writes (lighter than the
 /// sequentially consistent `__threadfence`).
-__device__ __forceinline__ void release_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+__device__ __forceinline__ void release_fence() {
+    // A release-only fence where the PTX has one (sm_90, PTX ISA 8.6: CUDA 12.8
+    // on): it skips acq_rel's L1 invalidation, which a free does not need.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDACC_VER_MAJOR__) && \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8))
+    asm volatile("fence.release.gpu;" ::: "memory");
+#else
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#endif
+}
 
 /// The SM the thread runs on.
 __device__ __forceinline__ unsigned sm_id() {
@@ -722,7 +736,10 @@ public:
     /// requests up to the page size are 2^k-aligned.  A call that finds no free
     /// pages first runs a reclaim pass (empty slabs back to the pool; it reads
     /// the slot words of the classes freed into since the last pass) or waits
-    /// for one, and tries once more.
+    /// for one, and tries once more; a small request whose class is then still
+    /// full takes a free slot of a larger class (up to twice its class size, as
+    /// aligned: usable_size() says how large), so near exhaustion the free slots
+    /// of other classes' slabs serve before a request fails.
     __device__ void* malloc(unsigned long long bytes) const {
         // The lanes here now that allocate from this heap (others may call another heap).
         const unsigned mask = detail::peers_with(detail::active_lanes(), v_.counters);
@@ -748,7 +765,29 @@ public:
         void* p = small == (1u << detail::lane_index()) ? lone_claim(cls, &full_cur)
                                                         : current_slab_claim(small, group, cls, &full_cur);
         const unsigned left = detail::ballot(detail::member_mask(small), p == nullptr);
-        if (p == nullptr) p = small_malloc(group & left, cls, full_cur);
+        if (p == nullptr) {
+            // Out of pages for the class: a slot of a larger class (at most
+            // kHeapSpillClasses up, at most twice the size, with slots aligned as
+            // the class's own) rather than a failure, so free slots of partly
+            // filled slabs of other classes still serve near exhaustion.
+            unsigned todo = group & left, c = cls;
+            const unsigned long long size = detail::heap_class_size(cls), align = size & (~size + 1);
+            for (unsigned up = 0;;) {
+                p = small_malloc(todo, c, up == 0 ? full_cur : 0u, up != 0);
+                const unsigned failed = detail::ballot(todo, p == nullptr);
+                if (failed == 0) break;
+                do {
+                    ++c, ++up;
+                } while (up <= kHeapSpillClasses && c < v_.class_count && detail::heap_class_size(c) <= 2 * size &&
+                         (detail::heap_class_size(c) & (align - 1)) != 0);
+                if (up > kHeapSpillClasses || c >= v_.class_count || detail::heap_class_size(c) > 2 * size) {
+                    count_failures(todo, p == nullptr);
+                    break;
+                }
+                if (p != nullptr) break;
+                todo = failed;
+            }
+        }
         return p;
     }
 
@@ -1198,7 +1237,7 @@ private:
     /// current slab again, which an attacher just replaced); (d) when no page is
     /// left for a slab, a sweep of every word of the class.  A round that won
     /// nothing (a lost race too) is a miss.
-    __device__ void* small_malloc(unsigned group, unsigned c, unsigned full_cur) const {
+    __device__ void* small_malloc(unsigned group, unsigned c, unsigned full_cur, bool spill) const {
         group = detail::member_mask(group);
         const auto [lane, n, rank, leader, k, nwords] = group_of(group, c);
         unsigned* state = class_state(c);
@@ -1346,6 +1385,7 @@ private:
             misses = progress ? 0 : misses + 1;
             if (!from_current && count == 0) misses = kHeapMissesBeforeAttach; // no slab yet: attach at once
             if (misses < kHeapMissesBeforeAttach) continue;
+            if (spill) break; // a spill into a larger class takes free slots only
             // 4. Attach a slab (the leader), pre-claiming slots for the still needy lanes.
             const unsigned still = detail::ballot(group, mine == nullptr);
             const unsigned still_n = detail::popcount(still);
@@ -1404,8 +1444,7 @@ private:
                 misses = kHeapMissesBeforeAttach - 1;
             }
         }
-        count_failures(group, mine == nullptr);
-        return mine;
+        return mine; // (failures are counted by malloc, after any spill)
     }
 
     /// The group's leader runs a reclaim pass; true (for every lane) when the
