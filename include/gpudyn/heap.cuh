@@ -766,27 +766,9 @@ public:
                                                         : current_slab_claim(small, group, cls, &full_cur);
         const unsigned left = detail::ballot(detail::member_mask(small), p == nullptr);
         if (p == nullptr) {
-            // Out of pages for the class: a slot of a larger class (at most
-            // kHeapSpillClasses up, at most twice the size, with slots aligned as
-            // the class's own) rather than a failure, so free slots of partly
-            // filled slabs of other classes still serve near exhaustion.
-            unsigned todo = group & left, c = cls;
-            const unsigned long long size = detail::heap_class_size(cls), align = size & (~size + 1);
-            for (unsigned up = 0;;) {
-                p = small_malloc(todo, c, up == 0 ? full_cur : 0u, up != 0);
-                const unsigned failed = detail::ballot(todo, p == nullptr);
-                if (failed == 0) break;
-                do {
-                    ++c, ++up;
-                } while (up <= kHeapSpillClasses && c < v_.class_count && detail::heap_class_size(c) <= 2 * size &&
-                         (detail::heap_class_size(c) & (align - 1)) != 0);
-                if (up > kHeapSpillClasses || c >= v_.class_count || detail::heap_class_size(c) > 2 * size) {
-                    count_failures(todo, p == nullptr);
-                    break;
-                }
-                if (p != nullptr) break;
-                todo = failed;
-            }
+            p = small_malloc(group & left, cls, full_cur, false);
+            const unsigned failed = detail::ballot(group & left, p == nullptr);
+            if (p == nullptr) p = spill_malloc(failed, cls);
         }
         return p;
     }
@@ -1222,6 +1204,31 @@ private:
         w = __shfl_sync(small, w, claimer);
         if (rank >= detail::popcount(got)) return nullptr;
         return slot_address(cur - 1, w * 64 + detail::set_bit_at(got, rank), k.size);
+    }
+
+    /// Out of pages for class c (lanes `group`, a warp collective): a slot of a
+    /// larger class (at most kHeapSpillClasses up, at most twice the size, slots
+    /// aligned as c's own) rather than a failure, so free slots of partly filled
+    /// slabs of other classes still serve near exhaustion; failures are counted
+    /// here.  Not inlined: the loop's second copy of the rounds doubled the
+    /// registers of a divergent caller's kernel.
+    __device__ __noinline__ void* spill_malloc(unsigned group, unsigned c) const {
+        group = detail::member_mask(group);
+        const unsigned long long size = detail::heap_class_size(c), align = size & (~size + 1);
+        void* p = nullptr;
+        for (unsigned up = 0;;) {
+            do {
+                ++c, ++up;
+            } while (up <= kHeapSpillClasses && c < v_.class_count && detail::heap_class_size(c) <= 2 * size &&
+                     (detail::heap_class_size(c) & (align - 1)) != 0);
+            if (up > kHeapSpillClasses || c >= v_.class_count || detail::heap_class_size(c) > 2 * size) break;
+            p = small_malloc(group, c, 0u, true);
+            const unsigned failed = detail::ballot(group, p == nullptr);
+            if (failed == 0 || p != nullptr) return p;
+            group = failed;
+        }
+        count_failures(group, true);
+        return nullptr;
     }
 
     /// The rounds, a warp collective over `group` (lanes of one class the fast
