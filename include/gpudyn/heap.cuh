@@ -737,9 +737,9 @@ public:
     /// pages first runs a reclaim pass (empty slabs back to the pool; it reads
     /// the slot words of the classes freed into since the last pass) or waits
     /// for one, and tries once more; a small request whose class is then still
-    /// full takes a free slot of a larger class (up to twice its class size, as
-    /// aligned: usable_size() says how large), so near exhaustion the free slots
-    /// of other classes' slabs serve before a request fails.
+    /// full takes a free slot of a larger class (up to twice its class size, with
+    /// the alignment above kept; usable_size() says how large), so near
+    /// exhaustion the free slots of other classes' slabs serve before a request fails.
     __device__ void* malloc(unsigned long long bytes) const {
         // The lanes here now that allocate from this heap (others may call another heap).
         const unsigned mask = detail::peers_with(detail::active_lanes(), v_.counters);
@@ -768,7 +768,7 @@ public:
         if (p == nullptr) {
             p = small_malloc(group & left, cls, full_cur, false);
             const unsigned failed = detail::ballot(group & left, p == nullptr);
-            if (p == nullptr) p = spill_malloc(failed, cls);
+            if (p == nullptr) p = spill_malloc(failed, cls, bytes);
         }
         return p;
     }
@@ -1206,15 +1206,20 @@ private:
         return slot_address(cur - 1, w * 64 + detail::set_bit_at(got, rank), k.size);
     }
 
-    /// Out of pages for class c (lanes `group`, a warp collective): a slot of a
-    /// larger class (at most kHeapSpillClasses up, at most twice the size, slots
-    /// aligned as c's own) rather than a failure, so free slots of partly filled
-    /// slabs of other classes still serve near exhaustion; failures are counted
-    /// here.  Not inlined: the loop's second copy of the rounds doubled the
-    /// registers of a divergent caller's kernel.
-    __device__ __noinline__ void* spill_malloc(unsigned group, unsigned c) const {
+    /// Out of pages for class c (lanes `group`, a warp collective; `bytes`: the
+    /// lane's request): a slot of a larger class (at most kHeapSpillClasses up,
+    /// at most twice the size) rather than a failure, so free slots of partly
+    /// filled slabs of other classes still serve near exhaustion; failures are
+    /// counted here.  The class size must be a multiple of the largest power of
+    /// two dividing any lane's request: a 2^k request stays 2^k-aligned, and so
+    /// does malloc_aligned's (a multiple of its alignment); an odd size keeps 16.
+    /// Not inlined: the loop's second copy of the rounds doubled the registers
+    /// of a divergent caller's kernel.
+    __device__ __noinline__ void* spill_malloc(unsigned group, unsigned c, unsigned long long bytes) const {
         group = detail::member_mask(group);
-        const unsigned long long size = detail::heap_class_size(c), align = size & (~size + 1);
+        const unsigned long long needs = detail::masked_or64(group, bytes & (~bytes + 1)); // each lane's 2^k
+        const unsigned long long size = detail::heap_class_size(c),
+                                 align = 1ull << (63u - unsigned(__clzll(static_cast<long long>(needs))));
         void* p = nullptr;
         for (unsigned up = 0;;) {
             do {
