@@ -292,8 +292,8 @@ constexpr unsigned kHeapLoneTries = 4;
 constexpr unsigned kHeapMissesBeforeAttach = 8;
 /// Classes above its own a small request may take a free slot of when its own
 /// class has none and no page is left for a slab (those up to twice its class
-/// size whose slots are aligned as its own: a larger block rather than a
-/// failure while partly filled slabs of other classes have room).
+/// size that keep the request's alignment, see spill_malloc: a larger block
+/// rather than a failure while partly filled slabs of other classes have room).
 constexpr unsigned kHeapSpillClasses = 8;
 /// Attaches of one class under way at a time: this many plus 1/16 of its slabs
 /// (a burst grows a class by <= ~6 % per attach latency, so at most that

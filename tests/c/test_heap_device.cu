@@ -359,6 +359,13 @@ static uint32_t count_ok(const dev_vec<uint32_t>& ok) {
     for (uint32_t x : ok.download()) c += x;
     return c;
 }
+// usable_size of each pointer (0 for nulls), from the device.
+static std::vector<uint64_t> usable_sizes(const gpudyn_heap_view_t& v, const std::vector<uint64_t>& ptrs) {
+    dev_vec<uint64_t> dp(ptrs), du(ptrs.size());
+    usable_kernel<<<blocks_for(ptrs.size(), 256), 256>>>(v, dp.p, ptrs.size(), du.p);
+    CUDA_OK(cudaDeviceSynchronize());
+    return du.download();
+}
 static void free_all(const gpudyn_heap_view_t& v, const std::vector<uint64_t>& ptrs, uint64_t* successes) {
     dev_vec<uint64_t> dp(ptrs);
     dev_vec<uint32_t> ok(ptrs.size());
@@ -424,10 +431,7 @@ static void test_call_patterns() {
         CHECK(corrupted(sizes, ptrs, tag0) == 0);
         // usable_size: the reference class / run size, 0 for an interior pointer.
         {
-            dev_vec<uint64_t> dp(ptrs), du(n);
-            usable_kernel<<<blocks_for(n, 256), 256>>>(v, dp.p, n, du.p);
-            CUDA_OK(cudaDeviceSynchronize());
-            std::vector<uint64_t> u = du.download();
+            const std::vector<uint64_t> u = usable_sizes(v, ptrs);
             uint64_t wrong = 0;
             for (uint64_t i = 0; i < n; ++i) wrong += u[i] != (ptrs[i] ? ref_usable(sizes[i], P) : 0);
             if (wrong)
@@ -692,10 +696,7 @@ static void test_spill_into_larger_class() {
         CHECK(nulls > 0);
         CHECK(stats_of(h).failed_allocations == nulls);
         CHECK_STATUS(gpudyn_heap_check(h, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY);
-        dev_vec<uint64_t> dp(ptrs), du(ptrs.size());
-        usable_kernel<<<blocks_for(ptrs.size(), 256), 256>>>(v, dp.p, ptrs.size(), du.p);
-        CUDA_OK(cudaDeviceSynchronize());
-        const std::vector<uint64_t> u = du.download();
+        const std::vector<uint64_t> u = usable_sizes(v, ptrs);
         uint64_t own = 0, larger = 0, other = 0, misaligned = 0;
         const uint64_t own_size = ref_usable(t.fill, P);
         for (size_t i = 0; i < ptrs.size(); ++i) {
@@ -777,10 +778,7 @@ static void test_exhaustion() {
         // larger class as aligned and at most twice the size; the stats count
         // what usable_size reports.
         {
-            dev_vec<uint64_t> dp(all_ptrs), du(all_ptrs.size());
-            usable_kernel<<<blocks_for(all_ptrs.size(), 256), 256>>>(v, dp.p, all_ptrs.size(), du.p);
-            CUDA_OK(cudaDeviceSynchronize());
-            const std::vector<uint64_t> u = du.download();
+            const std::vector<uint64_t> u = usable_sizes(v, all_ptrs);
             uint64_t usable = 0, wrong = 0, larger = 0;
             for (size_t i = 0; i < all_ptrs.size(); ++i) {
                 if (!all_ptrs[i]) continue;
