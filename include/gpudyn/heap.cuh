@@ -290,11 +290,6 @@ constexpr unsigned kHeapLoneTries = 4;
 /// model of this policy, one class, churn of 50 %: 8 rounds x 4 probes keep
 /// held / live near 1.05 where 5 x 2 drifted to 1.25 with 16-slot slabs).
 constexpr unsigned kHeapMissesBeforeAttach = 8;
-/// Classes above its own a small request may take a free slot of when its own
-/// class has none and no page is left for a slab (those up to twice its class
-/// size that keep the request's alignment, see spill_malloc: a larger block
-/// rather than a failure while partly filled slabs of other classes have room).
-constexpr unsigned kHeapSpillClasses = 8;
 /// Attaches of one class under way at a time: this many plus 1/16 of its slabs
 /// (a burst grows a class by <= ~6 % per attach latency, so at most that
 /// share of its slabs is left nearly empty when the burst ends).
@@ -736,10 +731,7 @@ public:
     /// requests up to the page size are 2^k-aligned.  A call that finds no free
     /// pages first runs a reclaim pass (empty slabs back to the pool; it reads
     /// the slot words of the classes freed into since the last pass) or waits
-    /// for one, and tries once more; a small request whose class is then still
-    /// full takes a free slot of a larger class (up to twice its class size, with
-    /// the alignment above kept; usable_size() says how large), so near
-    /// exhaustion the free slots of other classes' slabs serve before a request fails.
+    /// for one, and tries once more.
     __device__ void* malloc(unsigned long long bytes) const {
         // The lanes here now that allocate from this heap (others may call another heap).
         const unsigned mask = detail::peers_with(detail::active_lanes(), v_.counters);
@@ -765,11 +757,7 @@ public:
         void* p = small == (1u << detail::lane_index()) ? lone_claim(cls, &full_cur)
                                                         : current_slab_claim(small, group, cls, &full_cur);
         const unsigned left = detail::ballot(detail::member_mask(small), p == nullptr);
-        if (p == nullptr) {
-            p = small_malloc(group & left, cls, full_cur, false);
-            const unsigned failed = detail::ballot(group & left, p == nullptr);
-            if (p == nullptr) p = spill_malloc(failed, cls, bytes);
-        }
+        if (p == nullptr) p = small_malloc(group & left, cls, full_cur);
         return p;
     }
 
@@ -1206,36 +1194,6 @@ private:
         return slot_address(cur - 1, w * 64 + detail::set_bit_at(got, rank), k.size);
     }
 
-    /// Out of pages for class c (lanes `group`, a warp collective; `bytes`: the
-    /// lane's request): a slot of a larger class (at most kHeapSpillClasses up,
-    /// at most twice the size) rather than a failure, so free slots of partly
-    /// filled slabs of other classes still serve near exhaustion; failures are
-    /// counted here.  The class size must be a multiple of the largest power of
-    /// two dividing any lane's request: a 2^k request stays 2^k-aligned, and so
-    /// does malloc_aligned's (a multiple of its alignment); an odd size keeps 16.
-    /// Not inlined: the loop's second copy of the rounds doubled the registers
-    /// of a divergent caller's kernel.
-    __device__ __noinline__ void* spill_malloc(unsigned group, unsigned c, unsigned long long bytes) const {
-        group = detail::member_mask(group);
-        const unsigned long long needs = detail::masked_or64(group, bytes & (~bytes + 1)); // each lane's 2^k
-        const unsigned long long size = detail::heap_class_size(c),
-                                 align = 1ull << (63u - unsigned(__clzll(static_cast<long long>(needs))));
-        void* p = nullptr;
-        for (unsigned up = 0;;) {
-            do {
-                ++c, ++up;
-            } while (up <= kHeapSpillClasses && c < v_.class_count && detail::heap_class_size(c) <= 2 * size &&
-                     (detail::heap_class_size(c) & (align - 1)) != 0);
-            if (up > kHeapSpillClasses || c >= v_.class_count || detail::heap_class_size(c) > 2 * size) break;
-            p = small_malloc(group, c, 0u, true);
-            const unsigned failed = detail::ballot(group, p == nullptr);
-            if (failed == 0 || p != nullptr) return p;
-            group = failed;
-        }
-        count_failures(group, true);
-        return nullptr;
-    }
-
     /// The rounds, a warp collective over `group` (lanes of one class the fast
     /// pass did not serve; full_cur: what it returned).  (a) the class's current
     /// slab, scanned by the group's lanes from a group-uniform random word
@@ -1249,7 +1207,7 @@ private:
     /// current slab again, which an attacher just replaced); (d) when no page is
     /// left for a slab, a sweep of every word of the class.  A round that won
     /// nothing (a lost race too) is a miss.
-    __device__ void* small_malloc(unsigned group, unsigned c, unsigned full_cur, bool spill) const {
+    __device__ void* small_malloc(unsigned group, unsigned c, unsigned full_cur) const {
         group = detail::member_mask(group);
         const auto [lane, n, rank, leader, k, nwords] = group_of(group, c);
         unsigned* state = class_state(c);
@@ -1397,7 +1355,6 @@ private:
             misses = progress ? 0 : misses + 1;
             if (!from_current && count == 0) misses = kHeapMissesBeforeAttach; // no slab yet: attach at once
             if (misses < kHeapMissesBeforeAttach) continue;
-            if (spill) break; // a spill into a larger class takes free slots only
             // 4. Attach a slab (the leader), pre-claiming slots for the still needy lanes.
             const unsigned still = detail::ballot(group, mine == nullptr);
             const unsigned still_n = detail::popcount(still);
@@ -1456,7 +1413,8 @@ private:
                 misses = kHeapMissesBeforeAttach - 1;
             }
         }
-        return mine; // (failures are counted by malloc, after any spill)
+        count_failures(group, mine == nullptr);
+        return mine;
     }
 
     /// The group's leader runs a reclaim pass; true (for every lane) when the

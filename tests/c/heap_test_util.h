@@ -19,24 +19,6 @@ static std::vector<uint64_t> ref_classes(uint64_t P) {
     return c;
 }
 
-// Whether a small block of usable size `usable` may serve a request of `bytes`
-// (P / 2 or less): its class, or, when the heap ran out of pages for that
-// class, a larger class up to twice its size that is a multiple of the largest
-// power of two dividing the request (so 2^k requests stay 2^k-aligned).
-static inline bool small_usable_ok(uint64_t bytes, uint64_t usable, uint64_t P) {
-    uint64_t own = 0;
-    for (uint64_t s : ref_classes(P))
-        if (s >= bytes) {
-            own = s;
-            break;
-        }
-    if (usable == own) return true;
-    const uint64_t align = bytes & (~bytes + 1);
-    bool is_class = false;
-    for (uint64_t s : ref_classes(P)) is_class |= s == usable;
-    return own != 0 && is_class && usable > own && usable <= 2 * own && usable % align == 0;
-}
-
 static gpudyn_heap_stats_t heap_stats(gpudyn_heap_t h) {
     gpudyn_heap_stats_t st;
     memset(&st, 0, sizeof st);

@@ -659,76 +659,6 @@ static const char* size_name(uint64_t S, char* buf) {
     return buf;
 }
 
-// Out of pages, a request takes a free slot of a larger class rather than fail:
-// a heap with one live block of class 160 is filled with 129-byte requests
-// (class 144, an odd size: any larger class up to 2x may serve it) until one
-// fails; the 160-byte slab's free slots served some of them.  A power-of-two request
-// keeps its alignment: with a live 192-byte block (192 is no multiple of 128),
-// 128-byte requests fill the heap, none lands in the 192-byte slab, and a
-// 192-byte request still succeeds.
-static void test_spill_into_larger_class() {
-    const uint64_t P = 65536, heap_bytes = 4ull << 20;
-    struct spill_case {
-        uint64_t first, fill, larger;
-        bool spills;
-    };
-    const spill_case cases[] = {{160, 129, 160, true}, {192, 128, 192, false}};
-    for (const spill_case& t : cases) {
-        gpudyn_heap_t h = make_heap(heap_bytes, heap_bytes, P);
-        if (!h) return;
-        const gpudyn_heap_view_t v = view_of(h);
-        const std::vector<uint64_t> first = alloc_on_device(v, {t.first}, kConverged, 1ull << 50);
-        CHECK(first[0] != 0);
-        std::vector<uint64_t> sizes, ptrs, tags;
-        uint64_t nulls = 0;
-        const uint64_t per_round = 4096;
-        for (uint64_t round = 0; round < 2 * heap_bytes / t.fill / per_round + 2 && nulls == 0; ++round) {
-            const std::vector<uint64_t> rs(per_round, t.fill);
-            const std::vector<uint64_t> p =
-                alloc_on_device(v, rs, round % 2 ? kLaneSwitch : kConverged, (uint64_t(round) + 1) << 32);
-            for (uint64_t i = 0; i < per_round; ++i) {
-                sizes.push_back(t.fill);
-                ptrs.push_back(p[i]);
-                tags.push_back(((uint64_t(round) + 1) << 32) + i);
-                nulls += p[i] == 0;
-            }
-        }
-        CHECK(nulls > 0);
-        CHECK(stats_of(h).failed_allocations == nulls);
-        CHECK_STATUS(gpudyn_heap_check(h, nullptr), GPUDYN_ERROR_OUT_OF_MEMORY);
-        const std::vector<uint64_t> u = usable_sizes(v, ptrs);
-        uint64_t own = 0, larger = 0, other = 0, misaligned = 0;
-        const uint64_t own_size = ref_usable(t.fill, P);
-        for (size_t i = 0; i < ptrs.size(); ++i) {
-            if (!ptrs[i]) continue;
-            own += u[i] == own_size;
-            larger += u[i] == t.larger;
-            other += u[i] != own_size && u[i] != t.larger;
-            misaligned += (t.fill & (t.fill - 1)) == 0 && ptrs[i] % t.fill != 0;
-        }
-        printf("spill: %llu-byte requests beside a %llu-byte block: %llu of their class, %llu of the %llu class\n",
-               (unsigned long long)t.fill, (unsigned long long)t.first, (unsigned long long)own,
-               (unsigned long long)larger, (unsigned long long)t.larger);
-        CHECK(other == 0 && misaligned == 0);
-        CHECK(t.spills ? larger > 0 : larger == 0);
-        std::vector<uint64_t> all_sizes = sizes, all_ptrs = ptrs;
-        all_sizes.push_back(t.first);
-        all_ptrs.push_back(first[0]);
-        CHECK(check_blocks(blocks_of(all_sizes, all_ptrs), v, stats_of(h).bytes_mapped, "spill") == 0);
-        CHECK(corrupted(sizes, ptrs, 0, &tags) == 0);
-        // Without spills the larger class's slab still has room for its own size.
-        const std::vector<uint64_t> again = alloc_on_device(v, {t.larger}, kConverged, 3ull << 50);
-        if (!t.spills) CHECK(again[0] != 0);
-        uint64_t ok = 0;
-        all_ptrs.push_back(again[0]);
-        free_all(v, all_ptrs, &ok);
-        CHECK(ok == all_ptrs.size());
-        const gpudyn_heap_stats_t e = stats_of(h);
-        CHECK(e.allocations == 0 && e.bytes_allocated == 0 && e.bad_frees == 0);
-        CHECK_OK(gpudyn_heap_destroy(h));
-    }
-}
-
 // Fill until null; the nulls are counted; the heap was usable to >= 90 % (single
 // sizes and mixed sizes, where 48 classes compete for the pages); blocks intact;
 // free all; serves again.
@@ -774,27 +704,20 @@ static void test_exhaustion() {
         }
         const uint64_t live = all_ptrs.size() - nulls;
         CHECK(s.allocations == live);
-        // Each block is its request's class, or (small, the class out of pages) a
-        // larger class as aligned and at most twice the size; the stats count
-        // what usable_size reports.
+        // Each block is its request's class (usable_size, from the device, against
+        // the host reference), and the stats count exactly those sizes.
         {
             const std::vector<uint64_t> u = usable_sizes(v, all_ptrs);
-            uint64_t usable = 0, wrong = 0, larger = 0;
+            uint64_t usable = 0, wrong = 0;
             for (size_t i = 0; i < all_ptrs.size(); ++i) {
                 if (!all_ptrs[i]) continue;
                 usable += u[i];
-                const uint64_t want = ref_usable(all_sizes[i], P);
-                const bool ok = u[i] == want || (all_sizes[i] <= P / 2 && small_usable_ok(all_sizes[i], u[i], P));
-                wrong += !ok;
-                larger += ok && u[i] != want;
+                wrong += u[i] != ref_usable(all_sizes[i], P);
             }
             if (wrong) fprintf(stderr, "exhaustion: %llu blocks of a wrong size\n", (unsigned long long)wrong);
             CHECK(wrong == 0);
             CHECK(s.bytes_allocated == usable);
-            CHECK(usable >= live_usable);
-            char nb[32];
-            printf("exhaustion S=%s: %llu of %llu blocks from a larger class\n", size_name(S, nb),
-                   (unsigned long long)larger, (unsigned long long)live);
+            CHECK(usable == live_usable);
         }
         CHECK(check_blocks(blocks_of(all_sizes, all_ptrs), v, s.bytes_mapped, "exhaustion") == 0);
         CHECK(corrupted(all_sizes, all_ptrs, 0) == 0);
@@ -1593,7 +1516,6 @@ int main() {
     test_call_patterns();
     test_bad_frees();
     test_exhaustion();
-    test_spill_into_larger_class();
     test_reclaim(65536);
     if (!g_sanitizer) { // (millions of small blocks each: the 64 KiB case covers the code under the tools)
         test_reclaim(4096);

@@ -33,7 +33,7 @@
 // stamp intact (first and last 8 KiB of each block hold a per-(thread, j,
 // round, seed) key, read back by a later kernel); the heap stats (allocations,
 // bytes_allocated = the live blocks' usable_size, each the host reference's
-// size class or one the heap may spill into (heap_test_util.h), failed
+// size class (heap_test_util.h), failed
 // allocations = the nulls the kernels got, bad frees = the deliberate ones)
 // and gpudyn_heap_check's status equal to the model; page heap: no page twice,
 // free pages, failed requests and bad frees exact; warp heap: blocks distinct,
@@ -287,9 +287,8 @@ static std::vector<u64> device_usable(const HeapModel& m, const std::vector<Bloc
 }
 
 // Stats and check() of heap m against the model (live: its live blocks).  A
-// block's usable size is the model's, or (a small request whose class ran out
-// of pages) a larger class the heap may serve it from (small_usable_ok); the
-// stats must count exactly the sizes usable_size reports.
+// block's usable size (usable_size, read on the device) is the model's; the
+// stats must count exactly those sizes.
 static void check_heap(Tally& t, u64 seed, unsigned round, const char* when, HeapModel& m,
                        const std::vector<Block>& live) {
     u64 n = 0, bytes = 0, wrong = 0;
@@ -299,7 +298,7 @@ static void check_heap(Tally& t, u64 seed, unsigned round, const char* when, Hea
         n += 1;
         bytes += usable[i];
         const u64 want = m.usable(b.bytes);
-        if (usable[i] != want && !(b.bytes <= m.P / 2 && small_usable_ok(b.bytes, usable[i], m.P))) {
+        if (usable[i] != want) {
             if (wrong++ == 0)
                 t.detail("usable_size (heap " + m.name + ")",
                          "seed %llu round %u %s: a %llu-byte request's block reports %llu, the model says %llu", seed,
