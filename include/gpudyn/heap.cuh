@@ -238,11 +238,10 @@ constexpr unsigned kHeapMemberOffsetMask = (1u << kHeapMemberClassShift) - 1;
 
 /// Size classes: 16-byte steps up to kHeapLinearLimit, then this many classes
 /// per doubling (12.5 % worst rounding waste, the bound the design asks for).
-constexpr unsigned kHeapLinearLimit = 256;
+constexpr unsigned kHeapLinearLimit = 128;
 constexpr unsigned kHeapLinearClasses = kHeapLinearLimit / 16;
-constexpr unsigned kHeapDoublingShift = 4; ///< log2(classes per doubling)
-constexpr unsigned kHeapClassesPerDoubling = 1u << kHeapDoublingShift;
-constexpr unsigned kHeapLinearShift = 8; ///< log2(kHeapLinearLimit)
+constexpr unsigned kHeapClassesPerDoubling = 8;
+constexpr unsigned kHeapLinearShift = 7; ///< log2(kHeapLinearLimit)
 /// Page sizes the heap accepts: 4 KiB (the smallest VMM-friendly page worth a
 /// bitmap bit) to 2 MiB (the VMM granularity: a page never straddles a mapping).
 constexpr unsigned kHeapMinPageShift = 12;
@@ -386,7 +385,7 @@ __host__ __device__ __forceinline__ unsigned heap_class_of(unsigned long long by
 #else
     const unsigned e = 63u - unsigned(__builtin_clzll(bytes - 1));
 #endif
-    unsigned long long step = 1ull << (e - kHeapDoublingShift);
+    unsigned long long step = 1ull << (e - 3);
     unsigned idx = unsigned((bytes - (1ull << e) + step - 1) / step) - 1;
     return kHeapLinearClasses + (e - kHeapLinearShift) * kHeapClassesPerDoubling + idx;
 }
@@ -396,7 +395,7 @@ __host__ __device__ __forceinline__ unsigned long long heap_class_size(unsigned 
     unsigned d = (c - kHeapLinearClasses) / kHeapClassesPerDoubling;
     unsigned i = (c - kHeapLinearClasses) % kHeapClassesPerDoubling;
     unsigned e = kHeapLinearShift + d;
-    return (1ull << e) + (i + 1ull) * (1ull << (e - kHeapDoublingShift));
+    return (1ull << e) + (i + 1ull) * (1ull << (e - 3));
 }
 
 /// Classes of a heap with pages of 2^page_shift bytes (sizes up to P / 2).

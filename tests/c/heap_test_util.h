@@ -9,13 +9,13 @@
 
 #include "check.h"
 
-// Size classes of a heap with pages of P bytes: 16-byte steps up to 256 B, then
-// 16 classes a doubling up to P / 2.
+// Size classes of a heap with pages of P bytes: 16-byte steps up to 128 B, then
+// 8 classes a doubling up to P / 2.
 static std::vector<uint64_t> ref_classes(uint64_t P) {
     std::vector<uint64_t> c;
-    for (uint64_t s = 16; s <= 256; s += 16) c.push_back(s);
-    for (uint64_t lo = 256; lo < P / 2; lo *= 2)
-        for (uint64_t i = 1; i <= 16; ++i) c.push_back(lo + i * (lo / 16));
+    for (uint64_t s = 16; s <= 128; s += 16) c.push_back(s);
+    for (uint64_t lo = 128; lo < P / 2; lo *= 2)
+        for (uint64_t i = 1; i <= 8; ++i) c.push_back(lo + i * (lo / 8));
     return c;
 }
 

@@ -20,11 +20,11 @@ int main() {
         const unsigned long long P = 1ull << shift;
         const unsigned count = heap_class_count(shift);
         CHECK(count <= kHeapMaxClasses);
-        // Reference list: 16..256 step 16, then 16 per doubling.
+        // Reference list: 16..128 step 16, then 8 per doubling.
         std::vector<unsigned long long> ref;
-        for (unsigned long long s = 16; s <= 256; s += 16) ref.push_back(s);
-        for (unsigned long long lo = 256; lo < P / 2; lo *= 2)
-            for (unsigned i = 1; i <= 16; ++i) ref.push_back(lo + i * (lo / 16));
+        for (unsigned long long s = 16; s <= 128; s += 16) ref.push_back(s);
+        for (unsigned long long lo = 128; lo < P / 2; lo *= 2)
+            for (unsigned i = 1; i <= 8; ++i) ref.push_back(lo + i * (lo / 8));
         CHECK(ref.size() == count);
         CHECK(ref.back() == P / 2);
         for (unsigned c = 0; c < count && c < ref.size(); ++c) {
@@ -51,7 +51,7 @@ int main() {
         for (unsigned long long b = 1; b <= P / 2; ++b) {
             while (ref[c] < b) ++c;
             if (heap_class_of(b) != c) ++bad;
-            if (b > 256 && (ref[c] - b) * 16 > b) ++bad; // <= 6.25 % waste
+            if (b > 128 && (ref[c] - b) * 8 > b) ++bad; // <= 12.5 % waste
             if ((b & (b - 1)) == 0 && b >= 16 && ref[c] != b) ++bad;
         }
         if (bad) fprintf(stderr, "page size %llu: %d sizes in a wrong class\n", P, bad);
